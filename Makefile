@@ -1,0 +1,41 @@
+# The two commands a newcomer needs: `make demo` and `make test`.
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+PORT ?= 8000
+
+.PHONY: demo test lint bench chromium
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+## Start the dashboard on an embedded simulated cluster: http://127.0.0.1:$(PORT)
+demo: $(STAMP)
+	$(BIN)/gpu-slots demo --port $(PORT)
+
+## Browser tests need Debian's chromium; installed here when running as root.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
+	fi
+
+lint: $(STAMP)
+	$(BIN)/ruff check app tests
+	$(BIN)/ruff format --check app tests
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+## Run every test (lint, types, import contracts, unit, API, browser, chart).
+test: $(STAMP) chromium lint
+	$(BIN)/pytest -q
+
+bench: $(STAMP)
+	$(BIN)/python -m tests.bench.run

@@ -1,0 +1,33 @@
+"""The engine's input: the cluster as plain Kubernetes manifests (camelCase JSON dicts)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.domain.report import ReceivedReport
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class AccountingOptions:
+    """The settings the engine needs, copied out of Settings so the domain stays pure."""
+
+    plugin_name: str = "nvidia-device-plugin-daemonset"
+    plugin_namespace: str = "kube-system"
+    serving_resource: str = "nvidia.com/gpu"
+    agent_stale_after_s: float = 90.0
+    memory_pressure_pct: float = 90.0
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """One consistent view of what the cache holds and what agents reported."""
+
+    daemonset: Manifest | None
+    configmaps: Mapping[str, Manifest]  # ConfigMaps of the plugin's namespace, by name
+    nodes: Sequence[Manifest]
+    pods: Sequence[Manifest]
+    reports: Mapping[str, ReceivedReport] = field(default_factory=dict)  # by node name

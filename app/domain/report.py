@@ -1,0 +1,103 @@
+"""The agent report: what a node agent saw on its GPUs, versioned (schema 1).
+
+The agent builds it, the dashboard validates it on `POST /api/v1/agent/reports`, and the
+simulator's simulated agents send the same shape, so all three share this one model.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+REPORT_SCHEMA = 1
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProcessReading(_Strict):
+    """One compute process on a GPU (NVML PIDs are host PIDs)."""
+
+    pid: int = Field(ge=0, description="Host PID (nvidia-smi: pid)")
+    used_memory_mib: int | None = Field(
+        default=None, ge=0, description="GPU memory of the process in MiB (used_memory); null when unknown"
+    )
+    pod_uid: str | None = Field(
+        default=None, max_length=64, description="UID of the pod owning the process; null for a host process"
+    )
+    container: str | None = Field(
+        default=None, max_length=128, description="Container ID from the process's cgroup"
+    )
+    command: str | None = Field(default=None, max_length=4096, description="Command line")
+    user: str | None = Field(default=None, max_length=256, description="User name of a host process")
+    visible: bool = Field(
+        default=True,
+        description="False when the agent could not see the PID (no host PID namespace)",
+    )
+
+
+class GpuReading(_Strict):
+    """One physical GPU as NVML or nvidia-smi reports it."""
+
+    index: int = Field(ge=0, description="NVML index (nvidia-smi: index)")
+    uuid: str = Field(min_length=1, max_length=128, description="GPU UUID (nvidia-smi: uuid)")
+    name: str = Field(default="", max_length=256, description="Product name (nvidia-smi: name)")
+    memory_total_mib: int | None = Field(
+        default=None, ge=0, description="memory.total in MiB; null where Not Supported"
+    )
+    memory_used_mib: int | None = Field(
+        default=None, ge=0, description="memory.used in MiB; null where Not Supported"
+    )
+    utilization_pct: int | None = Field(
+        default=None, ge=0, le=100, description="utilization.gpu in percent"
+    )
+    mig_mode: Literal["enabled", "disabled"] | None = Field(
+        default=None, description="mig.mode.current; null where the GPU has no MIG"
+    )
+    processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+
+
+class DeviceAssignment(_Strict):
+    """Devices the kubelet assigned to one pod container (from the PodResources API)."""
+
+    namespace: str = Field(max_length=253)
+    pod: str = Field(max_length=253)
+    container: str = Field(max_length=253)
+    resource: str = Field(max_length=253, description="e.g. nvidia.com/gpu")
+    device_ids: list[str] = Field(
+        max_length=1024, description="GPU UUIDs, or UUID::n replicas under time-slicing"
+    )
+
+
+class AgentReport(_Strict):
+    """Schema 1 of the report a node agent POSTs to the dashboard."""
+
+    schema_: Literal[1] = Field(alias="schema", description="Report schema version")
+    node: str = Field(min_length=1, max_length=253, description="Kubernetes node name")
+    collected_at: AwareDatetime = Field(description="When the readings were taken (UTC)")
+    source: Literal["nvml", "nvidia-smi", "none"] = Field(
+        description="Which reader produced the GPUs; none when no reader worked"
+    )
+    driver_version: str | None = Field(default=None, max_length=64)
+    error: str | None = Field(
+        default=None, max_length=2048, description="Why no GPU could be read, when source is none"
+    )
+    gpus: list[GpuReading] = Field(default_factory=list, max_length=64)
+    assignments: list[DeviceAssignment] | None = Field(
+        default=None, description="Kubelet device assignments, when the PodResources socket is mounted"
+    )
+    agent_version: str | None = Field(default=None, max_length=64)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class ReceivedReport(BaseModel):
+    """A report as the dashboard keeps it: the newest good one per node, with its arrival."""
+
+    model_config = ConfigDict(frozen=True)
+
+    report: AgentReport
+    received_at: datetime
