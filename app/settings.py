@@ -18,6 +18,8 @@ class Settings(BaseSettings):
     kubernetes_device_plugin_name: str = "nvidia-device-plugin-daemonset"
     kubernetes_device_plugin_namespace: str = "kube-system"
     serving_gpu_resource: str = "nvidia.com/gpu"
+    # The ConfigMap holding the plugin's config.yaml: the only one GPU Slots reads or writes.
+    plugin_configmap_name: str = "nvidia-device-plugin-config"
 
     agent_token: str | None = Field(default=None, repr=False)
     agent_token_file: Path | None = None
@@ -31,13 +33,17 @@ class Settings(BaseSettings):
     snapshot_min_interval_s: float = Field(default=0.2, ge=0)
     watch_timeout_s: int = Field(default=300, ge=5)
     memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
+    # Holds static/, templates/ and docs/; the repository root when unset.
+    assets_dir: Path | None = None
 
     trusted_proxies: list[str] = Field(default_factory=list)
     proxy_user_header: str = "X-Forwarded-User"
     proxy_groups_header: str = "X-Forwarded-Groups"
     admin_group: str | None = None
 
-    @field_validator("kubernetes_device_plugin_name", "kubernetes_device_plugin_namespace")
+    @field_validator(
+        "kubernetes_device_plugin_name", "kubernetes_device_plugin_namespace", "plugin_configmap_name"
+    )
     @classmethod
     def _dns_name(cls, value: str) -> str:
         if not value or len(value) > 253 or value != value.lower() or " " in value:

@@ -1,0 +1,130 @@
+"""One collection cycle: read the GPUs (NVML, else nvidia-smi), attribute processes, build the report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Protocol
+
+from app.agent.attribution import ProcessOwner, read_process
+from app.agent.readings import RawGpu, RawReadings, ReaderUnavailableError
+from app.domain.report import (
+    REPORT_SCHEMA,
+    AgentReport,
+    DeviceAssignment,
+    GpuReading,
+    ProcessReading,
+)
+
+MAX_GPUS = 64
+MAX_PROCESSES_PER_GPU = 4096
+_ERROR_MAX_CHARS = 2048
+
+
+class GpuReader(Protocol):
+    """NVML or nvidia-smi: one pass over the GPUs, or ReaderUnavailableError."""
+
+    def read(self) -> RawReadings: ...
+
+
+class Collector:
+    """Builds one AgentReport per call from the first reader that works."""
+
+    def __init__(
+        self,
+        *,
+        node: str,
+        readers: Sequence[GpuReader],
+        proc_root: Path,
+        clock: Callable[[], datetime],
+        agent_version: str | None,
+        assignments: Callable[[], list[DeviceAssignment] | None] = lambda: None,
+    ) -> None:
+        self._node = node
+        self._readers = readers
+        self._proc_root = proc_root
+        self._clock = clock
+        self._agent_version = agent_version
+        self._assignments = assignments
+
+    def collect(self) -> AgentReport:
+        """The report for now; source "none" with `error` set when no reader works."""
+        collected_at = self._clock()
+        reasons: list[ReaderUnavailableError] = []
+        for reader in self._readers:
+            try:
+                readings = reader.read()
+            except ReaderUnavailableError as exc:
+                reasons.append(exc)
+                continue
+            return self._report(collected_at, readings)
+        return AgentReport(
+            schema=REPORT_SCHEMA,
+            node=self._node,
+            collected_at=collected_at,
+            source="none",
+            error=no_reader_message(reasons)[:_ERROR_MAX_CHARS],
+            assignments=self._assignments(),
+            agent_version=self._agent_version,
+        )
+
+    def _report(self, collected_at: datetime, readings: RawReadings) -> AgentReport:
+        owners: dict[int, ProcessOwner] = {}
+        gpus = [self._gpu(raw, owners) for raw in readings.gpus[:MAX_GPUS]]
+        problems = list(readings.problems)
+        if len(readings.gpus) > MAX_GPUS:
+            problems.append(f"{len(readings.gpus) - MAX_GPUS} GPUs left out of the report")
+        return AgentReport(
+            schema=REPORT_SCHEMA,
+            node=self._node,
+            collected_at=collected_at,
+            source=readings.source,
+            driver_version=_clip(readings.driver_version, 64),
+            error="; ".join(problems)[:_ERROR_MAX_CHARS] or None,
+            gpus=gpus,
+            assignments=self._assignments(),
+            agent_version=self._agent_version,
+        )
+
+    def _gpu(self, raw: RawGpu, owners: dict[int, ProcessOwner]) -> GpuReading:
+        processes: list[ProcessReading] = []
+        for process in raw.processes[:MAX_PROCESSES_PER_GPU]:
+            owner = owners.get(process.pid)
+            if owner is None:
+                owner = owners[process.pid] = read_process(process.pid, proc_root=self._proc_root)
+            processes.append(
+                ProcessReading(
+                    pid=process.pid,
+                    used_memory_mib=process.used_memory_mib,
+                    pod_uid=owner.pod_uid,
+                    container=owner.container_id,
+                    command=_clip(owner.command or process.name, 4096),
+                    user=owner.user,
+                    visible=owner.visible,
+                )
+            )
+        return GpuReading(
+            index=raw.index,
+            uuid=raw.uuid,
+            name=raw.name[:256],
+            memory_total_mib=raw.memory_total_mib,
+            memory_used_mib=raw.memory_used_mib,
+            utilization_pct=raw.utilization_pct,
+            mig_mode=raw.mig_mode,
+            processes=processes,
+        )
+
+
+def no_reader_message(reasons: Sequence[ReaderUnavailableError]) -> str:
+    """One line saying why no reader worked, e.g. for a node without a driver."""
+    if not reasons:
+        return "no GPU reader configured"
+    joined = " and ".join(str(reason) for reason in reasons)
+    if all(reason.driver_missing for reason in reasons):
+        return f"no NVIDIA driver: {joined}"
+    return f"no GPU reader worked: {joined}"
+
+
+def _clip(text: str | None, limit: int) -> str | None:
+    return text[:limit] if text else None

@@ -1,0 +1,138 @@
+"""The NVML reader: every GPU on the node through the `pynvml` module.
+
+NVML is initialised lazily, once, and shut down by `close()`. A value NVML cannot give
+(Not Supported on unified-memory or MIG-enabled GPUs, no permission, ...) becomes None,
+never an exception, so one odd GPU never blanks the report. Every call goes through the
+module object (`nvml.nvmlX(...)`) so tests can pass a fake module.
+
+The agent applies no device filter of its own: NVML lists every GPU the container can
+reach. The chart must run the agent with `NVIDIA_VISIBLE_DEVICES=all` (and no
+`nvidia.com/gpu` request) so that GPUs hidden from the device plugin are read too.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from app.agent.readings import MigMode, RawGpu, RawProcess, RawReadings, ReaderUnavailableError
+
+_MIB = 1024 * 1024
+_T = TypeVar("_T")
+
+
+class NvmlReader:
+    """Reads all GPUs through NVML; one instance per agent process."""
+
+    def __init__(self, *, nvml: Any | None = None) -> None:
+        self._nvml = nvml
+        self._initialised = False
+        self._processes_v2 = False
+
+    def read(self) -> RawReadings:
+        """One pass over every GPU; raises ReaderUnavailableError when NVML cannot start."""
+        nvml = self._ensure_initialised()
+        try:
+            count = int(nvml.nvmlDeviceGetCount())
+        except nvml.NVMLError as exc:
+            raise ReaderUnavailableError(f"NVML cannot count GPUs: {exc}") from exc
+        driver = _optional(nvml, lambda: _text(nvml.nvmlSystemGetDriverVersion()))
+        gpus: list[RawGpu] = []
+        problems: list[str] = []
+        for index in range(count):
+            try:
+                gpus.append(self._read_gpu(nvml, index))
+            except nvml.NVMLError as exc:
+                problems.append(f"GPU {index} unreadable through NVML: {exc}")
+        return RawReadings("nvml", driver, tuple(gpus), tuple(problems))
+
+    def close(self) -> None:
+        """Shut NVML down if this reader started it; safe to call more than once."""
+        if not self._initialised or self._nvml is None:
+            return
+        self._initialised = False
+        try:
+            self._nvml.nvmlShutdown()
+        except self._nvml.NVMLError:
+            pass
+
+    def _ensure_initialised(self) -> Any:
+        if self._nvml is None:
+            try:
+                self._nvml = importlib.import_module("pynvml")
+            except ImportError as exc:
+                raise ReaderUnavailableError("pynvml module not installed") from exc
+        nvml = self._nvml
+        if not self._initialised:
+            try:
+                nvml.nvmlInit()
+            except nvml.NVMLError_LibraryNotFound as exc:
+                raise ReaderUnavailableError("NVML library not found", driver_missing=True) from exc
+            except nvml.NVMLError_DriverNotLoaded as exc:
+                raise ReaderUnavailableError("NVIDIA driver not loaded", driver_missing=True) from exc
+            except nvml.NVMLError as exc:
+                raise ReaderUnavailableError(f"NVML init failed: {exc}") from exc
+            self._initialised = True
+        return nvml
+
+    def _read_gpu(self, nvml: Any, index: int) -> RawGpu:
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+        name = _optional(nvml, lambda: _text(nvml.nvmlDeviceGetName(handle)))
+        memory = _optional(nvml, lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
+        rates = _optional(nvml, lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
+        mig = _optional(nvml, lambda: nvml.nvmlDeviceGetMigMode(handle))
+        return RawGpu(
+            index=index,
+            uuid=uuid,
+            name=name or "",
+            memory_total_mib=_mib(getattr(memory, "total", None)),
+            memory_used_mib=_mib(getattr(memory, "used", None)),
+            utilization_pct=_percent(getattr(rates, "gpu", None)),
+            mig_mode=_mig_mode(nvml, mig),
+            processes=self._processes(nvml, handle),
+        )
+
+    def _processes(self, nvml: Any, handle: Any) -> tuple[RawProcess, ...]:
+        infos: Any = None
+        if not self._processes_v2:
+            try:
+                infos = nvml.nvmlDeviceGetComputeRunningProcesses(handle)
+            except (nvml.NVMLLibraryMismatchError, nvml.NVMLError_FunctionNotFound):
+                # Driver older than the bindings: the unversioned (v3) call is missing.
+                self._processes_v2 = True
+            except nvml.NVMLError:
+                return ()
+        if self._processes_v2:
+            infos = _optional(nvml, lambda: nvml.nvmlDeviceGetComputeRunningProcesses_v2(handle))
+        return tuple(
+            RawProcess(pid=int(info.pid), used_memory_mib=_mib(getattr(info, "usedGpuMemory", None)))
+            for info in infos or ()
+        )
+
+
+def _optional(nvml: Any, call: Callable[[], _T]) -> _T | None:
+    """The call's value, or None when NVML answers with any error (Not Supported, ...)."""
+    try:
+        return call()
+    except nvml.NVMLError:
+        return None
+
+
+def _text(value: str | bytes) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
+
+
+def _mib(value_bytes: int | None) -> int | None:
+    return None if value_bytes is None else int(value_bytes) // _MIB
+
+
+def _percent(value: int | None) -> int | None:
+    return None if value is None else max(0, min(100, int(value)))
+
+
+def _mig_mode(nvml: Any, modes: Any) -> MigMode | None:
+    if not modes:
+        return None
+    return "enabled" if modes[0] == nvml.NVML_DEVICE_MIG_ENABLE else "disabled"

@@ -1,0 +1,140 @@
+"""Which config a node's plugin runs with: follow CONFIG_FILE to a ConfigMap key and parse it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.domain.cluster import Manifest
+from app.domain.plugin import ConfigManagerRef, PluginSpec, StaticConfigRef, UnresolvedConfigRef
+from app.domain.plugin_config import (
+    PluginConfig,
+    PluginConfigError,
+    default_plugin_config,
+    parse_plugin_config,
+)
+
+CONFIG_INVALID = "config-invalid"
+CONFIG_KEY_MISSING = "config-key-missing"
+CONFIG_LABEL_UNKNOWN = "config-label-unknown"
+
+
+@dataclass(frozen=True)
+class EffectiveConfig:
+    """The config in effect on one node, or why the plugin cannot start with it."""
+
+    config: PluginConfig | None
+    source: str | None  # e.g. configmap/nvidia-device-plugin-config#config.yaml
+    configmap: str | None = None
+    key: str | None = None
+    text: str | None = None
+    error: str | None = None
+    error_code: str | None = None
+
+
+def resolve_config(
+    spec: PluginSpec | None,
+    configmaps: Mapping[str, Manifest],
+    *,
+    node_labels: Mapping[str, str] | None = None,
+) -> EffectiveConfig:
+    """The effective config for a node with these labels (None: the node-independent default)."""
+    if spec is None:
+        return EffectiveConfig(config=default_plugin_config(), source=None)
+    ref = spec.config_ref
+    if ref is None:
+        return _parsed(spec, None, None, None)
+    if isinstance(ref, UnresolvedConfigRef):
+        return _error(
+            CONFIG_KEY_MISSING,
+            f"unable to read config file {ref.path}: {ref.reason}",
+            source=f"file:{ref.path}",
+        )
+    data = _data(configmaps.get(ref.configmap))
+    if isinstance(ref, StaticConfigRef):
+        source = f"configmap/{ref.configmap}#{ref.key}"
+        if data is None:
+            return _error(
+                CONFIG_KEY_MISSING, f'configmap "{ref.configmap}" not found', source=source
+            )
+        if ref.key not in data:
+            return _error(
+                CONFIG_KEY_MISSING,
+                f"unable to read config file {spec.config_file}: no such file or directory "
+                f"(key {ref.key} missing from configmap {ref.configmap})",
+                source=source,
+            )
+        return _parsed(spec, ref.configmap, ref.key, data[ref.key])
+    return _per_node(spec, ref, data, node_labels)
+
+
+def _per_node(
+    spec: PluginSpec,
+    ref: ConfigManagerRef,
+    data: Mapping[str, str] | None,
+    node_labels: Mapping[str, str] | None,
+) -> EffectiveConfig:
+    source = f"configmap/{ref.configmap} (per node: label {ref.node_label})"
+    if data is None:
+        return _error(CONFIG_KEY_MISSING, f'configmap "{ref.configmap}" not found', source=source)
+    keys = [k for k in data if not k.startswith("..")]
+    label = (node_labels or {}).get(ref.node_label) if node_labels is not None else None
+    if label:
+        if label not in keys:
+            return _error(
+                CONFIG_LABEL_UNKNOWN, f"specified config {label} does not exist", source=source
+            )
+        return _parsed(spec, ref.configmap, label, data[label])
+    if ref.default_config:
+        if ref.default_config not in keys:
+            return _error(
+                CONFIG_KEY_MISSING,
+                f"specified config {ref.default_config} does not exist",
+                source=source,
+            )
+        return _parsed(spec, ref.configmap, ref.default_config, data[ref.default_config])
+    for strategy in ref.fallback_strategies:
+        if strategy == "named" and "default" in keys:
+            return _parsed(spec, ref.configmap, "default", data["default"])
+        if strategy == "single" and len(keys) == 1:
+            return _parsed(spec, ref.configmap, keys[0], data[keys[0]])
+        if strategy == "empty":
+            return _parsed(spec, None, None, None)
+    return _error(
+        CONFIG_KEY_MISSING,
+        "unable to select a default configuration: no fallback strategy applies",
+        source=source,
+    )
+
+
+def _parsed(
+    spec: PluginSpec, configmap: str | None, key: str | None, text: str | None
+) -> EffectiveConfig:
+    source = f"configmap/{configmap}#{key}" if configmap else None
+    try:
+        config = (
+            parse_plugin_config(text, env=spec.env)
+            if text is not None
+            else default_plugin_config(env=spec.env)
+        )
+    except PluginConfigError as exc:
+        return EffectiveConfig(
+            config=None,
+            source=source,
+            configmap=configmap,
+            key=key,
+            text=text,
+            error=exc.message,
+            error_code=CONFIG_INVALID,
+        )
+    return EffectiveConfig(config=config, source=source, configmap=configmap, key=key, text=text)
+
+
+def _error(code: str, message: str, *, source: str | None) -> EffectiveConfig:
+    return EffectiveConfig(config=None, source=source, error=message, error_code=code)
+
+
+def _data(configmap: Manifest | None) -> dict[str, str] | None:
+    if configmap is None:
+        return None
+    return {str(k): str(v) for k, v in (configmap.get("data") or {}).items()}

@@ -1,0 +1,115 @@
+"""Pods as the scheduler counts them: the GPU slots each one holds on its node."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.domain.cluster import Manifest
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_NVIDIA_PREFIX = "nvidia.com/"
+
+
+def pod_key(pod: Manifest) -> str:
+    """namespace/name."""
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def pod_uid(pod: Manifest) -> str:
+    return str((pod.get("metadata") or {}).get("uid", ""))
+
+
+def pod_phase(pod: Manifest) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def pod_node(pod: Manifest) -> str | None:
+    """The node a pod is bound to; None while unscheduled."""
+    return (pod.get("spec") or {}).get("nodeName") or None
+
+
+def holds_resources(pod: Manifest) -> bool:
+    """A bound pod that has not finished holds its requests on its node."""
+    return pod_node(pod) is not None and pod_phase(pod) not in TERMINAL_PHASES
+
+
+def parse_count(value: Any) -> int:
+    """An extended-resource quantity (always an integer for device-plugin resources)."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    try:
+        return max(int(str(value).strip()), 0)
+    except ValueError:
+        return 0
+
+
+def container_slots(container: Mapping[str, Any]) -> dict[str, int]:
+    """nvidia.com/* requests of one container; limits stand in for a missing request."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    found: dict[str, int] = {}
+    for name in set(limits) | set(requests):
+        if str(name).startswith(_NVIDIA_PREFIX):
+            value = requests[name] if name in requests else limits[name]
+            count = parse_count(value)
+            if count:
+                found[str(name)] = count
+    return found
+
+
+def pod_slots(pod: Manifest) -> dict[str, int]:
+    """Slots per nvidia.com/* resource the scheduler reserves for this pod.
+
+    max(sum of app containers + restartable init containers, the largest init step) plus the
+    pod overhead, like the scheduler's resource helper.
+    """
+    spec = pod.get("spec") or {}
+    app_sum: dict[str, int] = {}
+    for container in spec.get("containers") or []:
+        for name, count in container_slots(container).items():
+            app_sum[name] = app_sum.get(name, 0) + count
+    sidecars: dict[str, int] = {}
+    init_peak: dict[str, int] = {}
+    for container in spec.get("initContainers") or []:
+        own = container_slots(container)
+        if container.get("restartPolicy") == "Always":
+            for name, count in own.items():
+                sidecars[name] = sidecars.get(name, 0) + count
+            step = dict(sidecars)
+        else:
+            step = dict(sidecars)
+            for name, count in own.items():
+                step[name] = step.get(name, 0) + count
+        for name, count in step.items():
+            init_peak[name] = max(init_peak.get(name, 0), count)
+    total: dict[str, int] = {}
+    for name in set(app_sum) | set(sidecars) | set(init_peak):
+        running = app_sum.get(name, 0) + sidecars.get(name, 0)
+        total[name] = max(running, init_peak.get(name, 0))
+    for name, value in (spec.get("overhead") or {}).items():
+        if str(name).startswith(_NVIDIA_PREFIX) and parse_count(value):
+            total[str(name)] = total.get(str(name), 0) + parse_count(value)
+    return {name: count for name, count in total.items() if count > 0}
+
+
+def pod_env_visible_devices(pod: Manifest) -> str | None:
+    """NVIDIA_VISIBLE_DEVICES set in any container's env (the value of the first one)."""
+    spec = pod.get("spec") or {}
+    for container in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+        for item in container.get("env") or []:
+            if item.get("name") == "NVIDIA_VISIBLE_DEVICES":
+                return str(item.get("value", ""))
+    return None
+
+
+def is_ready(obj: Manifest) -> bool:
+    """The Ready condition of a pod or node."""
+    for condition in (obj.get("status") or {}).get("conditions") or []:
+        if condition.get("type") == "Ready":
+            return condition.get("status") == "True"
+    return False

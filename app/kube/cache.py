@@ -1,0 +1,293 @@
+"""List+watch caches of the objects GPU Slots reads, so a page view costs the API server nothing.
+
+One reflector thread per watched collection: it lists, then watches from the list's
+resourceVersion, applies each event to an in-memory store, and re-lists after a 410 Gone
+or a broken stream. While the API server cannot be reached it keeps the last state and
+reports since when it has been failing, so the dashboard can serve it marked stale.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
+
+from app.domain.cluster import Manifest
+from app.kube.client import translate
+
+log = logging.getLogger(__name__)
+
+ListFunc = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """One collection to mirror: a name for logs and the client call that lists it."""
+
+    name: str
+    list_func: ListFunc
+    args: tuple[str, ...] = ()
+    field_selector: str | None = None
+
+
+@dataclass(frozen=True)
+class CacheHealth:
+    """Whether every collection is listed and watched, and since when one is failing."""
+
+    synced: bool
+    failing_since: datetime | None
+    last_error: str | None
+
+
+class Reflector:
+    """Mirrors one collection into a dict keyed by namespace/name."""
+
+    def __init__(
+        self,
+        target: WatchTarget,
+        *,
+        on_change: Callable[[], None],
+        watch_timeout_s: int,
+        retry_delay_s: float,
+        stop: threading.Event,
+    ) -> None:
+        self.target = target
+        self._on_change = on_change
+        self._watch_timeout_s = watch_timeout_s
+        self._retry_delay_s = retry_delay_s
+        self._stop = stop
+        self._lock = threading.Lock()
+        self._items: dict[str, Manifest] = {}
+        self._resource_version = ""
+        self.synced = False
+        self.failing_since: datetime | None = None
+        self.last_error: str | None = None
+        self.relists = 0
+        self._watch: watch.Watch | None = None
+        self._thread = threading.Thread(target=self._run, name=f"reflector-{target.name}", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout_s: float) -> None:
+        if self._watch is not None:
+            self._watch.stop()
+        self._thread.join(timeout_s)
+
+    def items(self) -> list[Manifest]:
+        with self._lock:
+            return list(self._items.values())
+
+    def _run(self) -> None:
+        delay_s = self._retry_delay_s
+        while not self._stop.is_set():
+            try:
+                self._list()
+                self._mark_ok()
+                delay_s = self._retry_delay_s
+                self._watch_until_broken()
+            except ApiException as exc:
+                if exc.status == 410:
+                    log.info("watch expired, re-listing", extra={"collection": self.target.name})
+                    continue
+                self._mark_failing(exc)
+            except Exception as exc:  # noqa: BLE001 - any failure means: retry later
+                self._mark_failing(exc)
+            if self._stop.wait(delay_s):
+                return
+            delay_s = min(delay_s * 2, 30.0)
+
+    def _kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if self.target.field_selector:
+            kwargs["field_selector"] = self.target.field_selector
+        return kwargs
+
+    def _list(self) -> None:
+        response = self.target.list_func(
+            *self.target.args, _preload_content=False, _request_timeout=30, **self._kwargs()
+        )
+        body = json.loads(response.data)
+        items = {_key(item): item for item in body.get("items") or []}
+        with self._lock:
+            self._items = items
+            self._resource_version = body.get("metadata", {}).get("resourceVersion", "")
+        self.relists += 1
+        self.synced = True
+        self._on_change()
+
+    def _watch_until_broken(self) -> None:
+        """Apply watch events until the stream ends; returns to re-watch, raises to re-list."""
+        while not self._stop.is_set():
+            self._watch = watch.Watch()
+            for event in self._events(self._watch):
+                kind = event.get("type")
+                obj = event.get("object")
+                if not isinstance(obj, dict):
+                    continue
+                version = obj.get("metadata", {}).get("resourceVersion")
+                if kind == "BOOKMARK":
+                    self._resource_version = version or self._resource_version
+                    continue
+                with self._lock:
+                    if kind == "DELETED":
+                        self._items.pop(_key(obj), None)
+                    else:
+                        self._items[_key(obj)] = obj
+                    if version:
+                        self._resource_version = version
+                self._on_change()
+            self._mark_ok()
+
+    def _events(self, stream: watch.Watch) -> Iterator[dict[str, Any]]:
+        yield from stream.stream(
+            self.target.list_func,
+            *self.target.args,
+            resource_version=self._resource_version,
+            timeout_seconds=self._watch_timeout_s,
+            allow_watch_bookmarks=True,
+            deserialize=False,
+            _request_timeout=self._watch_timeout_s + 30,
+            **self._kwargs(),
+        )
+
+    def _mark_ok(self) -> None:
+        if self.failing_since is not None:
+            log.info("API server reachable again", extra={"collection": self.target.name})
+        self.failing_since = None
+        self.last_error = None
+
+    def _mark_failing(self, exc: Exception) -> None:
+        message = str(translate(exc, action=f"watching {self.target.name}"))
+        if self.failing_since is None:
+            self.failing_since = datetime.now(UTC)
+            log.warning("%s", message, extra={"collection": self.target.name})
+        self.last_error = message
+        self._on_change()
+
+
+class ClusterCache:
+    """Nodes, pods, the plugin DaemonSet and its ConfigMap, kept current by watches."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        plugin_name: str,
+        plugin_namespace: str,
+        configmap_name: str,
+        watch_timeout_s: int = 300,
+        retry_delay_s: float = 1.0,
+        probe_interval_s: float = 10.0,
+    ) -> None:
+        core = client.CoreV1Api(api_client)
+        self._version_api = client.VersionApi(api_client)
+        self._probe_interval_s = probe_interval_s
+        self._probe_failing_since: datetime | None = None
+        self._probe_error: str | None = None
+        apps = client.AppsV1Api(api_client)
+        targets = {
+            "nodes": WatchTarget("nodes", core.list_node),
+            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces),
+            "daemonsets": WatchTarget(
+                "daemonsets",
+                apps.list_namespaced_daemon_set,
+                (plugin_namespace,),
+                f"metadata.name={plugin_name}",
+            ),
+            "configmaps": WatchTarget(
+                "configmaps",
+                core.list_namespaced_config_map,
+                (plugin_namespace,),
+                f"metadata.name={configmap_name}",
+            ),
+        }
+        self._stop = threading.Event()
+        self._changed = threading.Condition()
+        self.generation = 0
+        self._reflectors = {
+            name: Reflector(
+                target,
+                on_change=self._bump,
+                watch_timeout_s=watch_timeout_s,
+                retry_delay_s=retry_delay_s,
+                stop=self._stop,
+            )
+            for name, target in targets.items()
+        }
+
+    def start(self) -> None:
+        for reflector in self._reflectors.values():
+            reflector.start()
+        self._prober = threading.Thread(target=self._probe, name="api-probe", daemon=True)
+        self._prober.start()
+
+    def _probe(self) -> None:
+        """Notice an outage while every watch stream sits idle (they break only on traffic)."""
+        while not self._stop.wait(self._probe_interval_s):
+            try:
+                self._version_api.get_code(_request_timeout=5)
+            except Exception as exc:  # noqa: BLE001 - any failure means: unreachable
+                if self._probe_failing_since is None:
+                    self._probe_failing_since = datetime.now(UTC)
+                    self._probe_error = str(translate(exc, action="probing the API server"))
+                    log.warning("%s", self._probe_error)
+                    self._bump()
+            else:
+                if self._probe_failing_since is not None:
+                    self._probe_failing_since = None
+                    self._probe_error = None
+                    self._bump()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._changed:
+            self._changed.notify_all()
+        for reflector in self._reflectors.values():
+            reflector.join(timeout_s=5)
+        if hasattr(self, "_prober"):
+            self._prober.join(timeout=5)
+
+    def _bump(self) -> None:
+        with self._changed:
+            self.generation += 1
+            self._changed.notify_all()
+
+    def wait_for_change(self, seen_generation: int, timeout_s: float) -> int:
+        """Block until the generation moves past `seen_generation` or the timeout passes."""
+        with self._changed:
+            self._changed.wait_for(
+                lambda: self.generation != seen_generation or self._stop.is_set(), timeout_s
+            )
+            return self.generation
+
+    def items(self, name: str) -> list[Manifest]:
+        return self._reflectors[name].items()
+
+    def relists(self) -> dict[str, int]:
+        return {name: reflector.relists for name, reflector in self._reflectors.items()}
+
+    def health(self) -> CacheHealth:
+        reflectors = self._reflectors.values()
+        failing = [r.failing_since for r in reflectors if r.failing_since is not None]
+        errors = [r.last_error for r in reflectors if r.last_error]
+        if self._probe_failing_since is not None:
+            failing.append(self._probe_failing_since)
+            errors.append(self._probe_error or "API server unreachable")
+        return CacheHealth(
+            synced=all(r.synced for r in reflectors),
+            failing_since=min(failing) if failing else None,
+            last_error=errors[0] if errors else None,
+        )
+
+
+def _key(obj: Manifest) -> str:
+    metadata = obj.get("metadata", {})
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"

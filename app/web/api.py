@@ -1,0 +1,89 @@
+"""The read-only JSON API under /api/v1, served from the current snapshot (no cluster calls)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, HTTPException, Query, Response, status
+
+from app.domain.snapshot import Severity, Snapshot
+from app.web.deps import RuntimeDep, SnapshotDep
+from app.web.schemas import FindingsOut, NodeOut, NodesOut, PluginOut, ProblemOut, SummaryOut
+
+router = APIRouter(prefix="/api/v1", tags=["read"])
+
+JSON = "application/json"
+NOT_READY = {503: {"model": ProblemOut, "description": "No snapshot yet"}}
+
+
+def summary_of(snapshot: Snapshot) -> SummaryOut:
+    plugin = snapshot.plugin
+    return SummaryOut(
+        mode=plugin.mode.value,
+        replicas=plugin.replicas,
+        resource=plugin.resource,
+        plugin=PluginOut(
+            name=plugin.name,
+            namespace=plugin.namespace,
+            found=plugin.found,
+            image=plugin.image,
+            version=plugin.version,
+            ready=plugin.ready,
+            desired=plugin.desired,
+            config_source=plugin.config_source,
+            operator_managed=plugin.operator_managed,
+        ),
+        totals=snapshot.totals,
+        findings=snapshot.severity_counts(),
+        stale=snapshot.stale,
+        stale_age_s=snapshot.stale_age_s,
+        generated_at=snapshot.generated_at,
+    )
+
+
+@router.get("/summary", response_model=SummaryOut, responses=NOT_READY)
+async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
+    """Mode, plugin state, cluster totals and finding counts."""
+    body = runtime.snapshots.memo("summary", lambda s: summary_of(s).model_dump_json().encode())
+    return Response(body, media_type=JSON)
+
+
+@router.get("/nodes", response_model=NodesOut, responses=NOT_READY)
+async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
+    """Every node with its figures, GPUs and findings."""
+    body = runtime.snapshots.memo(
+        "nodes",
+        lambda s: NodesOut(generated_at=s.generated_at, stale=s.stale, nodes=s.nodes)
+        .model_dump_json()
+        .encode(),
+    )
+    return Response(body, media_type=JSON)
+
+
+@router.get(
+    "/nodes/{name}",
+    response_model=NodeOut,
+    responses={404: {"model": ProblemOut, "description": "No such node"}, **NOT_READY},
+)
+async def get_node(name: str, snapshot: SnapshotDep) -> NodeOut:
+    """One node with its figures, GPUs, processes and findings."""
+    for node in snapshot.nodes:
+        if node.name == name:
+            return NodeOut(generated_at=snapshot.generated_at, stale=snapshot.stale, node=node)
+    raise HTTPException(status.HTTP_404_NOT_FOUND, f"No node named {name!r} in the cluster.")
+
+
+@router.get("/findings", response_model=FindingsOut, responses=NOT_READY)
+async def list_findings(
+    snapshot: SnapshotDep,
+    severity: Annotated[Severity | None, Query(description="Only this severity")] = None,
+    node: Annotated[str | None, Query(description="Only findings of this node")] = None,
+) -> FindingsOut:
+    """Findings, most severe first, optionally filtered by severity and node."""
+    findings = [
+        finding
+        for finding in snapshot.findings
+        if (severity is None or finding.severity == severity)
+        and (node is None or finding.node == node)
+    ]
+    return FindingsOut(generated_at=snapshot.generated_at, stale=snapshot.stale, findings=findings)

@@ -1,0 +1,148 @@
+"""The FastAPI app factory: everything is built here, nothing at import time."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI, Request, Response
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+import app as package
+from app.domain.cluster import AccountingOptions
+from app.domain.report import AgentReport
+from app.settings import Settings
+from app.web import agent_api, api, ops, pages
+from app.web.reports import ReportStore
+from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
+from app.web.snapshots import Clock, SnapshotService
+
+SWAGGER = "/static/vendor/swagger-ui-5.35.0"
+PAGE_CSP = (
+    "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+# Swagger UI starts from an inline script; only its page gets that allowance.
+DOCS_CSP = PAGE_CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'").replace(
+    "style-src 'self'", "style-src 'self' 'unsafe-inline'"
+)
+
+
+def accounting_options(settings: Settings) -> AccountingOptions:
+    return AccountingOptions(
+        plugin_name=settings.kubernetes_device_plugin_name,
+        plugin_namespace=settings.kubernetes_device_plugin_namespace,
+        serving_resource=settings.serving_gpu_resource,
+        agent_stale_after_s=settings.agent_stale_after_s,
+        memory_pressure_pct=settings.memory_pressure_pct,
+    )
+
+
+def create_app(
+    settings: Settings,
+    *,
+    source: RunningSource,
+    clock: Clock = utc_now,
+    refresh_interval_s: float = 5.0,
+) -> FastAPI:
+    """The dashboard over `source` (a started-on-lifespan cluster cache)."""
+    assets_dir = settings.assets_dir or default_assets_dir()
+    reports = ReportStore()
+    snapshots = SnapshotService(
+        source,
+        reports,
+        options=accounting_options(settings),
+        clock=clock,
+        min_interval_s=settings.snapshot_min_interval_s,
+        refresh_interval_s=refresh_interval_s,
+    )
+    runtime = Runtime(
+        settings=settings,
+        source=source,
+        reports=reports,
+        snapshots=snapshots,
+        templates=Jinja2Templates(directory=str(assets_dir / "templates")),
+        assets_dir=assets_dir,
+        clock=clock,
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        source.start()
+        snapshots.start()
+        try:
+            yield
+        finally:
+            snapshots.stop()
+            source.stop()
+
+    app = FastAPI(
+        title="GPU Slots",
+        version=package.__version__,
+        summary="GPU slot accounting next to what the GPUs really do",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.runtime = runtime
+    app.mount("/static", StaticFiles(directory=str(assets_dir / "static")), name="static")
+    app.include_router(ops.router)
+    app.include_router(api.router)
+    app.include_router(agent_api.router)
+    app.include_router(pages.router)
+    _add_docs(app)
+    _add_security_headers(app)
+    _add_report_schema(app)
+    return app
+
+
+def _add_docs(app: FastAPI) -> None:
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="GPU Slots API",
+            swagger_js_url=f"{SWAGGER}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER}/favicon-32x32.png",
+        )
+
+
+def _add_security_headers(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def security_headers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await call_next(request)
+        headers = response.headers
+        headers.setdefault(
+            "Content-Security-Policy", DOCS_CSP if request.url.path == "/docs" else PAGE_CSP
+        )
+        headers.setdefault("X-Content-Type-Options", "nosniff")
+        headers.setdefault("X-Frame-Options", "DENY")
+        headers.setdefault("Referrer-Policy", "same-origin")
+        return response
+
+
+def _add_report_schema(app: FastAPI) -> None:
+    """Publish AgentReport in the OpenAPI document (the endpoint reads the raw body)."""
+    default_openapi = app.openapi
+
+    def openapi() -> dict[str, object]:
+        if app.openapi_schema:
+            return app.openapi_schema
+        schema = default_openapi()
+        components = schema.setdefault("components", {}).setdefault("schemas", {})
+        report_schema = AgentReport.model_json_schema(
+            by_alias=True, ref_template="#/components/schemas/{model}"
+        )
+        for name, definition in report_schema.pop("$defs", {}).items():
+            components[name] = definition
+        components["AgentReport"] = report_schema
+        app.openapi_schema = schema
+        return schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,32 @@
+"""FastAPI dependencies, defined once with Annotated aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, HTTPException, Request, status
+
+from app.domain.snapshot import Snapshot
+from app.web.runtime import Runtime
+
+
+def get_runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
+
+
+def get_snapshot(runtime: RuntimeDep) -> Snapshot:
+    snapshot = runtime.snapshots.current()
+    if snapshot is None:
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            "No snapshot yet: the dashboard is still listing the cluster. Retry in a few seconds.",
+            headers={"Retry-After": "2"},
+        )
+    return snapshot
+
+
+SnapshotDep = Annotated[Snapshot, Depends(get_snapshot)]

@@ -1,0 +1,57 @@
+"""The snapshot in the Prometheus text exposition format (version 0.0.4)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.domain.snapshot import Snapshot
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def render_metrics(snapshot: Snapshot) -> str:
+    """Slots allocatable/requested/free and findings per node, plus cluster totals."""
+    lines: list[str] = []
+    per_node = [
+        ("gpu_slots_allocatable", "Slots the node advertises as allocatable", "allocatable"),
+        ("gpu_slots_requested", "Slots held by pods on the node", "requested"),
+        ("gpu_slots_free", "Allocatable minus requested slots", "free"),
+        ("gpu_slots_expected", "Slots the plugin config should give the node", "expected_slots"),
+        ("gpu_slots_physical_gpus", "GPUs the node's agent reports", "physical_gpus"),
+        ("gpu_slots_host_gpus", "GPUs kept out of Kubernetes for host processes", "host_gpus"),
+    ]
+    for metric, help_text, field in per_node:
+        lines += _header(metric, help_text, "gauge")
+        for node in snapshot.nodes:
+            value = getattr(node, field)
+            if value is not None:
+                labels = {"node": node.name, "resource": node.resource}
+                lines.append(_sample(metric, labels, value))
+    lines += _header("gpu_slots_findings", "Open findings by node and severity", "gauge")
+    for node in snapshot.nodes:
+        counts: dict[str, int] = {}
+        for finding in node.findings:
+            counts[finding.severity.value] = counts.get(finding.severity.value, 0) + 1
+        for severity, count in sorted(counts.items()):
+            lines.append(_sample("gpu_slots_findings", {"node": node.name, "severity": severity}, count))
+    lines += _header("gpu_slots_cluster_findings", "Open findings in the cluster by severity", "gauge")
+    for severity, count in snapshot.severity_counts().items():
+        lines.append(_sample("gpu_slots_cluster_findings", {"severity": severity}, count))
+    lines += _header("gpu_slots_stale", "1 while the API server cannot be reached", "gauge")
+    lines.append(_sample("gpu_slots_stale", {}, int(snapshot.stale)))
+    return "\n".join(lines) + "\n"
+
+
+def _header(metric: str, help_text: str, kind: str) -> Iterable[str]:
+    return [f"# HELP {metric} {help_text}", f"# TYPE {metric} {kind}"]
+
+
+def _sample(metric: str, labels: dict[str, str], value: float) -> str:
+    if not labels:
+        return f"{metric} {value}"
+    body = ",".join(f'{key}="{_escape(val)}"' for key, val in labels.items())
+    return f"{metric}{{{body}}} {value}"
+
+
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')

@@ -1,0 +1,71 @@
+"""Response shapes of the JSON API, named by role; node and GPU shapes are the snapshot's own."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from app.domain.snapshot import Finding, NodeState, Totals
+
+
+class PluginOut(BaseModel):
+    name: str
+    namespace: str
+    found: bool
+    image: str | None
+    version: str | None
+    ready: int
+    desired: int
+    config_source: str | None
+    operator_managed: bool
+
+
+class SummaryOut(BaseModel):
+    """GET /api/v1/summary: the cluster at a glance."""
+
+    mode: str = Field(description="basic | time-slicing | mps | unknown")
+    replicas: int
+    resource: str = Field(description="Advertised resource name, e.g. nvidia.com/gpu")
+    plugin: PluginOut
+    totals: Totals
+    findings: dict[str, int] = Field(description="Finding counts by severity")
+    stale: bool = Field(description="True while the API server cannot be reached")
+    stale_age_s: float | None = Field(description="Seconds since the API server was last reachable")
+    generated_at: datetime
+
+
+class NodesOut(BaseModel):
+    generated_at: datetime
+    stale: bool
+    nodes: list[NodeState]
+
+
+class NodeOut(BaseModel):
+    generated_at: datetime
+    stale: bool
+    node: NodeState
+
+
+class FindingsOut(BaseModel):
+    generated_at: datetime
+    stale: bool
+    findings: list[Finding]
+
+
+class ReportAcceptedOut(BaseModel):
+    status: Literal["stored", "duplicate"]
+    node: str
+
+
+class ProblemOut(BaseModel):
+    """Every error body: a sentence a person can act on."""
+
+    detail: str
+
+
+class ReadyOut(BaseModel):
+    status: Literal["ok", "degraded", "starting"]
+    reason: str
+    stale_age_s: float | None = None

@@ -1,0 +1,57 @@
+"""`gpu-slots serve`: the dashboard against a real cluster (in-cluster config or KUBECONFIG)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from app.settings import Settings
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", default="127.0.0.1", help="Address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="Port to listen on")
+    parser.add_argument(
+        "--kube-server",
+        default=None,
+        help="API server URL to use instead of the in-cluster config or KUBECONFIG "
+        "(e.g. a `gpu-slots simulate` URL)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from app.errors import ConfigError
+    from app.logs import configure_logging
+    from app.settings import get_settings
+
+    configure_logging()
+    settings = get_settings()
+    try:
+        app = build_app(settings, kube_server=args.kube_server)
+    except ConfigError as exc:
+        print(f"gpu-slots serve: {exc}")
+        return 2
+    uvicorn.run(app, host=args.host, port=args.port, log_config=None)
+    return 0
+
+
+def build_app(settings: Settings, *, kube_server: str | None) -> FastAPI:
+    """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
+    from app.kube.cache import ClusterCache
+    from app.kube.client import make_api_client
+    from app.web.app import create_app
+
+    api_client = make_api_client(host=kube_server)
+    cache = ClusterCache(
+        api_client,
+        plugin_name=settings.kubernetes_device_plugin_name,
+        plugin_namespace=settings.kubernetes_device_plugin_namespace,
+        configmap_name=settings.plugin_configmap_name,
+        watch_timeout_s=settings.watch_timeout_s,
+    )
+    return create_app(settings, source=cache)

@@ -1,0 +1,165 @@
+"""Keeps the current snapshot: recomputed off the request path whenever the cluster or a report changes.
+
+Requests only read `current()`; the engine runs in one background thread, at most once per
+`min_interval_s`, and again every `refresh_interval_s` so agent ages stay true. Rendered
+forms of a snapshot (JSON bodies, metrics text) are memoised per snapshot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from app.domain.accounting import build_snapshot
+from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.snapshot import Snapshot
+from app.web.reports import ReportStore
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+T = TypeVar("T")
+
+
+class CacheHealthLike(Protocol):
+    synced: bool
+    failing_since: datetime | None
+    last_error: str | None
+
+
+class ClusterSource(Protocol):
+    """What the snapshot service needs of the cluster cache (app.kube.cache.ClusterCache)."""
+
+    generation: int
+
+    def items(self, name: str) -> list[Manifest]: ...
+
+    def health(self) -> CacheHealthLike: ...
+
+    def wait_for_change(self, seen_generation: int, timeout_s: float) -> int: ...
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    degraded: bool
+    reason: str
+
+
+class SnapshotService:
+    """Owns the background thread that turns cache + reports into the current snapshot."""
+
+    def __init__(
+        self,
+        source: ClusterSource,
+        reports: ReportStore,
+        *,
+        options: AccountingOptions,
+        clock: Clock,
+        min_interval_s: float = 0.2,
+        refresh_interval_s: float = 5.0,
+    ) -> None:
+        self._source = source
+        self._reports = reports
+        self._options = options
+        self._clock = clock
+        self._min_interval_s = min_interval_s
+        self._refresh_interval_s = refresh_interval_s
+        self._current: Snapshot | None = None
+        self._memo: dict[str, object] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="snapshots", daemon=True)
+        self.builds = 0
+        self.last_error: str | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout=5)
+
+    def poke(self) -> None:
+        """Ask for a recompute soon (a report arrived)."""
+        self._wake.set()
+
+    def current(self) -> Snapshot | None:
+        return self._current
+
+    def memo(self, key: str, render: Callable[[Snapshot], T]) -> T | None:
+        """`render(current snapshot)`, computed once per snapshot."""
+        with self._lock:
+            snapshot = self._current
+            if snapshot is None:
+                return None
+            if key not in self._memo:
+                self._memo[key] = render(snapshot)
+            return self._memo[key]  # type: ignore[return-value]
+
+    def readiness(self) -> Readiness:
+        health = self._source.health()
+        if self._current is None or not health.synced:
+            return Readiness(False, False, "waiting for the first list of the cluster")
+        if health.failing_since is not None:
+            return Readiness(True, True, f"API server unreachable: {health.last_error}")
+        return Readiness(True, False, "ok")
+
+    def rebuild(self) -> Snapshot:
+        """Compute a snapshot from what the cache and the report store hold now."""
+        now = self._clock()
+        daemonsets = self._source.items("daemonsets")
+        state = ClusterState(
+            daemonset=daemonsets[0] if daemonsets else None,
+            configmaps={
+                cm.get("metadata", {}).get("name", ""): cm for cm in self._source.items("configmaps")
+            },
+            nodes=self._source.items("nodes"),
+            pods=self._source.items("pods"),
+            reports=self._reports.latest(),
+        )
+        snapshot = build_snapshot(state, options=self._options, now=now)
+        health = self._source.health()
+        if health.failing_since is not None:
+            age_s = max(0.0, (now - health.failing_since).total_seconds())
+            snapshot = snapshot.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
+        with self._lock:
+            self._current = snapshot
+            self._memo = {}
+        self.builds += 1
+        return snapshot
+
+    def _run(self) -> None:
+        seen = -1
+        while not self._stop.is_set():
+            generation = self._source.generation
+            if self._source.health().synced:
+                try:
+                    self.rebuild()
+                    self.last_error = None
+                except Exception as exc:  # noqa: BLE001 - keep serving the last snapshot
+                    self.last_error = repr(exc)
+                    log.exception("snapshot computation failed; serving the previous one")
+            seen = generation
+            self._wake.clear()
+            if self._stop.wait(self._min_interval_s):
+                return
+            self._wait(seen)
+
+    def _wait(self, seen: int) -> None:
+        """Until the cache changes, a report arrives, or the refresh interval passes."""
+        deadline_s = self._refresh_interval_s
+        step_s = 0.05
+        waited_s = 0.0
+        while waited_s < deadline_s and not self._stop.is_set():
+            if self._wake.is_set():
+                return
+            if self._source.wait_for_change(seen, step_s) != seen:
+                return
+            waited_s += step_s
