@@ -1,4 +1,4 @@
-"""One collection cycle: read the GPUs (NVML, else nvidia-smi), attribute processes, build the report."""
+"""One collection cycle: read the GPUs (NVML, else nvidia-smi), attribute, build the report."""
 
 from __future__ import annotations
 
@@ -7,10 +7,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
+from pydantic import ValidationError
+
 from app.agent.attribution import ProcessOwner, read_process
 from app.agent.readings import RawGpu, RawReadings, ReaderUnavailableError
 from app.domain.report import (
-    REPORT_SCHEMA,
     AgentReport,
     DeviceAssignment,
     GpuReading,
@@ -58,13 +59,28 @@ class Collector:
             except ReaderUnavailableError as exc:
                 reasons.append(exc)
                 continue
-            return self._report(collected_at, readings)
+            except Exception as exc:  # a reader bug must not stop the agent
+                reasons.append(ReaderUnavailableError(f"{_name(reader)} failed: {exc!r}"))
+                continue
+            try:
+                return self._report(collected_at, readings)
+            except ValidationError as exc:
+                first = exc.errors()[0]
+                where = ".".join(str(part) for part in first["loc"])
+                reasons.append(
+                    ReaderUnavailableError(
+                        f"{_name(reader)} readings do not fit the report: {where}: {first['msg']}"
+                    )
+                )
+        return self._none(collected_at, no_reader_message(reasons))
+
+    def _none(self, collected_at: datetime, error: str) -> AgentReport:
         return AgentReport(
-            schema=REPORT_SCHEMA,
+            schema=1,  # REPORT_SCHEMA
             node=self._node,
             collected_at=collected_at,
             source="none",
-            error=no_reader_message(reasons)[:_ERROR_MAX_CHARS],
+            error=error[:_ERROR_MAX_CHARS],
             assignments=self._assignments(),
             agent_version=self._agent_version,
         )
@@ -76,7 +92,7 @@ class Collector:
         if len(readings.gpus) > MAX_GPUS:
             problems.append(f"{len(readings.gpus) - MAX_GPUS} GPUs left out of the report")
         return AgentReport(
-            schema=REPORT_SCHEMA,
+            schema=1,  # REPORT_SCHEMA
             node=self._node,
             collected_at=collected_at,
             source=readings.source,
@@ -128,3 +144,7 @@ def no_reader_message(reasons: Sequence[ReaderUnavailableError]) -> str:
 
 def _clip(text: str | None, limit: int) -> str | None:
     return text[:limit] if text else None
+
+
+def _name(reader: object) -> str:
+    return getattr(reader, "label", type(reader).__name__)

@@ -92,15 +92,20 @@ class AgentLoop:
             delay_s = self._delay_s(attempt, outcome)
             self._log.warning(
                 "report not delivered, retrying",
-                extra=fields(detail=outcome.detail, status=outcome.status, attempt=attempt,
-                             retry_in_s=round(delay_s, 2)),
+                extra=fields(
+                    detail=outcome.detail,
+                    status=outcome.status,
+                    attempt=attempt,
+                    retry_in_s=round(delay_s, 2),
+                ),
             )
             if self._wait(delay_s):
                 return False
         self._log.error(
             "report not delivered, giving up",
-            extra=fields(detail=outcome.detail, status=outcome.status,
-                         attempts=self._policy.once_attempts),
+            extra=fields(
+                detail=outcome.detail, status=outcome.status, attempts=self._policy.once_attempts
+            ),
         )
         return False
 
@@ -152,14 +157,19 @@ class AgentLoop:
         delay_s = self._delay_s(self._failures, outcome)
         self._log.warning(
             "report not delivered, will retry",
-            extra=fields(detail=outcome.detail, status=outcome.status,
-                         failures=self._failures, retry_in_s=round(delay_s, 2)),
+            extra=fields(
+                detail=outcome.detail,
+                status=outcome.status,
+                failures=self._failures,
+                retry_in_s=round(delay_s, 2),
+            ),
         )
         return self._clock() + delay_s
 
     def _delay_s(self, failures: int, outcome: Outcome) -> float:
         if outcome.retry_after_s is not None:
-            return min(outcome.retry_after_s, self._policy.cap_s)
+            floor_s = self._policy.base_s / 2
+            return max(floor_s, min(outcome.retry_after_s, self._policy.cap_s))
         return backoff_delay_s(
             failures, base_s=self._policy.base_s, cap_s=self._policy.cap_s, rng=self._rng
         )
@@ -167,5 +177,6 @@ class AgentLoop:
 
 def _summary(report: AgentReport, outcome: Outcome) -> dict[str, object]:
     processes = sum(len(gpu.processes) for gpu in report.gpus)
-    return fields(status=outcome.status, source=report.source, gpus=len(report.gpus),
-                  processes=processes)
+    return fields(
+        status=outcome.status, source=report.source, gpus=len(report.gpus), processes=processes
+    )

@@ -12,6 +12,7 @@ reach. The chart must run the agent with `NVIDIA_VISIBLE_DEVICES=all` (and no
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -24,6 +25,8 @@ _T = TypeVar("_T")
 
 class NvmlReader:
     """Reads all GPUs through NVML; one instance per agent process."""
+
+    label = "NVML"
 
     def __init__(self, *, nvml: Any | None = None) -> None:
         self._nvml = nvml
@@ -52,10 +55,8 @@ class NvmlReader:
         if not self._initialised or self._nvml is None:
             return
         self._initialised = False
-        try:
+        with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
-        except self._nvml.NVMLError:
-            pass
 
     def _ensure_initialised(self) -> Any:
         if self._nvml is None:
@@ -68,9 +69,11 @@ class NvmlReader:
             try:
                 nvml.nvmlInit()
             except nvml.NVMLError_LibraryNotFound as exc:
-                raise ReaderUnavailableError("NVML library not found", driver_missing=True) from exc
+                message = "NVML library not found"
+                raise ReaderUnavailableError(message, driver_missing=True) from exc
             except nvml.NVMLError_DriverNotLoaded as exc:
-                raise ReaderUnavailableError("NVIDIA driver not loaded", driver_missing=True) from exc
+                message = "NVIDIA driver not loaded"
+                raise ReaderUnavailableError(message, driver_missing=True) from exc
             except nvml.NVMLError as exc:
                 raise ReaderUnavailableError(f"NVML init failed: {exc}") from exc
             self._initialised = True
@@ -107,7 +110,7 @@ class NvmlReader:
         if self._processes_v2:
             infos = _optional(nvml, lambda: nvml.nvmlDeviceGetComputeRunningProcesses_v2(handle))
         return tuple(
-            RawProcess(pid=int(info.pid), used_memory_mib=_mib(getattr(info, "usedGpuMemory", None)))
+            RawProcess(int(info.pid), _mib(getattr(info, "usedGpuMemory", None)))
             for info in infos or ()
         )
 

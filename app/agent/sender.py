@@ -113,7 +113,7 @@ def classify(response: httpx.Response) -> Outcome:
 
 def backoff_delay_s(failures: int, *, base_s: float, cap_s: float, rng: random.Random) -> float:
     """Exponential back-off with jitter: half fixed, half random, never above `cap_s`."""
-    ceiling = min(cap_s, base_s * (2 ** max(0, failures - 1)))
+    ceiling = min(cap_s, base_s * 2.0 ** max(0, failures - 1))
     return ceiling / 2 + rng.uniform(0, ceiling / 2)
 
 

@@ -64,8 +64,13 @@ def parse_csv(text: str, columns: Sequence[str]) -> list[dict[str, str | None]]:
     return rows
 
 
-def gpus_from_csv(gpu_text: str, apps_text: str, *, gpu_columns: Sequence[str] = GPU_COLUMNS,
-                  app_columns: Sequence[str] = APP_COLUMNS) -> RawReadings:
+def gpus_from_csv(
+    gpu_text: str,
+    apps_text: str,
+    *,
+    gpu_columns: Sequence[str] = GPU_COLUMNS,
+    app_columns: Sequence[str] = APP_COLUMNS,
+) -> RawReadings:
     """The readings from a `--query-gpu` and a `--query-compute-apps` output."""
     processes: dict[str, list[RawProcess]] = {}
     for row in parse_csv(apps_text, app_columns):
@@ -74,8 +79,9 @@ def gpus_from_csv(gpu_text: str, apps_text: str, *, gpu_columns: Sequence[str] =
         if pid is None or uuid is None:
             continue
         processes.setdefault(uuid, []).append(
-            RawProcess(pid=pid, used_memory_mib=_int(row.get("used_memory")),
-                       name=row.get("process_name"))
+            RawProcess(
+                pid=pid, used_memory_mib=_int(row.get("used_memory")), name=row.get("process_name")
+            )
         )
     gpus: list[RawGpu] = []
     problems: list[str] = []
@@ -106,8 +112,11 @@ def gpus_from_csv(gpu_text: str, apps_text: str, *, gpu_columns: Sequence[str] =
 class SmiReader:
     """Runs nvidia-smi twice per pass (GPUs, then compute processes)."""
 
-    def __init__(self, *, run: Runner | None = None,
-                 which: Callable[[str], str | None] = shutil.which) -> None:
+    label = "nvidia-smi"
+
+    def __init__(
+        self, *, run: Runner | None = None, which: Callable[[str], str | None] = shutil.which
+    ) -> None:
         self._run = run or _run_command
         self._which = which
         self._gpu_columns = list(GPU_COLUMNS)
@@ -120,8 +129,9 @@ class SmiReader:
             raise ReaderUnavailableError("nvidia-smi not on PATH", driver_missing=True)
         gpu_text = self._query(binary, "--query-gpu", self._gpu_columns)
         apps_text = self._query(binary, "--query-compute-apps", self._app_columns)
-        return gpus_from_csv(gpu_text, apps_text, gpu_columns=self._gpu_columns,
-                             app_columns=self._app_columns)
+        return gpus_from_csv(
+            gpu_text, apps_text, gpu_columns=self._gpu_columns, app_columns=self._app_columns
+        )
 
     def _query(self, binary: str, flag: str, columns: list[str]) -> str:
         """Output of one query; drops a column this nvidia-smi does not know, then retries."""

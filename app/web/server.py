@@ -40,7 +40,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_app(settings: Settings, *, kube_server: str | None) -> FastAPI:
+def build_app(
+    settings: Settings,
+    *,
+    kube_server: str | None,
+    refresh_interval_s: float = 5.0,
+    probe_interval_s: float = 10.0,
+    retry_delay_s: float = 1.0,
+) -> FastAPI:
     """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
     from app.kube.cache import ClusterCache
     from app.kube.client import make_api_client
@@ -53,5 +60,7 @@ def build_app(settings: Settings, *, kube_server: str | None) -> FastAPI:
         plugin_namespace=settings.kubernetes_device_plugin_namespace,
         configmap_name=settings.plugin_configmap_name,
         watch_timeout_s=settings.watch_timeout_s,
+        retry_delay_s=retry_delay_s,
+        probe_interval_s=probe_interval_s,
     )
-    return create_app(settings, source=cache)
+    return create_app(settings, source=cache, refresh_interval_s=refresh_interval_s)

@@ -1,0 +1,122 @@
+"""The engine's working view of each node, shared by the snapshot builder and the findings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.effective_config import EffectiveConfig
+from app.domain.gpus import GpuFacts, Visibility
+from app.domain.kube_time import parse_time
+from app.domain.plugin import PluginSpec
+from app.domain.pods import is_ready, parse_count, pod_phase
+from app.domain.report import ReceivedReport
+from app.domain.snapshot import AgentState, Mode, PluginPod, PodSlots
+
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+
+
+@dataclass
+class NodeFacts:
+    name: str
+    manifest: Manifest
+    labels: Mapping[str, str]
+    ready: bool
+    k3s: bool
+    gpu_node: bool
+    config: EffectiveConfig
+    mode: Mode
+    replicas: int
+    resource: str
+    report: ReceivedReport | None
+    agent: AgentState | None
+    visibility: Visibility | None
+    gpus: list[GpuFacts]
+    physical_gpus: int | None
+    visible_gpus: int | None
+    host_gpus: int | None
+    expected_slots: int | None
+    capacity: int | None
+    allocatable: int | None
+    pods: list[PodSlots]
+    requested: int
+    free: int | None
+    plugin_pod: Manifest | None
+    plugin_pod_state: PluginPod | None
+
+    @property
+    def has_gpu_data(self) -> bool:
+        return self.report is not None and self.report.report.source != "none"
+
+
+@dataclass
+class ClusterFacts:
+    state: ClusterState
+    options: AccountingOptions
+    now: datetime
+    spec: PluginSpec | None
+    default_config: EffectiveConfig
+    nodes: list[NodeFacts]
+    pods_by_uid: Mapping[str, Manifest]
+    slots_by_uid: Mapping[str, Mapping[str, int]]
+    plugin_pods: Sequence[Manifest] = field(default_factory=list)
+
+
+def is_k3s(node: Manifest) -> bool:
+    info = (node.get("status") or {}).get("nodeInfo") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    return "+k3s" in str(info.get("kubeletVersion", "")) or (
+        labels.get("node.kubernetes.io/instance-type") == "k3s"
+    )
+
+
+def resource_count(node: Manifest, field_name: str, resource: str) -> int | None:
+    """status.capacity / status.allocatable of one resource; None when the key is absent."""
+    values = (node.get("status") or {}).get(field_name) or {}
+    return parse_count(values[resource]) if resource in values else None
+
+
+def has_nvidia_capacity(node: Manifest) -> bool:
+    values = (node.get("status") or {}).get("capacity") or {}
+    return any(str(name).startswith("nvidia.com/") for name in values)
+
+
+def agent_state(
+    received: ReceivedReport, *, now: datetime, stale_after_s: float
+) -> AgentState:
+    report = received.report
+    age_s = max((now - received.received_at).total_seconds(), 0.0)
+    return AgentState(
+        collected_at=report.collected_at,
+        received_at=received.received_at,
+        age_s=age_s,
+        fresh=age_s <= stale_after_s,
+        source=report.source,
+        driver_version=report.driver_version,
+        error=report.error,
+    )
+
+
+def plugin_pod_state(pod: Manifest) -> PluginPod:
+    meta = pod.get("metadata") or {}
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    return PluginPod(
+        name=str(meta.get("name", "")),
+        phase=pod_phase(pod),
+        ready=is_ready(pod),
+        started_at=parse_time((pod.get("status") or {}).get("startTime")),
+        image=containers[0].get("image"),
+    )
+
+
+def is_plugin_pod(pod: Manifest, *, name: str, namespace: str, selector: Mapping[str, str]) -> bool:
+    meta = pod.get("metadata") or {}
+    if meta.get("namespace") != namespace:
+        return False
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("kind") == "DaemonSet" and owner.get("name") == name:
+            return True
+    labels = meta.get("labels") or {}
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())

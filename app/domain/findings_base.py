@@ -1,0 +1,111 @@
+"""The finding catalogue: every code the engine can raise, its severity and scope.
+
+Codes are kebab-case and stable: the page links each one to docs/findings.md#<code>.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.snapshot import EvidenceValue, Finding, Scope, Severity
+
+
+@dataclass(frozen=True)
+class FindingKind:
+    code: str
+    severity: Severity
+    scope: Scope
+    summary: str
+
+
+def _kind(code: str, severity: Severity, scope: Scope, summary: str) -> FindingKind:
+    return FindingKind(code, severity, scope, summary)
+
+
+_E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+_C, _N, _G, _P = Scope.CLUSTER, Scope.NODE, Scope.GPU, Scope.POD
+
+CATALOGUE: dict[str, FindingKind] = {
+    k.code: k
+    for k in (
+        # The plugin DaemonSet and its config (cluster scope).
+        _kind("plugin-daemonset-missing", _E, _C, "The device-plugin DaemonSet does not exist"),
+        _kind("plugin-operator-managed", _I, _C, "The GPU Operator manages the DaemonSet"),
+        _kind("plugin-image-outdated", _I, _C, "Plugin image older than the platform's v0.18.2"),
+        _kind("config-mounted-not-used", _W, _C, "ConfigMap mounted but CONFIG_FILE unset"),
+        _kind("config-key-missing", _E, _C, "CONFIG_FILE points at a missing key or file"),
+        _kind("config-invalid", _E, _C, "config.yaml is unparsable or invalid"),
+        _kind("config-label-unknown", _E, _N, "Node label names a config that does not exist"),
+        _kind("config-changed-after-start", _W, _C, "ConfigMap changed after plugin pods started"),
+        _kind("config-left-over", _I, _C, "Leftover plugin ConfigMap in basic mode"),
+        _kind("serving-resource-mismatch", _E, _C, "Serving asks for a resource not advertised"),
+        _kind("visible-devices-by-index", _W, _C, "NVIDIA_VISIBLE_DEVICES lists indexes"),
+        _kind("visible-devices-list-on-many-nodes", _W, _C, "One UUID list over several nodes"),
+        # Per node.
+        _kind("plugin-missing-on-node", _E, _N, "GPU node without a device-plugin pod"),
+        _kind("plugin-pod-not-ready", _E, _N, "Device-plugin pod not ready"),
+        _kind("runtime-class-missing", _E, _N, "k3s node: plugin lacks runtimeClassName nvidia"),
+        _kind("unified-memory-unsupported", _E, _N, "Plugin image lacks the unified-memory fix"),
+        _kind("privileged-visible-devices-ignored", _E, _N, "Privileged plugin sees every GPU"),
+        _kind("fail-on-init-silent-zero", _E, _N, "Plugin Running but advertising nothing"),
+        _kind("unhealthy-devices", _W, _N, "Capacity above allocatable: unhealthy devices"),
+        _kind("allocatable-mismatch", _E, _N, "Allocatable differs from the expected slots"),
+        _kind("requested-above-allocatable", _W, _N, "Pods hold more slots than allocatable"),
+        _kind("gfd-labels-disagree", _W, _N, "GPU feature discovery labels disagree"),
+        _kind("visible-device-not-on-node", _E, _N, "Listed GPU UUID not present on the node"),
+        _kind("agent-report-missing", _W, _N, "GPU node without an agent report"),
+        _kind("agent-report-stale", _W, _N, "Agent report is stale"),
+        _kind("agent-report-error", _W, _N, "Agent could not read the GPUs"),
+        # Per GPU.
+        _kind("host-process-on-advertised-gpu", _W, _G, "Host process on an advertised GPU"),
+        _kind("host-memory-on-advertised-gpu", _W, _G, "Memory held outside pods on an advertised GPU"),
+        _kind("shared-gpu-memory-pressure", _W, _G, "Sharing pods near the GPU's memory"),
+        _kind("pod-process-without-slot", _W, _G, "GPU process of a pod that requests no slot"),
+        _kind("pod-process-on-unassigned-gpu", _W, _G, "Pod process on a GPU not assigned to it"),
+        # Per pod.
+        _kind("pod-sets-visible-devices", _W, _P, "Pod sets NVIDIA_VISIBLE_DEVICES itself"),
+        _kind("multi-slot-request-rejected", _E, _P, "Pod asks for 2+ slots; the plugin refuses"),
+        _kind("multi-slot-request-shared", _W, _P, "Pod asks for 2+ time-sliced slots"),
+    )
+}
+
+SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def finding(
+    code: str,
+    title: str,
+    *,
+    evidence: dict[str, EvidenceValue],
+    remedy: str,
+    node: str | None = None,
+    gpu_uuid: str | None = None,
+    pod: str | None = None,
+    scope: Scope | None = None,
+) -> Finding:
+    """Build a finding of a catalogued code; evidence and remedy must say something."""
+    kind = CATALOGUE[code]
+    if not evidence or not remedy:
+        raise ValueError(f"finding {code} needs evidence and a remedy")
+    return Finding(
+        code=code,
+        severity=kind.severity,
+        scope=scope or kind.scope,
+        title=title,
+        evidence=evidence,
+        remedy=remedy,
+        node=node,
+        gpu_uuid=gpu_uuid,
+        pod=pod,
+    )
+
+
+def sort_key(item: Finding) -> tuple[int, str, str, str, str]:
+    """Severity, then node (cluster-wide first), then code, GPU and pod."""
+    return (
+        SEVERITY_RANK[item.severity],
+        item.node or "",
+        item.code,
+        item.gpu_uuid or "",
+        item.pod or "",
+    )

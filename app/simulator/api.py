@@ -1,0 +1,292 @@
+"""The Kubernetes REST API over HTTP (Starlette): discovery, CRUD, patch, list and watch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from app.simulator import resources as res
+from app.simulator.apierrors import ApiError, bad_request
+from app.simulator.faults import Faults
+from app.simulator.registry import Registry
+from app.simulator.selectors import Selector
+from app.simulator.store import Gone, dumps
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+DEFAULT_WATCH_TIMEOUT_S = 1800.0
+
+
+@dataclass(frozen=True)
+class Target:
+    """What a resource URL addresses."""
+
+    resource: res.ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+
+
+def json_response(body: Any, status_code: int = 200) -> Response:
+    raw = body if isinstance(body, bytes) else dumps(body)
+    return Response(raw, status_code=status_code, media_type=JSON)
+
+
+def error_response(error: ApiError) -> Response:
+    return json_response(error.status(), error.code)
+
+
+def _parse_target(group: str, parts: Sequence[str]) -> Target:
+    def resource_for(plural: str) -> res.ResourceType:
+        found = res.find_resource(group, plural)
+        if found is None:
+            raise ApiError("NotFound", "the server could not find the requested resource")
+        return found
+
+    if len(parts) >= 3 and parts[0] == "namespaces" and parts[2] != "status":
+        namespace = parts[1]
+        resource = resource_for(parts[2])
+        if not resource.namespaced:
+            raise ApiError("NotFound", "the server could not find the requested resource")
+        name = parts[3] if len(parts) > 3 else None
+        sub = parts[4] if len(parts) > 4 else None
+        if len(parts) > 5:
+            raise ApiError("NotFound", "the server could not find the requested resource")
+        return Target(resource, namespace, name, sub)
+    if not parts or len(parts) > 3:
+        raise ApiError("NotFound", "the server could not find the requested resource")
+    resource = resource_for(parts[0])
+    name = parts[1] if len(parts) > 1 else None
+    sub = parts[2] if len(parts) > 2 else None
+    if resource.namespaced and name is not None:
+        raise ApiError("NotFound", "the server could not find the requested resource")
+    return Target(resource, None, name, sub)
+
+
+def _verb(method: str, target: Target, watch: bool) -> str:
+    if method == "GET":
+        if target.name is not None:
+            return "get"
+        return "watch" if watch else "list"
+    return {
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if target.name is not None else "deletecollection",
+    }.get(method, method.lower())
+
+
+def _is_true(value: str | None) -> bool:
+    return value is not None and value.lower() in ("true", "1")
+
+
+async def _json_body(request: Request) -> Any:
+    raw = await request.body()
+    if not raw:
+        return None
+    content_type = request.headers.get("content-type", JSON)
+    if "protobuf" in content_type or "yaml" in content_type:
+        raise ApiError(
+            "UnsupportedMediaType",
+            f"the body of the request was in an unknown format - accepted media types "
+            f"include: {JSON}",
+        )
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise bad_request(f"the request body is not valid JSON: {exc}") from exc
+
+
+class KubeApi:
+    """Request handling for everything under /api, /apis and the discovery endpoints."""
+
+    def __init__(self, registry: Registry, faults: Faults) -> None:
+        self.registry = registry
+        self.faults = faults
+
+    async def handle(self, request: Request) -> Response:
+        try:
+            return await self._handle(request)
+        except ApiError as error:
+            return error_response(error)
+        except Exception:  # a simulator bug must still answer like a server
+            log.exception("simulator: internal error on %s %s", request.method, request.url)
+            return error_response(ApiError("InternalError", "internal error in the simulator"))
+
+    async def _handle(self, request: Request) -> Response:
+        path = request.url.path.rstrip("/") or "/"
+        if self.faults.unavailable:
+            self.faults.record(request.method.lower(), "Unavailable")
+            raise ApiError("ServiceUnavailable", "the server is currently unable to handle the request")
+        discovery = self._discovery(path)
+        if discovery is not None:
+            code = self.faults.record("get", "Discovery")
+            if code is not None:
+                raise ApiError.for_code(code, "injected fault")
+            return json_response(discovery)
+        parts = [p for p in path.split("/") if p]
+        if parts[:2] == ["api", "v1"]:
+            target = _parse_target("", parts[2:])
+        elif parts[:3] == ["apis", "apps", "v1"]:
+            target = _parse_target("apps", parts[3:])
+        else:
+            raise ApiError("NotFound", "the server could not find the requested resource")
+        if target.subresource not in (None, "status") or (
+            target.subresource == "status" and not target.resource.has_status
+        ):
+            raise ApiError("NotFound", "the server could not find the requested resource")
+        query = request.query_params
+        watch = _is_true(query.get("watch"))
+        verb = _verb(request.method, target, watch)
+        code = self.faults.record(verb, target.resource.kind)
+        if code is not None:
+            raise ApiError.for_code(code, f"injected fault for {verb} {target.resource.kind}")
+        dry_run = "All" in query.getlist("dryRun")
+        if verb == "get":
+            assert target.name is not None
+            entry = self.registry.get(target.resource, target.namespace, target.name)
+            return json_response(entry.raw)
+        if verb == "list":
+            return self._list(target, query.get("labelSelector"), query.get("fieldSelector"))
+        if verb == "watch":
+            return self._watch(request, target)
+        if verb == "create" and target.name is None:
+            body = await _json_body(request)
+            obj = self.registry.create(target.resource, target.namespace, body, dry_run=dry_run)
+            return json_response(obj, 201)
+        if verb == "update" and target.name is not None:
+            body = await _json_body(request)
+            obj = self.registry.replace(
+                target.resource,
+                target.namespace,
+                target.name,
+                body,
+                subresource=target.subresource,
+                dry_run=dry_run,
+            )
+            return json_response(obj)
+        if verb == "patch" and target.name is not None:
+            body = await _json_body(request)
+            obj = self.registry.patch(
+                target.resource,
+                target.namespace,
+                target.name,
+                request.headers.get("content-type", ""),
+                body,
+                subresource=target.subresource,
+                dry_run=dry_run,
+            )
+            return json_response(obj)
+        if verb == "delete" and target.name is not None and target.subresource is None:
+            options = await _json_body(request) or {}
+            if "All" in (options.get("dryRun") or []):
+                dry_run = True
+            obj = self.registry.delete(
+                target.resource,
+                target.namespace,
+                target.name,
+                dry_run=dry_run,
+                preconditions=options.get("preconditions"),
+            )
+            return json_response(obj)
+        raise ApiError("MethodNotAllowed", f"the server does not allow this method on {path}")
+
+    def _discovery(self, path: str) -> dict[str, Any] | None:
+        if path == "/version":
+            return dict(res.SERVER_VERSION)
+        if path == "/api":
+            return res.api_versions()
+        if path == "/apis":
+            return res.api_group_list()
+        if path == "/apis/apps":
+            return res.api_group("apps")
+        if path == "/api/v1":
+            return res.api_resource_list("")
+        if path == "/apis/apps/v1":
+            return res.api_resource_list("apps")
+        return None
+
+    def _list(self, target: Target, labels: str | None, fields: str | None) -> Response:
+        if target.name is not None:
+            raise ApiError("MethodNotAllowed", "list on a named object")
+        selector = Selector.parse(labels, fields)
+        entries, rv = self.registry.list(target.resource, target.namespace, selector)
+        head = (
+            b'{"kind":"'
+            + target.resource.list_kind.encode()
+            + b'","apiVersion":"'
+            + target.resource.api_version.encode()
+            + b'","metadata":{"resourceVersion":"'
+            + str(rv).encode()
+            + b'"},"items":['
+        )
+        return json_response(head + b",".join(e.raw for e in entries) + b"]}")
+
+    def _watch(self, request: Request, target: Target) -> Response:
+        query = request.query_params
+        selector = Selector.parse(query.get("labelSelector"), query.get("fieldSelector"))
+        if target.name is not None:
+            selector = Selector(
+                selector.labels, (*selector.fields, *Selector.parse(None, f"metadata.name={target.name}").fields)
+            )
+        rv_text = query.get("resourceVersion") or ""
+        try:
+            since_rv = None if rv_text in ("", "0") else int(rv_text)
+        except ValueError as exc:
+            raise bad_request(f"invalid resourceVersion: {rv_text!r}") from exc
+        try:
+            timeout_s = float(query.get("timeoutSeconds") or DEFAULT_WATCH_TIMEOUT_S)
+        except ValueError as exc:
+            raise bad_request("invalid timeoutSeconds") from exc
+        store = self.registry.store
+        loop = asyncio.get_running_loop()
+        try:
+            watcher, backlog = store.open_watch(
+                target.resource, target.namespace, selector, since_rv, loop
+            )
+        except Gone as gone:
+            status = ApiError("Expired", str(gone), code=410).status()
+            line = dumps({"type": "ERROR", "object": status}) + b"\n"
+            return StreamingResponse(iter([line]), media_type=JSON)
+
+        async def events() -> AsyncIterator[bytes]:
+            try:
+                for line in backlog:
+                    yield line
+                deadline = loop.time() + timeout_s
+                while True:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        return
+                    try:
+                        line = await asyncio.wait_for(watcher.queue.get(), remaining)
+                    except TimeoutError:
+                        return
+                    if line is None:
+                        return
+                    yield line
+            finally:
+                store.close_watch(watcher)
+
+        return StreamingResponse(events(), media_type=JSON)
+
+
+def create_app(registry: Registry, faults: Faults, *, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """The ASGI app: the simulator's own `/_sim/` routes first, then the Kubernetes API."""
+    api = KubeApi(registry, faults)
+    methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
+    routes: list[BaseRoute] = [
+        *extra_routes,
+        Route("/{path:path}", api.handle, methods=methods),
+    ]
+    return Starlette(routes=routes)

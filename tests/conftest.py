@@ -1,0 +1,117 @@
+"""Shared fixtures: the simulated cluster and the real dashboard on top of it, over HTTP."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.settings import Settings
+from app.simulator.cluster import SimulatedCluster
+from app.web.server import build_app
+from tests.live import LiveServer, wait_for
+
+AGENT_TOKEN = "test-agent-token"
+ADMIN_TOKEN = "test-admin-token"
+
+
+@dataclass
+class Stack:
+    """A simulator, the dashboard reading it, and an HTTP client for the dashboard."""
+
+    simulator: SimulatedCluster
+    app: FastAPI
+    dashboard_url: str
+    client: httpx.Client
+
+    def summary(self) -> dict[str, object]:
+        response = self.client.get("/api/v1/summary")
+        response.raise_for_status()
+        body: dict[str, object] = response.json()
+        return body
+
+    def wait(self, probe: Callable[[], object], *, timeout_s: float = 10.0, what: str = "") -> object:
+        return wait_for(probe, timeout_s=timeout_s, what=what)
+
+
+def stack_settings(**overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "agent_token": AGENT_TOKEN,
+        "admin_token": ADMIN_TOKEN,
+        "session_secret": "test-session-secret-0123456789abcdef",
+        "snapshot_min_interval_s": 0.05,
+    }
+    values.update(overrides)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def make_stack() -> Iterator[Callable[..., Stack]]:
+    """Start simulator(scenario) + dashboard; everything is stopped after the test."""
+    started: list[tuple[SimulatedCluster, LiveServer, httpx.Client]] = []
+
+    def start(
+        scenario: str = "host-split",
+        *,
+        agents: bool = True,
+        report_interval_s: float = 0.5,
+        probe_interval_s: float = 10.0,
+        **settings: object,
+    ) -> Stack:
+        simulator = SimulatedCluster(scenario)
+        simulator_url = simulator.start(host="127.0.0.1", port=0)
+        app = build_app(
+            stack_settings(**settings),
+            kube_server=simulator_url,
+            refresh_interval_s=0.5,
+            probe_interval_s=probe_interval_s,
+            retry_delay_s=0.1,
+        )
+        server = LiveServer(app)
+        url = server.start()
+        client = httpx.Client(base_url=url, timeout=10)
+        started.append((simulator, server, client))
+        if agents:
+            simulator.configure_agents(report_to=url, token=AGENT_TOKEN, interval_s=report_interval_s)
+        stack = Stack(simulator=simulator, app=app, dashboard_url=url, client=client)
+        wait_for(lambda: client.get("/readyz").status_code == 200, what="dashboard ready")
+        return stack
+
+    yield start
+    for simulator, server, client in reversed(started):
+        client.close()
+        server.stop()
+        simulator.stop()
+
+
+@pytest.fixture
+def host_split(make_stack: Callable[..., Stack]) -> Stack:
+    """The four-GPU server: GPUs 0-1 kept for host training, the plugin limited to GPUs 2-3."""
+    stack = make_stack("host-split")
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 4,  # type: ignore[index]
+        what="agent report of gpu-server-1",
+    )
+    return stack
+
+
+@pytest.fixture(scope="module")
+def demo_stack() -> Iterator[Stack]:
+    """The demo scenario with a fast refresh, shared by a module (browser tests)."""
+    simulator = SimulatedCluster("demo")
+    simulator_url = simulator.start(host="127.0.0.1", port=0)
+    app = build_app(
+        stack_settings(), kube_server=simulator_url, refresh_interval_s=0.5, retry_delay_s=0.1
+    )
+    server = LiveServer(app)
+    url = server.start()
+    simulator.configure_agents(report_to=url, token=AGENT_TOKEN, interval_s=0.5)
+    client = httpx.Client(base_url=url, timeout=10)
+    wait_for(lambda: client.get("/readyz").status_code == 200, what="dashboard ready")
+    yield Stack(simulator=simulator, app=app, dashboard_url=url, client=client)
+    client.close()
+    server.stop()
+    simulator.stop()

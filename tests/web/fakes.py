@@ -1,0 +1,56 @@
+"""A cluster source held in memory, for web tests that need no API server."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+
+from app.domain.cluster import Manifest
+
+
+@dataclass
+class FakeHealth:
+    synced: bool = True
+    failing_since: datetime | None = None
+    last_error: str | None = None
+
+
+class FakeSource:
+    """Collections set by the test; `synced=False` keeps the dashboard in its starting state."""
+
+    def __init__(self, *, synced: bool = True, **collections: list[Manifest]) -> None:
+        self.collections: dict[str, list[Manifest]] = {
+            "nodes": [],
+            "pods": [],
+            "daemonsets": [],
+            "configmaps": [],
+            **collections,
+        }
+        self.state = FakeHealth(synced=synced)
+        self.generation = 0
+        self._changed = threading.Condition()
+
+    def start(self) -> None:
+        pass
+
+    def stop(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def set(self, name: str, items: list[Manifest]) -> None:
+        with self._changed:
+            self.collections[name] = items
+            self.generation += 1
+            self._changed.notify_all()
+
+    def items(self, name: str) -> list[Manifest]:
+        return list(self.collections[name])
+
+    def health(self) -> FakeHealth:
+        return self.state
+
+    def wait_for_change(self, seen_generation: int, timeout_s: float) -> int:
+        with self._changed:
+            self._changed.wait_for(lambda: self.generation != seen_generation, timeout_s)
+            return self.generation
