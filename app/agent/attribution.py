@@ -8,6 +8,7 @@ point it at a fixture tree.
 
 from __future__ import annotations
 
+import os
 import pwd
 import re
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ _CONTAINER = re.compile(
     r"(?:\.scope)?/?$"
 )
 COMMAND_MAX_CHARS = 4096
+_READ_MAX_BYTES = 65536
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,35 +93,51 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def read_process(pid: int, *, proc_root: Path) -> ProcessOwner:
-    """Owner, command and user of a PID as seen under `proc_root` (normally /proc)."""
-    base = proc_root / str(pid)
-    try:
-        cgroup_text = (base / "cgroup").read_text(errors="replace")
-    except OSError:
+def read_process(pid: int, *, proc_root: Path, users: dict[int, str] | None = None) -> ProcessOwner:
+    """Owner, command and user of a PID as seen under `proc_root` (normally /proc).
+
+    `users` caches uid -> name lookups across the calls of one collection cycle.
+    """
+    base = os.path.join(proc_root, str(pid))
+    cgroup = _read(os.path.join(base, "cgroup"))
+    if cgroup is None:
         return ProcessOwner(visible=False)
-    owner = owner_from_cgroup(cgroup_text)
-    command = _read_bytes(base / "cmdline")
-    status = _read_text(base / "status")
-    uid = uid_from_status(status) if status is not None else None
+    owner = owner_from_cgroup(cgroup.decode(errors="replace"))
+    command = _read(os.path.join(base, "cmdline"))
+    status = _read(os.path.join(base, "status"))
+    uid = uid_from_status(status.decode(errors="replace")) if status is not None else None
+    user: str | None = None
+    if uid is not None:
+        cache = users if users is not None else {}
+        user = cache.get(uid)
+        if user is None:
+            user = cache[uid] = user_name(uid)
     return ProcessOwner(
         visible=True,
         pod_uid=owner.pod_uid,
         container_id=owner.container_id,
         command=command_from_cmdline(command) if command is not None else None,
-        user=user_name(uid) if uid is not None else None,
+        user=user,
     )
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read(path: str) -> bytes | None:
+    """Up to 64 KiB of a /proc file; None when it cannot be read (gone, no access)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
-
-
-def _read_text(path: Path) -> str | None:
     try:
-        return path.read_text(errors="replace")
+        chunks: list[bytes] = []
+        size = 0
+        while size < _READ_MAX_BYTES:
+            chunk = os.read(fd, _READ_MAX_BYTES - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        return b"".join(chunks)
     except OSError:
         return None
+    finally:
+        os.close(fd)

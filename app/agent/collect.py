@@ -87,7 +87,8 @@ class Collector:
 
     def _report(self, collected_at: datetime, readings: RawReadings) -> AgentReport:
         owners: dict[int, ProcessOwner] = {}
-        gpus = [self._gpu(raw, owners) for raw in readings.gpus[:MAX_GPUS]]
+        users: dict[int, str] = {}
+        gpus = [self._gpu(raw, owners, users) for raw in readings.gpus[:MAX_GPUS]]
         problems = list(readings.problems)
         if len(readings.gpus) > MAX_GPUS:
             problems.append(f"{len(readings.gpus) - MAX_GPUS} GPUs left out of the report")
@@ -103,12 +104,16 @@ class Collector:
             agent_version=self._agent_version,
         )
 
-    def _gpu(self, raw: RawGpu, owners: dict[int, ProcessOwner]) -> GpuReading:
+    def _gpu(
+        self, raw: RawGpu, owners: dict[int, ProcessOwner], users: dict[int, str]
+    ) -> GpuReading:
         processes: list[ProcessReading] = []
         for process in raw.processes[:MAX_PROCESSES_PER_GPU]:
             owner = owners.get(process.pid)
             if owner is None:
-                owner = owners[process.pid] = read_process(process.pid, proc_root=self._proc_root)
+                owner = owners[process.pid] = read_process(
+                    process.pid, proc_root=self._proc_root, users=users
+                )
             processes.append(
                 ProcessReading(
                     pid=process.pid,

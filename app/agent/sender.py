@@ -122,6 +122,7 @@ def _explain(status: int, message: str) -> str:
         401: "dashboard refused the token (wrong or missing agent token)",
         403: "dashboard refused the token (wrong or missing agent token)",
         404: "dashboard has no report endpoint at this URL (wrong --dashboard?)",
+        409: "dashboard holds a newer report of this node (clock skew, or two agents per node?)",
         413: "report too large for the dashboard",
         422: "dashboard rejected the report (schema mismatch between agent and dashboard)",
         429: "dashboard is rate-limiting reports",

@@ -9,6 +9,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -98,7 +99,7 @@ def _run(
                 collect=collector.collect,
                 post=poster.post,
                 interval_s=args.interval,
-                clock=_monotonic,
+                clock=time.monotonic,
                 wait=stop.wait,
                 log=log,
             )
@@ -118,12 +119,6 @@ def _run(
             return EXIT_OK
     finally:
         nvml_reader.close()
-
-
-def _monotonic() -> float:
-    import time
-
-    return time.monotonic()
 
 
 @contextmanager

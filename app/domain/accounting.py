@@ -52,9 +52,7 @@ from app.domain.snapshot import (
 _MIG_STRATEGIES_COUNTING_MIG = ("single", "mixed")
 
 
-def build_snapshot(
-    state: ClusterState, *, options: AccountingOptions, now: datetime
-) -> Snapshot:
+def build_snapshot(state: ClusterState, *, options: AccountingOptions, now: datetime) -> Snapshot:
     """Compute every figure and finding of the dashboard from one consistent cluster view."""
     spec = read_plugin_spec(state.daemonset) if state.daemonset is not None else None
     default_config = resolve_config(spec, state.configmaps)
@@ -333,7 +331,9 @@ def _plugin_state(
     config = default.config
     source = default.source
     if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
-        source = f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
+        source = (
+            f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
+        )
     return PluginState(
         name=spec.name if spec else options.plugin_name,
         namespace=spec.namespace if spec else options.plugin_namespace,

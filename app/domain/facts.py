@@ -83,9 +83,7 @@ def has_nvidia_capacity(node: Manifest) -> bool:
     return any(str(name).startswith("nvidia.com/") for name in values)
 
 
-def agent_state(
-    received: ReceivedReport, *, now: datetime, stale_after_s: float
-) -> AgentState:
+def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float) -> AgentState:
     report = received.report
     age_s = max((now - received.received_at).total_seconds(), 0.0)
     return AgentState(

@@ -58,7 +58,9 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("agent-report-error", _W, _N, "Agent could not read the GPUs"),
         # Per GPU.
         _kind("host-process-on-advertised-gpu", _W, _G, "Host process on an advertised GPU"),
-        _kind("host-memory-on-advertised-gpu", _W, _G, "Memory held outside pods on an advertised GPU"),
+        _kind(
+            "host-memory-on-advertised-gpu", _W, _G, "Memory held outside pods on an advertised GPU"
+        ),
         _kind("shared-gpu-memory-pressure", _W, _G, "Sharing pods near the GPU's memory"),
         _kind("pod-process-without-slot", _W, _G, "GPU process of a pod that requests no slot"),
         _kind("pod-process-on-unassigned-gpu", _W, _G, "Pod process on a GPU not assigned to it"),

@@ -132,9 +132,7 @@ def read_plugin_spec(daemonset: Manifest) -> PluginSpec:
     config_file = env.get("CONFIG_FILE") or None
     config_ref = None
     if config_file:
-        config_ref = _resolve_config(
-            config_file, container, containers + init_containers, volumes
-        )
+        config_ref = _resolve_config(config_file, container, containers + init_containers, volumes)
     return PluginSpec(
         name=str(meta.get("name", "")),
         namespace=str(meta.get("namespace", "")),
@@ -184,9 +182,7 @@ def _plugin_container(containers: Sequence[Manifest]) -> Manifest:
             if container.get("name") == wanted:
                 return container
     for container in containers:
-        if "device-plugin" in str(container.get("image", "")) and not _is_config_manager(
-            container
-        ):
+        if "device-plugin" in str(container.get("image", "")) and not _is_config_manager(container):
             return container
     return containers[0] if containers else {}
 

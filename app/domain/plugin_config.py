@@ -95,7 +95,9 @@ def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> P
     mig_strategy = _flag_str(env, flags, env_name="MIG_STRATEGY", key="migStrategy") or "none"
     if mig_strategy not in MIG_STRATEGIES:
         raise PluginConfigError(f"unknown MIG strategy: {mig_strategy}")
-    fail_on_init_error = _flag_bool(env, flags, env_name="FAIL_ON_INIT_ERROR", key="failOnInitError")
+    fail_on_init_error = _flag_bool(
+        env, flags, env_name="FAIL_ON_INIT_ERROR", key="failOnInitError"
+    )
 
     mode = Mode.BASIC
     block: _Replicated | None = None
@@ -198,7 +200,9 @@ def _flag_str(env: Mapping[str, str], flags: Mapping[str, Any], *, env_name: str
     return value
 
 
-def _flag_bool(env: Mapping[str, str], flags: Mapping[str, Any], *, env_name: str, key: str) -> bool:
+def _flag_bool(
+    env: Mapping[str, str], flags: Mapping[str, Any], *, env_name: str, key: str
+) -> bool:
     if env_name in env:
         text = env[env_name].strip().lower()
         if text in ("1", "t", "true"):
@@ -235,14 +239,17 @@ def _exact_bool(obj: Mapping[str, Any], key: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise PluginConfigError(f"json: cannot unmarshal {_json_kind(value)} into Go value of type bool")
+        raise PluginConfigError(
+            f"json: cannot unmarshal {_json_kind(value)} into Go value of type bool"
+        )
     return value
 
 
 def _parse_entry(entry: Any, block: str, warnings: list[str]) -> SharingResource:
     if not isinstance(entry, dict):
         raise PluginConfigError(
-            f"json: cannot unmarshal {_json_kind(entry)} into Go value of type map[string]json.RawMessage"
+            f"json: cannot unmarshal {_json_kind(entry)} into Go value of type "
+            "map[string]json.RawMessage"
         )
     if "name" not in entry:
         raise PluginConfigError("no resource name specified")
@@ -281,11 +288,7 @@ def resource_name(value: Any) -> str:
     name = value if value.startswith(_PREFIX) else _PREFIX + value
     suffix = name[len(_PREFIX) :]
     labels = suffix.split(".")
-    valid = (
-        len(name) <= 63
-        and bool(suffix)
-        and all(_DNS_LABEL.match(label) for label in labels)
-    )
+    valid = len(name) <= 63 and bool(suffix) and all(_DNS_LABEL.match(label) for label in labels)
     if not valid:
         raise PluginConfigError(f"incorrect format for resource name '{value}'")
     return name

@@ -111,5 +111,5 @@ def is_ready(obj: Manifest) -> bool:
     """The Ready condition of a pod or node."""
     for condition in (obj.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
-            return condition.get("status") == "True"
+            return bool(condition.get("status") == "True")
     return False

@@ -23,16 +23,22 @@ class ProcessReading(_Strict):
 
     pid: int = Field(ge=0, description="Host PID (nvidia-smi: pid)")
     used_memory_mib: int | None = Field(
-        default=None, ge=0, description="GPU memory of the process in MiB (used_memory); null when unknown"
+        default=None,
+        ge=0,
+        description="GPU memory of the process in MiB (used_memory); null when unknown",
     )
     pod_uid: str | None = Field(
-        default=None, max_length=64, description="UID of the pod owning the process; null for a host process"
+        default=None,
+        max_length=64,
+        description="UID of the pod owning the process; null for a host process",
     )
     container: str | None = Field(
         default=None, max_length=128, description="Container ID from the process's cgroup"
     )
     command: str | None = Field(default=None, max_length=4096, description="Command line")
-    user: str | None = Field(default=None, max_length=256, description="User name of a host process")
+    user: str | None = Field(
+        default=None, max_length=256, description="User name of a host process"
+    )
     visible: bool = Field(
         default=True,
         description="False when the agent could not see the PID (no host PID namespace)",
@@ -87,7 +93,8 @@ class AgentReport(_Strict):
     )
     gpus: list[GpuReading] = Field(default_factory=list, max_length=64)
     assignments: list[DeviceAssignment] | None = Field(
-        default=None, description="Kubelet device assignments, when the PodResources socket is mounted"
+        default=None,
+        description="Kubelet device assignments, when the PodResources socket is mounted",
     )
     agent_version: str | None = Field(default=None, max_length=64)
 

@@ -85,7 +85,9 @@ class GpuState(_Out):
     role: Literal["advertised", "host", "unknown"] = Field(
         description="advertised: visible to the plugin; host: kept out of Kubernetes"
     )
-    slots: int = Field(description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)")
+    slots: int = Field(
+        description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
+    )
     held_slots: int
     holders: list[SlotHolder]
     memory_total_mib: int | None
@@ -166,7 +168,9 @@ class PluginState(_Out):
     version: str | None
     ready: int
     desired: int
-    config_source: str | None = Field(description="e.g. configmap/nvidia-device-plugin-config#config.yaml")
+    config_source: str | None = Field(
+        description="e.g. configmap/nvidia-device-plugin-config#config.yaml"
+    )
     operator_managed: bool
     mode: Mode
     replicas: int

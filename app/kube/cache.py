@@ -77,8 +77,13 @@ class Reflector:
         self._thread.start()
 
     def join(self, timeout_s: float) -> None:
-        if self._watch is not None:
-            self._watch.stop()
+        """Stop watching now: an idle stream would otherwise block until its timeout."""
+        current = self._watch
+        if current is not None:
+            current.stop()
+            response = getattr(current, "_resp", None)
+            if response is not None:
+                response.shutdown()
         self._thread.join(timeout_s)
 
     def items(self) -> list[Manifest]:
@@ -99,6 +104,8 @@ class Reflector:
                     continue
                 self._mark_failing(exc)
             except Exception as exc:  # noqa: BLE001 - any failure means: retry later
+                if self._stop.is_set():
+                    return
                 self._mark_failing(exc)
             if self._stop.wait(delay_s):
                 return

@@ -127,7 +127,9 @@ class KubeApi:
         path = request.url.path.rstrip("/") or "/"
         if self.faults.unavailable:
             self.faults.record(request.method.lower(), "Unavailable")
-            raise ApiError("ServiceUnavailable", "the server is currently unable to handle the request")
+            raise ApiError(
+                "ServiceUnavailable", "the server is currently unable to handle the request"
+            )
         discovery = self._discovery(path)
         if discovery is not None:
             code = self.faults.record("get", "Discovery")
@@ -237,7 +239,8 @@ class KubeApi:
         selector = Selector.parse(query.get("labelSelector"), query.get("fieldSelector"))
         if target.name is not None:
             selector = Selector(
-                selector.labels, (*selector.fields, *Selector.parse(None, f"metadata.name={target.name}").fields)
+                selector.labels,
+                (*selector.fields, *Selector.parse(None, f"metadata.name={target.name}").fields),
             )
         rv_text = query.get("resourceVersion") or ""
         try:
@@ -261,27 +264,30 @@ class KubeApi:
 
         async def events() -> AsyncIterator[bytes]:
             try:
-                for line in backlog:
-                    yield line
+                for queued in backlog:
+                    yield queued
                 deadline = loop.time() + timeout_s
                 while True:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
                         return
                     try:
-                        line = await asyncio.wait_for(watcher.queue.get(), remaining)
+                        async with asyncio.timeout(remaining):
+                            event = await watcher.queue.get()
                     except TimeoutError:
                         return
-                    if line is None:
+                    if event is None:
                         return
-                    yield line
+                    yield event
             finally:
                 store.close_watch(watcher)
 
         return StreamingResponse(events(), media_type=JSON)
 
 
-def create_app(registry: Registry, faults: Faults, *, extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
+def create_app(
+    registry: Registry, faults: Faults, *, extra_routes: Sequence[BaseRoute] = ()
+) -> Starlette:
     """The ASGI app: the simulator's own `/_sim/` routes first, then the Kubernetes API."""
     api = KubeApi(registry, faults)
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]

@@ -27,9 +27,7 @@ class FaultRule:
     remaining: int
 
     def matches(self, verb: str, kind: str) -> bool:
-        return (self.verb is None or self.verb == verb) and (
-            self.kind is None or self.kind == kind
-        )
+        return (self.verb is None or self.verb == verb) and (self.kind is None or self.kind == kind)
 
 
 class Faults:

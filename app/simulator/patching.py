@@ -72,7 +72,11 @@ def _strategic_list(field: str, target: list[Any], patch: list[Any]) -> list[Any
     for item in patch:
         item_key = item.get(key)
         index = next(
-            (i for i, old in enumerate(result) if isinstance(old, dict) and old.get(key) == item_key),
+            (
+                i
+                for i, old in enumerate(result)
+                if isinstance(old, dict) and old.get(key) == item_key
+            ),
             None,
         )
         if item.get("$patch") == "delete":

@@ -72,7 +72,9 @@ def plugin_container(template_spec: Mapping[str, Any]) -> Mapping[str, Any]:
     containers: list[Mapping[str, Any]] = list(template_spec.get("containers") or [])
     for container in containers:
         image = str(container.get("image", ""))
-        if "k8s-device-plugin" in image and "config-manager" not in (container.get("command") or []):
+        if "k8s-device-plugin" in image and "config-manager" not in (
+            container.get("command") or []
+        ):
             return container
     for container in containers:
         if "device-plugin" in str(container.get("name", "")):

@@ -16,7 +16,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.simulator.apierrors import (
-    ApiError,
     already_exists,
     bad_request,
     conflict,
@@ -62,9 +61,7 @@ def _validate(resource: ResourceType, obj: JsonObject) -> None:
         values = meta.get(field)
         if values is None:
             continue
-        if not isinstance(values, dict) or not all(
-            isinstance(v, str) for v in values.values()
-        ):
+        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
             raise invalid(resource.kind, name, f"metadata.{field}", "values must be strings")
     for key, value in (meta.get("labels") or {}).items():
         if len(value) > 63 or not _LABEL_VALUE.match(value):
@@ -143,7 +140,9 @@ class Registry:
             rv = self.store.resource_version
         if not selector.empty:
             entries = [e for e in entries if selector.matches(e.obj)]
-        entries.sort(key=lambda e: (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"]))
+        entries.sort(
+            key=lambda e: (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"])
+        )
         return entries, rv
 
     # writes --------------------------------------------------------------------------------
@@ -177,7 +176,9 @@ class Registry:
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = f"{meta['generateName']}{random_suffix()}"
             if not meta.get("name"):
-                raise invalid(resource.kind, "", "metadata.name", "name or generateName is required")
+                raise invalid(
+                    resource.kind, "", "metadata.name", "name or generateName is required"
+                )
             _validate(resource, obj)
             if self.store.get(resource, namespace, meta["name"]) is not None:
                 raise already_exists(resource.plural, meta["name"], group=resource.group)
@@ -259,8 +260,8 @@ class Registry:
         meta = new.setdefault("metadata", {})
         if meta.get("name") not in (None, old_meta["name"]):
             raise bad_request(
-                f'the name of the object ({meta.get("name")}) does not match the name on '
-                f'the URL ({old_meta["name"]})'
+                f"the name of the object ({meta.get('name')}) does not match the name on "
+                f"the URL ({old_meta['name']})"
             )
         if resource.namespaced and meta.get("namespace") not in (None, old_meta["namespace"]):
             raise bad_request(
@@ -311,9 +312,10 @@ class Registry:
         with self.store.lock:
             old = self.get(resource, namespace, name).obj
             pre = preconditions or {}
-            if pre.get("resourceVersion") and pre["resourceVersion"] != old["metadata"][
-                "resourceVersion"
-            ]:
+            if (
+                pre.get("resourceVersion")
+                and pre["resourceVersion"] != old["metadata"]["resourceVersion"]
+            ):
                 raise conflict(resource.plural, name, group=resource.group)
             if pre.get("uid") and pre["uid"] != old["metadata"]["uid"]:
                 raise conflict(resource.plural, name, group=resource.group)
@@ -345,7 +347,10 @@ class Registry:
                 meta.setdefault("uid", old["metadata"].get("uid"))
                 meta.setdefault("creationTimestamp", old["metadata"].get("creationTimestamp"))
                 obj_cmp = dict(obj)
-                obj_cmp["metadata"] = {**meta, "resourceVersion": old["metadata"]["resourceVersion"]}
+                obj_cmp["metadata"] = {
+                    **meta,
+                    "resourceVersion": old["metadata"]["resourceVersion"],
+                }
                 if obj_cmp == old:
                     return old
             else:

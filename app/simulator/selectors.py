@@ -1,4 +1,4 @@
-"""Label and field selectors as the API server parses them (`?labelSelector=`, `?fieldSelector=`)."""
+"""Label and field selectors as the API server parses them (labelSelector, fieldSelector)."""
 
 from __future__ import annotations
 

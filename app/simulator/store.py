@@ -11,7 +11,8 @@ import asyncio
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -176,6 +177,20 @@ class Store:
             self._dispatch()
             return entry
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Hold the lock and tell listeners about the writes made inside only at the end."""
+        with self.lock:
+            if self._dispatching:
+                yield
+                return
+            self._dispatching = True
+            try:
+                yield
+            finally:
+                self._dispatching = False
+                self._dispatch()
+
     def _dispatch(self) -> None:
         if self._dispatching:
             return
@@ -227,6 +242,7 @@ class Store:
         """Forget every past event: a watch from any earlier resourceVersion gets 410 Gone."""
         with self.lock:
             self._history.clear()
+            self._rv += 1  # a fresh list answers a newer version than any client holds
             self._compacted_rv = self._rv
 
     def drop_watches(self) -> int:

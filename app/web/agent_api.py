@@ -72,12 +72,12 @@ async def post_report(
     limit = runtime.settings.max_report_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, _too_large(limit))
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(limit))
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
         if len(body) > limit:
-            raise HTTPException(status.HTTP_413_REQUEST_ENTITY_TOO_LARGE, _too_large(limit))
+            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(limit))
     try:
         report = AgentReport.model_validate_json(bytes(body))
     except ValidationError as exc:

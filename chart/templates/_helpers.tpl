@@ -17,6 +17,14 @@
 {{- end }}
 {{- end }}
 
+{{/*
+Prefix of the names that get a suffix (-agent, -read-cluster, ...): short enough that the
+longest suffix still fits a 63-character name.
+*/}}
+{{- define "gpu-slots.prefix" -}}
+{{- include "gpu-slots.fullname" . | trunc 50 | trimSuffix "-" }}
+{{- end }}
+
 {{/* Chart name and version, for the helm.sh/chart label. */}}
 {{- define "gpu-slots.chart" -}}
 {{- printf "%s-%s" .Chart.Name .Chart.Version | trunc 63 | trimSuffix "-" }}
@@ -43,7 +51,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The dashboard's ServiceAccount name. */}}
 {{- define "gpu-slots.serviceAccountName" -}}
 {{- if .Values.dashboard.serviceAccount.create }}
-{{- default (printf "%s-dashboard" (include "gpu-slots.fullname" .)) .Values.dashboard.serviceAccount.name }}
+{{- default (printf "%s-dashboard" (include "gpu-slots.prefix" .)) .Values.dashboard.serviceAccount.name }}
 {{- else }}
 {{- default "default" .Values.dashboard.serviceAccount.name }}
 {{- end }}
@@ -52,7 +60,7 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{/* The agent's ServiceAccount name. */}}
 {{- define "gpu-slots.agentServiceAccountName" -}}
 {{- if .Values.agent.serviceAccount.create }}
-{{- default (printf "%s-agent" (include "gpu-slots.fullname" .)) .Values.agent.serviceAccount.name }}
+{{- default (printf "%s-agent" (include "gpu-slots.prefix" .)) .Values.agent.serviceAccount.name }}
 {{- else }}
 {{- default "default" .Values.agent.serviceAccount.name }}
 {{- end }}
@@ -70,10 +78,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 
 {{/* Names of the two Secrets: admin (admin token, session key) and agent (agent token). */}}
 {{- define "gpu-slots.adminSecretName" -}}
-{{- printf "%s-admin" (include "gpu-slots.fullname" .) }}
+{{- printf "%s-admin" (include "gpu-slots.prefix" .) }}
 {{- end }}
 {{- define "gpu-slots.agentSecretName" -}}
-{{- printf "%s-agent-token" (include "gpu-slots.fullname" .) }}
+{{- printf "%s-agent-token" (include "gpu-slots.prefix" .) }}
 {{- end }}
 
 {{/*

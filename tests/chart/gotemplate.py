@@ -87,7 +87,12 @@ def _tokens(action: str) -> list[tuple[str, str]]:
             raise TemplateError(f"cannot tokenize {action[pos:]!r}")
         kind = match.lastgroup
         assert kind is not None
-        out.append((kind, match.group(kind)))
+        text = match.group(kind)
+        # `(x).Field` reads a field of the result; `(x) .Field` is another argument.
+        after_paren = bool(out) and out[-1] == ("punct", ")") and match.start(kind) == pos
+        if kind == "field" and text != "." and after_paren:
+            kind = "chain"
+        out.append((kind, text))
         pos = match.end()
     return out
 
@@ -201,7 +206,7 @@ class _ExprParser:
                 raise TemplateError("missing )")
             nxt = self.peek()
             fields: list[str] = []
-            if nxt is not None and nxt[0] == "field" and nxt[1] != ".":
+            if nxt is not None and nxt[0] == "chain":
                 fields = [f for f in self.take()[1].split(".") if f]
             return Expr("pipe", inner, fields=fields)
         raise TemplateError(f"unexpected {text!r}")
@@ -385,6 +390,7 @@ def _trunc(length: int, text: str) -> str:
 
 
 FUNCTIONS: dict[str, Callable[..., Any]] = {
+    "b64dec": lambda s: base64.b64decode(to_text(s)).decode(),
     "b64enc": lambda s: base64.b64encode(to_text(s).encode()).decode(),
     "default": lambda d, *v: v[0] if v and truthy(v[0]) else d,
     "dict": lambda *kv: {str(kv[i]): kv[i + 1] for i in range(0, len(kv), 2)},
@@ -395,7 +401,6 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "hasKey": lambda m, k: k in m,
     "indent": _indent,
     "list": lambda *items: list(items),
-    "lookup": lambda api_version, kind, namespace, name: {},  # as `helm template` renders it
     "ne": lambda a, b: a != b,
     "nindent": lambda width, text: "\n" + _indent(width, text),
     "not": lambda v: not truthy(v),
@@ -415,9 +420,12 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
 class Renderer:
     """Renders parsed templates; `define`s are shared across files, as in Helm."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, cluster: dict[tuple[str, str, str, str], Any] | None = None) -> None:
         self.defines: dict[str, list[Node]] = {}
         self.files: dict[str, list[Node]] = {}
+        # What `lookup` finds: (apiVersion, kind, namespace, name) -> object. Empty, as under
+        # `helm template`, unless a test plays an upgrade.
+        self.cluster = cluster or {}
 
     def add(self, name: str, source: str) -> None:
         try:
@@ -442,7 +450,9 @@ class Renderer:
         self._run(self.defines[name], dot, [{"$": dot}], out)
         return "".join(out)
 
-    def _run(self, nodes: list[Node], dot: Any, scopes: list[dict[str, Any]], out: list[str]) -> None:
+    def _run(
+        self, nodes: list[Node], dot: Any, scopes: list[dict[str, Any]], out: list[str]
+    ) -> None:
         for node in nodes:
             if node.kind == "text":
                 out.append(node.text)
@@ -520,6 +530,8 @@ class Renderer:
         args = [self._operand(a, dot, scopes) for a in expr.args] + piped
         if name == "include":
             return self._include(args[0], args[1])
+        if name == "lookup":
+            return self.cluster.get(tuple(args), {})
         if name not in FUNCTIONS:
             raise TemplateError(f'function "{name}" not defined')
         try:
@@ -532,12 +544,11 @@ class Renderer:
     def _logic(
         self, name: str, args: list[Expr], dot: Any, scopes: list[dict[str, Any]], piped: list[Any]
     ) -> Any:
+        """Go >= 1.18: evaluate left to right, stop at the first operand that decides."""
         value: Any = None
-        thunks: list[Callable[[], Any]] = [
-            (lambda a=a: self._operand(a, dot, scopes)) for a in args  # type: ignore[misc]
-        ] + [(lambda p=p: p) for p in piped]  # type: ignore[misc]
-        for thunk in thunks:
-            value = thunk()
+        operands: list[Expr] = [*args, *(Expr("literal", p) for p in piped)]
+        for operand in operands:
+            value = self._operand(operand, dot, scopes)
             if truthy(value) == (name == "or"):
                 return value
         return value

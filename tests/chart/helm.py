@@ -71,13 +71,14 @@ def render(
     release_name: str = "gpu-slots",
     namespace: str = "gpu-slots",
     chart_dir: Path = CHART_DIR,
+    cluster: dict[tuple[str, str, str, str], Any] | None = None,
 ) -> Rendered:
     """Render every template as `helm template RELEASE chart/ -n NAMESPACE -f overrides` would."""
     chart_meta = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
     values = merge_values(default_values(chart_dir), overrides or {})
     jsonschema.validate(values, values_schema(chart_dir))  # Helm refuses such values too
 
-    renderer = Renderer()
+    renderer = Renderer(cluster=cluster)
     base_path = f"{chart_meta['name']}/templates"
     names: list[str] = []
     for path in sorted((chart_dir / "templates").iterdir()):

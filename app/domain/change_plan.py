@@ -1,0 +1,501 @@
+"""The change planner: (current DaemonSet, current ConfigMap, request) -> the objects to write.
+
+Pure: it only rearranges manifests (camelCase JSON dicts). Everything of the DaemonSet that
+is not the plugin's config wiring is kept as it is. A pod-template annotation carries the
+config's hash so the plugin pods roll exactly when the config changes, and the DaemonSet
+keeps the previous wiring and config in an annotation for one-click rollback.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from app.domain.cluster import Manifest
+from app.domain.effective_config import resolve_config
+from app.domain.plugin import (
+    ConfigManagerRef,
+    StaticConfigRef,
+    UnresolvedConfigRef,
+    is_operator_managed,
+    read_plugin_spec,
+)
+from app.domain.plugin_config import GPU_RESOURCE, config_hash
+from app.domain.plugin_edits import (
+    HASH_ANNOTATION,
+    Wiring,
+    config_file_entries,
+    configmap_volumes,
+    mounted_elsewhere,
+    set_hash,
+    set_wiring,
+    template_annotations,
+    template_of,
+    time_slicing_text,
+    wire_new,
+    wiring_of,
+)
+from app.domain.snapshot import Mode
+from app.errors import GpuSlotsError
+
+PREVIOUS_ANNOTATION = "gpu-slots.io/previous-config"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+DEFAULT_KEY = "config.yaml"
+MIN_REPLICAS = 2
+MAX_REPLICAS = 64
+
+
+class RefusalCode(StrEnum):
+    """Why a change cannot be planned; stable, shown in the form and the API."""
+
+    OPERATOR_MANAGED = "operator-managed"
+    DAEMONSET_NOT_FOUND = "daemonset-not-found"
+    NO_PLUGIN_CONTAINER = "no-plugin-container"
+    CONFIG_ELSEWHERE = "config-elsewhere"
+    CONFIG_KEY_MISMATCH = "config-key-mismatch"
+    CONFIG_PER_NODE = "config-per-node"
+    CONFIG_UNRESOLVED = "config-unresolved"
+    CONFIG_FILE_FLAG = "config-file-flag"
+    CONFIG_INVALID = "config-invalid"
+    CONFIGMAP_IN_USE = "configmap-in-use"
+    OUT_OF_RANGE = "out-of-range"
+    NO_CHANGE = "no-change"
+    NO_PREVIOUS = "no-previous-config"
+
+
+class PlanRefused(GpuSlotsError):
+    """The requested change cannot (or need not) be made; `code` says which refusal."""
+
+    def __init__(self, code: RefusalCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ConfigMapAction(StrEnum):
+    KEEP = "keep"
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True)
+class ChangeRequest:
+    """What an admin asks for."""
+
+    mode: Literal["basic", "time-slicing"]
+    replicas: int = MIN_REPLICAS
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = False
+    delete_configmap: bool = False
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """The plugin's sharing settings as the plugin would run them."""
+
+    mode: Mode
+    replicas: int
+    resource: str
+    rename_by_default: bool
+    fail_requests_greater_than_one: bool
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"unusable config ({self.error})"
+        if self.mode is not Mode.TIME_SLICING:
+            return f"{self.mode.value} ({self.resource})"
+        flags = [
+            name
+            for name, on in (
+                ("renameByDefault", self.rename_by_default),
+                ("failRequestsGreaterThanOne", self.fail_requests_greater_than_one),
+            )
+            if on
+        ]
+        extra = ", " + ", ".join(flags) if flags else ""
+        return f"time-slicing x{self.replicas} ({self.resource}{extra})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "replicas": self.replicas,
+            "resource": self.resource,
+            "renameByDefault": self.rename_by_default,
+            "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """The exact objects to write, and what they change."""
+
+    kind: Literal["change", "rollback"]
+    daemonset_before: Manifest
+    daemonset: Manifest
+    configmap_before: Manifest | None
+    configmap: Manifest | None  # the object to create or replace; None for keep/delete
+    configmap_action: ConfigMapAction
+    before: PluginSettings
+    after: PluginSettings
+    config_hash: str | None
+    rolls_pods: bool
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def resource_versions(self) -> dict[str, str | None]:
+        return {
+            "daemonset": _rv(self.daemonset_before),
+            "configmap": _rv(self.configmap_before),
+        }
+
+
+def current_settings(daemonset: Manifest, configmap: Manifest | None) -> PluginSettings:
+    """What the DaemonSet and ConfigMap make the plugin run with (node-independent view)."""
+    spec = read_plugin_spec(daemonset)
+    name = _name(configmap)
+    effective = resolve_config(spec, {name: configmap} if configmap is not None else {})
+    config = effective.config
+    if config is None:
+        return PluginSettings(Mode.UNKNOWN, 1, GPU_RESOURCE, False, False, effective.error)
+    return PluginSettings(
+        config.mode,
+        config.replicas,
+        config.resource,
+        config.rename_by_default,
+        config.fail_requests_greater_than_one,
+    )
+
+
+def previous_settings(daemonset: Manifest | None) -> PluginSettings | None:
+    """The settings kept for rollback, if the DaemonSet carries them."""
+    stored = _stored_previous(daemonset)
+    if stored is None:
+        return None
+    raw = stored.get("settings") or {}
+    try:
+        return PluginSettings(
+            Mode(raw.get("mode", "unknown")),
+            int(raw.get("replicas", 1)),
+            str(raw.get("resource", GPU_RESOURCE)),
+            bool(raw.get("renameByDefault")),
+            bool(raw.get("failRequestsGreaterThanOne")),
+            raw.get("error"),
+        )
+    except (TypeError, ValueError):
+        return None
+
+
+def plan_change(
+    daemonset: Manifest | None,
+    configmap: Manifest | None,
+    request: ChangeRequest,
+    *,
+    configmap_name: str,
+) -> ChangePlan:
+    """Plan the writes for `request`; raises PlanRefused with the reason when it cannot."""
+    ds = _writable(daemonset)
+    _check_request(request)
+    spec = read_plugin_spec(ds)
+    container = _container(ds, spec.container)
+    before = current_settings(ds, configmap)
+    warnings: list[str] = []
+    if "CONFIG_FILE" in spec.env and not config_file_entries(container):
+        raise PlanRefused(
+            RefusalCode.CONFIG_FILE_FLAG,
+            "The plugin container passes --config-file on its command line; remove that flag "
+            "first, GPU Slots only manages the CONFIG_FILE environment variable.",
+        )
+    ref = spec.config_ref
+    if isinstance(ref, ConfigManagerRef):
+        raise PlanRefused(
+            RefusalCode.CONFIG_PER_NODE,
+            f"CONFIG_FILE is written per node by config-manager from the node label "
+            f"{ref.node_label} (ConfigMap {ref.configmap}); change the node labels or that "
+            "ConfigMap's keys instead.",
+        )
+    if isinstance(ref, StaticConfigRef) and ref.configmap != configmap_name:
+        raise PlanRefused(
+            RefusalCode.CONFIG_ELSEWHERE,
+            f"CONFIG_FILE reads ConfigMap {ref.configmap}, but GPU Slots manages only "
+            f"{configmap_name} (GEO_MLOPS_PLUGIN_CONFIGMAP_NAME).",
+        )
+    if request.mode == "basic":
+        new_ds, action, new_cm, text = _to_basic(ds, container, configmap, request, configmap_name)
+    else:
+        new_ds, action, new_cm, text = _to_time_slicing(
+            ds, container, configmap, request, configmap_name, warnings
+        )
+    return _finish(
+        "change", ds, configmap, new_ds, new_cm, action, text, before, warnings, configmap_name
+    )
+
+
+def plan_rollback(
+    daemonset: Manifest | None, configmap: Manifest | None, *, configmap_name: str
+) -> ChangePlan:
+    """Plan the writes that restore the config kept in the previous-config annotation."""
+    ds = _writable(daemonset)
+    stored = _stored_previous(ds)
+    if stored is None:
+        raise PlanRefused(
+            RefusalCode.NO_PREVIOUS, "No previous config is kept on the DaemonSet to roll back to."
+        )
+    spec = read_plugin_spec(ds)
+    container = _container(ds, spec.container)
+    before = current_settings(ds, configmap)
+    raw_ds = stored.get("daemonset") or {}
+    wiring = Wiring(
+        config_file=list(raw_ds.get("configFile") or []),
+        mounts=list(raw_ds.get("volumeMounts") or []),
+        volumes=list(raw_ds.get("volumes") or []),
+        config_hash=raw_ds.get("configHash"),
+    )
+    raw_cm = stored.get("configmap") or {}
+    text: str | None = None
+    new_cm: Manifest | None = None
+    if raw_cm.get("exists"):
+        data = {str(k): str(v) for k, v in (raw_cm.get("data") or {}).items()}
+        if configmap is None:
+            new_cm, action = _new_configmap(ds, configmap_name, data), ConfigMapAction.CREATE
+        elif _data(configmap) != data:
+            new_cm, action = _with_data(configmap, data), ConfigMapAction.UPDATE
+        else:
+            action = ConfigMapAction.KEEP
+    else:
+        action = ConfigMapAction.DELETE if configmap is not None else ConfigMapAction.KEEP
+    new_ds = copy.deepcopy(ds)
+    set_wiring(new_ds, container.get("name"), wiring, configmap_name)
+    restored_spec = read_plugin_spec(new_ds)
+    if isinstance(restored_spec.config_ref, StaticConfigRef):
+        source = new_cm if new_cm is not None else configmap
+        text = _data(source).get(restored_spec.config_ref.key) if source is not None else None
+    set_hash(new_ds, config_hash(text) if text is not None else None)
+    return _finish(
+        "rollback", ds, configmap, new_ds, new_cm, action, text, before, [], configmap_name
+    )
+
+
+def _writable(daemonset: Manifest | None) -> Manifest:
+    if daemonset is None:
+        raise PlanRefused(
+            RefusalCode.DAEMONSET_NOT_FOUND,
+            "The device-plugin DaemonSet was not found (check GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_"
+            "NAME and _NAMESPACE).",
+        )
+    if is_operator_managed(daemonset):
+        raise PlanRefused(
+            RefusalCode.OPERATOR_MANAGED,
+            "The DaemonSet is managed by the NVIDIA GPU Operator, which would revert direct edits: "
+            "edit its ClusterPolicy (spec.devicePlugin.config) instead.",
+        )
+    return daemonset
+
+
+def _check_request(request: ChangeRequest) -> None:
+    if request.mode not in ("basic", "time-slicing"):
+        raise PlanRefused(RefusalCode.OUT_OF_RANGE, "mode must be basic or time-slicing.")
+    if request.mode == "time-slicing":
+        if not MIN_REPLICAS <= request.replicas <= MAX_REPLICAS:
+            raise PlanRefused(
+                RefusalCode.OUT_OF_RANGE,
+                f"replicas must be between {MIN_REPLICAS} and {MAX_REPLICAS} for time-slicing "
+                f"(got {request.replicas}).",
+            )
+        if request.delete_configmap:
+            raise PlanRefused(
+                RefusalCode.OUT_OF_RANGE,
+                "deleteConfigMap applies only when switching to basic: time-slicing needs it.",
+            )
+
+
+def _container(ds: Manifest, name: str) -> Manifest:
+    for container in (ds.get("spec") or {}).get("template", {}).get("spec", {}).get(
+        "containers"
+    ) or []:
+        if container.get("name") == name:
+            return dict(container)
+    raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "The DaemonSet has no containers.")
+
+
+def _to_basic(
+    ds: Manifest,
+    container: Manifest,
+    configmap: Manifest | None,
+    request: ChangeRequest,
+    configmap_name: str,
+) -> tuple[Manifest, ConfigMapAction, Manifest | None, str | None]:
+    new_ds = copy.deepcopy(ds)
+    pod_spec = new_ds["spec"]["template"]["spec"]
+    volumes = configmap_volumes(pod_spec, configmap_name)
+    others, used = mounted_elsewhere(pod_spec, container.get("name"), volumes)
+    keep = [v for v in volumes if v["name"] in used]
+    set_wiring(new_ds, container.get("name"), Wiring([], [], keep, None), configmap_name)
+    action = ConfigMapAction.KEEP
+    if request.delete_configmap and configmap is not None:
+        if keep:
+            raise PlanRefused(
+                RefusalCode.CONFIGMAP_IN_USE,
+                f"ConfigMap {configmap_name} is still mounted by container(s) "
+                f"{', '.join(sorted(others))}; it cannot be deleted.",
+            )
+        action = ConfigMapAction.DELETE
+    return new_ds, action, None, None
+
+
+def _to_time_slicing(
+    ds: Manifest,
+    container: Manifest,
+    configmap: Manifest | None,
+    request: ChangeRequest,
+    configmap_name: str,
+    warnings: list[str],
+) -> tuple[Manifest, ConfigMapAction, Manifest | None, str | None]:
+    spec = read_plugin_spec(ds)
+    data = _data(configmap) if configmap is not None else {}
+    new_ds = copy.deepcopy(ds)
+    pod_spec = new_ds["spec"]["template"]["spec"]
+    wiring = wiring_of(ds, container.get("name"), configmap_name)
+    ref = spec.config_ref
+    if isinstance(ref, StaticConfigRef):
+        key = ref.key
+        if configmap is not None and data and key not in data:
+            raise PlanRefused(
+                RefusalCode.CONFIG_KEY_MISMATCH,
+                f"CONFIG_FILE names key {key} but ConfigMap {configmap_name} holds "
+                f"{', '.join(sorted(data))}; fix CONFIG_FILE or the ConfigMap by hand first.",
+            )
+    elif isinstance(ref, UnresolvedConfigRef):
+        raise PlanRefused(
+            RefusalCode.CONFIG_UNRESOLVED,
+            f"CONFIG_FILE={ref.path} does not lead to a ConfigMap key ({ref.reason}); switch to "
+            "basic first or fix the DaemonSet by hand.",
+        )
+    else:
+        key = DEFAULT_KEY if DEFAULT_KEY in data or len(data) != 1 else next(iter(data))
+        wiring = wire_new(pod_spec, container, wiring, configmap_name, key)
+    old_text = data.get(key)
+    text = time_slicing_text(
+        old_text,
+        replicas=request.replicas,
+        rename_by_default=request.rename_by_default,
+        fail_requests_greater_than_one=request.fail_requests_greater_than_one,
+        warnings=warnings,
+    )
+    new_data = {**data, key: text}
+    if configmap is None:
+        action, new_cm = ConfigMapAction.CREATE, _new_configmap(ds, configmap_name, new_data)
+    elif new_data != data:
+        action, new_cm = ConfigMapAction.UPDATE, _with_data(configmap, new_data)
+    else:
+        action, new_cm = ConfigMapAction.KEEP, None
+    old_hash = template_annotations(ds).get(HASH_ANNOTATION)
+    set_wiring(new_ds, container.get("name"), wiring, configmap_name)
+    # The hash rolls the pods when the config text changes; a DaemonSet already wired to the
+    # same text, without our annotation, is left alone (no pointless restart).
+    if old_text != text or old_hash is not None or template_of(new_ds) != template_of(ds):
+        set_hash(new_ds, config_hash(text))
+    return new_ds, action, new_cm, text
+
+
+def _finish(
+    kind: Literal["change", "rollback"],
+    ds: Manifest,
+    configmap: Manifest | None,
+    new_ds: Manifest,
+    new_cm: Manifest | None,
+    action: ConfigMapAction,
+    text: str | None,
+    before: PluginSettings,
+    warnings: list[str],
+    configmap_name: str,
+) -> ChangePlan:
+    template_changed = template_of(ds) != template_of(new_ds)
+    if not template_changed and action is ConfigMapAction.KEEP:
+        raise PlanRefused(
+            RefusalCode.NO_CHANGE,
+            f"Nothing to change: the plugin already runs {before.describe()}.",
+        )
+    after_cm = None if action is ConfigMapAction.DELETE else (new_cm or configmap)
+    after = current_settings(new_ds, after_cm)
+    if after.error:
+        raise PlanRefused(
+            RefusalCode.CONFIG_INVALID, f"The plugin would refuse the new config: {after.error}"
+        )
+    previous = {
+        "version": 1,
+        "settings": before.as_json(),
+        "configmap": {"exists": configmap is not None, "data": _data(configmap)},
+        "daemonset": wiring_of(ds, read_plugin_spec(ds).container, configmap_name).as_json(),
+    }
+    annotations = new_ds.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[PREVIOUS_ANNOTATION] = json.dumps(previous, sort_keys=True, separators=(",", ":"))
+    new_ds.pop("status", None)
+    hash_value = template_annotations(new_ds).get(HASH_ANNOTATION)
+    return ChangePlan(
+        kind=kind,
+        daemonset_before=ds,
+        daemonset=new_ds,
+        configmap_before=configmap,
+        configmap=new_cm,
+        configmap_action=action,
+        before=before,
+        after=after,
+        config_hash=hash_value,
+        rolls_pods=template_changed,
+        warnings=tuple(warnings),
+    )
+
+
+def _stored_previous(daemonset: Manifest | None) -> dict[str, Any] | None:
+    if daemonset is None:
+        return None
+    raw = ((daemonset.get("metadata") or {}).get("annotations") or {}).get(PREVIOUS_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        stored = json.loads(raw)
+    except ValueError:
+        return None
+    return stored if isinstance(stored, dict) and stored.get("version") == 1 else None
+
+
+def _new_configmap(ds: Manifest, name: str, data: dict[str, str]) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {
+            "name": name,
+            "namespace": (ds.get("metadata") or {}).get("namespace"),
+            "labels": {MANAGED_BY_LABEL: "gpu-slots"},
+        },
+        "data": data,
+    }
+
+
+def _with_data(configmap: Manifest, data: dict[str, str]) -> Manifest:
+    updated = copy.deepcopy(configmap)
+    updated["data"] = data
+    return updated
+
+
+def _data(configmap: Manifest | None) -> dict[str, str]:
+    if configmap is None:
+        return {}
+    return {str(k): str(v) for k, v in (configmap.get("data") or {}).items()}
+
+
+def _name(obj: Manifest | None) -> str:
+    return str(((obj or {}).get("metadata") or {}).get("name", ""))
+
+
+def _rv(obj: Manifest | None) -> str | None:
+    if obj is None:
+        return None
+    value = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(value) if value is not None else None

@@ -1,0 +1,288 @@
+"""Findings about the plugin DaemonSet and its config, which hold for the whole cluster."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from app.domain.cluster import Manifest
+from app.domain.facts import ClusterFacts
+from app.domain.findings_base import finding
+from app.domain.gpus import listed_devices
+from app.domain.kube_time import parse_time
+from app.domain.plugin import PLATFORM_MINIMUM, ConfigManagerRef, PluginSpec, StaticConfigRef
+from app.domain.plugin_config import config_hash
+from app.domain.snapshot import Finding, Mode
+
+DEFAULT_CONFIGMAP = "nvidia-device-plugin-config"
+CONFIG_HASH_ANNOTATION = "gpu-slots/config-hash"
+FIXED_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
+
+
+def ds_ref(spec: PluginSpec) -> str:
+    """`-n <ns> daemonset/<name>`, for kubectl remedies."""
+    return f"-n {spec.namespace} daemonset/{spec.name}"
+
+
+def cluster_findings(facts: ClusterFacts) -> list[Finding]:
+    spec = facts.spec
+    if spec is None:
+        return [_missing(facts)]
+    found: list[Finding] = []
+    if spec.operator_managed:
+        found.append(
+            finding(
+                "plugin-operator-managed",
+                f"{spec.name} is managed by the GPU Operator: edit its ClusterPolicy instead",
+                evidence={"daemonset": f"{spec.namespace}/{spec.name}", "operator_managed": True},
+                remedy="kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin",
+            )
+        )
+    if spec.version is not None and spec.version < PLATFORM_MINIMUM:
+        found.append(
+            finding(
+                "plugin-image-outdated",
+                f"Plugin {spec.version_text} is older than the platform's minimum v0.18.2",
+                evidence={"image": spec.image, "version": spec.version_text, "minimum": "v0.18.2"},
+                remedy=f"kubectl set image {ds_ref(spec)} {spec.container}={FIXED_IMAGE}",
+            )
+        )
+    found += _config_errors(facts, spec)
+    found += _config_unused(facts, spec)
+    found += _config_changed(facts, spec)
+    found += _left_over(facts, spec)
+    found += _serving_resource(facts, spec)
+    found += _visible_devices(facts, spec)
+    return found
+
+
+def _missing(facts: ClusterFacts) -> Finding:
+    options = facts.options
+    gpu_nodes = sum(1 for n in facts.nodes if n.gpu_node)
+    return finding(
+        "plugin-daemonset-missing",
+        f"DaemonSet {options.plugin_namespace}/{options.plugin_name} not found",
+        evidence={
+            "daemonset": f"{options.plugin_namespace}/{options.plugin_name}",
+            "found": False,
+            "gpu_nodes": gpu_nodes,
+        },
+        remedy=(
+            f"kubectl -n {options.plugin_namespace} get daemonsets  # deploy the NVIDIA device "
+            "plugin, or set GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME/_NAMESPACE to where it runs"
+        ),
+    )
+
+
+def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+    config = facts.default_config
+    if isinstance(spec.config_ref, ConfigManagerRef) or config.error_code is None:
+        return []
+    if config.error_code == "config-invalid":
+        return [
+            finding(
+                "config-invalid",
+                "The plugin refuses its config.yaml and exits (CrashLoopBackOff)",
+                evidence={"source": config.source, "error": config.error},
+                remedy=(
+                    f"kubectl -n {spec.namespace} edit configmap {config.configmap}  "
+                    f"# fix key {config.key}, then: kubectl rollout restart {ds_ref(spec)}"
+                ),
+            )
+        ]
+    return [
+        finding(
+            "config-key-missing",
+            f"CONFIG_FILE={spec.config_file} does not reach a config in a ConfigMap",
+            evidence={
+                "config_file": spec.config_file,
+                "source": config.source,
+                "error": config.error,
+            },
+            remedy=(
+                f"kubectl -n {spec.namespace} get configmap -o yaml  # add the key, or: "
+                f"kubectl set env {ds_ref(spec)} -c {spec.container} CONFIG_FILE=<mounted file>"
+            ),
+        )
+    ]
+
+
+def _looks_like_config(configmap: Manifest | None, name: str) -> bool:
+    if name == DEFAULT_CONFIGMAP:
+        return True
+    data = (configmap or {}).get("data") or {}
+    return any("sharing" in str(v) or "version: v1" in str(v) for v in data.values())
+
+
+def _config_unused(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+    if spec.config_file:
+        return []
+    found = []
+    for mount in spec.config_mounts:
+        configmap = facts.state.configmaps.get(mount.configmap)
+        if not _looks_like_config(configmap, mount.configmap):
+            continue
+        keys = sorted(((configmap or {}).get("data") or {}).keys())
+        key = mount.sub_path or (keys[0] if keys else "config.yaml")
+        target = mount.mount_path if mount.sub_path else f"{mount.mount_path}/{key}"
+        found.append(
+            finding(
+                "config-mounted-not-used",
+                f"ConfigMap {mount.configmap} is mounted at {mount.mount_path} but CONFIG_FILE "
+                "is unset: the plugin ignores it",
+                evidence={
+                    "configmap": mount.configmap,
+                    "mount_path": mount.mount_path,
+                    "keys": ",".join(keys),
+                    "config_file": None,
+                },
+                remedy=f"kubectl set env {ds_ref(spec)} -c {spec.container} CONFIG_FILE={target}",
+            )
+        )
+    return found
+
+
+def _changed_at(configmap: Manifest) -> datetime | None:
+    meta = configmap.get("metadata") or {}
+    times = [parse_time(meta.get("creationTimestamp"))]
+    times += [parse_time(entry.get("time")) for entry in meta.get("managedFields") or []]
+    known = [t for t in times if t is not None]
+    return max(known) if known else None
+
+
+def _config_changed(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+    names = {n.config.configmap for n in facts.nodes if n.config.configmap}
+    if facts.default_config.configmap:
+        names.add(facts.default_config.configmap)
+    found = []
+    for name in sorted(names):
+        configmap = facts.state.configmaps.get(name)
+        if configmap is None:
+            continue
+        changed = _changed_at(configmap)
+        texts = {n.config.text for n in facts.nodes if n.config.configmap == name}
+        texts.add(facts.default_config.text if facts.default_config.configmap == name else None)
+        hashes = {config_hash(t) for t in texts if t is not None}
+        behind = []
+        for pod in facts.plugin_pods:
+            meta = pod.get("metadata") or {}
+            started = parse_time((pod.get("status") or {}).get("startTime"))
+            annotated = (meta.get("annotations") or {}).get(CONFIG_HASH_ANNOTATION)
+            if (annotated is not None and hashes and annotated not in hashes) or (
+                annotated is None and changed and started and started < changed
+            ):
+                behind.append(str(meta.get("name", "")))
+        if behind:
+            found.append(
+                finding(
+                    "config-changed-after-start",
+                    f"ConfigMap {name} changed after {len(behind)} plugin pod(s) started: "
+                    "they still serve the old config",
+                    evidence={
+                        "configmap": name,
+                        "changed_at": changed.isoformat() if changed else None,
+                        "pods_behind": len(behind),
+                        "first_pod": sorted(behind)[0],
+                    },
+                    remedy=f"kubectl rollout restart {ds_ref(spec)}",
+                )
+            )
+    return found
+
+
+def _left_over(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+    name = getattr(facts.options, "plugin_configmap_name", DEFAULT_CONFIGMAP)
+    configmap = facts.state.configmaps.get(name)
+    config = facts.default_config.config
+    in_use = {n.config.configmap for n in facts.nodes} | {facts.default_config.configmap}
+    ref = spec.config_ref
+    if isinstance(ref, StaticConfigRef | ConfigManagerRef):
+        in_use.add(ref.configmap)
+    mounted = any(m.configmap == name for m in spec.config_mounts)
+    if configmap is None or config is None or config.mode is not Mode.BASIC:
+        return []
+    if name in in_use or (mounted and not spec.config_file):
+        return []
+    return [
+        finding(
+            "config-left-over",
+            f"ConfigMap {name} is left over: the plugin runs in basic mode without it",
+            evidence={"configmap": f"{spec.namespace}/{name}", "mode": "basic", "used": False},
+            remedy=f"kubectl -n {spec.namespace} delete configmap {name}",
+        )
+    ]
+
+
+def _serving_resource(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+    config = facts.default_config.config
+    wanted = facts.options.serving_resource
+    if config is None or config.resource == wanted:
+        return []
+    if config.rename_by_default:
+        remedy = (
+            f"set GEO_MLOPS_SERVING_GPU_RESOURCE={config.resource}, or set renameByDefault: false "
+            f"in {facts.default_config.source} and run: kubectl rollout restart {ds_ref(spec)}"
+        )
+    else:
+        remedy = f"set GEO_MLOPS_SERVING_GPU_RESOURCE={config.resource}"
+    return [
+        finding(
+            "serving-resource-mismatch",
+            f"Serving requests {wanted} but the plugin advertises {config.resource}: "
+            "serving pods stay Pending",
+            evidence={
+                "serving_resource": wanted,
+                "advertised_resource": config.resource,
+                "rename_by_default": config.rename_by_default,
+            },
+            remedy=remedy,
+        )
+    ]
+
+
+def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+    items = listed_devices(spec.visible_devices)
+    if not items:
+        return []
+    found = []
+    indexes = [i for i in items if i.isdigit()]
+    if indexes:
+        uuids = []
+        for node in facts.nodes:
+            by_index = {str(g.reading.index): g.uuid for g in node.gpus}
+            if by_index:
+                uuids = [by_index.get(i, i) for i in items]
+                break
+        found.append(
+            finding(
+                "visible-devices-by-index",
+                "The plugin's NVIDIA_VISIBLE_DEVICES lists GPU indexes, which can change "
+                "across reboots and driver updates",
+                evidence={"NVIDIA_VISIBLE_DEVICES": spec.visible_devices, "indexes": len(indexes)},
+                remedy=(
+                    f"kubectl set env {ds_ref(spec)} -c {spec.container} "
+                    f"NVIDIA_VISIBLE_DEVICES={','.join(uuids) if uuids else '<GPU UUIDs>'}"
+                ),
+            )
+        )
+    uuid_items = [i for i in items if not i.isdigit()]
+    plugin_nodes = sorted(n.name for n in facts.nodes if n.plugin_pod is not None or n.gpu_node)
+    if uuid_items and len(plugin_nodes) > 1:
+        matching = [n.name for n in facts.nodes if n.visibility is not None and n.visibility.uuids]
+        found.append(
+            finding(
+                "visible-devices-list-on-many-nodes",
+                f"One UUID list in NVIDIA_VISIBLE_DEVICES is applied to {len(plugin_nodes)} "
+                "nodes; GPU UUIDs differ per node",
+                evidence={
+                    "NVIDIA_VISIBLE_DEVICES": spec.visible_devices,
+                    "nodes": len(plugin_nodes),
+                    "nodes_matching_list": len(matching),
+                },
+                remedy=(
+                    f"run one plugin DaemonSet per node (copy {spec.name} with a nodeSelector "
+                    "kubernetes.io/hostname=<node> and that node's UUIDs), or remove the list "
+                    f"from {spec.name} on nodes that share all GPUs"
+                ),
+            )
+        )
+    return found

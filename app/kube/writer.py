@@ -1,0 +1,367 @@
+"""The only code that writes to the Kubernetes API: plugin config changes and their audit Events.
+
+Writes carry the resourceVersions the plan was made from, so someone else's change in
+between is a 409 and nothing is written. The ConfigMap is written before the DaemonSet
+(the new pods must find their config); a ConfigMap deletion comes after it (the old pods
+must not lose theirs). When the DaemonSet write fails, the ConfigMap write is undone.
+Calls made here are all declared in app.kube.permissions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from kubernetes import client
+
+from app.domain.change_plan import ChangePlan, ConfigMapAction
+from app.domain.cluster import Manifest
+from app.errors import ClusterError, ConflictError, NotFoundError
+from app.kube.client import copy_api_client, translate
+
+log = logging.getLogger(__name__)
+audit_log = logging.getLogger("gpu_slots.audit")
+
+TIMEOUT_S = 15
+EVENT_REASONS = {"change": "GpuSlotsConfigChanged", "rollback": "GpuSlotsConfigRolledBack"}
+COMPONENT = "gpu-slots"
+
+
+@dataclass(frozen=True)
+class ClusterObjects:
+    """The plugin DaemonSet and its ConfigMap as the API server holds them now."""
+
+    daemonset: Manifest | None
+    configmap: Manifest | None
+
+
+@dataclass(frozen=True)
+class DryRunResult:
+    """The API server's verdict on each write (None: it would be accepted)."""
+
+    configmap: str | None
+    daemonset: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.configmap is None and self.daemonset is None
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What was written."""
+
+    daemonset: Manifest
+    configmap: Manifest | None
+    applied_at: datetime
+    warnings: tuple[str, ...] = ()
+
+
+class ApplyFailed(ClusterError):
+    """The DaemonSet write failed after the ConfigMap write; `restored` says what the cluster holds."""
+
+    def __init__(self, message: str, *, cause: ClusterError, restored: bool) -> None:
+        super().__init__(message, status=cause.status, reason=cause.reason)
+        self.cause = cause
+        self.restored = restored
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PluginWriter:
+    """Reads and writes the plugin's DaemonSet and ConfigMap; records Events as the dashboard."""
+
+    def __init__(
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str,
+        daemonset_name: str,
+        configmap_name: str,
+        clock: Callable[[], datetime] = utc_now,
+        audit_client: client.ApiClient | None = None,
+    ) -> None:
+        self._api_client = api_client
+        self._apps = client.AppsV1Api(api_client)
+        self._core = client.CoreV1Api(api_client)
+        self._events = client.CoreV1Api(audit_client or api_client)
+        self.namespace = namespace
+        self.daemonset_name = daemonset_name
+        self.configmap_name = configmap_name
+        self._clock = clock
+        self._audit_client = audit_client or api_client
+
+    @contextmanager
+    def acting_as(self, user: str | None, groups: tuple[str, ...] = ()) -> Iterator[PluginWriter]:
+        """This writer, or one that impersonates `user` (Events stay the dashboard's own)."""
+        if not user:
+            yield self
+            return
+        impersonating = copy_api_client(
+            self._api_client, impersonate_user=user, impersonate_groups=groups
+        )
+        try:
+            yield PluginWriter(
+                impersonating,
+                namespace=self.namespace,
+                daemonset_name=self.daemonset_name,
+                configmap_name=self.configmap_name,
+                clock=self._clock,
+                audit_client=self._audit_client,
+            )
+        finally:
+            impersonating.close()
+
+    # reads -------------------------------------------------------------------------------
+
+    def read(self) -> ClusterObjects:
+        """Both objects, fresh from the API server (None where absent)."""
+        daemonset = self._optional(
+            lambda: self._apps.read_namespaced_daemon_set(
+                self.daemonset_name, self.namespace, **_raw()
+            ),
+            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
+        )
+        configmap = self._optional(
+            lambda: self._core.read_namespaced_config_map(
+                self.configmap_name, self.namespace, **_raw()
+            ),
+            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
+        )
+        return ClusterObjects(daemonset, configmap)
+
+    # writes ------------------------------------------------------------------------------
+
+    def dry_run(self, plan: ChangePlan) -> DryRunResult:
+        """Send each write with dryRun=All; collect the server's objections."""
+        configmap_error: str | None = None
+        try:
+            self._write_configmap(plan, dry_run=True)
+            if plan.configmap_action is ConfigMapAction.DELETE:
+                self._delete_configmap(plan, dry_run=True)
+        except ClusterError as exc:
+            configmap_error = str(exc)
+        daemonset_error: str | None = None
+        try:
+            self._write_daemonset(plan, dry_run=True)
+        except ClusterError as exc:
+            daemonset_error = str(exc)
+        return DryRunResult(configmap=configmap_error, daemonset=daemonset_error)
+
+    def apply(self, plan: ChangePlan, *, user: str) -> ApplyResult:
+        """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it."""
+        written_cm = self._write_configmap(plan, dry_run=False)
+        try:
+            written_ds = self._write_daemonset(plan, dry_run=False)
+        except ClusterError as exc:
+            raise self._undo_configmap(plan, written_cm, exc) from exc
+        warnings: list[str] = []
+        result_cm = written_cm if written_cm is not None else plan.configmap_before
+        if plan.configmap_action is ConfigMapAction.DELETE:
+            try:
+                self._delete_configmap(plan, dry_run=False)
+                result_cm = None
+            except ClusterError as exc:
+                warnings.append(
+                    f"The DaemonSet is updated, but the ConfigMap could not be deleted ({exc}); "
+                    "it is left behind, unused."
+                )
+        applied_at = self._clock()
+        self._audit(plan, written_ds, user=user, at=applied_at, warnings=warnings)
+        return ApplyResult(written_ds, result_cm, applied_at, tuple(warnings))
+
+    def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
+        body = plan.configmap
+        if body is None:
+            return None
+        kwargs = _raw(dry_run)
+        name = f"ConfigMap {self.namespace}/{self.configmap_name}"
+        if plan.configmap_action is ConfigMapAction.CREATE:
+            return self._call(
+                lambda: self._core.create_namespaced_config_map(self.namespace, body, **kwargs),
+                action=f"creating {name}",
+            )
+        return self._call(
+            lambda: self._core.replace_namespaced_config_map(
+                self.configmap_name, self.namespace, body, **kwargs
+            ),
+            action=f"updating {name}",
+        )
+
+    def _write_daemonset(self, plan: ChangePlan, *, dry_run: bool) -> Manifest:
+        result = self._call(
+            lambda: self._apps.replace_namespaced_daemon_set(
+                self.daemonset_name, self.namespace, plan.daemonset, **_raw(dry_run)
+            ),
+            action=f"updating DaemonSet {self.namespace}/{self.daemonset_name}",
+        )
+        assert result is not None
+        return result
+
+    def _delete_configmap(self, plan: ChangePlan, *, dry_run: bool) -> None:
+        version = plan.resource_versions["configmap"]
+        options = client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(resource_version=version)
+        )
+        self._call(
+            lambda: self._core.delete_namespaced_config_map(
+                self.configmap_name, self.namespace, body=options, **_raw(dry_run)
+            ),
+            action=f"deleting ConfigMap {self.namespace}/{self.configmap_name}",
+        )
+
+    def _undo_configmap(
+        self, plan: ChangePlan, written: Manifest | None, cause: ClusterError
+    ) -> ClusterError:
+        """Restore the ConfigMap after a failed DaemonSet write; the error to raise."""
+        if written is None:
+            return cause
+        version = str((written.get("metadata") or {}).get("resourceVersion", ""))
+        try:
+            if plan.configmap_action is ConfigMapAction.CREATE:
+                options = client.V1DeleteOptions(
+                    preconditions=client.V1Preconditions(resource_version=version)
+                )
+                self._call(
+                    lambda: self._core.delete_namespaced_config_map(
+                        self.configmap_name, self.namespace, body=options, **_raw()
+                    ),
+                    action="removing the ConfigMap created for the failed change",
+                )
+            else:
+                before = dict(plan.configmap_before or {})
+                before["metadata"] = {**before.get("metadata", {}), "resourceVersion": version}
+                self._call(
+                    lambda: self._core.replace_namespaced_config_map(
+                        self.configmap_name, self.namespace, before, **_raw()
+                    ),
+                    action="restoring the ConfigMap after the failed change",
+                )
+        except ClusterError as undo_error:
+            log.error(
+                "plugin change half-applied: ConfigMap written, DaemonSet not, restore failed",
+                extra={"cause": str(cause), "restore_error": str(undo_error)},
+            )
+            return ApplyFailed(
+                f"{cause}. The ConfigMap was already written and restoring it failed "
+                f"({undo_error}): the ConfigMap holds the NEW config, the DaemonSet the OLD one; "
+                "the running plugin pods are unaffected until they restart. Retry the change or "
+                "roll the ConfigMap back by hand.",
+                cause=cause,
+                restored=False,
+            )
+        log.warning("plugin change failed; ConfigMap restored", extra={"cause": str(cause)})
+        return ApplyFailed(
+            f"{cause}. The ConfigMap write was undone: the cluster is as before the change.",
+            cause=cause,
+            restored=True,
+        )
+
+    # audit -------------------------------------------------------------------------------
+
+    def _audit(
+        self,
+        plan: ChangePlan,
+        daemonset: Manifest,
+        *,
+        user: str,
+        at: datetime,
+        warnings: list[str],
+    ) -> None:
+        verb = "rolled back" if plan.kind == "rollback" else "changed"
+        message = (
+            f"{user} {verb} the device plugin config: {plan.before.describe()} -> "
+            f"{plan.after.describe()} (ConfigMap {plan.configmap_action.value})"
+        )
+        audit_log.info(
+            message,
+            extra={
+                "user": user,
+                "kind": plan.kind,
+                "before": plan.before.as_json(),
+                "after": plan.after.as_json(),
+                "configmap_action": plan.configmap_action.value,
+                "daemonset": f"{self.namespace}/{self.daemonset_name}",
+            },
+        )
+        meta = daemonset.get("metadata") or {}
+        stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{self.daemonset_name}.", "namespace": self.namespace},
+            "involvedObject": {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "name": self.daemonset_name,
+                "namespace": self.namespace,
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "reason": EVENT_REASONS[plan.kind],
+            "message": message[:1024],
+            "type": "Normal",
+            "source": {"component": COMPONENT},
+            "reportingComponent": COMPONENT,
+            "reportingInstance": socket.gethostname()[:128],
+            "firstTimestamp": stamp,
+            "lastTimestamp": stamp,
+            "count": 1,
+        }
+        try:
+            self._events.create_namespaced_event(
+                self.namespace, event, _request_timeout=TIMEOUT_S, _preload_content=False
+            )
+        except Exception as exc:  # noqa: BLE001 - the change is made; report, don't fail it
+            error = translate(exc, action="recording the audit Event")
+            log.warning("%s", error)
+            warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
+
+    # plumbing ----------------------------------------------------------------------------
+
+    def _call(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
+        try:
+            response = call()
+        except Exception as exc:  # noqa: BLE001 - every client failure becomes our error
+            raise translate(exc, action=action) from exc
+        data = getattr(response, "data", None)
+        if not data:
+            return None
+        body: Manifest = json.loads(data)
+        return body
+
+    def _optional(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
+        try:
+            return self._call(call, action=action)
+        except NotFoundError:
+            return None
+
+
+def _raw(dry_run: bool = False) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": TIMEOUT_S}
+    if dry_run:
+        kwargs["dry_run"] = "All"
+    return kwargs
+
+
+def check_versions(plan: ChangePlan, expected: Mapping[str, str | None]) -> None:
+    """ConflictError when the objects the plan was made from are not the ones seen at preview."""
+    seen = plan.resource_versions
+    for kind, label in (("daemonset", "DaemonSet"), ("configmap", "ConfigMap")):
+        if kind in expected and (expected[kind] or None) != seen[kind]:
+            was = expected[kind] or "absent"
+            now = seen[kind] or "absent"
+            raise ConflictError(
+                f"The {label} changed since the preview (resourceVersion {was}, now {now}): "
+                "someone else edited it. Nothing was written; preview again.",
+                status=409,
+                reason="Conflict",
+            )

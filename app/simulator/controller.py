@@ -1,0 +1,438 @@
+"""The simulated DaemonSet controller and kubelet for the NVIDIA device plugin.
+
+When the plugin DaemonSet's pod template changes (or at start), its pods are deleted and
+recreated on every matching node with a simulated inventory, and each node's capacity and
+allocatable are recomputed with `plugin.advertised`. A ConfigMap change alone does
+nothing, exactly like the real cluster. A resource the plugin no longer serves stays in
+the node status as "0": the kubelet keeps the key of a device-plugin resource and zeroes
+it (after a grace period the simulator skips) rather than removing it.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from app.simulator.inventory import NodeInventory
+from app.simulator.plugin import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome, advertised
+from app.simulator.registry import Registry, random_suffix, timestamp
+from app.simulator.resources import CONFIGMAP, DAEMONSET, EVENT, NODE, POD
+from app.simulator.selectors import match_label_map
+from app.simulator.store import Change, JsonObject
+
+HASH_LABEL = "controller-revision-hash"
+
+
+def template_hash(template: Mapping[str, Any]) -> str:
+    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
+    return digest[:10]
+
+
+def gfd_product(name: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9\-_. ]", "", name)
+    return re.sub(r"\s+", "-", cleaned.strip())
+
+
+class PluginController:
+    """Runs the plugin DaemonSet on the simulated nodes and plays their kubelets."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        inventories: Mapping[str, NodeInventory],
+        *,
+        name: str = "nvidia-device-plugin-daemonset",
+        namespace: str = "kube-system",
+    ) -> None:
+        self.registry = registry
+        self.inventories = dict(inventories)
+        self.name = name
+        self.namespace = namespace
+        self.outcomes: dict[str, PluginOutcome] = {}
+        self._served: dict[str, set[str]] = {}
+        self._lock = threading.RLock()
+
+    # reacting to writes --------------------------------------------------------------------
+
+    def on_change(self, change: Change) -> None:
+        obj = change.entry.obj
+        meta = obj["metadata"]
+        if change.resource is DAEMONSET:
+            if meta["name"] != self.name or meta.get("namespace") != self.namespace:
+                return
+            old_template = (change.old or {}).get("spec", {}).get("template")
+            if change.type == "DELETED" or obj.get("spec", {}).get("template") != old_template:
+                self.sync_all()
+        elif change.resource is NODE and meta["name"] in self.inventories:
+            old_labels = ((change.old or {}).get("metadata") or {}).get("labels")
+            if change.type == "DELETED" or change.old is None or old_labels != meta.get("labels"):
+                self.sync_node(meta["name"])
+        elif change.resource is POD:
+            self._on_pod(change)
+
+    def _on_pod(self, change: Change) -> None:
+        pod = change.entry.obj
+        node = (pod.get("spec") or {}).get("nodeName")
+        if not node:
+            return
+        if change.type == "DELETED":
+            if self._is_plugin_pod(pod):
+                self.sync_node(node)
+        elif change.type == "ADDED" and not self._is_plugin_pod(pod):
+            self._start_pod(pod)
+
+    def _is_plugin_pod(self, pod: JsonObject) -> bool:
+        return pod["metadata"].get("namespace") == self.namespace and any(
+            ref.get("kind") == "DaemonSet" and ref.get("name") == self.name
+            for ref in pod["metadata"].get("ownerReferences") or []
+        )
+
+    # the DaemonSet controller ------------------------------------------------------------------
+
+    def _daemonset(self) -> JsonObject | None:
+        entry = self.registry.store.get(DAEMONSET, self.namespace, self.name)
+        return entry.obj if entry else None
+
+    def _plugin_pods(self, node: str | None = None) -> list[JsonObject]:
+        return [
+            p
+            for p in self.registry.store.objects(POD, self.namespace)
+            if self._is_plugin_pod(p) and (node is None or p["spec"].get("nodeName") == node)
+        ]
+
+    def sync_all(self) -> None:
+        """Bring every simulated node's plugin pod up to the current template."""
+        with self.registry.store.batch(), self._lock:
+            for node in self.inventories:
+                self._sync_node(node)
+            self._write_daemonset_status()
+
+    def sync_node(self, node: str) -> None:
+        with self.registry.store.batch(), self._lock:
+            self._sync_node(node)
+            self._write_daemonset_status()
+
+    def _sync_node(self, node_name: str) -> None:
+        inventory = self.inventories.get(node_name)
+        node_entry = self.registry.store.get(NODE, None, node_name)
+        if inventory is None or node_entry is None:
+            return
+        ds = self._daemonset()
+        template = (ds or {}).get("spec", {}).get("template") or {}
+        spec = template.get("spec") or {}
+        labels = node_entry.obj["metadata"].get("labels") or {}
+        desired = ds is not None and match_label_map(spec.get("nodeSelector"), labels)
+        current_hash = template_hash(template)
+        pods = self._plugin_pods(node_name)
+        if desired and any(
+            p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash for p in pods
+        ):
+            return
+        for pod in pods:
+            self.registry.remove(POD, self.namespace, pod["metadata"]["name"])
+        if not desired or ds is None:
+            self.outcomes.pop(node_name, None)
+            self._write_node(node_name, None)
+            return
+        outcome = advertised(spec, inventory, self._configmap)
+        self.outcomes[node_name] = outcome
+        pod = self._plugin_pod(ds, node_name, current_hash, outcome)
+        self.registry.put(POD, pod)
+        self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
+        if outcome.state == "crash":
+            self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
+        elif outcome.state == "pending":
+            self._event(pod, "FailedMount", outcome.message)
+        self._write_node(node_name, outcome)
+
+    def _configmap(self, name: str) -> Mapping[str, Any] | None:
+        entry = self.registry.store.get(CONFIGMAP, self.namespace, name)
+        return entry.obj if entry else None
+
+    def _write_node(self, node_name: str, outcome: PluginOutcome | None) -> None:
+        entry = self.registry.store.get(NODE, None, node_name)
+        if entry is None:
+            return
+        node = copy.deepcopy(entry.obj)
+        status = node.setdefault("status", {})
+        capacity = status.setdefault("capacity", {})
+        allocatable = status.setdefault("allocatable", {})
+        served = self._served.setdefault(
+            node_name, {k for k in capacity if k in (GPU_RESOURCE, SHARED_RESOURCE)}
+        )
+        new_capacity = outcome.capacity if outcome else {}
+        for resource in served - set(new_capacity):
+            capacity[resource] = "0"
+            allocatable[resource] = "0"
+        for resource, count in new_capacity.items():
+            capacity[resource] = str(count)
+            allocatable[resource] = str(outcome.allocatable[resource] if outcome else 0)
+            served.add(resource)
+        inventory = self.inventories[node_name]
+        if outcome is not None and outcome.state == "running" and inventory.gfd:
+            labels = node["metadata"].setdefault("labels", {})
+            labels.update(self._gfd_labels(inventory, outcome))
+        self.registry.put(NODE, node)
+
+    @staticmethod
+    def _gfd_labels(inventory: NodeInventory, outcome: PluginOutcome) -> dict[str, str]:
+        labels = {
+            "nvidia.com/gpu.present": "true",
+            "nvidia.com/gpu.count": str(len(inventory.gpus)),
+            "nvidia.com/gpu.replicas": str(outcome.replicas),
+            "nvidia.com/gpu.sharing-strategy": outcome.strategy,
+        }
+        if inventory.gpus:
+            gpu = inventory.gpus[0]
+            shared = outcome.replicas > 1 and not outcome.renamed
+            labels["nvidia.com/gpu.product"] = gfd_product(gpu.name) + ("-SHARED" if shared else "")
+            if gpu.memory_supported:
+                labels["nvidia.com/gpu.memory"] = str(gpu.memory_total_mib)
+        return labels
+
+    def _plugin_pod(
+        self, ds: JsonObject, node: str, revision: str, outcome: PluginOutcome
+    ) -> JsonObject:
+        template = copy.deepcopy(ds["spec"]["template"])
+        meta = template.get("metadata") or {}
+        now = timestamp(self.registry.clock())
+        name = f"{self.name}-{random_suffix()}"
+        labels = {
+            **(meta.get("labels") or {}),
+            HASH_LABEL: revision,
+            "pod-template-generation": str(ds["metadata"].get("generation", 1)),
+        }
+        spec = template.get("spec") or {}
+        spec["nodeName"] = node
+        spec.setdefault("restartPolicy", "Always")
+        spec.setdefault("schedulerName", "default-scheduler")
+        spec.setdefault("dnsPolicy", "ClusterFirst")
+        pod: JsonObject = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "generateName": f"{self.name}-",
+                "namespace": self.namespace,
+                "labels": labels,
+                "annotations": dict(meta.get("annotations") or {}),
+                "ownerReferences": [
+                    {
+                        "apiVersion": "apps/v1",
+                        "kind": "DaemonSet",
+                        "name": self.name,
+                        "uid": ds["metadata"]["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+                "generation": 1,
+            },
+            "spec": spec,
+            "status": pod_status(spec, outcome, now=now, node_ip=self._node_ip(node)),
+        }
+        if not pod["metadata"]["annotations"]:
+            del pod["metadata"]["annotations"]
+        return pod
+
+    def _node_ip(self, node: str) -> str:
+        names = list(self.inventories)
+        index = names.index(node) if node in names else 0
+        return f"10.0.0.{10 + index % 240}"
+
+    def _write_daemonset_status(self) -> None:
+        ds = self._daemonset()
+        if ds is None:
+            return
+        pods = self._plugin_pods()
+        ready = sum(1 for p in pods if _pod_ready(p))
+        desired = len(pods)
+        status = {
+            "currentNumberScheduled": desired,
+            "desiredNumberScheduled": desired,
+            "numberMisscheduled": 0,
+            "numberReady": ready,
+            "numberAvailable": ready,
+            "updatedNumberScheduled": desired,
+            "observedGeneration": ds["metadata"].get("generation", 1),
+        }
+        if desired - ready:
+            status["numberUnavailable"] = desired - ready
+        if ds.get("status") != status:
+            new = copy.deepcopy(ds)
+            new["status"] = status
+            self.registry.put(DAEMONSET, new)
+
+    def _event(
+        self, involved: JsonObject, reason: str, message: str, event_type: str = "Warning"
+    ) -> None:
+        meta = involved["metadata"]
+        now = timestamp(self.registry.clock())
+        event = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {
+                "name": f"{meta['name']}.{random_suffix(10)}",
+                "namespace": self.namespace,
+            },
+            "involvedObject": {
+                "apiVersion": involved.get("apiVersion", "v1"),
+                "kind": involved.get("kind", ""),
+                "name": meta["name"],
+                "namespace": meta.get("namespace", ""),
+                "uid": meta.get("uid", ""),
+            },
+            "reason": reason,
+            "message": message,
+            "type": event_type,
+            "count": 1,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "source": {
+                "component": "daemonset-controller" if reason.startswith("Success") else "kubelet"
+            },
+        }
+        self.registry.put(EVENT, event)
+
+    # the kubelet for ordinary pods ---------------------------------------------------------
+
+    def _start_pod(self, pod: JsonObject) -> None:
+        """A new pod bound to a node: run it (or reject it, as the plugin would)."""
+        status = pod.get("status") or {}
+        if status.get("phase") not in (None, "Pending") or status.get("containerStatuses"):
+            return
+        node = pod["spec"]["nodeName"]
+        if self.registry.store.get(NODE, None, node) is None:
+            return
+        new = copy.deepcopy(pod)
+        now = timestamp(self.registry.clock())
+        outcome = self.outcomes.get(node)
+        too_large = (
+            outcome is not None
+            and outcome.fail_requests_greater_than_one
+            and any(
+                _requested(c, resource) > 1
+                for c in pod["spec"].get("containers") or []
+                for resource in outcome.capacity
+            )
+        )
+        if too_large:
+            new["status"] = {
+                "phase": "Failed",
+                "reason": "UnexpectedAdmissionError",
+                "message": "Allocate failed due to rpc error: request for more than one shared "
+                "GPU slot: maximum request size for shared resources is 1, which is unexpected",
+                "startTime": now,
+            }
+        else:
+            new["status"] = pod_status(
+                pod["spec"],
+                PluginOutcome("running", ""),
+                now=now,
+                node_ip=self._node_ip(node),
+                all_containers=True,
+            )
+        self.registry.put(POD, new)
+
+
+def _requested(container: Mapping[str, Any], resource: str) -> int:
+    resources = container.get("resources") or {}
+    value = (resources.get("limits") or {}).get(resource) or (resources.get("requests") or {}).get(
+        resource
+    )
+    try:
+        return int(value or 0)
+    except ValueError:
+        return 0
+
+
+def _pod_ready(pod: JsonObject) -> bool:
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in pod.get("status", {}).get("conditions") or []
+    )
+
+
+def pod_status(
+    spec: Mapping[str, Any],
+    outcome: PluginOutcome,
+    *,
+    now: str,
+    node_ip: str,
+    all_containers: bool = False,
+) -> JsonObject:
+    """A pod status as the kubelet writes it for a running, crash-looping or stuck pod."""
+    from app.simulator.plugin import plugin_container
+
+    plugin = plugin_container(spec)
+    statuses = []
+    for container in spec.get("containers") or []:
+        is_plugin = all_containers or container is plugin or container == plugin
+        state: dict[str, Any]
+        entry: dict[str, Any] = {
+            "name": container.get("name"),
+            "image": container.get("image"),
+            "imageID": f"{container.get('image')}@sha256:{'0' * 64}",
+            "restartCount": 0,
+        }
+        if outcome.state == "running" or not is_plugin:
+            ready = outcome.state == "running" or not is_plugin
+            state = {"running": {"startedAt": now}}
+            entry.update(ready=ready, started=True, state=state)
+            entry["containerID"] = f"containerd://{random_suffix(12)}"
+        elif outcome.state == "crash":
+            entry.update(
+                ready=False,
+                started=False,
+                restartCount=4,
+                state={
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "back-off 1m20s restarting failed container="
+                        f"{container.get('name')}",
+                    }
+                },
+                lastState={
+                    "terminated": {
+                        "exitCode": 1,
+                        "reason": "Error",
+                        "message": outcome.message,
+                        "startedAt": now,
+                        "finishedAt": now,
+                    }
+                },
+            )
+            entry["containerID"] = f"containerd://{random_suffix(12)}"
+        else:
+            entry.update(
+                ready=False, started=False, state={"waiting": {"reason": "ContainerCreating"}}
+            )
+        statuses.append(entry)
+    ready = all(s["ready"] for s in statuses)
+    pending = outcome.state == "pending" and not all_containers
+
+    def condition(kind: str, value: bool) -> dict[str, Any]:
+        return {"type": kind, "status": "True" if value else "False", "lastTransitionTime": now}
+
+    status: JsonObject = {
+        "phase": "Pending" if pending else "Running",
+        "conditions": [
+            condition("PodReadyToStartContainers", not pending),
+            condition("Initialized", True),
+            condition("Ready", ready),
+            condition("ContainersReady", ready),
+            condition("PodScheduled", True),
+        ],
+        "hostIP": node_ip,
+        "hostIPs": [{"ip": node_ip}],
+        "podIP": f"10.42.{int(node_ip.rsplit('.', 1)[1])}.{2 + len(now) % 200}",
+        "startTime": now,
+        "containerStatuses": statuses,
+        "qosClass": "BestEffort",
+    }
+    return status

@@ -1,0 +1,338 @@
+"""Every finding: raised by a broken cluster, absent from its healthy twin."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+
+from app.domain.cluster import AccountingOptions, ClusterState
+from app.domain.findings_base import CATALOGUE
+from tests import factories as f
+from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world
+
+SPLIT = f.host_split_uuids()
+
+
+def _split(**kwargs: object) -> ClusterState:
+    env = {"NVIDIA_VISIBLE_DEVICES": SPLIT}
+    return world(ds_kwargs={"env": env}, allocatable=2, **kwargs)  # type: ignore[arg-type]
+
+
+def _with_host_proc(index: int) -> ClusterState:
+    readings = [
+        f.gpu(i, processes=[f.proc(4242, mib=30000, command="python train.py")] if i == index else [])
+        for i in range(4)
+    ]
+    return _split(readings=readings)
+
+
+def _pod_proc(*, gpus: int, on: int = 0, assigned_to: int | None = None) -> ClusterState:
+    readings = [
+        f.gpu(i, processes=[f.proc(77, mib=5000, pod_uid="uid-job")] if i == on else [])
+        for i in range(4)
+    ]
+    kwargs = {}
+    if assigned_to is not None:
+        kwargs = {"assignments": [f.assignment("job", [f.gpu_uuid("gpu-1", assigned_to)])]}
+    return world(
+        pods=[f.pod("job", gpus=gpus, uid="uid-job")], readings=readings, report_kwargs=kwargs
+    )
+
+
+def _cm_label(label: str) -> ClusterState:
+    return world(
+        daemonset=config_manager_daemonset(),
+        configmaps=[f.configmap({"ts4": f.time_slicing_yaml(4)})],
+        node_labels={"nvidia.com/device-plugin.config": label},
+        allocatable=16,
+    )
+
+
+def _two_nodes(env: dict[str, str]) -> ClusterState:
+    nodes = [f.node("gpu-1", allocatable=4), f.node("gpu-2", allocatable=4)]
+    reports = [f.report("gpu-1"), f.report("gpu-2")]
+    return world(ds_kwargs={"env": env}, nodes=nodes, reports=reports)
+
+
+def _pressure(mib: int) -> ClusterState:
+    procs = [f.proc(100 + i, mib=mib, pod_uid=f"uid-p{i}") for i in range(3)]
+    pods = [f.pod(f"p{i}", uid=f"uid-p{i}") for i in range(3)]
+    return ts_world(4, pods=pods, readings=[f.gpu(0, processes=procs), *f.gpus(4)[1:]])
+
+
+Builder = Callable[[], ClusterState]
+
+CASES: list[tuple[str, Builder, Builder]] = [
+    ("plugin-daemonset-missing", lambda: world(ds=False), lambda: world()),
+    (
+        "plugin-operator-managed",
+        lambda: world(ds_kwargs={"operator": True}),
+        lambda: world(),
+    ),
+    (
+        "plugin-image-outdated",
+        lambda: world(ds_kwargs={"image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.4-ubi9"}),
+        lambda: world(ds_kwargs={"image": "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"}),
+    ),
+    (
+        "config-mounted-not-used",
+        lambda: ts_world(4, ds_kwargs={"config_file": None}, allocatable=4),
+        lambda: ts_world(4),
+    ),
+    (
+        "config-key-missing",
+        lambda: ts_world(4, ds_kwargs={"config_file": "/config/sharing.yaml"}, allocatable=4),
+        lambda: ts_world(4),
+    ),
+    (
+        "config-invalid",
+        lambda: ts_world(
+            4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(1)})], allocatable=0
+        ),
+        lambda: ts_world(4),
+    ),
+    ("config-label-unknown", lambda: _cm_label("ts9"), lambda: _cm_label("ts4")),
+    (
+        "config-changed-after-start",
+        lambda: ts_world(
+            4,
+            configmaps=[
+                f.configmap(
+                    {"config.yaml": f.time_slicing_yaml(8)}, changed_at=f.NOW - timedelta(hours=1)
+                )
+            ],
+        ),
+        lambda: ts_world(
+            4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(4)})]
+        ),
+    ),
+    (
+        "config-left-over",
+        lambda: world(configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(4)})]),
+        lambda: world(),
+    ),
+    (
+        "serving-resource-mismatch",
+        lambda: ts_world(4, rename=True),
+        lambda: ts_world(4, rename=False),
+    ),
+    (
+        "visible-devices-by-index",
+        lambda: world(ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": "0,1"}}, allocatable=2),
+        lambda: _split(),
+    ),
+    (
+        "visible-devices-list-on-many-nodes",
+        lambda: _two_nodes({"NVIDIA_VISIBLE_DEVICES": SPLIT}),
+        lambda: _two_nodes({}),
+    ),
+    ("plugin-missing-on-node", lambda: world(plugin_pods=[]), lambda: world()),
+    (
+        "plugin-pod-not-ready",
+        lambda: world(
+            plugin_pod_kwargs={"ready": False, "waiting_reason": "CrashLoopBackOff"},
+            allocatable=None,
+        ),
+        lambda: world(),
+    ),
+    (
+        "runtime-class-missing",
+        lambda: world(ds_kwargs={"runtime_class": None}, allocatable=0),
+        lambda: world(ds_kwargs={"runtime_class": "nvidia"}),
+    ),
+    (
+        "unified-memory-unsupported",
+        lambda: world(
+            ds_kwargs={"image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.3"},
+            readings=f.gpus(4, memory_total_mib=None, name="NVIDIA GB10"),
+            allocatable=None,
+        ),
+        lambda: world(
+            ds_kwargs={"image": "nvcr.io/nvidia/k8s-device-plugin:v0.17.4"},
+            readings=f.gpus(4, memory_total_mib=None, name="NVIDIA GB10"),
+        ),
+    ),
+    (
+        "privileged-visible-devices-ignored",
+        lambda: world(
+            ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": SPLIT}, "privileged": True},
+            allocatable=4,
+        ),
+        lambda: world(
+            ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": SPLIT}, "privileged": False},
+            allocatable=2,
+        ),
+    ),
+    (
+        "fail-on-init-silent-zero",
+        lambda: world(ds_kwargs={"env": {"FAIL_ON_INIT_ERROR": "false"}}, allocatable=None),
+        lambda: world(ds_kwargs={"env": {"FAIL_ON_INIT_ERROR": "false"}}, allocatable=4),
+    ),
+    ("unhealthy-devices", lambda: world(capacity=4, allocatable=3), lambda: world()),
+    ("allocatable-mismatch", lambda: world(allocatable=3), lambda: world(allocatable=4)),
+    (
+        "requested-above-allocatable",
+        lambda: world(pods=[f.pod(f"p{i}") for i in range(5)]),
+        lambda: world(pods=[f.pod(f"p{i}") for i in range(4)]),
+    ),
+    (
+        "gfd-labels-disagree",
+        lambda: world(
+            node_labels={
+                "nvidia.com/gpu.replicas": "8",
+                "nvidia.com/gpu.sharing-strategy": "time-slicing",
+            }
+        ),
+        lambda: world(
+            node_labels={
+                "nvidia.com/gpu.replicas": "1",
+                "nvidia.com/gpu.sharing-strategy": "none",
+            }
+        ),
+    ),
+    (
+        "visible-device-not-on-node",
+        lambda: world(
+            ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": SPLIT + ",GPU-elsewhere-9"}},
+            allocatable=2,
+        ),
+        lambda: _split(),
+    ),
+    ("agent-report-missing", lambda: world(reports=[]), lambda: world()),
+    (
+        "agent-report-stale",
+        lambda: world(report_kwargs={"received_at": f.NOW - timedelta(minutes=10)}),
+        lambda: world(report_kwargs={"received_at": f.NOW - timedelta(seconds=30)}),
+    ),
+    (
+        "agent-report-error",
+        lambda: world(
+            readings=[], report_kwargs={"source": "none", "error": "NVML: driver not loaded"}
+        ),
+        lambda: world(),
+    ),
+    ("host-process-on-advertised-gpu", lambda: _with_host_proc(1), lambda: _with_host_proc(2)),
+    (
+        "host-memory-on-advertised-gpu",
+        lambda: world(readings=[f.gpu(0, memory_used_mib=6000), *f.gpus(4)[1:]]),
+        lambda: world(readings=[f.gpu(0, memory_used_mib=400), *f.gpus(4)[1:]]),
+    ),
+    ("shared-gpu-memory-pressure", lambda: _pressure(25000), lambda: _pressure(10000)),
+    ("pod-process-without-slot", lambda: _pod_proc(gpus=0), lambda: _pod_proc(gpus=1)),
+    (
+        "pod-process-on-unassigned-gpu",
+        lambda: _pod_proc(gpus=1, on=1, assigned_to=0),
+        lambda: _pod_proc(gpus=1, on=0, assigned_to=0),
+    ),
+    (
+        "pod-sets-visible-devices",
+        lambda: world(pods=[f.pod("rogue", gpus=0, env={"NVIDIA_VISIBLE_DEVICES": "all"})]),
+        lambda: world(pods=[f.pod("rogue", gpus=0)]),
+    ),
+    (
+        "multi-slot-request-rejected",
+        lambda: ts_world(4, fail_gt_one=True, pods=[f.pod("big", gpus=2)]),
+        lambda: ts_world(4, fail_gt_one=True, pods=[f.pod("big", gpus=1)]),
+    ),
+    (
+        "multi-slot-request-shared",
+        lambda: ts_world(4, pods=[f.pod("big", gpus=2)]),
+        lambda: ts_world(4, pods=[f.pod("big", gpus=1)]),
+    ),
+]
+
+
+def _codes(state: ClusterState, options: AccountingOptions = f.OPTIONS) -> set[str]:
+    return {item.code for item in snap(state, options=options).findings}
+
+
+@pytest.mark.parametrize(("code", "broken", "healthy"), CASES, ids=[c[0] for c in CASES])
+def test_finding_broken_state_raises_and_healthy_twin_does_not(
+    code: str, broken: Builder, healthy: Builder
+) -> None:
+    assert code in _codes(broken())
+    assert code not in _codes(healthy())
+
+
+def test_finding_table_covers_every_catalogued_code() -> None:
+    assert {c[0] for c in CASES} == set(CATALOGUE)
+
+
+@pytest.mark.parametrize(
+    "healthy",
+    [
+        lambda: world(),
+        lambda: _split(),
+        lambda: ts_world(4),
+        lambda: ts_world(2, mps=True, fail_gt_one=True),
+        lambda: _cm_label("ts4"),
+    ],
+    ids=["basic", "host-split", "time-slicing", "mps", "config-manager"],
+)
+def test_findings_healthy_cluster_raises_none(healthy: Builder) -> None:
+    assert snap(healthy()).findings == []
+
+
+def test_host_process_finding_names_gpu_pid_and_memory() -> None:
+    result = snap(_with_host_proc(1))
+    [item] = [x for x in result.findings if x.code == "host-process-on-advertised-gpu"]
+    assert item.gpu_uuid == "GPU-gpu-1-1"
+    assert item.node == "gpu-1"
+    assert item.severity.value == "warning"
+    assert item.evidence["pid"] == 4242
+    assert item.evidence["used_memory_mib"] == 30000
+    assert item.evidence["command"] == "python train.py"
+    gpu1 = result.nodes[0].gpus[1]
+    assert gpu1.finding_codes == ["host-process-on-advertised-gpu"]
+    assert gpu1.worst_severity is not None and gpu1.worst_severity.value == "warning"
+
+
+def test_runtime_class_remedy_names_the_real_daemonset() -> None:
+    state = world(ds_kwargs={"runtime_class": None, "namespace": "gpu"}, allocatable=0)
+    options = AccountingOptions(plugin_namespace="gpu")
+    [item] = [x for x in snap(state, options=options).findings if x.code == "runtime-class-missing"]
+    assert "kubectl -n gpu patch daemonset nvidia-device-plugin-daemonset" in item.remedy
+    assert '"runtimeClassName":"nvidia"' in item.remedy
+
+
+def test_runtime_class_missing_on_non_k3s_node_not_raised() -> None:
+    state = world(
+        ds_kwargs={"runtime_class": None},
+        nodes=[f.node("gpu-1", allocatable=0, k3s=False)],
+    )
+    assert "runtime-class-missing" not in _codes(state)
+
+
+def test_config_changed_after_start_detected_by_hash_annotation() -> None:
+    annotations = {"gpu-slots/config-hash": "0000000000000000"}
+    state = ts_world(4, plugin_pod_kwargs={"annotations": annotations})
+    assert "config-changed-after-start" in _codes(state)
+
+
+def test_multi_slot_request_in_mps_is_always_rejected() -> None:
+    state = ts_world(2, mps=True, pods=[f.pod("big", gpus=2)], allocatable=8)
+    codes = _codes(state)
+    assert "multi-slot-request-rejected" in codes
+    assert "multi-slot-request-shared" not in codes
+
+
+def test_findings_sorted_by_severity_then_node() -> None:
+    state = world(
+        ds_kwargs={"operator": True, "runtime_class": None},
+        allocatable=0,
+        report_kwargs={"received_at": f.NOW - timedelta(hours=1)},
+    )
+    ranks = {"error": 0, "warning": 1, "info": 2}
+    order = [(ranks[x.severity.value], x.node or "") for x in snap(state).findings]
+    assert order == sorted(order)
+    assert order[0][0] == 0 and order[-1][0] == 2
+
+
+def test_every_finding_has_evidence_and_remedy_in_broken_cases() -> None:
+    for _, broken, _ in CASES:
+        for item in snap(broken()).findings:
+            assert item.evidence, item.code
+            assert item.remedy, item.code
+            assert item.title, item.code
