@@ -199,7 +199,7 @@ def _node_facts(
         count = slots_by_uid.get(uid, {}).get(resource, 0)
         if count:
             pod_slots_list.append(
-                PodSlots(
+                PodSlots.model_construct(
                     pod=pod_key(pod), uid=uid, phase=pod_phase(pod), slots=count, resource=resource
                 )
             )
@@ -282,7 +282,7 @@ def _node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         worst = min((f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None)
         reading = gpu.reading
         gpus.append(
-            GpuState(
+            GpuState.model_construct(
                 index=reading.index,
                 uuid=reading.uuid,
                 name=reading.name,

@@ -91,7 +91,7 @@ def gpu_processes(
             owner = "host" if proc.visible else "unknown"
             host_mib += memory
         processes.append(
-            GpuProcess(
+            GpuProcess.model_construct(
                 pid=proc.pid,
                 used_memory_mib=proc.used_memory_mib,
                 owner=owner,
@@ -142,18 +142,23 @@ def inferred_holders(
                 held[uuid][pod.pod] = held[uuid].get(pod.pod, 0) + 1
                 left -= 1
         remaining.append((pod.pod, left))
+    cursor = 0
     for key, left in remaining:
-        for gpu in advertised:
-            take = min(left, free[gpu.uuid])
+        while left and cursor < len(advertised):
+            uuid = advertised[cursor].uuid
+            take = min(left, free[uuid])
             if take:
-                free[gpu.uuid] -= take
-                held[gpu.uuid][key] = held[gpu.uuid].get(key, 0) + take
+                free[uuid] -= take
+                held[uuid][key] = held[uuid].get(key, 0) + take
                 left -= take
+            if free[uuid] == 0:
+                cursor += 1
     return held
 
 
 def holder_list(per_pod: Mapping[str, int], *, assigned: bool) -> list[SlotHolder]:
+    # model_construct: trusted values built here; validation would dominate large clusters.
     return [
-        SlotHolder(pod=pod, slots=slots, assigned=assigned)
+        SlotHolder.model_construct(pod=pod, slots=slots, assigned=assigned)
         for pod, slots in sorted(per_pod.items())
     ]

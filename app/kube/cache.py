@@ -8,6 +8,7 @@ reports since when it has been failing, so the dashboard can serve it marked sta
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
@@ -83,7 +84,8 @@ class Reflector:
             current.stop()
             response = getattr(current, "_resp", None)
             if response is not None:
-                response.shutdown()
+                with contextlib.suppress(OSError):
+                    response.shutdown()
         self._thread.join(timeout_s)
 
     def items(self) -> list[Manifest]:

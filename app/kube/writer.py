@@ -64,7 +64,7 @@ class ApplyResult:
 
 
 class ApplyFailed(ClusterError):
-    """The DaemonSet write failed after the ConfigMap write; `restored` says what the cluster holds."""
+    """The DaemonSet write failed after the ConfigMap write; `restored`: the ConfigMap is undone."""
 
     def __init__(self, message: str, *, cause: ClusterError, restored: bool) -> None:
         super().__init__(message, status=cause.status, reason=cause.reason)
@@ -118,7 +118,7 @@ class PluginWriter:
                 audit_client=self._audit_client,
             )
         finally:
-            impersonating.close()
+            impersonating.close()  # type: ignore[no-untyped-call]
 
     # reads -------------------------------------------------------------------------------
 
@@ -179,7 +179,7 @@ class PluginWriter:
         return ApplyResult(written_ds, result_cm, applied_at, tuple(warnings))
 
     def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
-        body = plan.configmap
+        body: Any = plan.configmap  # plain JSON: the client sends dicts as they are
         if body is None:
             return None
         kwargs = _raw(dry_run)
@@ -197,9 +197,10 @@ class PluginWriter:
         )
 
     def _write_daemonset(self, plan: ChangePlan, *, dry_run: bool) -> Manifest:
+        body: Any = plan.daemonset
         result = self._call(
             lambda: self._apps.replace_namespaced_daemon_set(
-                self.daemonset_name, self.namespace, plan.daemonset, **_raw(dry_run)
+                self.daemonset_name, self.namespace, body, **_raw(dry_run)
             ),
             action=f"updating DaemonSet {self.namespace}/{self.daemonset_name}",
         )
@@ -237,7 +238,7 @@ class PluginWriter:
                     action="removing the ConfigMap created for the failed change",
                 )
             else:
-                before = dict(plan.configmap_before or {})
+                before: Any = dict(plan.configmap_before or {})
                 before["metadata"] = {**before.get("metadata", {}), "resourceVersion": version}
                 self._call(
                     lambda: self._core.replace_namespaced_config_map(
@@ -294,7 +295,7 @@ class PluginWriter:
         )
         meta = daemonset.get("metadata") or {}
         stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event = {
+        event: Any = {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"generateName": f"{self.daemonset_name}.", "namespace": self.namespace},
@@ -320,7 +321,7 @@ class PluginWriter:
             self._events.create_namespaced_event(
                 self.namespace, event, _request_timeout=TIMEOUT_S, _preload_content=False
             )
-        except Exception as exc:  # noqa: BLE001 - the change is made; report, don't fail it
+        except Exception as exc:  # the change is made: report, don't fail it
             error = translate(exc, action="recording the audit Event")
             log.warning("%s", error)
             warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
@@ -330,7 +331,7 @@ class PluginWriter:
     def _call(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
         try:
             response = call()
-        except Exception as exc:  # noqa: BLE001 - every client failure becomes our error
+        except Exception as exc:  # every client failure becomes our error
             raise translate(exc, action=action) from exc
         data = getattr(response, "data", None)
         if not data:

@@ -198,10 +198,14 @@ class SimulatedCluster:
             self._agents.stop()
             self._agents = None
         self.timeline.stop()
-        self.store.drop_watches()
-        if self._server is not None and self._thread is not None:
-            self._server.should_exit = True
-            self._thread.join(timeout=10)
+        self.store.closing = True
+        try:
+            self.store.drop_watches()
+            if self._server is not None and self._thread is not None:
+                self._server.should_exit = True
+                self._thread.join(timeout=10)
+        finally:
+            self.store.closing = False
         self._server = None
         self._thread = None
 

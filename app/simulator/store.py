@@ -129,6 +129,7 @@ class Store:
         self._listeners: list[Listener] = []
         self._pending: deque[Change] = deque()
         self._dispatching = False
+        self.closing = False  # set while the server shuts down: new watches end at once
 
     @property
     def resource_version(self) -> int:
@@ -230,7 +231,10 @@ class Store:
                         line = watcher.line_for(change)
                         if line is not None:
                             backlog.append(line)
-            self._watchers.add(watcher)
+            if self.closing:
+                watcher.close()
+            else:
+                self._watchers.add(watcher)
             return watcher, backlog
 
     def close_watch(self, watcher: Watcher) -> None:

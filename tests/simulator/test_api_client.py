@@ -318,22 +318,28 @@ def test_watch_from_expired_resource_version_raises_410(
     assert caught.value.status == 410
 
 
-def test_watch_stream_is_dropped_by_drop_watches(
+def test_drop_watches_ends_streams_and_client_reconnects(
     core: client.CoreV1Api, sim: SimulatedCluster
 ) -> None:
     rv = core.list_namespaced_config_map("default").metadata.resource_version
-    done = threading.Event()
+    watcher = watch.Watch()
+    seen: list[str] = []
 
     def consume() -> None:
-        for _ in watch.Watch().stream(
-            core.list_namespaced_config_map, namespace="default", resource_version=rv,
-            _request_timeout=30,
+        for event in watcher.stream(
+            core.list_namespaced_config_map, namespace="default", resource_version=rv
         ):
-            pass
-        done.set()
+            seen.append(event["object"].metadata.name)
+            watcher.stop()
 
+    opened = sim.request_count("watch", "ConfigMap")
     thread = threading.Thread(target=consume, daemon=True)
     thread.start()
-    wait_for(lambda: sim.store._watchers, what="the watch to open")
-    assert sim.drop_watches() >= 1
-    assert done.wait(10)
+    wait_for(lambda: sim.request_count("watch", "ConfigMap") > opened, what="the watch")
+    wait_for(lambda: sim.drop_watches() >= 1, what="an open stream to drop")
+    wait_for(
+        lambda: sim.request_count("watch", "ConfigMap") > opened + 1, what="the client to reconnect"
+    )
+    core.create_namespaced_config_map("default", _configmap("after-drop"))
+    thread.join(timeout=10)
+    assert seen == ["after-drop"]

@@ -1,0 +1,238 @@
+"""The writer against the simulated cluster: dry runs, applies, conflicts, restores, Events."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from app.domain.change_plan import ChangeRequest, ConfigMapAction, plan_change, plan_rollback
+from app.errors import ConflictError
+from app.kube.client import make_api_client
+from app.kube.writer import ApplyFailed, PluginWriter, check_versions
+from app.simulator.cluster import SimulatedCluster
+from tests.live import wait_for
+
+NS = "kube-system"
+DS = "nvidia-device-plugin-daemonset"
+CM = "nvidia-device-plugin-config"
+NODE = "gpu-server-1"
+
+
+@pytest.fixture
+def simulator() -> Iterator[SimulatedCluster]:
+    cluster = SimulatedCluster("host-split")
+    cluster.start(host="127.0.0.1", port=0)
+    yield cluster
+    cluster.stop()
+
+
+@pytest.fixture
+def api(simulator: SimulatedCluster) -> Iterator[client.ApiClient]:
+    api_client = make_api_client(host=simulator.url)
+    yield api_client
+    api_client.close()
+
+
+@pytest.fixture
+def writer(api: client.ApiClient) -> PluginWriter:
+    return PluginWriter(api, namespace=NS, daemonset_name=DS, configmap_name=CM)
+
+
+def ts(replicas: int = 4) -> ChangeRequest:
+    return ChangeRequest(mode="time-slicing", replicas=replicas)
+
+
+def allocatable(simulator: SimulatedCluster) -> dict[str, Any]:
+    node = simulator.get("Node", NODE) or {}
+    return dict(node.get("status", {}).get("allocatable") or {})
+
+
+def events(api: client.ApiClient) -> list[Any]:
+    items = client.CoreV1Api(api).list_namespaced_event(NS).items
+    return [e for e in items if e.reason.startswith("GpuSlots")]
+
+
+def test_writer_read_returns_daemonset_and_absent_configmap(writer: PluginWriter) -> None:
+    objects = writer.read()
+    assert objects.daemonset is not None
+    assert objects.daemonset["metadata"]["name"] == DS
+    assert objects.configmap is None
+
+
+def test_writer_dry_run_accepts_and_writes_nothing(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+
+    result = writer.dry_run(plan)
+
+    assert result.ok
+    after = writer.read()
+    assert after.configmap is None
+    assert after.daemonset == objects.daemonset
+
+
+def test_writer_dry_run_reports_the_servers_objection(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+    simulator.fail_next(verb="update", kind="DaemonSet", code=422)
+
+    result = writer.dry_run(plan)
+
+    assert not result.ok
+    assert result.configmap is None
+    assert result.daemonset is not None and "DaemonSet" in result.daemonset
+
+
+def test_writer_apply_switches_node_to_time_slicing_and_records_event(
+    writer: PluginWriter, simulator: SimulatedCluster, api: client.ApiClient
+) -> None:
+    assert allocatable(simulator)["nvidia.com/gpu"] == "2"
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+
+    result = writer.apply(plan, user="alice")
+
+    assert result.configmap is not None and result.warnings == ()
+    wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "8", what="8 slots")
+    recorded = events(api)
+    assert [e.reason for e in recorded] == ["GpuSlotsConfigChanged"]
+    assert "alice" in recorded[0].message
+    assert "basic" in recorded[0].message and "time-slicing x4" in recorded[0].message
+
+
+def test_writer_rollback_restores_basic_and_deletes_configmap(
+    writer: PluginWriter, simulator: SimulatedCluster, api: client.ApiClient
+) -> None:
+    objects = writer.read()
+    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "8", what="8 slots")
+    objects = writer.read()
+
+    plan = plan_rollback(objects.daemonset, objects.configmap, configmap_name=CM)
+    assert plan.configmap_action is ConfigMapAction.DELETE
+    writer.apply(plan, user="bob")
+
+    wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "2", what="2 slots")
+    assert writer.read().configmap is None
+    assert [e.reason for e in events(api)] == ["GpuSlotsConfigChanged", "GpuSlotsConfigRolledBack"]
+
+
+def test_writer_stale_preview_versions_are_a_conflict(writer: PluginWriter) -> None:
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+    with pytest.raises(ConflictError) as conflict:
+        check_versions(plan, {"daemonset": "1", "configmap": None})
+    assert "DaemonSet changed since the preview" in str(conflict.value)
+    check_versions(plan, plan.resource_versions)
+
+
+def test_writer_daemonset_changed_in_between_writes_nothing(
+    writer: PluginWriter, simulator: SimulatedCluster, api: client.ApiClient
+) -> None:
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+    client.AppsV1Api(api).patch_namespaced_daemon_set(
+        DS, NS, {"metadata": {"labels": {"edited": "by-someone"}}}
+    )
+
+    with pytest.raises(ApplyFailed) as failed:
+        writer.apply(plan, user="alice")
+
+    assert isinstance(failed.value.cause, ConflictError)
+    assert failed.value.restored
+    after = writer.read()
+    assert after.configmap is None
+    assert "CONFIG_FILE" not in str(after.daemonset)
+    assert events(api) == []
+
+
+def test_writer_failed_daemonset_write_removes_the_created_configmap(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+    simulator.fail_next(verb="update", kind="DaemonSet", code=500)
+
+    with pytest.raises(ApplyFailed) as failed:
+        writer.apply(plan, user="alice")
+
+    assert failed.value.restored
+    assert "the cluster is as before" in str(failed.value)
+    after = writer.read()
+    assert after.configmap is None
+    assert after.daemonset == objects.daemonset
+    assert allocatable(simulator)["nvidia.com/gpu"] == "2"
+
+
+def test_writer_failed_daemonset_write_restores_the_updated_configmap(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    objects = writer.read()
+    assert objects.configmap is not None
+    old_data = objects.configmap["data"]
+    plan = plan_change(objects.daemonset, objects.configmap, ts(8), configmap_name=CM)
+    simulator.fail_next(verb="update", kind="DaemonSet", code=500)
+
+    with pytest.raises(ApplyFailed) as failed:
+        writer.apply(plan, user="alice")
+
+    assert failed.value.restored
+    after = writer.read()
+    assert after.configmap is not None and after.configmap["data"] == old_data
+
+
+def test_writer_failed_restore_says_the_cluster_is_half_changed(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
+    simulator.fail_next(verb="update", kind="DaemonSet", code=500)
+    simulator.fail_next(verb="delete", kind="ConfigMap", code=500)
+
+    with pytest.raises(ApplyFailed) as failed:
+        writer.apply(plan, user="alice")
+
+    assert not failed.value.restored
+    assert "holds the NEW config" in str(failed.value)
+
+
+def test_writer_switch_to_basic_deletes_configmap_after_the_daemonset(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    objects = writer.read()
+    request = ChangeRequest(mode="basic", delete_configmap=True)
+    plan = plan_change(objects.daemonset, objects.configmap, request, configmap_name=CM)
+    simulator.reset_request_counts()
+
+    result = writer.apply(plan, user="alice")
+
+    assert result.configmap is None
+    assert writer.read().configmap is None
+    wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "2", what="2 slots")
+
+
+def test_writer_configmap_delete_failure_leaves_a_warning_not_an_error(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    objects = writer.read()
+    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    objects = writer.read()
+    request = ChangeRequest(mode="basic", delete_configmap=True)
+    plan = plan_change(objects.daemonset, objects.configmap, request, configmap_name=CM)
+    simulator.fail_next(verb="delete", kind="ConfigMap", code=500)
+
+    result = writer.apply(plan, user="alice")
+
+    assert any("left behind" in warning for warning in result.warnings)
+    assert writer.read().configmap is not None
