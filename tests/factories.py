@@ -205,9 +205,7 @@ def plugin_pod(
     namespace: str = PLUGIN_NAMESPACE,
 ) -> Manifest:
     started = started_at or NOW - timedelta(days=1)
-    state: Manifest = (
-        {"waiting": {"reason": waiting_reason}} if waiting_reason else {"running": {}}
-    )
+    state: Manifest = {"waiting": {"reason": waiting_reason}} if waiting_reason else {"running": {}}
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -351,10 +349,18 @@ def gpus(count: int, *, node_name: str = "gpu-1", **kwargs: Any) -> list[GpuRead
     return [gpu(i, node_name=node_name, **kwargs) for i in range(count)]
 
 
-def assignment(pod_name: str, device_ids: Sequence[str], *, namespace: str = "ml",
-               resource: str = "nvidia.com/gpu") -> DeviceAssignment:
+def assignment(
+    pod_name: str,
+    device_ids: Sequence[str],
+    *,
+    namespace: str = "ml",
+    resource: str = "nvidia.com/gpu",
+) -> DeviceAssignment:
     return DeviceAssignment(
-        namespace=namespace, pod=pod_name, container="main", resource=resource,
+        namespace=namespace,
+        pod=pod_name,
+        container="main",
+        resource=resource,
         device_ids=list(device_ids),
     )
 

@@ -29,6 +29,7 @@ from app.domain.findings_node import node_findings
 from app.domain.findings_pods import pod_findings
 from app.domain.gpus import (
     GpuFacts,
+    Role,
     assigned_holders,
     gpu_processes,
     holder_list,
@@ -175,6 +176,7 @@ def _node_facts(
 
     gpus: list[GpuFacts] = []
     for reading in readings:
+        role: Role
         if visibility is None:
             role, slots = "unknown", 0
         elif reading.uuid in visibility.uuids:
@@ -185,7 +187,7 @@ def _node_facts(
         gpus.append(
             GpuFacts(
                 reading=reading,
-                role=role,  # type: ignore[arg-type]
+                role=role,
                 slots=slots,
                 processes=processes,
                 memory_pods_mib=pods_mib,
@@ -199,7 +201,7 @@ def _node_facts(
         count = slots_by_uid.get(uid, {}).get(resource, 0)
         if count:
             pod_slots_list.append(
-                PodSlots.model_construct(
+                PodSlots(
                     pod=pod_key(pod), uid=uid, phase=pod_phase(pod), slots=count, resource=resource
                 )
             )
@@ -282,7 +284,7 @@ def _node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         worst = min((f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None)
         reading = gpu.reading
         gpus.append(
-            GpuState.model_construct(
+            GpuState(
                 index=reading.index,
                 uuid=reading.uuid,
                 name=reading.name,

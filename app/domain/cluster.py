@@ -17,6 +17,7 @@ class AccountingOptions:
 
     plugin_name: str = "nvidia-device-plugin-daemonset"
     plugin_namespace: str = "kube-system"
+    plugin_configmap_name: str = "nvidia-device-plugin-config"
     serving_resource: str = "nvidia.com/gpu"
     agent_stale_after_s: float = 90.0
     memory_pressure_pct: float = 90.0

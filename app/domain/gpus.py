@@ -91,7 +91,7 @@ def gpu_processes(
             owner = "host" if proc.visible else "unknown"
             host_mib += memory
         processes.append(
-            GpuProcess.model_construct(
+            GpuProcess(
                 pid=proc.pid,
                 used_memory_mib=proc.used_memory_mib,
                 owner=owner,
@@ -157,8 +157,7 @@ def inferred_holders(
 
 
 def holder_list(per_pod: Mapping[str, int], *, assigned: bool) -> list[SlotHolder]:
-    # model_construct: trusted values built here; validation would dominate large clusters.
     return [
-        SlotHolder.model_construct(pod=pod, slots=slots, assigned=assigned)
+        SlotHolder(pod=pod, slots=slots, assigned=assigned)
         for pod, slots in sorted(per_pod.items())
     ]

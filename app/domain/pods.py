@@ -53,12 +53,12 @@ def container_slots(container: Mapping[str, Any]) -> dict[str, int]:
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
     found: dict[str, int] = {}
-    for name in set(limits) | set(requests):
-        if str(name).startswith(_NVIDIA_PREFIX):
-            value = requests[name] if name in requests else limits[name]
-            count = parse_count(value)
-            if count:
-                found[str(name)] = count
+    for source, skip in ((requests, None), (limits, requests)):
+        for name, value in source.items():
+            if str(name).startswith(_NVIDIA_PREFIX) and (skip is None or name not in skip):
+                count = parse_count(value)
+                if count:
+                    found[str(name)] = count
     return found
 
 

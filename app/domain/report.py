@@ -7,11 +7,21 @@ simulator's simulated agents send the same shape, so all three share this one mo
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
 REPORT_SCHEMA = 1
+
+
+def _not_bool(value: object) -> object:
+    # JSON Schema's integer is not a boolean; lax pydantic would read `false` as 0.
+    if isinstance(value, bool):
+        raise ValueError("a number is required, not a boolean")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_not_bool)]
 
 
 class _Strict(BaseModel):
@@ -21,8 +31,8 @@ class _Strict(BaseModel):
 class ProcessReading(_Strict):
     """One compute process on a GPU (NVML PIDs are host PIDs)."""
 
-    pid: int = Field(ge=0, description="Host PID (nvidia-smi: pid)")
-    used_memory_mib: int | None = Field(
+    pid: Int = Field(ge=0, description="Host PID (nvidia-smi: pid)")
+    used_memory_mib: Int | None = Field(
         default=None,
         ge=0,
         description="GPU memory of the process in MiB (used_memory); null when unknown",
@@ -39,7 +49,7 @@ class ProcessReading(_Strict):
     user: str | None = Field(
         default=None, max_length=256, description="User name of a host process"
     )
-    visible: bool = Field(
+    visible: StrictBool = Field(
         default=True,
         description="False when the agent could not see the PID (no host PID namespace)",
     )
@@ -48,16 +58,16 @@ class ProcessReading(_Strict):
 class GpuReading(_Strict):
     """One physical GPU as NVML or nvidia-smi reports it."""
 
-    index: int = Field(ge=0, description="NVML index (nvidia-smi: index)")
+    index: Int = Field(ge=0, description="NVML index (nvidia-smi: index)")
     uuid: str = Field(min_length=1, max_length=128, description="GPU UUID (nvidia-smi: uuid)")
     name: str = Field(default="", max_length=256, description="Product name (nvidia-smi: name)")
-    memory_total_mib: int | None = Field(
+    memory_total_mib: Int | None = Field(
         default=None, ge=0, description="memory.total in MiB; null where Not Supported"
     )
-    memory_used_mib: int | None = Field(
+    memory_used_mib: Int | None = Field(
         default=None, ge=0, description="memory.used in MiB; null where Not Supported"
     )
-    utilization_pct: int | None = Field(
+    utilization_pct: Int | None = Field(
         default=None, ge=0, le=100, description="utilization.gpu in percent"
     )
     mig_mode: Literal["enabled", "disabled"] | None = Field(

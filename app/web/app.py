@@ -35,6 +35,7 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     return AccountingOptions(
         plugin_name=settings.kubernetes_device_plugin_name,
         plugin_namespace=settings.kubernetes_device_plugin_namespace,
+        plugin_configmap_name=settings.plugin_configmap_name,
         serving_resource=settings.serving_gpu_resource,
         agent_stale_after_s=settings.agent_stale_after_s,
         memory_pressure_pct=settings.memory_pressure_pct,

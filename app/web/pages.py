@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity, Snapshot
 from app.web import docs_page
@@ -78,6 +78,37 @@ def slot_cells(gpu: GpuState) -> list[SlotCell]:
     return cells
 
 
+SLOT_LABELS = {
+    "held": "slot_held_by",
+    "unknown": "slot_held_by",
+    "inferred": "slot_inferred",
+    "over": "slot_over",
+}
+
+
+def slot_grid(gpu: GpuState, t: Translator) -> Markup:
+    """The `<li>` cells of a GPU's slot grid; the hot loop of big pages, so built here.
+
+    Every value written into the markup goes through `escape` (pod names are cluster data),
+    exactly as the autoescaping template would do it.
+    """
+    free = (
+        '<li class="slot free" data-testid="slot-cell" data-held="false" '
+        f'title="{escape(t("slot_free"))}"></li>'
+    )
+    cells = []
+    for cell in slot_cells(gpu):
+        if cell.kind == "free":
+            cells.append(free)
+            continue
+        label = escape(t(SLOT_LABELS[cell.kind], pod=cell.pod or "?"))
+        cells.append(
+            f'<li class="slot {escape(cell.kind)}" data-testid="slot-cell" data-held="true" '
+            f'title="{label}"><span class="vh">{label}</span></li>'
+        )
+    return Markup("".join(cells))
+
+
 @dataclass(frozen=True)
 class MemorySplit:
     """A GPU's memory as bar segments (percent widths summing to 100) and GiB figures."""
@@ -126,6 +157,12 @@ def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
     return [(role, gpus) for role, gpus in groups if gpus]
 
 
+def unplaced_pods(node: NodeState) -> list[str]:
+    """Pods holding slots of the node that no GPU's holders name (assignment not known yet)."""
+    placed = {holder.pod for gpu in node.gpus for holder in gpu.holders}
+    return [pod.pod for pod in node.pods if pod.slots > 0 and pod.pod not in placed]
+
+
 def where(finding: Finding) -> str:
     """The node/GPU/pod a finding is about, in one line."""
     parts = [part for part in (finding.node, finding.gpu_uuid, finding.pod) if part]
@@ -134,7 +171,9 @@ def where(finding: Finding) -> str:
 
 def finding_key(finding: Finding) -> str:
     """A stable element id for a finding, so an open or closed row survives a refresh."""
-    subject = "|".join((finding.code, finding.node or "", finding.gpu_uuid or "", finding.pod or ""))
+    subject = "|".join(
+        (finding.code, finding.node or "", finding.gpu_uuid or "", finding.pod or "")
+    )
     return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
 
 
@@ -144,10 +183,12 @@ views = SimpleNamespace(
     seconds=seconds,
     gib=gib,
     slot_cells=slot_cells,
+    slot_grid=slot_grid,
     memory_split=memory_split,
     severity_of=severity_of,
     gpu_groups=gpu_groups,
     where=where,
+    unplaced_pods=unplaced_pods,
 )
 
 
@@ -373,7 +414,7 @@ def safe_next(target: str | None) -> str:
 
 
 @router.get("/lang/{code}")
-async def choose_lang(code: str, next: str | None = Query(None)) -> Response:  # noqa: A002
+async def choose_lang(code: str, next: str | None = Query(None)) -> Response:
     """Remember the chosen language in a cookie and go back where the user was."""
     response = RedirectResponse(safe_next(next), status_code=303)
     lang = supported(code)

@@ -74,17 +74,21 @@ class SnapshotService:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="snapshots", daemon=True)
+        self._thread: threading.Thread | None = None
         self.builds = 0
         self.last_error: str | None = None
 
     def start(self) -> None:
+        """Start the background thread (again after a stop: an app's lifespan may repeat)."""
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="snapshots", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        self._thread.join(timeout=5)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
 
     def poke(self) -> None:
         """Ask for a recompute soon (a report arrived)."""

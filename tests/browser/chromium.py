@@ -1,4 +1,4 @@
-"""Debian's Chromium driven by Playwright: the one launch recipe for browser tests and screenshots."""
+"""Debian's Chromium driven by Playwright: one launch recipe for tests and screenshots."""
 
 from __future__ import annotations
 

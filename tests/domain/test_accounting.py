@@ -134,8 +134,9 @@ def test_build_snapshot_host_process_on_gpu2_in_advertised_split_raises_on_that_
     """Keep GPUs 0 and 2 for Kubernetes: a host process on GPU 2 is now on an advertised GPU."""
     visible = f"{f.gpu_uuid('gpu-1', 0)},{f.gpu_uuid('gpu-1', 2)}"
     readings = [f.gpu(0), f.gpu(1), f.gpu(2, processes=[f.proc(5150, mib=12000)]), f.gpu(3)]
-    state = world(ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": visible}}, allocatable=2,
-                  readings=readings)
+    state = world(
+        ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": visible}}, allocatable=2, readings=readings
+    )
     result = snap(state)
     [item] = result.findings
     assert item.code == "host-process-on-advertised-gpu"
@@ -199,8 +200,12 @@ def test_build_snapshot_fresh_report_age_is_measured_from_arrival() -> None:
 
 
 def test_build_snapshot_holders_inferred_from_processes_then_index_order() -> None:
-    readings = [f.gpu(0), f.gpu(1), f.gpu(2, processes=[f.proc(1, pod_uid="uid-b", mib=900)]),
-                f.gpu(3)]
+    readings = [
+        f.gpu(0),
+        f.gpu(1),
+        f.gpu(2, processes=[f.proc(1, pod_uid="uid-b", mib=900)]),
+        f.gpu(3),
+    ]
     state = world(pods=[f.pod("a", gpus=2), f.pod("b", gpus=1)], readings=readings)
     gpus = snap(state).nodes[0].gpus
     assert [[(h.pod, h.slots, h.assigned) for h in g.holders] for g in gpus] == [
@@ -233,8 +238,7 @@ def test_build_snapshot_gpu_node_detection() -> None:
         f.node("gpu-1", allocatable=4),
         f.node("labelled", allocatable=None, labels={"nvidia.com/gpu.present": "true"}),
     ]
-    result = snap(world(nodes=nodes, plugin_pods=[f.plugin_pod("gpu-1"),
-                                                  f.plugin_pod("labelled")]))
+    result = snap(world(nodes=nodes, plugin_pods=[f.plugin_pod("gpu-1"), f.plugin_pod("labelled")]))
     assert {n.name: n.gpu_node for n in result.nodes} == {
         "cpu-1": False,
         "gpu-1": True,

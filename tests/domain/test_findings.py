@@ -22,7 +22,9 @@ def _split(**kwargs: object) -> ClusterState:
 
 def _with_host_proc(index: int) -> ClusterState:
     readings = [
-        f.gpu(i, processes=[f.proc(4242, mib=30000, command="python train.py")] if i == index else [])
+        f.gpu(
+            i, processes=[f.proc(4242, mib=30000, command="python train.py")] if i == index else []
+        )
         for i in range(4)
     ]
     return _split(readings=readings)
@@ -104,9 +106,7 @@ CASES: list[tuple[str, Builder, Builder]] = [
                 )
             ],
         ),
-        lambda: ts_world(
-            4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(4)})]
-        ),
+        lambda: ts_world(4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(4)})]),
     ),
     (
         "config-left-over",

@@ -71,8 +71,9 @@ def test_read_plugin_spec_config_file_in_mounted_directory_resolves_key() -> Non
 
 
 def test_read_plugin_spec_sub_path_mount_resolves_key() -> None:
-    ds = f.plugin_daemonset(configmap="cm", config_file="/etc/nvidia/config.yaml",
-                            mount_path="/etc/nvidia/config.yaml")
+    ds = f.plugin_daemonset(
+        configmap="cm", config_file="/etc/nvidia/config.yaml", mount_path="/etc/nvidia/config.yaml"
+    )
     ds["spec"]["template"]["spec"]["containers"][0]["volumeMounts"][1]["subPath"] = "ts.yaml"
     assert read_plugin_spec(ds).config_ref == StaticConfigRef("cm", "ts.yaml")
 
@@ -106,20 +107,40 @@ def test_read_plugin_spec_config_manager_sidecar_gives_per_node_ref() -> None:
 @pytest.mark.parametrize(
     ("labels", "default", "fallback", "data", "mode", "replicas", "error"),
     [
-        ({"nvidia.com/device-plugin.config": "ts8"}, "", "empty",
-         {"ts8": f.time_slicing_yaml(8)}, Mode.TIME_SLICING, 8, None),
+        (
+            {"nvidia.com/device-plugin.config": "ts8"},
+            "",
+            "empty",
+            {"ts8": f.time_slicing_yaml(8)},
+            Mode.TIME_SLICING,
+            8,
+            None,
+        ),
         ({}, "ts2", "empty", {"ts2": f.time_slicing_yaml(2)}, Mode.TIME_SLICING, 2, None),
-        ({}, "", "named,single", {"default": f.time_slicing_yaml(3), "x": ""},
-         Mode.TIME_SLICING, 3, None),
+        (
+            {},
+            "",
+            "named,single",
+            {"default": f.time_slicing_yaml(3), "x": ""},
+            Mode.TIME_SLICING,
+            3,
+            None,
+        ),
         ({}, "", "named,single", {"only": f.time_slicing_yaml(5)}, Mode.TIME_SLICING, 5, None),
         ({}, "", "empty", {"ts8": f.time_slicing_yaml(8)}, Mode.BASIC, 1, None),
         ({}, "", "named,single", {"a": "", "b": ""}, None, None, "config-key-missing"),
-        ({"nvidia.com/device-plugin.config": "nope"}, "", "empty", {"a": ""}, None, None,
-         "config-label-unknown"),
+        (
+            {"nvidia.com/device-plugin.config": "nope"},
+            "",
+            "empty",
+            {"a": ""},
+            None,
+            None,
+            "config-label-unknown",
+        ),
         ({}, "gone", "empty", {"a": ""}, None, None, "config-key-missing"),
     ],
-    ids=["label", "default", "named", "single", "empty", "no-fallback", "bad-label",
-         "bad-default"],
+    ids=["label", "default", "named", "single", "empty", "no-fallback", "bad-label", "bad-default"],
 )
 def test_resolve_config_config_manager_order(
     labels: dict[str, str],

@@ -19,8 +19,9 @@ sharing:
 """
 
 
-def ts(*, rename: str = "false", fail: str = "false", name: str = "nvidia.com/gpu",
-       replicas: str = "4") -> str:
+def ts(
+    *, rename: str = "false", fail: str = "false", name: str = "nvidia.com/gpu", replicas: str = "4"
+) -> str:
     return TS.format(rename=rename, fail=fail, name=name, replicas=replicas)
 
 
@@ -29,33 +30,119 @@ VALID = [
     ("empty-file", "", {}, Mode.BASIC, 1, "nvidia.com/gpu", False, False),
     ("version-only", "version: v1\n", {}, Mode.BASIC, 1, "nvidia.com/gpu", False, False),
     ("ts-4", ts(), {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, False),
-    ("ts-rename", ts(rename="true"), {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu.shared", True,
-     False),
+    (
+        "ts-rename",
+        ts(rename="true"),
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu.shared",
+        True,
+        False,
+    ),
     ("ts-fail", ts(fail="true"), {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, True),
-    ("short-name-gets-prefix", ts(name="gpu"), {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu",
-     False, False),
-    ("typo-name-replicates-nothing", ts(name="nvidia.com/gpus"), {}, Mode.TIME_SLICING, 1,
-     "nvidia.com/gpu", False, False),
-    ("mis-cased-rename-dropped", ts().replace("renameByDefault: false", "renamebydefault: true"),
-     {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, False),
-    ("case-insensitive-struct-keys", ts().replace("sharing:", "Sharing:").replace(
-        "timeSlicing:", "timeslicing:"), {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, False),
-    ("unknown-keys-ignored", ts() + "extra: 1\n", {}, Mode.TIME_SLICING, 4, "nvidia.com/gpu",
-     False, False),
-    ("rename-field-ignored", ts() + "      rename: nvidia.com/a100-slice\n", {},
-     Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, False),
-    ("devices-forced-to-all", ts() + "      devices: [0, 1]\n", {}, Mode.TIME_SLICING, 4,
-     "nvidia.com/gpu", False, False),
-    ("mps-forces-fail-gt-one",
-     "version: v1\nflags:\n  mpsRoot: /run/nvidia/mps\nsharing:\n  mps:\n    resources:\n"
-     "    - name: nvidia.com/gpu\n      replicas: 3\n", {}, Mode.MPS, 3, "nvidia.com/gpu", False,
-     True),
-    ("mps-wins-over-time-slicing",
-     ts(replicas="8") + "  mps:\n    renameByDefault: true\n    resources:\n"
-     "    - name: nvidia.com/gpu\n      replicas: 2\n", {"MPS_ROOT": "/run/nvidia/mps"}, Mode.MPS,
-     2, "nvidia.com/gpu.shared", True, True),
-    ("env-mig-strategy-beats-bad-file-value", "flags:\n  migStrategy: bogus\n",
-     {"MIG_STRATEGY": "single"}, Mode.BASIC, 1, "nvidia.com/gpu", False, False),
+    (
+        "short-name-gets-prefix",
+        ts(name="gpu"),
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "typo-name-replicates-nothing",
+        ts(name="nvidia.com/gpus"),
+        {},
+        Mode.TIME_SLICING,
+        1,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "mis-cased-rename-dropped",
+        ts().replace("renameByDefault: false", "renamebydefault: true"),
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "case-insensitive-struct-keys",
+        ts().replace("sharing:", "Sharing:").replace("timeSlicing:", "timeslicing:"),
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "unknown-keys-ignored",
+        ts() + "extra: 1\n",
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "rename-field-ignored",
+        ts() + "      rename: nvidia.com/a100-slice\n",
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "devices-forced-to-all",
+        ts() + "      devices: [0, 1]\n",
+        {},
+        Mode.TIME_SLICING,
+        4,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
+    (
+        "mps-forces-fail-gt-one",
+        "version: v1\nflags:\n  mpsRoot: /run/nvidia/mps\nsharing:\n  mps:\n    resources:\n"
+        "    - name: nvidia.com/gpu\n      replicas: 3\n",
+        {},
+        Mode.MPS,
+        3,
+        "nvidia.com/gpu",
+        False,
+        True,
+    ),
+    (
+        "mps-wins-over-time-slicing",
+        ts(replicas="8") + "  mps:\n    renameByDefault: true\n    resources:\n"
+        "    - name: nvidia.com/gpu\n      replicas: 2\n",
+        {"MPS_ROOT": "/run/nvidia/mps"},
+        Mode.MPS,
+        2,
+        "nvidia.com/gpu.shared",
+        True,
+        True,
+    ),
+    (
+        "env-mig-strategy-beats-bad-file-value",
+        "flags:\n  migStrategy: bogus\n",
+        {"MIG_STRATEGY": "single"},
+        Mode.BASIC,
+        1,
+        "nvidia.com/gpu",
+        False,
+        False,
+    ),
 ]
 
 
@@ -85,12 +172,24 @@ INVALID = [
     ("replicas-1", ts(replicas="1"), {}, "number of replicas must be >= 2"),
     ("replicas-string", ts(replicas='"4"'), {}, "cannot unmarshal string"),
     ("no-resources", "sharing:\n  timeSlicing: {}\n", {}, "no resources specified"),
-    ("empty-resources", "sharing:\n  timeSlicing:\n    resources: []\n", {},
-     "no resources specified"),
-    ("no-name", "sharing:\n  timeSlicing:\n    resources:\n    - replicas: 4\n", {},
-     "no resource name specified"),
-    ("no-replicas", "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n", {},
-     "no replicas specified"),
+    (
+        "empty-resources",
+        "sharing:\n  timeSlicing:\n    resources: []\n",
+        {},
+        "no resources specified",
+    ),
+    (
+        "no-name",
+        "sharing:\n  timeSlicing:\n    resources:\n    - replicas: 4\n",
+        {},
+        "no resource name specified",
+    ),
+    (
+        "no-replicas",
+        "sharing:\n  timeSlicing:\n    resources:\n    - name: gpu\n",
+        {},
+        "no replicas specified",
+    ),
     ("mis-cased-replicas", ts().replace("replicas:", "Replicas:"), {}, "no replicas specified"),
     ("foreign-prefix", ts(name="example.com/gpu"), {}, "incorrect format for resource name"),
     ("bad-version", "version: v2\n", {}, "unknown version: v2"),
@@ -99,10 +198,18 @@ INVALID = [
     ("yaml-syntax", "sharing: [\n", {}, "error converting YAML to JSON"),
     ("top-level-list", "- a\n- b\n", {}, "cannot unmarshal array"),
     ("bad-devices", ts() + "      devices: some\n", {}, "unsupported type for devices spec"),
-    ("mps-mixed", "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n",
-     {"MIG_STRATEGY": "mixed", "MPS_ROOT": "/run/nvidia/mps"}, "not supported with MPS"),
-    ("mps-no-root", "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n", {},
-     "requires --mps-root"),
+    (
+        "mps-mixed",
+        "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n",
+        {"MIG_STRATEGY": "mixed", "MPS_ROOT": "/run/nvidia/mps"},
+        "not supported with MPS",
+    ),
+    (
+        "mps-no-root",
+        "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n",
+        {},
+        "requires --mps-root",
+    ),
     ("bad-imex", "imex:\n  channelIDs: [1]\n", {}, "invalid IMEX channel IDs"),
 ]
 
@@ -127,7 +234,9 @@ def test_parse_plugin_config_ignored_fields_are_warned() -> None:
 def test_parse_plugin_config_fail_on_init_error_env_beats_file() -> None:
     text = "flags:\n  failOnInitError: true\n"
     assert parse_plugin_config(text).fail_on_init_error is True
-    assert parse_plugin_config(text, env={"FAIL_ON_INIT_ERROR": "false"}).fail_on_init_error is False
+    assert (
+        parse_plugin_config(text, env={"FAIL_ON_INIT_ERROR": "false"}).fail_on_init_error is False
+    )
     assert parse_plugin_config("flags:\n  failOnInitError: false\n").fail_on_init_error is False
 
 

@@ -29,11 +29,23 @@ G = "nvidia.com/gpu"
         ([f.container(gpus=1)], [], {G: "1"}, 2),
         ([f.container()], [], None, 0),
     ],
-    ids=["one", "request", "two-containers", "init-bigger", "app-bigger", "init-max",
-         "sidecar-adds", "init-after-sidecar", "overhead", "none"],
+    ids=[
+        "one",
+        "request",
+        "two-containers",
+        "init-bigger",
+        "app-bigger",
+        "init-max",
+        "sidecar-adds",
+        "init-after-sidecar",
+        "overhead",
+        "none",
+    ],
 )
 def test_pod_slots_scheduler_counting(
-    containers: list[f.Manifest], init: list[f.Manifest], overhead: dict[str, str] | None,
+    containers: list[f.Manifest],
+    init: list[f.Manifest],
+    overhead: dict[str, str] | None,
     slots: int,
 ) -> None:
     manifest = f.pod("p", containers=containers, init_containers=init, overhead=overhead)
@@ -52,15 +64,21 @@ def test_pod_slots_ignores_non_nvidia_and_garbage() -> None:
 
 @pytest.mark.parametrize(
     ("phase", "node", "holds"),
-    [("Running", "n", True), ("Pending", "n", True), ("Succeeded", "n", False),
-     ("Failed", "n", False), ("Pending", None, False)],
+    [
+        ("Running", "n", True),
+        ("Pending", "n", True),
+        ("Succeeded", "n", False),
+        ("Failed", "n", False),
+        ("Pending", None, False),
+    ],
 )
 def test_holds_resources_by_phase_and_binding(phase: str, node: str | None, holds: bool) -> None:
     assert holds_resources(f.pod("p", phase=phase, node=node)) is holds
 
 
 def test_pod_env_visible_devices_found_in_any_container() -> None:
-    manifest = f.pod("p", containers=[f.container(), f.container("b", env={
-        "NVIDIA_VISIBLE_DEVICES": "all"})])
+    manifest = f.pod(
+        "p", containers=[f.container(), f.container("b", env={"NVIDIA_VISIBLE_DEVICES": "all"})]
+    )
     assert pod_env_visible_devices(manifest) == "all"
     assert pod_env_visible_devices(f.pod("q")) is None

@@ -29,8 +29,13 @@ def clusters(draw: st.DrawFn) -> ClusterState:
         if allocatable is not None:
             capacity = allocatable + draw(st.integers(min_value=0, max_value=2))
         nodes.append(
-            f.node(name, allocatable=allocatable, capacity=capacity, resource=resource,
-                   k3s=draw(st.booleans()))
+            f.node(
+                name,
+                allocatable=allocatable,
+                capacity=capacity,
+                resource=resource,
+                k3s=draw(st.booleans()),
+            )
         )
         if draw(st.booleans()):
             plugin_pods.append(f.plugin_pod(name, ready=draw(st.booleans())))
@@ -46,13 +51,21 @@ def clusters(draw: st.DrawFn) -> ClusterState:
                     for k in range(draw(st.integers(min_value=0, max_value=2)))
                 ]
                 readings.append(
-                    f.gpu(i, node_name=name, processes=procs,
-                          memory_total_mib=draw(st.sampled_from([None, 81920])))
+                    f.gpu(
+                        i,
+                        node_name=name,
+                        processes=procs,
+                        memory_total_mib=draw(st.sampled_from([None, 81920])),
+                    )
                 )
             age = draw(st.integers(min_value=0, max_value=600))
             reports.append(
-                f.report(name, readings, received_at=f.NOW - timedelta(seconds=age),
-                         source=draw(st.sampled_from(["nvml", "none"])))
+                f.report(
+                    name,
+                    readings,
+                    received_at=f.NOW - timedelta(seconds=age),
+                    source=draw(st.sampled_from(["nvml", "none"])),
+                )
             )
         for p in range(draw(st.integers(min_value=0, max_value=4))):
             pods.append(
@@ -77,13 +90,21 @@ def clusters(draw: st.DrawFn) -> ClusterState:
             configmaps.append(
                 f.configmap({"config.yaml": f.time_slicing_yaml(replicas, rename=rename)})
             )
-            daemonset = f.plugin_daemonset(env=env, configmap=f.CONFIGMAP,
-                                           config_file="/config/config.yaml",
-                                           runtime_class=draw(st.sampled_from([None, "nvidia"])))
+            daemonset = f.plugin_daemonset(
+                env=env,
+                configmap=f.CONFIGMAP,
+                config_file="/config/config.yaml",
+                runtime_class=draw(st.sampled_from([None, "nvidia"])),
+            )
         else:
             daemonset = f.plugin_daemonset(env=env, privileged=draw(st.booleans()))
-    return f.cluster(daemonset=daemonset, configmaps=configmaps, nodes=nodes,
-                     pods=[*plugin_pods, *pods], reports=reports)
+    return f.cluster(
+        daemonset=daemonset,
+        configmaps=configmaps,
+        nodes=nodes,
+        pods=[*plugin_pods, *pods],
+        reports=reports,
+    )
 
 
 def _snap(state: ClusterState) -> Snapshot:

@@ -44,7 +44,9 @@ def world(
     if daemonset is None and ds:
         daemonset = f.plugin_daemonset(**(ds_kwargs or {}))
     if plugin_pods is None:
-        plugin_pods = [f.plugin_pod(n["metadata"]["name"], **(plugin_pod_kwargs or {})) for n in nodes]
+        plugin_pods = [
+            f.plugin_pod(n["metadata"]["name"], **(plugin_pod_kwargs or {})) for n in nodes
+        ]
     if reports is None:
         reports = [f.report("gpu-1", readings, **(report_kwargs or {}))]
     return f.cluster(

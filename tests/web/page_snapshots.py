@@ -173,7 +173,9 @@ def host_split_node(*, host_process_on_advertised: bool = False) -> NodeState:
     )
 
 
-def time_sliced_node(name: str, *, gpus: int = 8, replicas: int = 8, fresh: bool = True) -> NodeState:
+def time_sliced_node(
+    name: str, *, gpus: int = 8, replicas: int = 8, fresh: bool = True
+) -> NodeState:
     """A time-sliced node with some slots held on each GPU."""
     states = []
     for index in range(gpus):

@@ -88,7 +88,13 @@ def section(html: str, testid: str) -> str:
 def test_overview_totals_show_the_snapshot_figures() -> None:
     app, _ = page_app(demo_like())
     page = parse(get(app, "/").text)
-    expected = {"physical_gpus": "6", "visible_gpus": "4", "host_gpus": "2", "allocatable": "10", "free": "8"}
+    expected = {
+        "physical_gpus": "6",
+        "visible_gpus": "4",
+        "host_gpus": "2",
+        "allocatable": "10",
+        "free": "8",
+    }
     for field, value in expected.items():
         assert page.text(f"total-{field}").split()[-1] == value, field
     assert page.text("plugin-ready") == "2/2"
@@ -111,7 +117,9 @@ def test_overview_slot_cells_name_the_holding_pod_for_hover_and_screen_readers()
     app, _ = page_app(demo_like())
     html = get(app, "/").text
     advertised = section(html, f"advertised-gpus-{SERVER_1}")
-    held = re.findall(r'<li class="slot held"[^>]*title="([^"]*)"><span class="vh">([^<]*)<', advertised)
+    held = re.findall(
+        r'<li class="slot held"[^>]*title="([^"]*)"><span class="vh">([^<]*)<', advertised
+    )
     assert held == [("Held by serving/llm-0", "Held by serving/llm-0")]
     assert advertised.count('data-held="false"') == 1
 
@@ -286,7 +294,12 @@ def test_language_link_sets_cookie_and_returns_to_the_page() -> None:
 
 @pytest.mark.parametrize(
     ("target", "expected"),
-    [("/findings", "/findings"), ("//evil.example", "/"), ("https://evil.example", "/"), (None, "/")],
+    [
+        ("/findings", "/findings"),
+        ("//evil.example", "/"),
+        ("https://evil.example", "/"),
+        (None, "/"),
+    ],
 )
 def test_safe_next_refuses_other_sites(target: str | None, expected: str) -> None:
     assert safe_next(target) == expected
@@ -363,3 +376,14 @@ def test_template_obeys_the_content_security_policy(template: Path) -> None:
     assert not re.search(r"<script(?![^>]*\bsrc=)", source), "inline scripts are blocked by the CSP"
     assert not re.search(r"\son[a-z]+\s*=", source), "inline event handlers are blocked by the CSP"
     assert "|safe" not in source.replace(" ", "")
+
+
+def test_overview_names_pods_holding_slots_on_no_known_gpu() -> None:
+    snapshot = demo_like()
+    node = snapshot.nodes[0]
+    extra = node.pods[0].model_copy(update={"pod": "ml/waiting-0", "uid": "u2"})
+    moved = node.model_copy(update={"pods": [*node.pods, extra], "requested": 2})
+    app, _ = page_app(snapshot.model_copy(update={"nodes": [moved, *snapshot.nodes[1:]]}))
+    page = parse(get(app, "/").text)
+    assert "ml/waiting-0" in page.text(f"unplaced-{SERVER_1}")
+    assert "serving/llm-0" not in page.text(f"unplaced-{SERVER_1}")
