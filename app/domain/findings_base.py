@@ -57,7 +57,8 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("agent-report-stale", _W, _N, "Agent report is stale"),
         _kind("agent-report-error", _W, _N, "Agent could not read the GPUs"),
         # Per GPU.
-        _kind("host-process-on-advertised-gpu", _W, _G, "Host process on an advertised GPU"),
+        # Error: a pod scheduled onto this "free" GPU meets the host's memory and dies (OOM).
+        _kind("host-process-on-advertised-gpu", _E, _G, "Host process on an advertised GPU"),
         _kind(
             "host-memory-on-advertised-gpu", _W, _G, "Memory held outside pods on an advertised GPU"
         ),

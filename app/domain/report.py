@@ -21,7 +21,8 @@ def _not_bool(value: object) -> object:
     return value
 
 
-Int = Annotated[int, BeforeValidator(_not_bool)]
+Count = Annotated[int, Field(ge=0), BeforeValidator(_not_bool)]
+Percent = Annotated[int, Field(ge=0, le=100), BeforeValidator(_not_bool)]
 
 
 class _Strict(BaseModel):
@@ -31,10 +32,9 @@ class _Strict(BaseModel):
 class ProcessReading(_Strict):
     """One compute process on a GPU (NVML PIDs are host PIDs)."""
 
-    pid: Int = Field(ge=0, description="Host PID (nvidia-smi: pid)")
-    used_memory_mib: Int | None = Field(
+    pid: Count = Field(description="Host PID (nvidia-smi: pid)")
+    used_memory_mib: Count | None = Field(
         default=None,
-        ge=0,
         description="GPU memory of the process in MiB (used_memory); null when unknown",
     )
     pod_uid: str | None = Field(
@@ -58,18 +58,16 @@ class ProcessReading(_Strict):
 class GpuReading(_Strict):
     """One physical GPU as NVML or nvidia-smi reports it."""
 
-    index: Int = Field(ge=0, description="NVML index (nvidia-smi: index)")
+    index: Count = Field(description="NVML index (nvidia-smi: index)")
     uuid: str = Field(min_length=1, max_length=128, description="GPU UUID (nvidia-smi: uuid)")
     name: str = Field(default="", max_length=256, description="Product name (nvidia-smi: name)")
-    memory_total_mib: Int | None = Field(
-        default=None, ge=0, description="memory.total in MiB; null where Not Supported"
+    memory_total_mib: Count | None = Field(
+        default=None, description="memory.total in MiB; null where Not Supported"
     )
-    memory_used_mib: Int | None = Field(
-        default=None, ge=0, description="memory.used in MiB; null where Not Supported"
+    memory_used_mib: Count | None = Field(
+        default=None, description="memory.used in MiB; null where Not Supported"
     )
-    utilization_pct: Int | None = Field(
-        default=None, ge=0, le=100, description="utilization.gpu in percent"
-    )
+    utilization_pct: Percent | None = Field(default=None, description="utilization.gpu in percent")
     mig_mode: Literal["enabled", "disabled"] | None = Field(
         default=None, description="mig.mode.current; null where the GPU has no MIG"
     )

@@ -84,7 +84,7 @@ class Reflector:
             current.stop()
             response = getattr(current, "_resp", None)
             if response is not None:
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError, ValueError):
                     response.shutdown()
         self._thread.join(timeout_s)
 

@@ -19,7 +19,8 @@ from app.simulator.apierrors import ApiError, bad_request
 from app.simulator.faults import Faults
 from app.simulator.registry import Registry
 from app.simulator.selectors import Selector
-from app.simulator.store import Gone, dumps
+from app.simulator.store import Gone, JsonObject, dumps
+from app.simulator.tables import table, wants_table
 
 log = logging.getLogger(__name__)
 
@@ -75,9 +76,9 @@ def _parse_target(group: str, parts: Sequence[str]) -> Target:
 
 def _verb(method: str, target: Target, watch: bool) -> str:
     if method == "GET":
-        if target.name is not None:
-            return "get"
-        return "watch" if watch else "list"
+        if watch:
+            return "watch"
+        return "get" if target.name is not None else "list"
     return {
         "POST": "create",
         "PUT": "update",
@@ -154,12 +155,21 @@ class KubeApi:
         if code is not None:
             raise ApiError.for_code(code, f"injected fault for {verb} {target.resource.kind}")
         dry_run = "All" in query.getlist("dryRun")
+        as_table = wants_table(request.headers.get("accept", ""))
         if verb == "get":
             assert target.name is not None
             entry = self.registry.get(target.resource, target.namespace, target.name)
+            if as_table and target.subresource is None:
+                printed = self._table(
+                    target, [entry.obj], int(entry.obj["metadata"]["resourceVersion"])
+                )
+                if printed is not None:
+                    return printed
             return json_response(entry.raw)
         if verb == "list":
-            return self._list(target, query.get("labelSelector"), query.get("fieldSelector"))
+            return self._list(
+                target, query.get("labelSelector"), query.get("fieldSelector"), as_table=as_table
+            )
         if verb == "watch":
             return self._watch(request, target)
         if verb == "create" and target.name is None:
@@ -218,11 +228,21 @@ class KubeApi:
             return res.api_resource_list("apps")
         return None
 
-    def _list(self, target: Target, labels: str | None, fields: str | None) -> Response:
+    def _table(self, target: Target, objects: list[JsonObject], rv: int) -> Response | None:
+        printed = table(target.resource.kind, objects, rv, now=self.registry.clock())
+        return None if printed is None else json_response(printed)
+
+    def _list(
+        self, target: Target, labels: str | None, fields: str | None, *, as_table: bool = False
+    ) -> Response:
         if target.name is not None:
             raise ApiError("MethodNotAllowed", "list on a named object")
         selector = Selector.parse(labels, fields)
         entries, rv = self.registry.list(target.resource, target.namespace, selector)
+        if as_table:
+            printed = self._table(target, [e.obj for e in entries], rv)
+            if printed is not None:
+                return printed
         head = (
             b'{"kind":"'
             + target.resource.list_kind.encode()

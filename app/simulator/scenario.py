@@ -127,10 +127,10 @@ def _build(data: dict[str, Any], name: str) -> Scenario:
         plugin_name=str(plugin.get("name") or DEFAULT_PLUGIN_NAME),
         plugin_namespace=str(plugin.get("namespace") or DEFAULT_PLUGIN_NAMESPACE),
     )
-    for node in data.get("nodes") or []:
+    for index, node in enumerate(data.get("nodes") or []):
         inventory = _inventory(node)
         scenario.inventories.append(inventory)
-        scenario.node_objects.append(node_object(node, inventory))
+        scenario.node_objects.append(node_object(node, inventory, index=index))
         for process in node.get("processes") or []:
             scenario.processes.append(process_from(inventory.node, process))
     for obj in data.get("objects") or []:
@@ -206,7 +206,9 @@ def process_from(node: str, spec: dict[str, Any]) -> GpuProcess:
     )
 
 
-def node_object(node: dict[str, Any], inventory: NodeInventory) -> dict[str, Any]:
+def node_object(
+    node: dict[str, Any], inventory: NodeInventory, *, index: int = 0
+) -> dict[str, Any]:
     """The Node object of a simulated GPU node, as a kubelet would register it."""
     name = inventory.node
     labels = {
@@ -246,7 +248,7 @@ def node_object(node: dict[str, Any], inventory: NodeInventory) -> dict[str, Any
                 }
             ],
             "addresses": [
-                {"type": "InternalIP", "address": "10.0.0.1"},
+                {"type": "InternalIP", "address": f"10.0.0.{10 + index % 240}"},
                 {"type": "Hostname", "address": name},
             ],
             "nodeInfo": {

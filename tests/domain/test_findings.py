@@ -280,13 +280,13 @@ def test_host_process_finding_names_gpu_pid_and_memory() -> None:
     [item] = [x for x in result.findings if x.code == "host-process-on-advertised-gpu"]
     assert item.gpu_uuid == "GPU-gpu-1-1"
     assert item.node == "gpu-1"
-    assert item.severity.value == "warning"
+    assert item.severity.value == "error"
     assert item.evidence["pid"] == 4242
     assert item.evidence["used_memory_mib"] == 30000
     assert item.evidence["command"] == "python train.py"
     gpu1 = result.nodes[0].gpus[1]
     assert gpu1.finding_codes == ["host-process-on-advertised-gpu"]
-    assert gpu1.worst_severity is not None and gpu1.worst_severity.value == "warning"
+    assert gpu1.worst_severity is not None and gpu1.worst_severity.value == "error"
 
 
 def test_runtime_class_remedy_names_the_real_daemonset() -> None:

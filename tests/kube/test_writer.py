@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
-from typing import Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, ClassVar
 
 import pytest
 from kubernetes import client
@@ -237,3 +239,39 @@ def test_writer_configmap_delete_failure_leaves_a_warning_not_an_error(
 
     assert any("left behind" in warning for warning in result.warnings)
     assert writer.read().configmap is not None
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict[str, str]]] = []
+
+    def do_GET(self) -> None:
+        self.seen.append(dict(self.headers))
+        body = b'{"kind":"Status","apiVersion":"v1","status":"Failure","code":404}'
+        self.send_response(404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        return
+
+
+def test_writer_acting_as_impersonates_the_user_and_group() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    api_client = make_api_client(host=f"http://127.0.0.1:{server.server_address[1]}")
+    writer = PluginWriter(api_client, namespace=NS, daemonset_name=DS, configmap_name=CM)
+    try:
+        with writer.acting_as("ada", ("gpu-admins",)) as acting:
+            assert acting.read().daemonset is None
+        writer.read()
+    finally:
+        server.shutdown()
+        server.server_close()
+        api_client.close()
+    impersonated, own = _Recorder.seen[:2], _Recorder.seen[2:]
+    assert all(h.get("Impersonate-User") == "ada" for h in impersonated)
+    assert all(h.get("Impersonate-Group") == "gpu-admins" for h in impersonated)
+    assert own and all("Impersonate-User" not in h for h in own)

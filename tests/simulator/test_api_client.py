@@ -228,8 +228,11 @@ def test_update_main_resource_ignores_status_and_status_ignores_spec(
     assert after.status.allocatable["nvidia.com/gpu"] == "2"
     assert after.metadata.labels["touched"] == "yes"
     core.patch_node_status(
-        "gpu-server-1", {"status": {"conditions": [{"type": "Extra", "status": "True"}]},
-                         "metadata": {"labels": {"ignored": "x"}}}
+        "gpu-server-1",
+        {
+            "status": {"conditions": [{"type": "Extra", "status": "True"}]},
+            "metadata": {"labels": {"ignored": "x"}},
+        },
     )
     after = core.read_node("gpu-server-1")
     assert "ignored" not in after.metadata.labels
@@ -343,3 +346,15 @@ def test_drop_watches_ends_streams_and_client_reconnects(
     core.create_namespaced_config_map("default", _configmap("after-drop"))
     thread.join(timeout=10)
     assert seen == ["after-drop"]
+
+
+def test_watch_on_a_named_object_url_sees_only_that_object(
+    sim: SimulatedCluster, core: client.CoreV1Api
+) -> None:
+    import httpx
+
+    core.create_namespaced_config_map("default", _configmap("one"))
+    url = f"{sim.url}/api/v1/namespaces/default/configmaps/one"
+    with httpx.stream("GET", url, params={"watch": "1", "timeoutSeconds": "1"}) as response:
+        lines = [line for line in response.iter_lines() if line]
+    assert len(lines) == 1 and '"name":"one"' in lines[0] and '"type":"ADDED"' in lines[0]

@@ -17,14 +17,20 @@ STRATEGIC = "application/strategic-merge-patch+json"
 def restart(sim: SimulatedCluster, stamp: str) -> None:
     """What `kubectl rollout restart` sends."""
     patch = {
-        "spec": {"template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}}
+        "spec": {
+            "template": {"metadata": {"annotations": {"kubectl.kubernetes.io/restartedAt": stamp}}}
+        }
     }
     sim.registry.patch(DAEMONSET, "kube-system", DS, STRATEGIC, patch)
 
 
 def set_config(sim: SimulatedCluster, text: str) -> None:
     sim.registry.patch(
-        CONFIGMAP, "kube-system", "nvidia-device-plugin-config", MERGE, {"data": {"config.yaml": text}}
+        CONFIGMAP,
+        "kube-system",
+        "nvidia-device-plugin-config",
+        MERGE,
+        {"data": {"config.yaml": text}},
     )
 
 
@@ -37,13 +43,14 @@ def gpu(sim: SimulatedCluster, node: str, resource: str = "nvidia.com/gpu") -> t
 
 def plugin_pods(sim: SimulatedCluster) -> list[dict[str, Any]]:
     return [
-        p
-        for p in sim.store.objects(POD, "kube-system")
-        if p["metadata"]["name"].startswith(DS)
+        p for p in sim.store.objects(POD, "kube-system") if p["metadata"]["name"].startswith(DS)
     ]
 
 
-TS = "version: v1\nsharing:\n  timeSlicing:\n{extra}    resources:\n    - name: nvidia.com/gpu\n      replicas: {r}\n"
+TS = (
+    "version: v1\nsharing:\n  timeSlicing:\n{extra}"
+    "    resources:\n    - name: nvidia.com/gpu\n      replicas: {r}\n"
+)
 
 
 @pytest.fixture
@@ -51,7 +58,9 @@ def ts() -> SimulatedCluster:
     return SimulatedCluster("time-slicing")
 
 
-def test_configmap_change_alone_changes_nothing_until_template_changes(ts: SimulatedCluster) -> None:
+def test_configmap_change_alone_changes_nothing_until_template_changes(
+    ts: SimulatedCluster,
+) -> None:
     names = {p["metadata"]["name"] for p in plugin_pods(ts)}
     set_config(ts, TS.format(extra="", r=2))
     assert gpu(ts, "gpu-node-a") == ("32", "32")

@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from app.simulator.cluster import SimulatedCluster
+from app.simulator.resources import NAMESPACE
 
 
 @pytest.fixture(autouse=True)
@@ -19,7 +20,9 @@ def _clean(sim: SimulatedCluster) -> Iterator[None]:
     sim.clear_faults()
 
 
-def test_unavailable_answers_503_to_everything(sim: SimulatedCluster, core: client.CoreV1Api) -> None:
+def test_unavailable_answers_503_to_everything(
+    sim: SimulatedCluster, core: client.CoreV1Api
+) -> None:
     sim.set_unavailable(True)
     with pytest.raises(ApiException) as caught:
         core.list_node()
@@ -50,7 +53,9 @@ def test_fail_next_conflict_on_patch(sim: SimulatedCluster, apps: client.AppsV1A
     assert caught.value.status == 409
 
 
-def test_request_counter_counts_verb_and_kind(sim: SimulatedCluster, core: client.CoreV1Api) -> None:
+def test_request_counter_counts_verb_and_kind(
+    sim: SimulatedCluster, core: client.CoreV1Api
+) -> None:
     sim.reset_request_counts()
     core.list_node()
     core.list_node()
@@ -69,7 +74,9 @@ def test_http_faults_endpoint_injects_and_clears(
 ) -> None:
     base = f"{sim.url}/_sim/faults"
     answer = httpx.post(base, json={"verb": "get", "kind": "Node", "code": 500, "count": 1})
-    assert answer.json()["pending"] == [{"verb": "get", "kind": "Node", "code": 500, "remaining": 1}]
+    assert answer.json()["pending"] == [
+        {"verb": "get", "kind": "Node", "code": 500, "remaining": 1}
+    ]
     with pytest.raises(ApiException):
         core.read_node("gpu-server-1")
     httpx.post(base, json={"unavailable": True})
@@ -86,7 +93,7 @@ def test_stopped_server_refuses_connections_and_restarts_with_state() -> None:
     url = sim.start()
     port = int(url.rsplit(":", 1)[1])
     sim.registry.create(
-        __import__("app.simulator.resources", fromlist=["NAMESPACE"]).NAMESPACE,
+        NAMESPACE,
         None,
         {"metadata": {"name": "kept"}},
     )

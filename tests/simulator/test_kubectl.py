@@ -15,6 +15,7 @@ import yaml
 from kubernetes import client
 
 from app.simulator.cluster import SimulatedCluster
+from app.simulator.resources import POD
 from tests.live import wait_for
 from tests.simulator.conftest import KUBECTL, api_client
 
@@ -135,7 +136,9 @@ def test_done_when_kubernetes_client_same_walk_through() -> None:
                 "spec": {
                     "template": {
                         "metadata": {
-                            "annotations": {"kubectl.kubernetes.io/restartedAt": "2025-01-01T00:00:00Z"}
+                            "annotations": {
+                                "kubectl.kubernetes.io/restartedAt": "2025-01-01T00:00:00Z"
+                            }
                         }
                     }
                 }
@@ -162,10 +165,20 @@ def live() -> Iterator[SimulatedCluster]:
     sim.stop()
 
 
-def test_kubectl_get_nodes_and_pods_list_everything(live: SimulatedCluster, kubectl: Kubectl) -> None:
+def test_kubectl_get_nodes_and_pods_list_everything(
+    live: SimulatedCluster, kubectl: Kubectl
+) -> None:
     assert live.url is not None
-    nodes = kubectl(live.url, "get", "nodes").stdout
-    assert all(name in nodes for name in ("gpu-node-a", "gpu-node-b", "gpu-node-c"))
+    nodes = kubectl(live.url, "get", "nodes").stdout.splitlines()
+    assert nodes[0].split() == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert [line.split()[:2] for line in nodes[1:]] == [
+        ["gpu-node-a", "Ready"],
+        ["gpu-node-b", "Ready"],
+        ["gpu-node-c", "Ready"],
+    ]
+    plugin = kubectl(live.url, "-n", "kube-system", "get", "pods").stdout.splitlines()
+    assert plugin[0].split()[:3] == ["NAME", "READY", "STATUS"]
+    assert all(line.split()[1:3] == ["1/1", "Running"] for line in plugin[1:])
     pods = json.loads(kubectl(live.url, "get", "pods", "-A", "-o", "json").stdout)
     assert pods["kind"] == "List" or pods["kind"] == "PodList"
     assert {p["metadata"]["name"] for p in pods["items"]} >= {"nb-alice-0", "infer-0"}
@@ -195,12 +208,7 @@ def test_kubectl_rollout_restart_recreates_plugin_pods(
     live: SimulatedCluster, kubectl: Kubectl
 ) -> None:
     assert live.url is not None
-    before = {
-        p["metadata"]["name"]
-        for p in live.store.objects(live.registry.store and __import__(
-            "app.simulator.resources", fromlist=["POD"]
-        ).POD, "kube-system")
-    }
+    before = {p["metadata"]["name"] for p in live.store.objects(POD, "kube-system")}
     kubectl(live.url, "-n", "kube-system", "rollout", "restart", f"ds/{DS}")
     status = kubectl(
         live.url, "-n", "kube-system", "rollout", "status", f"ds/{DS}", "--timeout=10s"

@@ -94,7 +94,13 @@ def test_report_unified_memory_gpu_has_null_memory() -> None:
 def test_start_and_stop_process_over_http(sim: SimulatedCluster) -> None:
     answer = httpx.post(
         f"{sim.url}/_sim/processes",
-        json={"node": "gpu-server-1", "gpu": 3, "used_memory_mib": 512, "command": "x", "user": "eve"},
+        json={
+            "node": "gpu-server-1",
+            "gpu": 3,
+            "used_memory_mib": 512,
+            "command": "x",
+            "user": "eve",
+        },
     )
     assert answer.status_code == 201
     pid = answer.json()["pid"]
@@ -102,7 +108,9 @@ def test_start_and_stop_process_over_http(sim: SimulatedCluster) -> None:
     assert pid in {p["pid"] for p in listed["processes"]}
     assert httpx.delete(f"{sim.url}/_sim/processes/gpu-server-1/{pid}").status_code == 200
     assert httpx.delete(f"{sim.url}/_sim/processes/gpu-server-1/{pid}").status_code == 404
-    assert httpx.post(f"{sim.url}/_sim/processes", json={"node": "nope", "gpu": 0}).status_code == 400
+    assert (
+        httpx.post(f"{sim.url}/_sim/processes", json={"node": "nope", "gpu": 0}).status_code == 400
+    )
 
 
 def test_report_endpoint_serves_the_report(sim: SimulatedCluster) -> None:

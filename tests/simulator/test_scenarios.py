@@ -1,0 +1,126 @@
+"""Built-in scenarios load and show what they promise; bad scenarios are clear errors."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from app.errors import ConfigError
+from app.simulator import main
+from app.simulator.cluster import SimulatedCluster
+from app.simulator.resources import RESOURCES
+from app.simulator.scenario import BUILTIN_SCENARIOS, read_scenario
+
+
+def alloc(sim: SimulatedCluster) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in sim.inventories:
+        node = sim.get("Node", name)
+        assert node is not None
+        out[name] = node["status"]["allocatable"].get("nvidia.com/gpu")
+    return out
+
+
+@pytest.mark.parametrize("name", BUILTIN_SCENARIOS)
+def test_builtin_scenario_loads_with_default_plugin_names(name: str) -> None:
+    sim = SimulatedCluster(name)
+    assert sim.scenario.plugin_name == "nvidia-device-plugin-daemonset"
+    assert sim.scenario.plugin_namespace == "kube-system"
+
+
+def test_host_split_one_k3s_server_two_slots_no_configmap() -> None:
+    sim = SimulatedCluster("host-split")
+    assert alloc(sim) == {"gpu-server-1": "2"}
+    assert sim.inventories["gpu-server-1"].k3s
+    assert sim.store.objects(RESOURCES[2]) == []  # no ConfigMap at all
+    hosts = {p.gpu_index for p in sim.processes() if not p.is_pod}
+    assert hosts == {0, 1}
+
+
+def test_time_slicing_replicas_8() -> None:
+    assert alloc(SimulatedCluster("time-slicing")) == {
+        "gpu-node-a": "32",
+        "gpu-node-b": "32",
+        "gpu-node-c": "16",
+    }
+
+
+def test_broken_shows_stale_config_crash_and_silent_zero() -> None:
+    sim = SimulatedCluster("broken")
+    cm = sim.get("ConfigMap", "nvidia-device-plugin-config", "kube-system")
+    assert cm is not None and "replicas: 8" in cm["data"]["config.yaml"]
+    assert alloc(sim) == {
+        "broken-1": "15",
+        "broken-2": "8",
+        "broken-gb10": None,
+        "broken-k3s": None,
+    }
+    gb10, k3s = sim.plugin_outcome("broken-gb10"), sim.plugin_outcome("broken-k3s")
+    assert gb10 is not None and gb10.state == "crash"
+    assert k3s is not None and k3s.state == "running" and not k3s.capacity
+
+
+def test_demo_first_node_is_the_host_split_server() -> None:
+    sim = SimulatedCluster("demo")
+    assert next(iter(sim.inventories)) == "gpu-server-1"
+    assert alloc(sim)["gpu-server-1"] == "2"
+    assert sim.scenario.loop and sim.scenario.steps
+    outcome = sim.plugin_outcome("gpu-ws-5")
+    assert outcome is not None and outcome.state == "crash"
+
+
+def test_empty_has_only_the_system_namespaces() -> None:
+    sim = SimulatedCluster("empty")
+    for resource in RESOURCES:
+        objects = sim.store.objects(resource)
+        if resource.kind == "Namespace":
+            assert {o["metadata"]["name"] for o in objects} == {
+                "default",
+                "kube-system",
+                "kube-public",
+                "kube-node-lease",
+            }
+        else:
+            assert objects == []
+
+
+def test_scenario_by_path(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("nodes:\n  - name: n1\n    gpu_count: 2\n")
+    sim = SimulatedCluster(path)
+    assert [g.uuid for g in sim.inventories["n1"].gpus] == [
+        g.uuid for g in read_scenario(path).inventories[0].gpus
+    ]
+    assert alloc(sim) == {"n1": None}  # no plugin DaemonSet: nothing advertised
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("nodes: [{gpu_count: 1}]", "name"),
+        ("objects: [{kind: Pod}]", "kind and metadata"),
+        ("objects: [{kind: Secret, metadata: {name: s}}]", "unsupported kind"),
+        ("workload: {steps: [{after_s: 1}]}", "exactly one"),
+        ("objects: [{kind: ConfigMap, metadata: {name: BAD}}]", "invalid"),
+        ("[1, 2", "invalid YAML"),
+    ],
+)
+def test_bad_scenario_is_a_config_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        SimulatedCluster(path)
+
+
+def test_unknown_scenario_name_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="unknown scenario"):
+        SimulatedCluster("no-such-scenario")
+
+
+def test_simulate_command_bad_scenario_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser()
+    main.add_arguments(parser)
+    assert main.run(parser.parse_args(["--scenario", "nope", "--port", "0"])) == 2
+    assert "unknown scenario" in capsys.readouterr().err
