@@ -20,6 +20,7 @@ from typing import Any
 
 from app.simulator.inventory import NodeInventory
 from app.simulator.plugin import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome, advertised
+from app.simulator.podstatus import pod_ready, pod_status, requested
 from app.simulator.registry import Registry, random_suffix, timestamp
 from app.simulator.resources import CONFIGMAP, DAEMONSET, EVENT, NODE, POD
 from app.simulator.selectors import match_label_map
@@ -250,7 +251,7 @@ class PluginController:
         if ds is None:
             return
         pods = self._plugin_pods()
-        ready = sum(1 for p in pods if _pod_ready(p))
+        ready = sum(1 for p in pods if pod_ready(p))
         desired = len(pods)
         status = {
             "currentNumberScheduled": desired,
@@ -316,7 +317,7 @@ class PluginController:
             outcome is not None
             and outcome.fail_requests_greater_than_one
             and any(
-                _requested(c, resource) > 1
+                requested(c, resource) > 1
                 for c in pod["spec"].get("containers") or []
                 for resource in outcome.capacity
             )
@@ -338,101 +339,3 @@ class PluginController:
                 all_containers=True,
             )
         self.registry.put(POD, new)
-
-
-def _requested(container: Mapping[str, Any], resource: str) -> int:
-    resources = container.get("resources") or {}
-    value = (resources.get("limits") or {}).get(resource) or (resources.get("requests") or {}).get(
-        resource
-    )
-    try:
-        return int(value or 0)
-    except ValueError:
-        return 0
-
-
-def _pod_ready(pod: JsonObject) -> bool:
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in pod.get("status", {}).get("conditions") or []
-    )
-
-
-def pod_status(
-    spec: Mapping[str, Any],
-    outcome: PluginOutcome,
-    *,
-    now: str,
-    node_ip: str,
-    all_containers: bool = False,
-) -> JsonObject:
-    """A pod status as the kubelet writes it for a running, crash-looping or stuck pod."""
-    from app.simulator.plugin import plugin_container
-
-    plugin = plugin_container(spec)
-    statuses = []
-    for container in spec.get("containers") or []:
-        is_plugin = all_containers or container is plugin or container == plugin
-        state: dict[str, Any]
-        entry: dict[str, Any] = {
-            "name": container.get("name"),
-            "image": container.get("image"),
-            "imageID": f"{container.get('image')}@sha256:{'0' * 64}",
-            "restartCount": 0,
-        }
-        if outcome.state == "running" or not is_plugin:
-            ready = outcome.state == "running" or not is_plugin
-            state = {"running": {"startedAt": now}}
-            entry.update(ready=ready, started=True, state=state)
-            entry["containerID"] = f"containerd://{random_suffix(12)}"
-        elif outcome.state == "crash":
-            entry.update(
-                ready=False,
-                started=False,
-                restartCount=4,
-                state={
-                    "waiting": {
-                        "reason": "CrashLoopBackOff",
-                        "message": "back-off 1m20s restarting failed container="
-                        f"{container.get('name')}",
-                    }
-                },
-                lastState={
-                    "terminated": {
-                        "exitCode": 1,
-                        "reason": "Error",
-                        "message": outcome.message,
-                        "startedAt": now,
-                        "finishedAt": now,
-                    }
-                },
-            )
-            entry["containerID"] = f"containerd://{random_suffix(12)}"
-        else:
-            entry.update(
-                ready=False, started=False, state={"waiting": {"reason": "ContainerCreating"}}
-            )
-        statuses.append(entry)
-    ready = all(s["ready"] for s in statuses)
-    pending = outcome.state == "pending" and not all_containers
-
-    def condition(kind: str, value: bool) -> dict[str, Any]:
-        return {"type": kind, "status": "True" if value else "False", "lastTransitionTime": now}
-
-    status: JsonObject = {
-        "phase": "Pending" if pending else "Running",
-        "conditions": [
-            condition("PodReadyToStartContainers", not pending),
-            condition("Initialized", True),
-            condition("Ready", ready),
-            condition("ContainersReady", ready),
-            condition("PodScheduled", True),
-        ],
-        "hostIP": node_ip,
-        "hostIPs": [{"ip": node_ip}],
-        "podIP": f"10.42.{int(node_ip.rsplit('.', 1)[1])}.{2 + len(now) % 200}",
-        "startTime": now,
-        "containerStatuses": statuses,
-        "qosClass": "BestEffort",
-    }
-    return status

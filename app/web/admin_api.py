@@ -7,6 +7,7 @@ disagree on what a change does or how it is refused.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -148,7 +149,7 @@ def get_writer(runtime: Runtime) -> PluginWriter:
 
 
 @contextmanager
-def writer_for(runtime: Runtime, principal: Principal) -> Any:
+def writer_for(runtime: Runtime, principal: Principal) -> Iterator[PluginWriter]:
     """The writer acting as the principal (impersonation for proxy users)."""
     writer = get_writer(runtime)
     user = principal.user if principal.impersonate else None

@@ -342,6 +342,8 @@ def rollout(
     since: Annotated[str | None, Query(max_length=64)] = None,
     warnings: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
+    if not runtime.settings.public_reads and _principal(request) is None:
+        return _render(request, runtime, "admin/login.html", title="Admin login", error=None)
     context = _rollout_context(runtime, generation, since)
     return _render(
         request,
@@ -362,6 +364,8 @@ def rollout_fragment(
     generation: Annotated[int, Query(ge=0)] = 0,
     since: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
+    if not runtime.settings.public_reads and _principal(request) is None:
+        return HTMLResponse("Log in first.", status_code=401, media_type=HTML)
     context = _rollout_context(runtime, generation, since)
     html = runtime.templates.get_template("admin/_rollout.html").render(context)
     response = HTMLResponse(html, media_type=HTML)

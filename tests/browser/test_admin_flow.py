@@ -66,7 +66,7 @@ def test_admin_flow_switch_preview_apply_rollout_and_rollback(
     expect(tab.get_by_test_id(f"rollout-{NODE}").get_by_test_id("advertised")).to_contain_text("8")
 
     tab.get_by_test_id("back-to-form").click()
-    expect(tab.get_by_test_id("current-mode")).to_have_text("time-slicing ×4")
+    expect(tab.get_by_test_id("current-mode")).to_have_text("time-slicing \u00d74")
     expect(tab.get_by_test_id("previous-config")).to_contain_text("basic")
     tab.get_by_test_id("rollback-button").click()
     expect(tab.get_by_test_id("rollout-done")).to_be_visible()

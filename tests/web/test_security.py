@@ -1,0 +1,83 @@
+"""Security properties every response and every write route must have."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.testclient import TestClient
+
+from app.web.app import create_app
+from tests.conftest import stack_settings
+from tests.domain.worlds import world
+from tests.web.fakes import FakeSource
+
+# Writes that authenticate by other means than an admin session or admin token.
+OWN_AUTH_WRITES = {("POST", "/api/v1/agent/reports"), ("POST", "/login")}
+
+
+def built_app() -> FastAPI:
+    state = world()
+    source = FakeSource(
+        nodes=list(state.nodes),
+        pods=list(state.pods),
+        daemonsets=[state.daemonset] if state.daemonset else [],
+    )
+    app = create_app(stack_settings(), source=source)
+    app.state.runtime.snapshots.rebuild()
+    return app
+
+
+@pytest.fixture
+def client() -> Iterator[TestClient]:
+    with TestClient(built_app()) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/findings", "/api/v1/summary", "/healthz", "/metrics", "/static/css/app.css"]
+)
+def test_every_response_carries_security_headers(client: TestClient, path: str) -> None:
+    response = client.get(path)
+    assert response.status_code == 200
+    csp = response.headers["content-security-policy"]
+    assert "default-src 'self'" in csp
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert "frame-ancestors 'none'" in csp
+    assert response.headers["x-content-type-options"] == "nosniff"
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["referrer-policy"] == "same-origin"
+
+
+def test_api_docs_are_served_from_local_assets(client: TestClient) -> None:
+    page = client.get("/docs").text
+    assert "/static/vendor/swagger-ui-5.35.0/swagger-ui-bundle.js" in page
+    assert "cdn" not in page.lower()
+    assert client.get("/static/vendor/swagger-ui-5.35.0/swagger-ui-bundle.js").status_code == 200
+
+
+def write_routes(app: FastAPI) -> list[tuple[str, str]]:
+    routes = []
+    for route in app.routes:
+        if isinstance(route, APIRoute):
+            for method in sorted(route.methods - {"GET", "HEAD", "OPTIONS"}):
+                if (method, route.path) not in OWN_AUTH_WRITES:
+                    routes.append((method, route.path))
+    return routes
+
+
+def test_every_write_route_refuses_unauthenticated_requests() -> None:
+    app = built_app()
+    with TestClient(app) as anonymous:
+        for method, path in write_routes(app):
+            url = path.replace("{", "").replace("}", "")
+            response = anonymous.request(method, url, json={"mode": "basic"})
+            assert response.status_code in (401, 403), (method, path, response.status_code)
+            forged = anonymous.request(
+                method, url, json={"mode": "basic"},
+                headers={"Authorization": "Bearer not-the-token", "X-Forwarded-User": "admin",
+                         "X-Forwarded-Groups": "system:masters"},
+            )
+            assert forged.status_code in (401, 403), (method, path, forged.status_code)
