@@ -23,16 +23,15 @@ def build_parser() -> argparse.ArgumentParser:
     for name, (module_name, help_text) in COMMANDS.items():
         command = sub.add_parser(name, help=help_text, description=help_text)
         command.set_defaults(module=module_name)
-        add_arguments: Callable[[argparse.ArgumentParser], None] = getattr(
-            import_module(module_name), "add_arguments"
-        )
+        module = import_module(module_name)
+        add_arguments: Callable[[argparse.ArgumentParser], None] = module.add_arguments
         add_arguments(command)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    run: Callable[[argparse.Namespace], int] = getattr(import_module(args.module), "run")
+    run: Callable[[argparse.Namespace], int] = import_module(args.module).run
     return run(args)
 
 

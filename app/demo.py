@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"
     simulator.configure_agents(
-        report_to=f"http://127.0.0.1:{args.port}", token=agent_token, interval_s=args.report_interval
+        report_to=f"http://127.0.0.1:{args.port}",
+        token=agent_token,
+        interval_s=args.report_interval,
     )
     print(f"GPU Slots demo: {dashboard_url}  (scenario {args.scenario!r})", flush=True)
     print(f"Simulated Kubernetes API: {simulator_url}  (kubectl --server={simulator_url} ...)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +27,7 @@ class Settings(BaseSettings):
     admin_token: str | None = Field(default=None, repr=False)
     admin_token_file: Path | None = None
     session_secret: str | None = Field(default=None, repr=False)
+    session_max_age_s: int = Field(default=28_800, ge=300)
 
     public_reads: bool = True
     agent_stale_after_s: float = Field(default=90.0, gt=0)
@@ -42,12 +44,24 @@ class Settings(BaseSettings):
     admin_group: str | None = None
 
     @field_validator(
-        "kubernetes_device_plugin_name", "kubernetes_device_plugin_namespace", "plugin_configmap_name"
+        "kubernetes_device_plugin_name",
+        "kubernetes_device_plugin_namespace",
+        "plugin_configmap_name",
     )
     @classmethod
     def _dns_name(cls, value: str) -> str:
         if not value or len(value) > 253 or value != value.lower() or " " in value:
             raise ValueError("must be a lower-case Kubernetes object name")
+        return value
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{entry!r} is not an IP address or CIDR") from exc
         return value
 
     @field_validator("serving_gpu_resource")

@@ -33,7 +33,9 @@ class Stack:
         body: dict[str, object] = response.json()
         return body
 
-    def wait(self, probe: Callable[[], object], *, timeout_s: float = 10.0, what: str = "") -> object:
+    def wait(
+        self, probe: Callable[[], object], *, timeout_s: float = 10.0, what: str = ""
+    ) -> object:
         return wait_for(probe, timeout_s=timeout_s, what=what)
 
 
@@ -75,7 +77,9 @@ def make_stack() -> Iterator[Callable[..., Stack]]:
         client = httpx.Client(base_url=url, timeout=10)
         started.append((simulator, server, client))
         if agents:
-            simulator.configure_agents(report_to=url, token=AGENT_TOKEN, interval_s=report_interval_s)
+            simulator.configure_agents(
+                report_to=url, token=AGENT_TOKEN, interval_s=report_interval_s
+            )
         stack = Stack(simulator=simulator, app=app, dashboard_url=url, client=client)
         wait_for(lambda: client.get("/readyz").status_code == 200, what="dashboard ready")
         return stack

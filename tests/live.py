@@ -14,7 +14,11 @@ T = TypeVar("T")
 
 
 def wait_for(
-    probe: Callable[[], T | None], *, timeout_s: float = 10.0, interval_s: float = 0.02, what: str = ""
+    probe: Callable[[], T | None],
+    *,
+    timeout_s: float = 10.0,
+    interval_s: float = 0.02,
+    what: str = "",
 ) -> T:
     """Poll `probe` until it returns something truthy, or fail after `timeout_s`."""
     deadline = time.monotonic() + timeout_s

@@ -72,7 +72,9 @@ class Reflector:
         self.last_error: str | None = None
         self.relists = 0
         self._watch: watch.Watch | None = None
-        self._thread = threading.Thread(target=self._run, name=f"reflector-{target.name}", daemon=True)
+        self._thread = threading.Thread(
+            target=self._run, name=f"reflector-{target.name}", daemon=True
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -105,7 +107,7 @@ class Reflector:
                     log.info("watch expired, re-listing", extra={"collection": self.target.name})
                     continue
                 self._mark_failing(exc)
-            except Exception as exc:  # noqa: BLE001 - any failure means: retry later
+            except Exception as exc:
                 if self._stop.is_set():
                     return
                 self._mark_failing(exc)
@@ -243,7 +245,7 @@ class ClusterCache:
         while not self._stop.wait(self._probe_interval_s):
             try:
                 self._version_api.get_code(_request_timeout=5)
-            except Exception as exc:  # noqa: BLE001 - any failure means: unreachable
+            except Exception as exc:
                 if self._probe_failing_since is None:
                     self._probe_failing_since = datetime.now(UTC)
                     self._probe_error = str(translate(exc, action="probing the API server"))

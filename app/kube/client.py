@@ -75,7 +75,9 @@ def translate(exc: Exception, *, action: str) -> ClusterError:
             return ClusterUnavailableError(text, status=status, reason=str(exc.reason))
         return ClusterError(text, status=status, reason=str(exc.reason))
     if isinstance(exc, (urllib3.exceptions.HTTPError, OSError)):
-        return ClusterUnavailableError(f"{action}: API server unreachable ({exc.__class__.__name__})")
+        return ClusterUnavailableError(
+            f"{action}: API server unreachable ({exc.__class__.__name__})"
+        )
     return ClusterError(f"{action}: {exc}")
 
 

@@ -41,6 +41,7 @@ from app.kube.writer import ApplyFailed, ApplyResult, DryRunResult, PluginWriter
 from app.web.auth import Principal, client_address, require_admin_api, require_reader
 from app.web.deps import RuntimeDep
 from app.web.runtime import Runtime
+from app.web.schemas import ProblemOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
 log = logging.getLogger(__name__)
@@ -278,7 +279,24 @@ def _rv(obj: Manifest | None) -> str | None:
 # routes ----------------------------------------------------------------------------------
 
 
-@router.get("/config")
+def _problem(description: str) -> dict[str, Any]:
+    return {"model": ProblemOut, "description": description}
+
+
+WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: _problem("The body is not JSON"),
+    401: _problem("No or wrong credentials"),
+    403: _problem("Not an admin, missing CSRF token, or RBAC refused"),
+    404: _problem("DaemonSet (or the previous config) not found"),
+    409: _problem("Changed since the preview, or the DaemonSet cannot be edited"),
+    422: _problem("Values out of range"),
+    429: _problem("Too many failed authentications from this address"),
+    502: _problem("A write failed; the detail says which state the cluster is in"),
+    503: _problem("API server unreachable, or writes not enabled"),
+}
+
+
+@router.get("/config", responses={401: _problem("Reads need a login"), 429: WRITE_ERRORS[429]})
 def get_config(
     runtime: RuntimeDep, _: Annotated[Principal | None, Depends(require_reader)]
 ) -> dict[str, Any]:
@@ -288,13 +306,7 @@ def get_config(
 
 @router.put(
     "/config",
-    responses={
-        401: {"description": "No credentials"},
-        403: {"description": "Not an admin, missing CSRF token, or RBAC refused"},
-        404: {"description": "DaemonSet not found"},
-        409: {"description": "Changed since the preview, or the DaemonSet cannot be edited"},
-        422: {"description": "Values out of range"},
-    },
+    responses=WRITE_ERRORS,
 )
 def put_config(
     body: PluginConfigIn,
@@ -312,7 +324,7 @@ def put_config(
     return _change(request, runtime, principal, change, dry_run=dry_run, expected=expected)
 
 
-@router.post("/config/rollback")
+@router.post("/config/rollback", responses=WRITE_ERRORS)
 def post_rollback(
     request: Request,
     runtime: RuntimeDep,

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 
 from app.domain.report import AgentReport
 from app.web.deps import RuntimeDep
+from app.web.problems import describe_errors
 from app.web.reports import Outcome
 from app.web.schemas import ProblemOut, ReportAcceptedOut
 
@@ -28,15 +29,6 @@ def bearer_matches(authorization: str | None, expected: str | None) -> bool:
     return hmac.compare_digest(token.strip().encode(), expected.encode())
 
 
-def _problem_text(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors()[:5]:
-        where = ".".join(str(part) for part in error["loc"]) or "body"
-        parts.append(f"{where}: {error['msg']}")
-    more = f" (and {exc.error_count() - 5} more)" if exc.error_count() > 5 else ""
-    return "Invalid report: " + "; ".join(parts) + more
-
-
 @router.post(
     "/reports",
     status_code=status.HTTP_202_ACCEPTED,
@@ -44,7 +36,9 @@ def _problem_text(exc: ValidationError) -> str:
     openapi_extra={
         "requestBody": {
             "required": True,
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/AgentReport"}}},
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/AgentReport"}}
+            },
         }
     },
     responses={
@@ -81,7 +75,9 @@ async def post_report(
     try:
         report = AgentReport.model_validate_json(bytes(body))
     except ValidationError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, _problem_text(exc)) from exc
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors("Invalid report", exc.errors())
+        ) from exc
     outcome = runtime.reports.accept(report, received_at=runtime.clock())
     if outcome is Outcome.OUT_OF_ORDER:
         raise HTTPException(

@@ -53,9 +53,11 @@ async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     """Every node with its figures, GPUs and findings."""
     body = runtime.snapshots.memo(
         "nodes",
-        lambda s: NodesOut(generated_at=s.generated_at, stale=s.stale, nodes=s.nodes)
-        .model_dump_json()
-        .encode(),
+        lambda s: (
+            NodesOut(generated_at=s.generated_at, stale=s.stale, nodes=s.nodes)
+            .model_dump_json()
+            .encode()
+        ),
     )
     return Response(body, media_type=JSON)
 

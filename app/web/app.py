@@ -15,9 +15,11 @@ import app as package
 from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.settings import Settings
-from app.web import agent_api, api, ops, pages
+from app.web import admin_api, admin_pages, agent_api, api, ops, pages
+from app.web.problems import add_problem_handlers
 from app.web.reports import ReportStore
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
+from app.web.schemas import ProblemOut
 from app.web.snapshots import Clock, SnapshotService
 
 SWAGGER = "/static/vendor/swagger-ui-5.35.0"
@@ -94,6 +96,9 @@ def create_app(
     app.include_router(api.router)
     app.include_router(agent_api.router)
     app.include_router(pages.router)
+    app.include_router(admin_api.router)
+    app.include_router(admin_pages.router)
+    add_problem_handlers(app)
     _add_docs(app)
     _add_security_headers(app)
     _add_report_schema(app)
@@ -129,7 +134,7 @@ def _add_security_headers(app: FastAPI) -> None:
 
 
 def _add_report_schema(app: FastAPI) -> None:
-    """Publish AgentReport in the OpenAPI document (the endpoint reads the raw body)."""
+    """Publish AgentReport (the endpoint reads the raw body) and our 422 body shape."""
     default_openapi = app.openapi
 
     def openapi() -> dict[str, object]:
@@ -143,6 +148,15 @@ def _add_report_schema(app: FastAPI) -> None:
         for name, definition in report_schema.pop("$defs", {}).items():
             components[name] = definition
         components["AgentReport"] = report_schema
+        components.setdefault("ProblemOut", ProblemOut.model_json_schema())
+        problem = {"application/json": {"schema": {"$ref": "#/components/schemas/ProblemOut"}}}
+        for path in schema.get("paths", {}).values():
+            for operation in path.values():
+                invalid = operation.get("responses", {}).get("422")
+                if invalid is not None:
+                    invalid["content"] = problem
+        for unused in ("HTTPValidationError", "ValidationError"):
+            components.pop(unused, None)
         app.openapi_schema = schema
         return schema
 

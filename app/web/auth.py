@@ -34,7 +34,6 @@ log = logging.getLogger(__name__)
 SESSION_COOKIE = "gpu_slots_session"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
-SESSION_MAX_AGE_S = 8 * 3600
 LOGIN_FAILURES_ALLOWED = 5
 LOGIN_WINDOW_S = 60.0
 TOKEN_USER = "admin"
@@ -135,7 +134,7 @@ class AuthState:
         self.settings = settings
         self._sessions = URLSafeTimedSerializer(secret, salt="gpu-slots.session")
         self._proxy_csrf = URLSafeTimedSerializer(secret, salt="gpu-slots.proxy-csrf")
-        self.max_age_s = int(getattr(settings, "session_max_age_s", SESSION_MAX_AGE_S))
+        self.max_age_s = settings.session_max_age_s
         self.limiter = LoginLimiter(clock=clock)
         self._revoked: set[str] = set()
         self._proxies = [ipaddress.ip_network(c, strict=False) for c in settings.trusted_proxies]

@@ -33,8 +33,12 @@ def render_metrics(snapshot: Snapshot) -> str:
         for finding in node.findings:
             counts[finding.severity.value] = counts.get(finding.severity.value, 0) + 1
         for severity, count in sorted(counts.items()):
-            lines.append(_sample("gpu_slots_findings", {"node": node.name, "severity": severity}, count))
-    lines += _header("gpu_slots_cluster_findings", "Open findings in the cluster by severity", "gauge")
+            lines.append(
+                _sample("gpu_slots_findings", {"node": node.name, "severity": severity}, count)
+            )
+    lines += _header(
+        "gpu_slots_cluster_findings", "Open findings in the cluster by severity", "gauge"
+    )
     for severity, count in snapshot.severity_counts().items():
         lines.append(_sample("gpu_slots_cluster_findings", {"severity": severity}, count))
     lines += _header("gpu_slots_stale", "1 while the API server cannot be reached", "gauge")

@@ -51,6 +51,8 @@ def build_app(
     """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
     from app.kube.cache import ClusterCache
     from app.kube.client import make_api_client
+    from app.kube.writer import PluginWriter
+    from app.web.admin_api import WRITER_KEY
     from app.web.app import create_app
 
     api_client = make_api_client(host=kube_server)
@@ -63,4 +65,11 @@ def build_app(
         retry_delay_s=retry_delay_s,
         probe_interval_s=probe_interval_s,
     )
-    return create_app(settings, source=cache, refresh_interval_s=refresh_interval_s)
+    app = create_app(settings, source=cache, refresh_interval_s=refresh_interval_s)
+    app.state.runtime.extras[WRITER_KEY] = PluginWriter(
+        api_client,
+        namespace=settings.kubernetes_device_plugin_namespace,
+        daemonset_name=settings.kubernetes_device_plugin_name,
+        configmap_name=settings.plugin_configmap_name,
+    )
+    return app

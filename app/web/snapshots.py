@@ -1,4 +1,4 @@
-"""Keeps the current snapshot: recomputed off the request path whenever the cluster or a report changes.
+"""The current snapshot, recomputed off the request path when the cluster or a report changes.
 
 Requests only read `current()`; the engine runs in one background thread, at most once per
 `min_interval_s`, and again every `refresh_interval_s` so agent ages stay true. Rendered
@@ -122,7 +122,8 @@ class SnapshotService:
         state = ClusterState(
             daemonset=daemonsets[0] if daemonsets else None,
             configmaps={
-                cm.get("metadata", {}).get("name", ""): cm for cm in self._source.items("configmaps")
+                cm.get("metadata", {}).get("name", ""): cm
+                for cm in self._source.items("configmaps")
             },
             nodes=self._source.items("nodes"),
             pods=self._source.items("pods"),
@@ -147,7 +148,7 @@ class SnapshotService:
                 try:
                     self.rebuild()
                     self.last_error = None
-                except Exception as exc:  # noqa: BLE001 - keep serving the last snapshot
+                except Exception as exc:
                     self.last_error = repr(exc)
                     log.exception("snapshot computation failed; serving the previous one")
             seen = generation

@@ -27,7 +27,9 @@ def write_proc(root: Path, pid: int, *, cgroup: str, cmdline: str, uid: int) -> 
     folder.mkdir(parents=True)
     (folder / "cgroup").write_text(cgroup + "\n")
     (folder / "cmdline").write_bytes(cmdline.replace(" ", "\0").encode() + b"\0")
-    (folder / "status").write_text(f"Name:\tpython\nPid:\t{pid}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n")
+    (folder / "status").write_text(
+        f"Name:\tpython\nPid:\t{pid}\nUid:\t{uid}\t{uid}\t{uid}\t{uid}\n"
+    )
 
 
 def run_once(stack: Stack, tmp_path: Path, nvml: FakeNvml) -> tuple[int, str]:
@@ -36,8 +38,17 @@ def run_once(stack: Stack, tmp_path: Path, nvml: FakeNvml) -> tuple[int, str]:
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(
-        ["--dashboard", stack.dashboard_url, "--token-file", str(token), "--node", NODE,
-         "--once", "--proc-root", str(tmp_path / "proc")]
+        [
+            "--dashboard",
+            stack.dashboard_url,
+            "--token-file",
+            str(token),
+            "--node",
+            NODE,
+            "--once",
+            "--proc-root",
+            str(tmp_path / "proc"),
+        ]
     )
     log = io.StringIO()
     return run_agent(args, stream=log, nvml=nvml), log.getvalue()
@@ -50,13 +61,23 @@ def test_agent_once_report_shows_host_and_pod_process_apart_on_node_api(
     pod = stack.simulator.get("Pod", "notebook-0", namespace="ml")
     assert pod is not None
     pod_uid = pod["metadata"]["uid"]
-    write_proc(tmp_path / "proc", HOST_PID, cgroup="0::/user.slice/user-0.slice/session-3.scope",
-               cmdline="python train.py --epochs 90", uid=0)
     write_proc(
-        tmp_path / "proc", POD_PID, uid=1000, cmdline="python -m jupyterlab",
+        tmp_path / "proc",
+        HOST_PID,
+        cgroup="0::/user.slice/user-0.slice/session-3.scope",
+        cmdline="python train.py --epochs 90",
+        uid=0,
+    )
+    write_proc(
+        tmp_path / "proc",
+        POD_PID,
+        uid=1000,
+        cmdline="python -m jupyterlab",
         cgroup="0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
         + pod_uid.replace("-", "_")
-        + ".slice/cri-containerd-" + "ab" * 32 + ".scope",
+        + ".slice/cri-containerd-"
+        + "ab" * 32
+        + ".scope",
     )
     inventory = stack.simulator.inventories[NODE]
     uuids = [gpu.uuid for gpu in inventory.gpus]
@@ -98,8 +119,17 @@ def test_agent_once_wrong_token_is_refused_by_dashboard_and_exits_nonzero(
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(
-        ["--dashboard", stack.dashboard_url, "--token-file", str(token), "--node", NODE, "--once",
-         "--proc-root", str(tmp_path / "proc")]
+        [
+            "--dashboard",
+            stack.dashboard_url,
+            "--token-file",
+            str(token),
+            "--node",
+            NODE,
+            "--once",
+            "--proc-root",
+            str(tmp_path / "proc"),
+        ]
     )
     log = io.StringIO()
     assert run_agent(args, stream=log, nvml=FakeNvml([FakeGpu(uuid="GPU-x")])) != 0

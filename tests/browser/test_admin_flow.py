@@ -13,7 +13,7 @@ import pytest
 
 from tests.browser.chromium import CHROMIUM, MISSING, launch
 from tests.conftest import ADMIN_TOKEN, Stack
-from tests.web.test_admin_api import gpu_slots_events, install_admin
+from tests.web.test_admin_api import gpu_slots_events
 
 pytestmark = [
     pytest.mark.browser,
@@ -29,7 +29,7 @@ DEADLINE_MS = 10_000
 
 @pytest.fixture
 def page(make_stack: Callable[..., Stack]) -> Iterator[tuple[Any, Stack, list[str]]]:
-    stack = install_admin(make_stack("host-split"))
+    stack = make_stack("host-split")
     with sync_api.sync_playwright() as playwright:
         browser = launch(playwright)
         context = browser.new_context(locale="en-US")

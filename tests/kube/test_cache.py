@@ -42,8 +42,10 @@ def cache(simulator: SimulatedCluster) -> Iterator[ClusterCache]:
 def configmap(name: str, replicas: int) -> client.V1ConfigMap:
     return client.V1ConfigMap(
         metadata=client.V1ObjectMeta(name=name, namespace="kube-system"),
-        data={"config.yaml": f"version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
-              f"    - name: nvidia.com/gpu\n      replicas: {replicas}\n"},
+        data={
+            "config.yaml": f"version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+            f"    - name: nvidia.com/gpu\n      replicas: {replicas}\n"
+        },
     )
 
 
@@ -87,8 +89,10 @@ def test_cache_dropped_stream_rewatches_and_sees_later_changes(
     for round_ in range(3):
         simulator.drop_watches()
         simulator.create_pod(
-            {"metadata": {"name": f"p{round_}", "namespace": "default"},
-             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+            {
+                "metadata": {"name": f"p{round_}", "namespace": "default"},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+            }
         )
         wait_for(lambda r=round_: f"p{r}" in cached_names(cache, "pods"), what=f"pod p{round_}")
 

@@ -7,12 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
-from fastapi import FastAPI
 from kubernetes import client
 
 from app.kube.client import make_api_client
-from app.kube.writer import PluginWriter
-from app.web import admin_api, admin_pages
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.live import wait_for
 
@@ -28,29 +25,10 @@ TO_TS4 = {
 }
 
 
-def install_admin(stack: Stack) -> Stack:
-    """Mount the admin routers and the writer (until app.web.app does it)."""
-    app: FastAPI = stack.app
-    paths = {getattr(route, "path", None) for route in app.routes}
-    if "/api/v1/plugin/config" not in paths:
-        app.include_router(admin_api.router)
-        app.include_router(admin_pages.router)
-    runtime = app.state.runtime
-    if admin_api.WRITER_KEY not in runtime.extras:
-        settings = runtime.settings
-        runtime.extras[admin_api.WRITER_KEY] = PluginWriter(
-            make_api_client(host=stack.simulator.url),
-            namespace=settings.kubernetes_device_plugin_namespace,
-            daemonset_name=settings.kubernetes_device_plugin_name,
-            configmap_name=settings.plugin_configmap_name,
-        )
-    return stack
-
-
 @pytest.fixture
 def admin(make_stack: Callable[..., Stack]) -> Stack:
     """host-split with the admin API, once the node's 2 slots are in the snapshot."""
-    stack = install_admin(make_stack("host-split"))
+    stack = make_stack("host-split")
     wait_for(lambda: node_slots(stack) == (2, "nvidia.com/gpu"), what="2 slots in the snapshot")
     return stack
 

@@ -17,7 +17,9 @@ URL = "/api/v1/agent/reports"
 AUTH = {"Authorization": f"Bearer {AGENT_TOKEN}"}
 
 
-def report(*, node: str = "gpu-1", at: str = "2026-12-02T10:00:00Z", used: int = 100) -> dict[str, Any]:
+def report(
+    *, node: str = "gpu-1", at: str = "2026-12-02T10:00:00Z", used: int = 100
+) -> dict[str, Any]:
     return {
         "schema": 1,
         "node": node,
@@ -62,7 +64,12 @@ def test_post_report_valid_token_is_stored(client: TestClient) -> None:
 
 @pytest.mark.parametrize(
     "headers",
-    [{}, {"Authorization": "Bearer wrong"}, {"Authorization": AGENT_TOKEN}, {"Authorization": "Basic x"}],
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": AGENT_TOKEN},
+        {"Authorization": "Basic x"},
+    ],
 )
 def test_post_report_without_valid_token_is_401_and_nothing_stored(
     client: TestClient, headers: dict[str, str]
@@ -80,9 +87,13 @@ def test_post_report_malformed_keeps_last_good(client: TestClient) -> None:
     response = client.post(URL, json=bad, headers=AUTH)
     assert response.status_code == 422
     assert "gpus.0.memory_used_mib" in response.json()["detail"]
-    not_json = client.post(URL, content=b"{not json", headers={**AUTH, "Content-Type": "application/json"})
+    not_json = client.post(
+        URL, content=b"{not json", headers={**AUTH, "Content-Type": "application/json"}
+    )
     assert not_json.status_code == 422
-    wrong_schema = client.post(URL, json={**report(at="2026-12-02T10:02:00Z"), "schema": 2}, headers=AUTH)
+    wrong_schema = client.post(
+        URL, json={**report(at="2026-12-02T10:02:00Z"), "schema": 2}, headers=AUTH
+    )
     assert wrong_schema.status_code == 422
     assert stored_used(client) == 100
 

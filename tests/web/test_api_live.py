@@ -60,8 +60,13 @@ def test_host_process_on_advertised_gpu_raises_finding_with_process_evidence(
     def finding() -> dict[str, Any] | None:
         findings = host_split.client.get("/api/v1/findings", params={"node": NODE}).json()
         return next(
-            (f for f in findings["findings"] if f["gpu_uuid"] == gpu["uuid"] and f["scope"] == "gpu"
-             and pid in f["evidence"].values()),
+            (
+                f
+                for f in findings["findings"]
+                if f["gpu_uuid"] == gpu["uuid"]
+                and f["scope"] == "gpu"
+                and pid in f["evidence"].values()
+            ),
             None,
         )
 
@@ -91,8 +96,14 @@ def test_cache_follows_live_changes_pod_created_requested_goes_up(host_split: St
 def test_api_calls_cost_the_api_server_no_request(host_split: Stack) -> None:
     simulator = host_split.simulator
     simulator.reset_request_counts()
-    for path in ("/api/v1/summary", "/api/v1/nodes", f"/api/v1/nodes/{NODE}", "/api/v1/findings",
-                 "/metrics", "/readyz"):
+    for path in (
+        "/api/v1/summary",
+        "/api/v1/nodes",
+        f"/api/v1/nodes/{NODE}",
+        "/api/v1/findings",
+        "/metrics",
+        "/readyz",
+    ):
         for _ in range(20):
             assert host_split.client.get(path).status_code == 200
     assert simulator.request_count() == 0, simulator.request_counts()
@@ -125,7 +136,9 @@ def test_node_unknown_is_404_with_message(host_split: Stack) -> None:
     assert "no-such-node" in response.json()["detail"]
 
 
-def test_findings_filter_by_severity_returns_only_that_severity(make_stack: Callable[..., Stack]) -> None:
+def test_findings_filter_by_severity_returns_only_that_severity(
+    make_stack: Callable[..., Stack],
+) -> None:
     stack = make_stack("broken")
     stack.wait(lambda: stack.summary()["findings"]["error"] > 0, what="error findings")  # type: ignore[index]
     errors = stack.client.get("/api/v1/findings", params={"severity": "error"}).json()["findings"]

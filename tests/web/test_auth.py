@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.web import admin_pages
 from app.web.auth import SESSION_COOKIE, AuthState, LoginLimiter
 from tests.conftest import ADMIN_TOKEN, Stack
-from tests.web.test_admin_api import BEARER, TO_TS4, install_admin
+from tests.web.test_admin_api import BEARER, TO_TS4
 
 CM = ("ConfigMap", "nvidia-device-plugin-config", "kube-system")
 PREVIEW_FORM = {"mode": "time-slicing", "replicas": "4"}
@@ -25,7 +25,7 @@ PREVIEW_FORM = {"mode": "time-slicing", "replicas": "4"}
 
 @pytest.fixture
 def stack(make_stack: Callable[..., Stack]) -> Stack:
-    return install_admin(make_stack("host-split", agents=False))
+    return make_stack("host-split", agents=False)
 
 
 def login(stack: Stack, token: str = ADMIN_TOKEN) -> httpx.Response:
@@ -63,7 +63,7 @@ def test_auth_reads_are_open_by_default(stack: Stack) -> None:
 
 
 def test_auth_reads_need_login_when_not_public(make_stack: Callable[..., Stack]) -> None:
-    stack = install_admin(make_stack("host-split", agents=False, public_reads=False))
+    stack = make_stack("host-split", agents=False, public_reads=False)
     assert stack.client.get("/api/v1/plugin/config").status_code == 401
     assert stack.client.get("/api/v1/plugin/config", headers=BEARER).status_code == 200
 
@@ -151,10 +151,8 @@ def test_auth_failed_logins_are_rate_limited_per_client(stack: Stack) -> None:
 def test_auth_proxy_headers_from_untrusted_address_are_ignored(
     make_stack: Callable[..., Stack],
 ) -> None:
-    stack = install_admin(
-        make_stack(
-            "host-split", agents=False, trusted_proxies=["10.0.0.0/8"], admin_group="gpu-admins"
-        )
+    stack = make_stack(
+        "host-split", agents=False, trusted_proxies=["10.0.0.0/8"], admin_group="gpu-admins"
     )
     headers = {"X-Forwarded-User": "mallory", "X-Forwarded-Groups": "gpu-admins"}
     response = stack.client.put("/api/v1/plugin/config", json=TO_TS4, headers=headers)
@@ -165,10 +163,8 @@ def test_auth_proxy_headers_from_untrusted_address_are_ignored(
 def test_auth_trusted_proxy_non_admin_is_403_admin_needs_csrf(
     make_stack: Callable[..., Stack],
 ) -> None:
-    stack = install_admin(
-        make_stack(
-            "host-split", agents=False, trusted_proxies=["127.0.0.1/32"], admin_group="gpu-admins"
-        )
+    stack = make_stack(
+        "host-split", agents=False, trusted_proxies=["127.0.0.1/32"], admin_group="gpu-admins"
     )
     viewer = {"X-Forwarded-User": "victor", "X-Forwarded-Groups": "viewers"}
     response = stack.client.put("/api/v1/plugin/config", json=TO_TS4, headers=viewer)

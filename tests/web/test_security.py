@@ -76,8 +76,13 @@ def test_every_write_route_refuses_unauthenticated_requests() -> None:
             response = anonymous.request(method, url, json={"mode": "basic"})
             assert response.status_code in (401, 403), (method, path, response.status_code)
             forged = anonymous.request(
-                method, url, json={"mode": "basic"},
-                headers={"Authorization": "Bearer not-the-token", "X-Forwarded-User": "admin",
-                         "X-Forwarded-Groups": "system:masters"},
+                method,
+                url,
+                json={"mode": "basic"},
+                headers={
+                    "Authorization": "Bearer not-the-token",
+                    "X-Forwarded-User": "admin",
+                    "X-Forwarded-Groups": "system:masters",
+                },
             )
             assert forged.status_code in (401, 403), (method, path, forged.status_code)
