@@ -118,7 +118,7 @@ class PluginWriter:
                 audit_client=self._audit_client,
             )
         finally:
-            impersonating.close()  # type: ignore[no-untyped-call]
+            impersonating.close()
 
     # reads -------------------------------------------------------------------------------
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Query, Response, status
 
@@ -13,7 +13,9 @@ from app.web.schemas import FindingsOut, NodeOut, NodesOut, PluginOut, ProblemOu
 router = APIRouter(prefix="/api/v1", tags=["read"])
 
 JSON = "application/json"
-NOT_READY = {503: {"model": ProblemOut, "description": "No snapshot yet"}}
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"model": ProblemOut, "description": "No snapshot yet"}
+}
 
 
 def summary_of(snapshot: Snapshot) -> SummaryOut:

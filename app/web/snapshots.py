@@ -26,9 +26,14 @@ T = TypeVar("T")
 
 
 class CacheHealthLike(Protocol):
-    synced: bool
-    failing_since: datetime | None
-    last_error: str | None
+    @property
+    def synced(self) -> bool: ...
+
+    @property
+    def failing_since(self) -> datetime | None: ...
+
+    @property
+    def last_error(self) -> str | None: ...
 
 
 class ClusterSource(Protocol):
