@@ -1,40 +1,21 @@
 """Agent logs: one JSON object per line on stderr, for a log collector to read.
 
-Each line has `ts`, `level`, `msg`, `node` and the call's own keys. Nothing secret is
-ever passed in: the token never leaves the sender, URLs lose any user:password part.
+Each line has `ts`, `level`, `msg`, `node` and the call's own keys (app/logs.py's format).
+Nothing secret is ever passed in: the token never leaves the sender, URLs lose any
+user:password part.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO
 from urllib.parse import urlsplit, urlunsplit
 
+from app.logs import JsonFormatter, fields
+
+__all__ = ["LOGGER_NAME", "configure_logging", "fields", "safe_url"]
+
 LOGGER_NAME = "gpu_slots.agent"
-
-
-class JsonLineFormatter(logging.Formatter):
-    """Formats a record as one JSON line; extra keys come from `extra={"fields": {...}}`."""
-
-    def __init__(self, *, node: str) -> None:
-        super().__init__()
-        self._node = node
-
-    def format(self, record: logging.LogRecord) -> str:
-        line: dict[str, Any] = {
-            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
-            "level": record.levelname.lower(),
-            "msg": record.getMessage(),
-            "node": self._node,
-        }
-        fields = getattr(record, "fields", None)
-        if isinstance(fields, dict):
-            line.update({key: value for key, value in fields.items() if key not in line})
-        if record.exc_info and record.exc_info[1] is not None:
-            line["exception"] = f"{type(record.exc_info[1]).__name__}: {record.exc_info[1]}"
-        return json.dumps(line, default=str, ensure_ascii=False)
 
 
 def configure_logging(*, node: str, stream: IO[str], level: int = logging.INFO) -> logging.Logger:
@@ -43,16 +24,11 @@ def configure_logging(*, node: str, stream: IO[str], level: int = logging.INFO) 
     for handler in list(logger.handlers):
         logger.removeHandler(handler)
     handler = logging.StreamHandler(stream)
-    handler.setFormatter(JsonLineFormatter(node=node))
+    handler.setFormatter(JsonFormatter(static={"node": node}, tracebacks=False))
     logger.addHandler(handler)
     logger.setLevel(level)
     logger.propagate = False
     return logger
-
-
-def fields(**values: Any) -> dict[str, Any]:
-    """`extra=` for a log call: `log.info("sent", extra=fields(status=202))`."""
-    return {"fields": values}
 
 
 def safe_url(url: str) -> str:
