@@ -8,7 +8,7 @@ from fastapi import APIRouter, HTTPException, Query, Response, status
 
 from app.domain.snapshot import Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
-from app.web.schemas import FindingsOut, NodeOut, NodesOut, PluginOut, ProblemOut, SummaryOut
+from app.web.schemas import FindingsOut, NodeOut, NodesOut, ProblemOut, SummaryOut
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 
@@ -24,17 +24,7 @@ def summary_of(snapshot: Snapshot) -> SummaryOut:
         mode=plugin.mode.value,
         replicas=plugin.replicas,
         resource=plugin.resource,
-        plugin=PluginOut(
-            name=plugin.name,
-            namespace=plugin.namespace,
-            found=plugin.found,
-            image=plugin.image,
-            version=plugin.version,
-            ready=plugin.ready,
-            desired=plugin.desired,
-            config_source=plugin.config_source,
-            operator_managed=plugin.operator_managed,
-        ),
+        plugin=plugin,
         totals=snapshot.totals,
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,

@@ -7,19 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.domain.snapshot import Finding, NodeState, Totals
-
-
-class PluginOut(BaseModel):
-    name: str
-    namespace: str
-    found: bool
-    image: str | None
-    version: str | None
-    ready: int
-    desired: int
-    config_source: str | None
-    operator_managed: bool
+from app.domain.snapshot import Finding, NodeState, PluginState, Totals
 
 
 class SummaryOut(BaseModel):
@@ -28,7 +16,7 @@ class SummaryOut(BaseModel):
     mode: str = Field(description="basic | time-slicing | mps | unknown")
     replicas: int
     resource: str = Field(description="Advertised resource name, e.g. nvidia.com/gpu")
-    plugin: PluginOut
+    plugin: PluginState
     totals: Totals
     findings: dict[str, int] = Field(description="Finding counts by severity")
     stale: bool = Field(description="True while the API server cannot be reached")
