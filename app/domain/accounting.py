@@ -37,7 +37,7 @@ from app.domain.gpus import (
     resolve_visibility,
 )
 from app.domain.plugin import ConfigManagerRef, PluginSpec, read_plugin_spec
-from app.domain.pods import holds_resources, is_ready, pod_key, pod_node, pod_phase, pod_slots
+from app.domain.pods import PodFacts, PodMemo, is_ready, read_pod
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import (
     Finding,
@@ -53,24 +53,37 @@ from app.domain.snapshot import (
 _MIG_STRATEGIES_COUNTING_MIG = ("single", "mixed")
 
 
-def build_snapshot(state: ClusterState, *, options: AccountingOptions, now: datetime) -> Snapshot:
-    """Compute every figure and finding of the dashboard from one consistent cluster view."""
+def build_snapshot(
+    state: ClusterState,
+    *,
+    options: AccountingOptions,
+    now: datetime,
+    memo: PodMemo | None = None,
+) -> Snapshot:
+    """Compute every figure and finding of the dashboard from one consistent cluster view.
+
+    `memo` (kept by the caller from one snapshot to the next) saves re-reading pods whose
+    resourceVersion did not change; the result is the same with or without it.
+    """
     spec = read_plugin_spec(state.daemonset) if state.daemonset is not None else None
     default_config = resolve_config(spec, state.configmaps)
     pods_by_uid: dict[str, Manifest] = {}
-    slots_by_uid: dict[str, dict[str, int]] = {}
-    pods_by_node: dict[str, list[Manifest]] = {}
+    slots_by_uid: dict[str, Mapping[str, int]] = {}
+    facts_by_uid: dict[str, PodFacts] = {}
+    pods_by_node: dict[str, list[PodFacts]] = {}
     plugin_by_node: dict[str, Manifest] = {}
     plugin_pods: list[Manifest] = []
-    for pod in state.pods:
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
+    read = memo.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
+    for pod, pod_facts_ in zip(state.pods, read, strict=True):
+        uid = pod_facts_.uid
         pods_by_uid[uid] = pod
-        slots_by_uid[uid] = pod_slots(pod)
-        node = pod_node(pod)
+        slots_by_uid[uid] = pod_facts_.slots
+        facts_by_uid[uid] = pod_facts_
+        node = pod_facts_.node
         if node is None:
             continue
-        if holds_resources(pod):
-            pods_by_node.setdefault(node, []).append(pod)
+        if pod_facts_.holds:
+            pods_by_node.setdefault(node, []).append(pod_facts_)
         if spec is not None and is_plugin_pod(
             pod, name=spec.name, namespace=spec.namespace, selector=spec.selector
         ):
@@ -103,6 +116,7 @@ def build_snapshot(state: ClusterState, *, options: AccountingOptions, now: date
         pods_by_uid=pods_by_uid,
         slots_by_uid=slots_by_uid,
         plugin_pods=plugin_pods,
+        pod_facts=facts_by_uid,
     )
     findings = list(cluster_findings(facts)) + list(pod_findings(facts))
     node_states = []
@@ -151,7 +165,7 @@ def _node_facts(
     state: ClusterState,
     options: AccountingOptions,
     now: datetime,
-    pods: list[Manifest],
+    pods: list[PodFacts],
     slots_by_uid: Mapping[str, Mapping[str, int]],
     pods_by_uid: Mapping[str, Manifest],
     plugin_pod: Manifest | None,
@@ -197,13 +211,10 @@ def _node_facts(
 
     pod_slots_list = []
     for pod in pods:
-        uid = str((pod.get("metadata") or {}).get("uid", ""))
-        count = slots_by_uid.get(uid, {}).get(resource, 0)
+        count = slots_by_uid.get(pod.uid, {}).get(resource, 0)
         if count:
             pod_slots_list.append(
-                PodSlots(
-                    pod=pod_key(pod), uid=uid, phase=pod_phase(pod), slots=count, resource=resource
-                )
+                PodSlots(pod=pod.key, uid=pod.uid, phase=pod.phase, slots=count, resource=resource)
             )
     pod_slots_list.sort(key=lambda p: p.pod)
     _fill_holders(gpus, pod_slots_list, received, resource)

@@ -11,7 +11,7 @@ from app.domain.effective_config import EffectiveConfig
 from app.domain.gpus import GpuFacts, Visibility
 from app.domain.kube_time import parse_time
 from app.domain.plugin import PluginSpec
-from app.domain.pods import is_ready, parse_count, pod_phase
+from app.domain.pods import PodFacts, is_ready, parse_count, pod_phase
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import AgentState, Mode, PluginPod, PodSlots
 
@@ -62,6 +62,7 @@ class ClusterFacts:
     pods_by_uid: Mapping[str, Manifest]
     slots_by_uid: Mapping[str, Mapping[str, int]]
     plugin_pods: Sequence[Manifest] = field(default_factory=list)
+    pod_facts: Mapping[str, PodFacts] = field(default_factory=dict)  # by uid, as pods_by_uid
 
 
 def is_k3s(node: Manifest) -> bool:

@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from app.domain.cluster import Manifest
 from app.domain.facts import ClusterFacts
 from app.domain.findings_base import finding
-from app.domain.pods import (
-    TERMINAL_PHASES,
-    pod_env_visible_devices,
-    pod_key,
-    pod_node,
-    pod_phase,
-)
+from app.domain.pods import TERMINAL_PHASES
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
 _HARMLESS_VISIBLE = ("", "void", "none")
-_ADMISSION_ERROR = "UnexpectedAdmissionError"
 
 
 def pod_findings(facts: ClusterFacts) -> list[Finding]:
@@ -23,18 +15,16 @@ def pod_findings(facts: ClusterFacts) -> list[Finding]:
     default = facts.default_config.config
     plugin_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in facts.plugin_pods}
     found: list[Finding] = []
-    for uid, pod in facts.pods_by_uid.items():
-        phase = pod_phase(pod)
-        failed_admission = (
-            phase == "Failed" and (pod.get("status") or {}).get("reason") == _ADMISSION_ERROR
-        )
+    for uid, pod in facts.pod_facts.items():
+        phase = pod.phase
+        failed_admission = pod.failed_admission
         if phase in TERMINAL_PHASES and not failed_admission:
             continue
-        node_name = pod_node(pod)
+        node_name = pod.node
         node = nodes.get(node_name) if node_name else None
-        key = pod_key(pod)
-        if not failed_admission and uid not in plugin_uids and not _daemon(pod):
-            value = pod_env_visible_devices(pod)
+        key = pod.key
+        if not failed_admission and uid not in plugin_uids and not pod.daemon:
+            value = pod.visible_devices
             if value is not None and value.strip().lower() not in _HARMLESS_VISIBLE:
                 found.append(_sets_visible(key, node_name, value))
         config = node.config.config if node is not None else default
@@ -54,12 +44,6 @@ def pod_findings(facts: ClusterFacts) -> list[Finding]:
                 )
             )
     return found
-
-
-def _daemon(pod: Manifest) -> bool:
-    """Node agents (DaemonSet pods: GFD, DCGM exporter, our agent) see all GPUs on purpose."""
-    owners = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return any(owner.get("kind") == "DaemonSet" for owner in owners)
 
 
 def _sets_visible(key: str, node: str | None, value: str) -> Finding:

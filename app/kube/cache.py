@@ -9,6 +9,7 @@ reports since when it has been failing, so the dashboard can serve it marked sta
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import threading
@@ -24,6 +25,10 @@ from app.domain.cluster import Manifest
 from app.kube.client import translate
 
 log = logging.getLogger(__name__)
+
+# Lists at least this long are frozen out of the cyclic garbage collector (see settle()).
+FREEZE_MIN_ITEMS = 1_000
+_GC_LOCK = threading.Lock()
 
 ListFunc = Callable[..., Any]
 
@@ -130,6 +135,9 @@ class Reflector:
         with self._lock:
             self._items = items
             self._resource_version = body.get("metadata", {}).get("resourceVersion", "")
+        del body, response
+        if len(items) >= FREEZE_MIN_ITEMS:
+            settle()
         self.relists += 1
         self.synced = True
         self._on_change()
@@ -297,6 +305,21 @@ class ClusterCache:
             failing_since=min(failing) if failing else None,
             last_error=errors[0] if errors else None,
         )
+
+
+def settle() -> None:
+    """Keep the cyclic garbage collector off the manifests a big list just stored.
+
+    Listed manifests live until a watch event replaces them and hold no reference cycles,
+    yet every full collection walks all of them: at 30,000 pods (~1.5 million objects) one
+    took ~0.7 s, about once per snapshot. Collecting first means nothing frozen is garbage;
+    unfreezing first lets this collection free what an earlier list froze and dropped.
+    Replaced manifests are still freed at once by reference counting.
+    """
+    with _GC_LOCK:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
 
 
 def _key(obj: Manifest) -> str:

@@ -1,12 +1,15 @@
 """HTML for admins: log in and out, the plugin mode form, preview, apply, rollout, rollback.
 
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work is
-done by the same helpers as the JSON API (app.web.admin_api).
+done by the same helpers as the JSON API (app.web.admin_api). Every text comes from the
+catalog (app.web.i18n) in the request's language; refusals are shown as our own message,
+with the server's English words under it where they carry details (names, versions).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
@@ -15,6 +18,8 @@ from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.change_plan import (
+    MAX_REPLICAS,
+    MIN_REPLICAS,
     ChangePlan,
     ChangeRequest,
     PlanRefused,
@@ -24,7 +29,7 @@ from app.domain.change_plan import (
 from app.domain.change_preview import rollout_status
 from app.domain.kube_time import parse_time
 from app.errors import ClusterError
-from app.kube.writer import check_versions
+from app.kube.writer import ApplyFailed, check_versions
 from app.web.admin_api import (
     apply_plan,
     build_preview,
@@ -37,7 +42,7 @@ from app.web.admin_api import (
 )
 from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
 from app.web.deps import RuntimeDep
-from app.web.i18n import CATALOGS, Translator, language_of
+from app.web.i18n import CATALOGS, Translator, language_of, supported
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
@@ -49,6 +54,38 @@ ROLLOUT_PATH = "/admin/plugin/rollout"
 STUCK_AFTER_S = 60.0
 
 Checkbox = Annotated[str | None, Form()]
+
+LOGIN_REFUSALS = {401: "auth_wrong_token", 403: "auth_no_token", 429: "auth_too_many"}
+CLUSTER_ERRORS = {403, 404, 409, 422, 502, 503}
+
+
+@dataclass(frozen=True)
+class Alert:
+    """A refusal as shown above a form: our translated message, and the server's own words."""
+
+    message: str
+    detail: str | None = None
+
+
+class FormInvalid(PlanRefused):
+    """A form field the planner never sees (not a number, no mode); `key` names its message."""
+
+    def __init__(self, key: str, **params: object) -> None:
+        super().__init__(RefusalCode.OUT_OF_RANGE, key)
+        self.key = key
+        self.params = params
+
+
+def _t(request: Request) -> Translator:
+    return Translator(language_of(request))
+
+
+def _with_lang(path: str, request: Request) -> str:
+    """`path`, keeping an explicit (and known) `?lang=` of the request across a redirect."""
+    lang = supported(request.query_params.get("lang"))
+    if lang is None:
+        return path
+    return f"{path}{'&' if '?' in path else '?'}{urlencode({'lang': lang})}"
 
 
 def _render(
@@ -76,7 +113,21 @@ def _render(
     )
     response = HTMLResponse(html, status_code=status_code, media_type=HTML)
     response.headers["Cache-Control"] = "no-store"
+    response.headers["Vary"] = "Accept-Language, Cookie"
     return response
+
+
+def _login_page(
+    request: Request, runtime: Runtime, *, alert: Alert | None = None, status_code: int = 200
+) -> HTMLResponse:
+    return _render(
+        request,
+        runtime,
+        "admin/login.html",
+        title=_t(request)("title_admin_login"),
+        status_code=status_code,
+        alert=alert,
+    )
 
 
 def _principal(request: Request) -> Principal | None:
@@ -91,32 +142,74 @@ def _admin(request: Request, csrf: str | None) -> Principal:
 
 
 def _refused_page(
-    request: Request, runtime: Runtime, status_code: int, message: str
+    request: Request, runtime: Runtime, status_code: int, alert: Alert
 ) -> HTMLResponse:
-    return _plugin_page(request, runtime, error=message, status_code=status_code)
+    return _plugin_page(request, runtime, alert=alert, status_code=status_code)
 
 
 def _plugin_page(
-    request: Request,
-    runtime: Runtime,
-    *,
-    error: str | None = None,
-    notice: str | None = None,
-    status_code: int = 200,
+    request: Request, runtime: Runtime, *, alert: Alert | None = None, status_code: int = 200
 ) -> HTMLResponse:
-    principal = _principal(request)
-    view = config_view(runtime)
     return _render(
         request,
         runtime,
         "admin/plugin.html",
-        title="Device plugin mode",
+        title=_t(request)("title_admin_plugin"),
         status_code=status_code,
-        view=view,
-        principal=principal,
-        error=error,
-        notice=notice,
+        view=config_view(runtime),
+        principal=_principal(request),
+        alert=alert,
+        replicas_min=MIN_REPLICAS,
+        replicas_max=MAX_REPLICAS,
     )
+
+
+# refusals in the reader's language ---------------------------------------------------------
+
+
+def auth_alert(request: Request, refused: AuthRefused) -> Alert:
+    """A refused form write: not logged in, not an admin, a bad CSRF token, rate limited."""
+    t = _t(request)
+    if refused.status_code == 429:
+        return Alert(t("auth_too_many"))
+    if refused.status_code == 401:
+        return Alert(t("auth_login_needed"))
+    principal = _principal(request) if refused.status_code == 403 else None
+    if principal is not None and principal.is_admin:
+        return Alert(t("auth_csrf"))
+    if principal is not None:
+        group = get_auth(request).settings.admin_group
+        if group:
+            return Alert(t("auth_not_admin", user=principal.user, group=group))
+        return Alert(t("auth_no_admin_group", user=principal.user))
+    return Alert(t("auth_refused", status=refused.status_code), refused.message)
+
+
+def login_alert(request: Request, refused: AuthRefused) -> Alert:
+    """A refused login: wrong token, no token configured, rate limited."""
+    t = _t(request)
+    key = LOGIN_REFUSALS.get(refused.status_code)
+    if key is None:
+        return Alert(t("auth_refused", status=refused.status_code), refused.message)
+    return Alert(t(key))
+
+
+def plan_alert(request: Request, refused: PlanRefused) -> Alert:
+    """Why the planner refused: the refusal's code in words, its message as the detail."""
+    t = _t(request)
+    if isinstance(refused, FormInvalid):
+        return Alert(t(refused.key, **refused.params))
+    return Alert(t(f"refusal_{refused.code.value}"), refused.message)
+
+
+def cluster_alert(request: Request, error: ClusterError, status_code: int) -> Alert:
+    """What the Kubernetes API did wrong, by the status we answer; its message as the detail."""
+    t = _t(request)
+    if isinstance(error, ApplyFailed):
+        key = "apply_failed_restored" if error.restored else "apply_failed_not_restored"
+    else:
+        key = f"cluster_error_{status_code if status_code in CLUSTER_ERRORS else 502}"
+    return Alert(t(key), str(error))
 
 
 # logging in and out ------------------------------------------------------------------------
@@ -124,24 +217,22 @@ def _plugin_page(
 
 @router.get("/login", response_class=HTMLResponse)
 def login_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    return _render(request, runtime, "admin/login.html", title="Admin login", error=None)
+    return _login_page(request, runtime)
 
 
 @router.post("/login", response_class=HTMLResponse)
 def login(
     request: Request, runtime: RuntimeDep, token: Annotated[str, Form(max_length=4096)] = ""
 ) -> Response:
-    response = RedirectResponse(PLUGIN_PATH, status_code=303)
+    response = RedirectResponse(_with_lang(PLUGIN_PATH, request), status_code=303)
     try:
         get_auth(request).login(request, response, token)
     except AuthRefused as refused:
-        page = _render(
+        page = _login_page(
             request,
             runtime,
-            "admin/login.html",
-            title="Admin login",
+            alert=login_alert(request, refused),
             status_code=refused.status_code,
-            error=refused.message,
         )
         if refused.retry_after_s is not None:
             page.headers["Retry-After"] = str(refused.retry_after_s)
@@ -154,7 +245,7 @@ def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -
     auth = get_auth(request)
     principal = _principal(request)
     if principal is None or not auth.csrf_valid(principal, csrf_token):
-        return _refused_page(request, runtime, 403, "Missing or wrong CSRF token.")
+        return _refused_page(request, runtime, 403, Alert(_t(request)("auth_csrf")))
     response = RedirectResponse("/", status_code=303)
     auth.logout(request, response, principal)
     return response
@@ -167,7 +258,7 @@ def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -
 def plugin_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     auth = get_auth(request)
     if not auth.settings.public_reads and _principal(request) is None:
-        return _render(request, runtime, "admin/login.html", title="Admin login", error=None)
+        return _login_page(request, runtime)
     return _plugin_page(request, runtime)
 
 
@@ -175,11 +266,13 @@ def _form_request(
     mode: str, replicas: str, rename: str | None, fail_gt_one: str | None, delete: str | None
 ) -> ChangeRequest:
     if mode not in ("basic", "time-slicing"):
-        raise _bad_form("mode must be basic or time-slicing.")
+        raise FormInvalid("form_bad_mode")
     try:
         count = int(replicas) if mode == "time-slicing" else 1
     except ValueError:
-        raise _bad_form(f"replicas must be a whole number (got {replicas!r}).") from None
+        raise FormInvalid("form_bad_replicas", value=replicas) from None
+    if mode == "time-slicing" and not MIN_REPLICAS <= count <= MAX_REPLICAS:
+        raise FormInvalid("form_replicas_range", min=MIN_REPLICAS, max=MAX_REPLICAS, value=count)
     return ChangeRequest(
         mode="basic" if mode == "basic" else "time-slicing",
         replicas=count,
@@ -187,10 +280,6 @@ def _form_request(
         fail_requests_greater_than_one=fail_gt_one == "on",
         delete_configmap=delete == "on" and mode == "basic",
     )
-
-
-def _bad_form(message: str) -> PlanRefused:
-    return PlanRefused(RefusalCode.OUT_OF_RANGE, message)
 
 
 @router.post(f"{PLUGIN_PATH}/preview", response_class=HTMLResponse)
@@ -213,16 +302,21 @@ def preview(
             plan = make_plan(runtime, writer, change)
             shown = build_preview(runtime, writer, plan)
     except AuthRefused as refused:
-        return _refused_page(request, runtime, refused.status_code, refused.message)
+        return _refused_page(request, runtime, refused.status_code, auth_alert(request, refused))
     except PlanRefused as refused:
-        return _refused_page(request, runtime, refusal_status(refused), refused.message)
+        return _refused_page(
+            request, runtime, refusal_status(refused), plan_alert(request, refused)
+        )
     except ClusterError as error:
-        return _refused_page(request, runtime, cluster_status(error), str(error))
+        status_code = cluster_status(error)
+        return _refused_page(
+            request, runtime, status_code, cluster_alert(request, error, status_code)
+        )
     return _render(
         request,
         runtime,
         "admin/preview.html",
-        title="Preview: device plugin change",
+        title=_t(request)("title_admin_preview"),
         preview=shown,
         change=change,
         principal=principal,
@@ -251,9 +345,11 @@ def apply(
         expected = {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
         return _apply(request, runtime, principal, change, expected)
     except AuthRefused as refused:
-        return _refused_page(request, runtime, refused.status_code, refused.message)
+        return _refused_page(request, runtime, refused.status_code, auth_alert(request, refused))
     except PlanRefused as refused:
-        return _refused_page(request, runtime, refusal_status(refused), refused.message)
+        return _refused_page(
+            request, runtime, refusal_status(refused), plan_alert(request, refused)
+        )
 
 
 @router.post(f"{PLUGIN_PATH}/rollback")
@@ -267,7 +363,7 @@ def rollback(
     try:
         principal = _admin(request, csrf_token)
     except AuthRefused as refused:
-        return _refused_page(request, runtime, refused.status_code, refused.message)
+        return _refused_page(request, runtime, refused.status_code, auth_alert(request, refused))
     expected = {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
     return _apply(request, runtime, principal, None, expected)
 
@@ -285,9 +381,14 @@ def _apply(
             check_versions(plan, expected)
             result = apply_plan(writer, plan, principal=principal, request=request)
     except PlanRefused as refused:
-        return _refused_page(request, runtime, refusal_status(refused), refused.message)
+        return _refused_page(
+            request, runtime, refusal_status(refused), plan_alert(request, refused)
+        )
     except ClusterError as error:
-        return _refused_page(request, runtime, cluster_status(error), str(error))
+        status_code = cluster_status(error)
+        return _refused_page(
+            request, runtime, status_code, cluster_alert(request, error, status_code)
+        )
     runtime.snapshots.poke()
     generation = int((result.daemonset.get("metadata") or {}).get("generation") or 0)
     query = urlencode(
@@ -297,13 +398,15 @@ def _apply(
             "warnings": " | ".join(result.warnings),
         }
     )
-    return RedirectResponse(f"{ROLLOUT_PATH}?{query}", status_code=303)
+    return RedirectResponse(_with_lang(f"{ROLLOUT_PATH}?{query}", request), status_code=303)
 
 
 # rollout -----------------------------------------------------------------------------------
 
 
-def _rollout_context(runtime: Runtime, generation: int, since: str | None) -> dict[str, Any]:
+def _rollout_context(
+    runtime: Runtime, lang: str, generation: int, since: str | None
+) -> dict[str, Any]:
     daemonset, configmap = cached_objects(runtime)
     expected = current_settings(daemonset, configmap) if daemonset is not None else None
     started_at = parse_time(since)
@@ -326,7 +429,7 @@ def _rollout_context(runtime: Runtime, generation: int, since: str | None) -> di
         "elapsed_s": elapsed_s,
         "stuck": elapsed_s is not None and elapsed_s > STUCK_AFTER_S,
         "poll_url": f"{ROLLOUT_PATH}/fragment?"
-        + urlencode({"generation": generation, "since": since or ""}),
+        + urlencode({"generation": generation, "since": since or "", "lang": lang}),
     }
 
 
@@ -343,13 +446,13 @@ def rollout(
     warnings: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
     if not runtime.settings.public_reads and _principal(request) is None:
-        return _render(request, runtime, "admin/login.html", title="Admin login", error=None)
-    context = _rollout_context(runtime, generation, since)
+        return _login_page(request, runtime)
+    context = _rollout_context(runtime, language_of(request), generation, since)
     return _render(
         request,
         runtime,
         "admin/rollout.html",
-        title="Rollout of the device plugin",
+        title=_t(request)("title_admin_rollout"),
         principal=_principal(request),
         warnings=[w for w in (warnings or "").split(" | ") if w],
         view=config_view(runtime),
@@ -364,10 +467,15 @@ def rollout_fragment(
     generation: Annotated[int, Query(ge=0)] = 0,
     since: Annotated[str | None, Query(max_length=64)] = None,
 ) -> HTMLResponse:
+    lang = language_of(request)
+    t = Translator(lang)
     if not runtime.settings.public_reads and _principal(request) is None:
-        return HTMLResponse("Log in first.", status_code=401, media_type=HTML)
-    context = _rollout_context(runtime, generation, since)
-    html = runtime.templates.get_template("admin/_rollout.html").render(context)
+        return HTMLResponse(t("auth_login_needed"), status_code=401, media_type=HTML)
+    context = _rollout_context(runtime, lang, generation, since)
+    html = runtime.templates.get_template("admin/_rollout.html").render(
+        {"t": t, "lang": lang, **context}
+    )
     response = HTMLResponse(html, media_type=HTML)
     response.headers["Cache-Control"] = "no-store"
+    response.headers["Vary"] = "Accept-Language, Cookie"
     return response

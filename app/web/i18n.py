@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from markupsafe import Markup, escape
 from starlette.requests import Request
 
 LANGUAGES: tuple[str, ...] = ("en", "ko")
@@ -157,6 +158,116 @@ EN: dict[str, str] = {
     "not_found_page": "This page does not exist.",
     "doc_missing": "The findings reference (docs/findings.md) is not available in this build.",
     "refresh_note": "Updates every {seconds} s",
+    # ------------------------------------------------------------ admin pages
+    "nav_admin_plugin": "Plugin mode",
+    "title_admin_login": "Admin login",
+    "title_admin_plugin": "Device plugin mode",
+    "title_admin_preview": "Preview: device plugin change",
+    "title_admin_rollout": "Rollout of the device plugin",
+    "login_note": "Changing the device plugin needs an admin. Enter the admin token "
+    "(the value of {token_env} or of the file named by {token_file_env}).",
+    "login_token_label": "Admin token",
+    "login_button": "Log in",
+    "logout_button": "Log out",
+    "auth_wrong_token": "Wrong admin token.",
+    "auth_no_token": "No admin token is configured on this server "
+    "(GEO_MLOPS_ADMIN_TOKEN or GEO_MLOPS_ADMIN_TOKEN_FILE).",
+    "auth_too_many": "Too many failed logins; try again later.",
+    "auth_login_needed": "Log in as an admin first.",
+    "auth_not_admin": "{user} is not in the admin group {group}.",
+    "auth_no_admin_group": "{user} is not an admin: no admin group is set (GEO_MLOPS_ADMIN_GROUP).",
+    "auth_csrf": "Missing or wrong CSRF token; reload the page and try again.",
+    "auth_refused": "Refused (HTTP {status}).",
+    "form_bad_mode": "Choose a mode: basic or time-slicing.",
+    "form_bad_replicas": "Replicas must be a whole number (got {value}).",
+    "form_replicas_range": "Replicas must be between {min} and {max} for time-slicing "
+    "(got {value}).",
+    "refusal_operator-managed": "The DaemonSet is managed by the NVIDIA GPU Operator; "
+    "change its ClusterPolicy instead.",
+    "refusal_daemonset-not-found": "The device-plugin DaemonSet was not found.",
+    "refusal_no-plugin-container": "The DaemonSet has no device-plugin container.",
+    "refusal_config-elsewhere": "The plugin reads a ConfigMap that GPU Slots does not manage.",
+    "refusal_config-key-mismatch": "CONFIG_FILE and the keys of the ConfigMap do not match.",
+    "refusal_config-per-node": "config-manager picks the config per node; "
+    "it cannot be changed here.",
+    "refusal_config-unresolved": "CONFIG_FILE does not lead to a ConfigMap key.",
+    "refusal_config-file-flag": "The plugin is started with --config-file, "
+    "which GPU Slots does not manage.",
+    "refusal_config-invalid": "The plugin would refuse the new config.",
+    "refusal_configmap-in-use": "Other containers still mount the ConfigMap; it cannot be deleted.",
+    "refusal_out-of-range": "A value is outside the allowed range.",
+    "refusal_no-change": "Nothing to change: the plugin already runs this config.",
+    "refusal_no-previous-config": "There is no previous config to roll back to.",
+    "cluster_error_403": "The dashboard's service account is not allowed to do this (RBAC).",
+    "cluster_error_404": "A Kubernetes object was not found.",
+    "cluster_error_409": "The DaemonSet or ConfigMap changed in the meantime; preview again.",
+    "cluster_error_422": "The Kubernetes API server rejected the object as invalid.",
+    "cluster_error_502": "The Kubernetes API server answered with an error.",
+    "cluster_error_503": "The Kubernetes API server cannot be reached; try again.",
+    "apply_failed_restored": "The DaemonSet write failed; the ConfigMap change was undone.",
+    "apply_failed_not_restored": "The DaemonSet write failed and the ConfigMap change "
+    "could not be undone: check it by hand.",
+    "setting_basic": "Basic",
+    "setting_time-slicing": "Time-slicing \u00d7{replicas}",
+    "setting_mps": "MPS \u00d7{replicas}",
+    "setting_unknown": "Unknown",
+    "setting_unusable": "Unusable config ({error})",
+    "switch_on": "on",
+    "switch_off": "off",
+    "kind_configmap": "ConfigMap",
+    "configmap_exists": "exists",
+    "configmap_absent": "absent",
+    "admin_current_heading": "Current configuration",
+    "admin_not_found": "(not found)",
+    "admin_config_unusable": "The current config is unusable: {error}",
+    "admin_operator_managed": "This DaemonSet is managed by the NVIDIA GPU Operator, "
+    "which would revert direct edits. Change {field} of its ClusterPolicy instead.",
+    "admin_writes_disabled": "Changes are not enabled on this server.",
+    "admin_login_to_change": "{link} to change the mode.",
+    "admin_login_link": "Log in as an admin",
+    "admin_read_only": "{user} is not an admin: the mode is shown read-only.",
+    "admin_change_heading": "Change the mode",
+    "admin_mode_basic": "Basic: one slot per GPU",
+    "admin_mode_time_slicing": "Time-slicing: each GPU gives several slots (no memory isolation)",
+    "admin_replicas_label": "Replicas per GPU ({min}\u2013{max}, time-slicing)",
+    "admin_rename_label": "{flag}: advertise the slots as {resource}",
+    "admin_fail_label": "{flag}: refuse pods asking for 2+ slots (2 slots are not 2 GPUs)",
+    "admin_delete_label": "When switching to basic, delete the ConfigMap {name}",
+    "admin_preview_button": "Preview",
+    "admin_rollback_heading": "Roll back",
+    "admin_rollback_text": "Restore the config from before the last change: {previous}.",
+    "admin_rollback_button": "Roll back",
+    "preview_changes_heading": "What changes",
+    "preview_configmap_action": "ConfigMap: {action}",
+    "configmap_action_keep": "kept as it is",
+    "configmap_action_create": "created",
+    "configmap_action_update": "updated",
+    "configmap_action_delete": "deleted",
+    "preview_pods_restart": "The plugin pods restart (the pod template changes).",
+    "preview_pods_stay": "The plugin pods do not restart.",
+    "preview_slots_heading": "Slots per node",
+    "col_node": "Node",
+    "col_gpus_seen": "GPUs seen by the plugin",
+    "col_now": "Now",
+    "col_after": "After",
+    "col_pods_no_fit": "Pods that no longer fit",
+    "col_expected": "Expected",
+    "col_advertised": "Advertised",
+    "preview_no_nodes": "No GPU nodes known yet.",
+    "preview_dry_run_heading": "Server-side dry run",
+    "preview_dry_run_ok": "The API server accepts both writes (dryRun=All).",
+    "preview_dry_run_refused": "The API server refuses the {kind} write: {message}",
+    "preview_diff_heading": "Diff",
+    "preview_no_change": "(no change)",
+    "preview_apply_button": "Apply",
+    "preview_cancel": "Cancel",
+    "rollout_waiting_cache": "The DaemonSet is not in the cache yet; waiting for it.",
+    "rollout_done": "Done: every plugin pod runs the new template and every GPU node "
+    "advertises the expected slots. Now running: {settings}.",
+    "rollout_progress": "Rolling out: {updated} of {desired} plugin pods updated, {ready} ready",
+    "rollout_stuck": "Stuck? {updated} of {desired} plugin pods updated, {ready} ready",
+    "rollout_elapsed": "({seconds} s)",
+    "rollout_back": "Back to the device plugin mode",
 }
 
 KO: dict[str, str] = {
@@ -301,6 +412,120 @@ KO: dict[str, str] = {
     "not_found_page": "이 페이지는 없습니다.",
     "doc_missing": "점검 코드 설명서(docs/findings.md)가 이 빌드에 없습니다.",
     "refresh_note": "{seconds}초마다 갱신",
+    # ------------------------------------------------------------ admin pages
+    "nav_admin_plugin": "플러그인 모드",
+    "title_admin_login": "관리자 로그인",
+    "title_admin_plugin": "디바이스 플러그인 모드",
+    "title_admin_preview": "미리 보기: 디바이스 플러그인 변경",
+    "title_admin_rollout": "디바이스 플러그인 롤아웃",
+    "login_note": "디바이스 플러그인을 바꾸려면 관리자 권한이 필요합니다. 관리자 토큰을 "
+    "입력하세요 ({token_env} 값 또는 {token_file_env}에 지정된 파일의 내용).",
+    "login_token_label": "관리자 토큰",
+    "login_button": "로그인",
+    "logout_button": "로그아웃",
+    "auth_wrong_token": "관리자 토큰이 올바르지 않습니다.",
+    "auth_no_token": "이 서버에 관리자 토큰이 설정되어 있지 않습니다 "
+    "(GEO_MLOPS_ADMIN_TOKEN 또는 GEO_MLOPS_ADMIN_TOKEN_FILE).",
+    "auth_too_many": "로그인 실패가 너무 많습니다. 잠시 후 다시 시도하세요.",
+    "auth_login_needed": "먼저 관리자로 로그인하세요.",
+    "auth_not_admin": "{user}은(는) 관리자 그룹 {group}에 속하지 않습니다.",
+    "auth_no_admin_group": "{user}은(는) 관리자가 아닙니다: 관리자 그룹이 설정되지 않았습니다 "
+    "(GEO_MLOPS_ADMIN_GROUP).",
+    "auth_csrf": "CSRF 토큰이 없거나 올바르지 않습니다. 페이지를 새로 고친 뒤 다시 시도하세요.",
+    "auth_refused": "거부되었습니다 (HTTP {status}).",
+    "form_bad_mode": "모드를 선택하세요: 기본 또는 타임 슬라이싱.",
+    "form_bad_replicas": "레플리카 수는 정수여야 합니다 (입력값: {value}).",
+    "form_replicas_range": "타임 슬라이싱의 레플리카 수는 {min}~{max} 사이여야 합니다 "
+    "(입력값: {value}).",
+    "refusal_operator-managed": "이 DaemonSet은 NVIDIA GPU Operator가 관리합니다. "
+    "대신 ClusterPolicy를 변경하세요.",
+    "refusal_daemonset-not-found": "디바이스 플러그인 DaemonSet을 찾을 수 없습니다.",
+    "refusal_no-plugin-container": "DaemonSet에 디바이스 플러그인 컨테이너가 없습니다.",
+    "refusal_config-elsewhere": "플러그인이 GPU Slots가 관리하지 않는 ConfigMap을 읽고 있습니다.",
+    "refusal_config-key-mismatch": "CONFIG_FILE과 ConfigMap의 키가 맞지 않습니다.",
+    "refusal_config-per-node": "config-manager가 노드별로 설정을 고르므로 "
+    "여기서는 바꿀 수 없습니다.",
+    "refusal_config-unresolved": "CONFIG_FILE이 ConfigMap 키를 가리키지 않습니다.",
+    "refusal_config-file-flag": "플러그인이 --config-file 옵션으로 실행되고 있어 "
+    "GPU Slots가 관리할 수 없습니다.",
+    "refusal_config-invalid": "플러그인이 새 설정을 거부합니다.",
+    "refusal_configmap-in-use": "다른 컨테이너가 아직 ConfigMap을 마운트하고 있어 "
+    "삭제할 수 없습니다.",
+    "refusal_out-of-range": "허용 범위를 벗어난 값이 있습니다.",
+    "refusal_no-change": "변경할 내용이 없습니다: 플러그인이 이미 이 설정으로 실행 중입니다.",
+    "refusal_no-previous-config": "롤백할 이전 설정이 없습니다.",
+    "cluster_error_403": "대시보드의 서비스 계정에 이 작업 권한이 없습니다 (RBAC).",
+    "cluster_error_404": "Kubernetes 오브젝트를 찾을 수 없습니다.",
+    "cluster_error_409": "그사이 DaemonSet 또는 ConfigMap이 바뀌었습니다. 다시 미리 보기하세요.",
+    "cluster_error_422": "Kubernetes API 서버가 유효하지 않은 오브젝트라며 거부했습니다.",
+    "cluster_error_502": "Kubernetes API 서버가 오류를 반환했습니다.",
+    "cluster_error_503": "Kubernetes API 서버에 연결할 수 없습니다. 다시 시도하세요.",
+    "apply_failed_restored": "DaemonSet 쓰기에 실패했습니다. ConfigMap 변경은 되돌렸습니다.",
+    "apply_failed_not_restored": "DaemonSet 쓰기에 실패했고 ConfigMap 변경을 되돌리지 못했습니다. "
+    "직접 확인하세요.",
+    "setting_basic": "기본",
+    "setting_time-slicing": "타임 슬라이싱 \u00d7{replicas}",
+    "setting_mps": "MPS \u00d7{replicas}",
+    "setting_unknown": "알 수 없음",
+    "setting_unusable": "사용할 수 없는 설정 ({error})",
+    "switch_on": "켜짐",
+    "switch_off": "꺼짐",
+    "kind_configmap": "ConfigMap",
+    "configmap_exists": "있음",
+    "configmap_absent": "없음",
+    "admin_current_heading": "현재 설정",
+    "admin_not_found": "(없음)",
+    "admin_config_unusable": "현재 설정을 사용할 수 없습니다: {error}",
+    "admin_operator_managed": "이 DaemonSet은 NVIDIA GPU Operator가 관리하므로 직접 수정해도 "
+    "되돌려집니다. 대신 ClusterPolicy의 {field}을(를) 변경하세요.",
+    "admin_writes_disabled": "이 서버에서는 변경 기능이 켜져 있지 않습니다.",
+    "admin_login_to_change": "모드를 바꾸려면 {link}하세요.",
+    "admin_login_link": "관리자로 로그인",
+    "admin_read_only": "{user}은(는) 관리자가 아니므로 모드를 읽기 전용으로 표시합니다.",
+    "admin_change_heading": "모드 변경",
+    "admin_mode_basic": "기본: GPU당 슬롯 1개",
+    "admin_mode_time_slicing": "타임 슬라이싱: GPU 하나가 슬롯 여러 개를 제공 (메모리 격리 없음)",
+    "admin_replicas_label": "GPU당 레플리카 수 ({min}\u2013{max}, 타임 슬라이싱)",
+    "admin_rename_label": "{flag}: 슬롯을 {resource}(으)로 광고",
+    "admin_fail_label": "{flag}: 슬롯을 2개 이상 요청하는 파드를 거부 (슬롯 2개는 GPU 2개가 아님)",
+    "admin_delete_label": "기본 모드로 바꿀 때 ConfigMap {name} 삭제",
+    "admin_preview_button": "미리 보기",
+    "admin_rollback_heading": "롤백",
+    "admin_rollback_text": "마지막 변경 전 설정으로 되돌립니다: {previous}.",
+    "admin_rollback_button": "롤백",
+    "preview_changes_heading": "변경 내용",
+    "preview_configmap_action": "ConfigMap: {action}",
+    "configmap_action_keep": "그대로 유지",
+    "configmap_action_create": "생성",
+    "configmap_action_update": "수정",
+    "configmap_action_delete": "삭제",
+    "preview_pods_restart": "플러그인 파드가 재시작됩니다 (파드 템플릿이 바뀜).",
+    "preview_pods_stay": "플러그인 파드는 재시작되지 않습니다.",
+    "preview_slots_heading": "노드별 슬롯",
+    "col_node": "노드",
+    "col_gpus_seen": "플러그인이 보는 GPU",
+    "col_now": "현재",
+    "col_after": "변경 후",
+    "col_pods_no_fit": "더 이상 들어가지 않는 파드",
+    "col_expected": "예상",
+    "col_advertised": "광고됨",
+    "preview_no_nodes": "아직 알려진 GPU 노드가 없습니다.",
+    "preview_dry_run_heading": "서버 측 드라이 런",
+    "preview_dry_run_ok": "API 서버가 두 쓰기를 모두 받아들입니다 (dryRun=All).",
+    "preview_dry_run_refused": "API 서버가 {kind} 쓰기를 거부합니다: {message}",
+    "preview_diff_heading": "차이점",
+    "preview_no_change": "(변경 없음)",
+    "preview_apply_button": "적용",
+    "preview_cancel": "취소",
+    "rollout_waiting_cache": "DaemonSet이 아직 캐시에 없습니다. 기다리는 중입니다.",
+    "rollout_done": "완료: 모든 플러그인 파드가 새 템플릿으로 실행되고 모든 GPU 노드가 "
+    "예상한 슬롯을 광고합니다. 현재 설정: {settings}.",
+    "rollout_progress": "롤아웃 중: 플러그인 파드 {desired}개 중 {updated}개 업데이트, "
+    "{ready}개 준비됨",
+    "rollout_stuck": "멈춘 것 같습니다: 플러그인 파드 {desired}개 중 {updated}개 업데이트, "
+    "{ready}개 준비됨",
+    "rollout_elapsed": "({seconds}초)",
+    "rollout_back": "디바이스 플러그인 모드로 돌아가기",
 }
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "ko": KO}
@@ -308,12 +533,18 @@ CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "ko": KO}
 
 @dataclass(frozen=True)
 class Translator:
-    """`t("key", name=...)`: the message of `key` in `lang`, with its placeholders filled."""
+    """`t("key", name=...)`: the message of `key` in `lang`, with its placeholders filled.
+
+    When a parameter is `Markup` (a link, a `<code>` name built by a template macro), the
+    result is `Markup` too: the message and every other parameter are escaped, that one kept.
+    """
 
     lang: str
 
     def __call__(self, key: str, /, **params: object) -> str:
         message = CATALOGS[self.lang][key]
+        if any(isinstance(value, Markup) for value in params.values()):
+            return escape(message).format(**params)
         return message.format(**params) if params else message
 
 

@@ -1,4 +1,4 @@
-"""A mode change that meets an outage or a failing write: old or new state, and the user told which."""
+"""A mode change meeting an outage or a failed write: old or new state, and the user told which."""
 
 from __future__ import annotations
 

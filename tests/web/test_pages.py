@@ -24,12 +24,12 @@ from tests.web.page_snapshots import (
 )
 
 TEMPLATES = ROOT / "templates"
-# The slot page's templates (admin/ belongs to the admin pages and has its own tests).
+# Every user-facing template: the slot pages and the admin pages.
 PAGE_TEMPLATES = sorted(
     [TEMPLATES / "base.html"]
     + [
         path
-        for folder in ("pages", "partials", "macros")
+        for folder in ("pages", "partials", "macros", "admin")
         for path in (TEMPLATES / folder).rglob("*.html")
     ]
 )
