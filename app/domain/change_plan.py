@@ -23,9 +23,8 @@ from app.domain.plugin import (
     is_operator_managed,
     read_plugin_spec,
 )
-from app.domain.plugin_config import GPU_RESOURCE, config_hash
+from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
 from app.domain.plugin_edits import (
-    HASH_ANNOTATION,
     Wiring,
     config_file_entries,
     configmap_volumes,
@@ -394,7 +393,7 @@ def _to_time_slicing(
         action, new_cm = ConfigMapAction.UPDATE, _with_data(configmap, new_data)
     else:
         action, new_cm = ConfigMapAction.KEEP, None
-    old_hash = template_annotations(ds).get(HASH_ANNOTATION)
+    old_hash = template_annotations(ds).get(CONFIG_HASH_ANNOTATION)
     set_wiring(new_ds, container.get("name"), wiring, configmap_name)
     # The hash rolls the pods when the config text changes; a DaemonSet already wired to the
     # same text, without our annotation, is left alone (no pointless restart).
@@ -436,7 +435,7 @@ def _finish(
     annotations = new_ds.setdefault("metadata", {}).setdefault("annotations", {})
     annotations[PREVIOUS_ANNOTATION] = json.dumps(previous, sort_keys=True, separators=(",", ":"))
     new_ds.pop("status", None)
-    hash_value = template_annotations(new_ds).get(HASH_ANNOTATION)
+    hash_value = template_annotations(new_ds).get(CONFIG_HASH_ANNOTATION)
     return ChangePlan(
         kind=kind,
         daemonset_before=ds,

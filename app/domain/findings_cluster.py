@@ -10,11 +10,10 @@ from app.domain.findings_base import finding
 from app.domain.gpus import listed_devices
 from app.domain.kube_time import parse_time
 from app.domain.plugin import PLATFORM_MINIMUM, ConfigManagerRef, PluginSpec, StaticConfigRef
-from app.domain.plugin_config import config_hash
+from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, config_hash
 from app.domain.snapshot import Finding, Mode
 
 DEFAULT_CONFIGMAP = "nvidia-device-plugin-config"
-CONFIG_HASH_ANNOTATION = "gpu-slots/config-hash"
 FIXED_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
 
 

@@ -57,6 +57,10 @@ class PluginConfig:
     raw: Mapping[str, Any] = field(default_factory=dict)
 
 
+# Pod-template annotation carrying config_hash() of the config the pods should run.
+CONFIG_HASH_ANNOTATION = "gpu-slots.io/config-hash"
+
+
 def config_hash(text: str) -> str:
     """A short, stable hash of a config text (for a pod-template annotation)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

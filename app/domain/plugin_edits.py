@@ -15,9 +15,8 @@ from typing import Any
 import yaml
 
 from app.domain.cluster import Manifest
-from app.domain.plugin_config import GPU_RESOURCE, resource_name
+from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
 
-HASH_ANNOTATION = "gpu-slots.io/config-hash"
 VOLUME_NAME = "nvidia-device-plugin-config"
 MOUNT_DIR = "/etc/nvidia-device-plugin"
 
@@ -153,7 +152,7 @@ def wiring_of(ds: Manifest, container_name: str | None, configmap_name: str) -> 
             [m for m in container.get("volumeMounts") or [] if m.get("name") in names]
         ),
         volumes=copy.deepcopy(volumes),
-        config_hash=template_annotations(ds).get(HASH_ANNOTATION),
+        config_hash=template_annotations(ds).get(CONFIG_HASH_ANNOTATION),
     )
 
 
@@ -203,9 +202,9 @@ def set_hash(ds: Manifest, value: str | None) -> None:
     metadata = ds["spec"]["template"].setdefault("metadata", {})
     annotations = metadata.setdefault("annotations", {})
     if value is None:
-        annotations.pop(HASH_ANNOTATION, None)
+        annotations.pop(CONFIG_HASH_ANNOTATION, None)
     else:
-        annotations[HASH_ANNOTATION] = value
+        annotations[CONFIG_HASH_ANNOTATION] = value
     if not annotations:
         del metadata["annotations"]
     if not metadata:

@@ -21,8 +21,8 @@ from app.domain.change_plan import (
     plan_rollback,
     previous_settings,
 )
-from app.domain.plugin_config import config_hash, parse_plugin_config
-from app.domain.plugin_edits import HASH_ANNOTATION, dump_yaml
+from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, config_hash, parse_plugin_config
+from app.domain.plugin_edits import dump_yaml
 from app.domain.snapshot import Mode
 
 CM = "nvidia-device-plugin-config"
@@ -130,7 +130,7 @@ def test_plan_basic_to_time_slicing_wires_configmap_and_keeps_the_rest() -> None
     assert pod_spec["tolerations"] == [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     assert container["resources"] == {"limits": {"memory": "64Mi"}}
     annotations = plan.daemonset["spec"]["template"]["metadata"]["annotations"]
-    assert annotations[HASH_ANNOTATION] == config_hash(text)
+    assert annotations[CONFIG_HASH_ANNOTATION] == config_hash(text)
     assert plan.rolls_pods
     assert plan.after.describe() == "time-slicing x4 (nvidia.com/gpu)"
     assert plan.before.mode is Mode.BASIC
@@ -178,8 +178,8 @@ def test_plan_replicas_change_updates_configmap_and_rolls_pods_by_hash() -> None
     assert plan.rolls_pods
     old_template = copy.deepcopy(ds["spec"]["template"])
     new_template = copy.deepcopy(plan.daemonset["spec"]["template"])
-    assert new_template["metadata"]["annotations"][HASH_ANNOTATION] == config_hash(text)
-    assert old_template["metadata"]["annotations"][HASH_ANNOTATION] != config_hash(text)
+    assert new_template["metadata"]["annotations"][CONFIG_HASH_ANNOTATION] == config_hash(text)
+    assert old_template["metadata"]["annotations"][CONFIG_HASH_ANNOTATION] != config_hash(text)
     old_template["metadata"].pop("annotations")
     new_template["metadata"].pop("annotations")
     assert new_template == old_template
@@ -446,9 +446,9 @@ def test_rollback_of_replicas_change_restores_old_text_and_rolls() -> None:
     assert plan.configmap_action is ConfigMapAction.UPDATE
     assert plan.configmap is not None and plan.configmap["data"]["config.yaml"] == four
     assert plan.after.replicas == 4
-    assert plan.daemonset["spec"]["template"]["metadata"]["annotations"][HASH_ANNOTATION] == (
-        config_hash(four)
-    )
+    assert plan.daemonset["spec"]["template"]["metadata"]["annotations"][
+        CONFIG_HASH_ANNOTATION
+    ] == (config_hash(four))
     # Rolling back twice is a toggle: back to 8.
     ds2, cm2 = applied(plan)
     assert plan_rollback(ds2, cm2, configmap_name=CM).after.replicas == 8

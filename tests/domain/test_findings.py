@@ -9,6 +9,7 @@ import pytest
 
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.findings_base import CATALOGUE
+from app.domain.plugin_config import CONFIG_HASH_ANNOTATION
 from tests import factories as f
 from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world
 
@@ -306,7 +307,7 @@ def test_runtime_class_missing_on_non_k3s_node_not_raised() -> None:
 
 
 def test_config_changed_after_start_detected_by_hash_annotation() -> None:
-    annotations = {"gpu-slots/config-hash": "0000000000000000"}
+    annotations = {CONFIG_HASH_ANNOTATION: "0000000000000000"}
     state = ts_world(4, plugin_pod_kwargs={"annotations": annotations})
     assert "config-changed-after-start" in _codes(state)
 
