@@ -97,7 +97,9 @@ def measure(server: str, *, runs: int) -> KubectlWay:
     nodes_s, pods_s, sum_s = [], [], []
     allocatable = requested = pods_bytes = peak = 0
     for _ in range(runs):
-        seconds, columns, _ = _timed([*base, "get", "nodes", "-o", f"custom-columns={ALLOC_COLUMNS}"])
+        seconds, columns, _ = _timed(
+            [*base, "get", "nodes", "-o", f"custom-columns={ALLOC_COLUMNS}"]
+        )
         nodes_s.append(seconds)
         seconds, raw, peak = _timed([*base, "get", "pods", "-A", "-o", "json"])
         pods_s.append(seconds)

@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,9 +114,7 @@ def run_loadgen(args: list[str]) -> dict[str, Any]:
     return result
 
 
-def post_reports(
-    url: str, bodies: list[bytes], *, token: str, connections: int
-) -> dict[str, Any]:
+def post_reports(url: str, bodies: list[bytes], *, token: str, connections: int) -> dict[str, Any]:
     """POST each body once to the agent endpoint from a separate process; loadgen's result."""
     with tempfile.NamedTemporaryFile("wb", suffix=".jsonl", dir=Path(tempfile.gettempdir())) as f:
         f.write(b"\n".join(bodies) + b"\n")
@@ -134,3 +133,36 @@ def post_reports(
                 str(connections),
             ]
         )
+
+
+class BackgroundAgents:
+    """Agents at work while other figures are measured: each body POSTed once, paced."""
+
+    def __init__(self, url: str, bodies: Iterable[bytes], *, token: str, rate: float) -> None:
+        self._file = tempfile.NamedTemporaryFile("wb", suffix=".jsonl")  # noqa: SIM115
+        for body in bodies:
+            self._file.write(body + b"\n")
+        self._file.flush()
+        self._process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "tests.bench.loadgen",
+                *("--url", url, "--path", "/api/v1/agent/reports", "--bodies", self._file.name),
+                *("--token", token, "--connections", "4", "--rate", f"{rate:.3f}"),
+            ],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.result: dict[str, Any] = {}
+
+    def stop(self) -> dict[str, Any]:
+        """Stop posting; loadgen's result (requests, statuses, ...)."""
+        if self._process.poll() is None:
+            self._process.terminate()
+        out, _ = self._process.communicate(timeout=30)
+        self._file.close()
+        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
+        self.result = json.loads(lines[-1]) if lines else {"error": "no result"}
+        return self.result

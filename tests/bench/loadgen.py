@@ -7,7 +7,7 @@ the count of each status code.
 
     python -m tests.bench.loadgen --url URL --path /api/v1/summary --connections 16 --duration 10
     python -m tests.bench.loadgen --url URL --path /api/v1/agent/reports --bodies FILE \
-        --token T --connections 16
+        --token T --connections 16 [--rate 67 --duration 60]   # paced: agents at work
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import time
 from collections import Counter
@@ -69,6 +70,7 @@ async def run(
     requests: Iterator[bytes],
     connections: int,
     duration_s: float | None,
+    rate: float | None = None,
 ) -> dict[str, object]:
     parts = urlsplit(url)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
@@ -77,16 +79,24 @@ async def run(
     errors = 0
     started = time.perf_counter()
     deadline = started + duration_s if duration_s else None
+    sent_count = 0
+    stopped = asyncio.Event()  # SIGTERM: finish the requests in flight, then report
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stopped.set)
 
     async def worker() -> None:
-        nonlocal errors
+        nonlocal errors, sent_count
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            while deadline is None or time.perf_counter() < deadline:
+            while (deadline is None or time.perf_counter() < deadline) and not stopped.is_set():
                 try:
                     request = next(requests)
                 except StopIteration:
                     return
+                if rate:  # paced: request n leaves at started + n / rate
+                    due = started + sent_count / rate
+                    sent_count += 1
+                    if due > time.perf_counter():
+                        await asyncio.sleep(due - time.perf_counter())
                 sent = time.perf_counter()
                 writer.write(request)
                 try:
@@ -123,13 +133,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--duration", type=float, default=None, help="seconds (GET mode)")
     parser.add_argument("--bodies", type=Path, default=None, help="JSON lines to POST, once each")
     parser.add_argument("--token", default="")
+    parser.add_argument("--rate", type=float, default=None, help="requests per second, paced")
     args = parser.parse_args(argv)
     host = urlsplit(args.url).netloc
     requests: Iterator[bytes]
     if args.bodies is not None:
-        bodies = args.bodies.read_bytes().splitlines()
-        requests = iter([post_request(host, args.path, body, args.token) for body in bodies])
-        duration = None
+
+        def posts(path: Path) -> Iterator[bytes]:
+            with path.open("rb") as lines:
+                for line in lines:
+                    if line.strip():
+                        yield post_request(host, args.path, line.rstrip(b"\n"), args.token)
+
+        requests = posts(args.bodies)
+        duration = args.duration
     else:
         one = get_request(host, args.path)
 
@@ -140,7 +157,13 @@ def main(argv: list[str]) -> int:
         requests = forever()
         duration = args.duration or 10.0
     result = asyncio.run(
-        run(url=args.url, requests=requests, connections=args.connections, duration_s=duration)
+        run(
+            url=args.url,
+            requests=requests,
+            connections=args.connections,
+            duration_s=duration,
+            rate=args.rate,
+        )
     )
     print(json.dumps(result), flush=True)
     return 0

@@ -6,6 +6,7 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +19,7 @@ from tests.bench.load import LoadResult
 
 PAGES = ("/api/v1/summary", "/api/v1/nodes", "/")
 CHANGE_NODE = 1  # gpu-0001: no host process of its own, so a report can add one
+AGENT_INTERVAL_S = 15.0  # the chart's agent.interval
 
 
 @dataclass
@@ -46,6 +48,7 @@ class ScaleResult:
     pod_change_s: list[float] = field(default_factory=list)
     report_change_s: list[float] = field(default_factory=list)
     ingest: dict[str, Any] = field(default_factory=dict)
+    background: dict[str, Any] = field(default_factory=dict)  # the agents during the loads
     rss_kib: int = -1
     hwm_kib: int = -1
     agreed: bool | None = None  # the kubectl way and the dashboard give the same totals
@@ -66,7 +69,9 @@ def _ready_with_all_nodes(client: httpx.Client, nodes: int) -> bool:
 
 
 def _gpu_pod_uids(sim_url: str) -> dict[tuple[str, str], str]:
-    response = httpx.get(f"{sim_url}/api/v1/pods", params={"labelSelector": "app=train"}, timeout=120)
+    response = httpx.get(
+        f"{sim_url}/api/v1/pods", params={"labelSelector": "app=train"}, timeout=120
+    )
     response.raise_for_status()
     return {
         (p["metadata"]["namespace"], p["metadata"]["name"]): p["metadata"]["uid"]
@@ -75,14 +80,20 @@ def _gpu_pod_uids(sim_url: str) -> dict[tuple[str, str], str]:
 
 
 def _bodies(
-    nodes: int, uids: dict[tuple[str, str], str], *, at: datetime, rounds: int = 1
-) -> list[bytes]:
-    out = []
+    nodes: int,
+    uids: dict[tuple[str, str], str],
+    *,
+    at: datetime,
+    rounds: int = 1,
+    skip: int | None = None,
+) -> Iterator[bytes]:
+    """`rounds` reports of every node (but `skip`), one second newer each round."""
     for round_index in range(rounds):
         moment = at + timedelta(seconds=round_index)
-        for body in cluster_gen.iter_reports(nodes, uids, collected_at=moment):
-            out.append(json.dumps(body, separators=(",", ":")).encode())
-    return out
+        for index in range(nodes):
+            if index != skip:
+                body = cluster_gen.report_body(index, uids, collected_at=moment)
+                yield json.dumps(body, separators=(",", ":")).encode()
 
 
 def run_scale(nodes: int, settings: Settings) -> ScaleResult:
@@ -121,7 +132,7 @@ def _measure(
 
     uids = _gpu_pod_uids(sim_url)
     now = datetime.now(UTC)
-    first = _bodies(nodes, uids, at=now)
+    first = list(_bodies(nodes, uids, at=now))
     posted_at = time.perf_counter()
     load.post_reports(dash.url, first, token=procs.AGENT_TOKEN, connections=settings.connections)
     gpus = nodes * cluster_gen.GPUS_PER_NODE
@@ -134,7 +145,7 @@ def _measure(
     _log(f"  every report in the snapshot {result.reports_complete_s:.2f} s after the first POST")
 
     rounds = max(1, math.ceil(settings.min_reports / nodes))
-    more = _bodies(nodes, uids, at=now + timedelta(seconds=1), rounds=rounds)
+    more = list(_bodies(nodes, uids, at=now + timedelta(seconds=1), rounds=rounds))
     result.ingest = load.post_reports(
         dash.url, more, token=procs.AGENT_TOKEN, connections=settings.connections
     )
@@ -144,12 +155,35 @@ def _measure(
     result.engine_s = _engine_seconds(sim_url, last_round, runs=settings.engine_runs)
     _log(f"  engine build_snapshot: {result.engine_s:.3f} s")
 
-    for path in PAGES:
-        result.body_bytes[path] = len(client.get(path).content)
-        result.loads[path] = load.get_load(
-            dash.url, path, connections=settings.connections, duration_s=settings.load_s
+    # From here on every other node's agent reports every AGENT_INTERVAL_S, as in production.
+    rate = (nodes - 1) / AGENT_INTERVAL_S
+    span_s = settings.load_s * len(PAGES) + 20 * settings.changes + 30
+    rounds_bg = math.ceil(span_s / AGENT_INTERVAL_S) + 1
+    stamp = now + timedelta(seconds=rounds + 1)
+    background = _bodies(nodes, uids, at=stamp, rounds=rounds_bg, skip=CHANGE_NODE)
+    agents = load.BackgroundAgents(dash.url, background, token=procs.AGENT_TOKEN, rate=rate)
+    try:
+        for path in PAGES:
+            result.body_bytes[path] = len(client.get(path).content)
+            result.loads[path] = load.get_load(
+                dash.url, path, connections=settings.connections, duration_s=settings.load_s
+            )
+            _log(f"  {path}: {result.loads[path]}")
+        result.pod_change_s = _pod_changes(sim_url, client, count=settings.changes)
+        _log(f"  pod change -> snapshot: {result.pod_change_s}")
+        result.report_change_s = _report_changes(
+            dash.url,
+            client,
+            uids,
+            start=stamp + timedelta(seconds=rounds_bg),
+            count=settings.changes,
         )
-        _log(f"  {path}: {result.loads[path]}")
+        _log(f"  report -> snapshot: {result.report_change_s}")
+    finally:
+        result.background = agents.stop()
+    _log(f"  background agents: {result.background}")
+    result.rss_kib = dash.rss_kib()
+    result.hwm_kib = dash.hwm_kib()
 
     if kubectl_way.available() and settings.kubectl_runs > 0:
         result.kubectl = kubectl_way.measure(sim_url, runs=settings.kubectl_runs)
@@ -162,18 +196,13 @@ def _measure(
     else:
         result.notes.append("kubectl not installed: the kubectl way was not timed")
 
-    result.pod_change_s = _pod_changes(sim_url, client, count=settings.changes)
-    _log(f"  pod change -> snapshot: {result.pod_change_s}")
-    result.report_change_s = _report_changes(
-        dash.url, client, uids, start=now + timedelta(seconds=rounds + 1), count=settings.changes
-    )
-    _log(f"  report -> snapshot: {result.report_change_s}")
-    result.rss_kib = dash.rss_kib()
-    result.hwm_kib = dash.hwm_kib()
-
 
 def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -> float:
-    """Median time of `build_snapshot` in this process on the cluster the dashboard sees."""
+    """Median time of `build_snapshot` in this process on the cluster the dashboard sees.
+
+    Prepared as the dashboard does it (frozen manifests, pod memo, one build before the
+    timed ones) where the code under test has those; otherwise plain builds.
+    """
     from app.domain.accounting import build_snapshot
     from app.domain.cluster import AccountingOptions, ClusterState
     from app.domain.report import AgentReport, ReceivedReport
@@ -191,17 +220,25 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
         nodes=nodes,
         pods=pods,
         reports={
-            r["node"]: ReceivedReport(
-                report=AgentReport.model_validate(r), received_at=received_at
-            )
+            r["node"]: ReceivedReport(report=AgentReport.model_validate(r), received_at=received_at)
             for r in reports
         },
     )
     options = AccountingOptions()
+    extra: dict[str, Any] = {}
+    try:
+        from app.domain.pods import PodMemo  # type: ignore[attr-defined, unused-ignore]
+        from app.kube.cache import settle  # type: ignore[attr-defined, unused-ignore]
+    except ImportError:
+        pass
+    else:
+        settle()
+        extra["memo"] = PodMemo()
+        build_snapshot(state, options=options, now=datetime.now(UTC), **extra)
     times = []
     for _ in range(runs):
         started = time.perf_counter()
-        build_snapshot(state, options=options, now=datetime.now(UTC))
+        build_snapshot(state, options=options, now=datetime.now(UTC), **extra)
         times.append(time.perf_counter() - started)
     return statistics.median(times)
 

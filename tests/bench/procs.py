@@ -16,7 +16,6 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
-VENV_BIN = Path(sys.executable).parent
 AGENT_TOKEN = "bench-agent-token"
 
 
@@ -95,8 +94,11 @@ def start_dashboard(kube_url: str, *, log: Path) -> Dashboard:
     """`gpu-slots serve --kube-server URL` with an agent token; returns at once."""
     port = free_port()
     env = dict(os.environ, GEO_MLOPS_AGENT_TOKEN=AGENT_TOKEN)
+    # `gpu-slots serve`, importing `app` from ROOT (so a copy of the tree can be measured)
     command = [
-        str(VENV_BIN / "gpu-slots"),
+        sys.executable,
+        "-m",
+        "app.cli",
         "serve",
         "--kube-server",
         kube_url,

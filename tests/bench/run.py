@@ -54,7 +54,12 @@ def machine() -> list[tuple[str, str]]:
         ("memory", memory),
         ("OS", f"{platform.system()} {platform.release()}"),
         ("Python", platform.python_version()),
-        ("load generator", _version([load.tool(), "--version"]) if load.tool() == "wrk" else "tests.bench.loadgen (wrk not installed)"),
+        (
+            "load generator",
+            _version([load.tool(), "--version"])
+            if load.tool() == "wrk"
+            else "tests.bench.loadgen (wrk not installed)",
+        ),
         ("kubectl", _version(["kubectl", "version", "--client"])),
         ("load average at start (1 / 5 min)", f"{load1:.2f} / {load5:.2f}"),
     ]
@@ -68,7 +73,9 @@ def _version(command: list[str]) -> str:
     return text[0].strip() if text else "unknown"
 
 
-def markdown(results: list[ScaleResult], info: list[tuple[str, str]], settings: Settings, elapsed_s: float) -> str:
+def markdown(
+    results: list[ScaleResult], info: list[tuple[str, str]], settings: Settings, elapsed_s: float
+) -> str:
     lines = [
         BEGIN,
         "",
@@ -129,7 +136,9 @@ def main(argv: list[str]) -> int:
         print(f"{nodes} nodes ...", flush=True)
         run_settings = settings
         if nodes > 1000:
-            run_settings = Settings(**{**settings.__dict__, "kubectl_runs": min(2, settings.kubectl_runs)})
+            run_settings = Settings(
+                **{**settings.__dict__, "kubectl_runs": min(2, settings.kubectl_runs)}
+            )
         results.append(run_scale(nodes, run_settings))
     elapsed_s = time.perf_counter() - started
     print()

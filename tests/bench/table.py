@@ -9,15 +9,12 @@ from dataclasses import dataclass
 
 from tests.bench.measures import ScaleResult
 
-Row = tuple[str, list[str], str]  # figure, one cell per scale, growth
-
 
 @dataclass(frozen=True)
 class Figure:
     label: str
     value: Callable[[ScaleResult], float | None]
     fmt: str  # format spec of one value
-    grows: bool = True  # a figure that should grow with the cluster (growth shown)
 
 
 def _load(path: str, attr: str) -> Callable[[ScaleResult], float | None]:
@@ -52,33 +49,62 @@ FIGURES: list[Figure] = [
     Figure("dashboard start -> first complete snapshot, s", lambda r: r.startup_s, "{:.2f}"),
     Figure("all reports POSTed -> in the snapshot, s", lambda r: r.reports_complete_s, "{:.2f}"),
     Figure("engine build_snapshot (in-process), s", lambda r: r.engine_s, "{:.3f}"),
-    Figure("/api/v1/summary p50, ms", _load("/api/v1/summary", "p50_ms"), "{:.2f}", False),
-    Figure("/api/v1/summary p99, ms", _load("/api/v1/summary", "p99_ms"), "{:.2f}", False),
-    Figure("/api/v1/summary req/s", _load("/api/v1/summary", "rps"), "{:,.0f}", False),
+    Figure("/api/v1/summary p50, ms", _load("/api/v1/summary", "p50_ms"), "{:.2f}"),
+    Figure("/api/v1/summary p99, ms", _load("/api/v1/summary", "p99_ms"), "{:.2f}"),
+    Figure("/api/v1/summary req/s", _load("/api/v1/summary", "rps"), "{:,.0f}"),
     Figure("/api/v1/nodes p50, ms", _load("/api/v1/nodes", "p50_ms"), "{:.1f}"),
     Figure("/api/v1/nodes p99, ms", _load("/api/v1/nodes", "p99_ms"), "{:.1f}"),
-    Figure("/api/v1/nodes req/s", _load("/api/v1/nodes", "rps"), "{:,.1f}", False),
-    Figure("/api/v1/nodes body, MB", lambda r: r.body_bytes.get("/api/v1/nodes", 0) / 1e6, "{:.2f}"),
+    Figure("/api/v1/nodes req/s", _load("/api/v1/nodes", "rps"), "{:,.1f}"),
+    Figure(
+        "/api/v1/nodes body, MB", lambda r: r.body_bytes.get("/api/v1/nodes", 0) / 1e6, "{:.2f}"
+    ),
     Figure("overview page / p50, ms", _load("/", "p50_ms"), "{:.1f}"),
     Figure("overview page / p99, ms", _load("/", "p99_ms"), "{:.1f}"),
-    Figure("overview page / req/s", _load("/", "rps"), "{:,.1f}", False),
+    Figure("overview page / req/s", _load("/", "rps"), "{:,.1f}"),
     Figure("overview page / body, MB", lambda r: r.body_bytes.get("/", 0) / 1e6, "{:.2f}"),
     Figure("kubectl get nodes -o custom-columns, s", _kubectl("nodes_s"), "{:.2f}"),
     Figure("kubectl get pods -A -o json, s", _kubectl("pods_s"), "{:.2f}"),
-    Figure("  its output, MB", lambda r: r.kubectl.pods_bytes / 1e6 if r.kubectl else None, "{:.0f}"),
-    Figure("  its peak memory (kubectl), MiB", lambda r: r.kubectl.peak_rss_kib / 1024 if r.kubectl else None, "{:,.0f}"),
+    Figure(
+        "  its output, MB", lambda r: r.kubectl.pods_bytes / 1e6 if r.kubectl else None, "{:.0f}"
+    ),
+    Figure(
+        "  its peak memory (kubectl), MiB",
+        lambda r: r.kubectl.peak_rss_kib / 1024 if r.kubectl else None,
+        "{:,.0f}",
+    ),
     Figure("  parse + sum per node (Python), s", _kubectl("sum_s"), "{:.2f}"),
     Figure("kubectl way, total, s", _kubectl("total_s"), "{:.2f}"),
-    Figure("kubectl way / dashboard summary p50", _ratio, "{:,.0f}x", False),
+    Figure("kubectl way / dashboard summary p50", _ratio, "{:,.0f}x"),
     Figure("one pod change -> snapshot, median s", lambda r: _median(r.pod_change_s), "{:.2f}"),
-    Figure("one pod change -> snapshot, max s", lambda r: max(r.pod_change_s, default=None), "{:.2f}"),
-    Figure("one agent report -> snapshot, median s", lambda r: _median(r.report_change_s), "{:.2f}"),
-    Figure("one agent report -> snapshot, max s", lambda r: max(r.report_change_s, default=None), "{:.2f}"),
-    Figure("report ingestion, reports/s", lambda r: r.ingest.get("rps"), "{:,.0f}", False),
-    Figure("report POST p50, ms", lambda r: r.ingest.get("p50_ms"), "{:.1f}", False),
-    Figure("report POST p99, ms", lambda r: r.ingest.get("p99_ms"), "{:.1f}", False),
-    Figure("dashboard VmRSS at the end, MiB", lambda r: r.rss_kib / 1024 if r.rss_kib > 0 else None, "{:,.0f}"),
-    Figure("dashboard VmHWM (peak), MiB", lambda r: r.hwm_kib / 1024 if r.hwm_kib > 0 else None, "{:,.0f}"),
+    Figure(
+        "one pod change -> snapshot, max s", lambda r: max(r.pod_change_s, default=None), "{:.2f}"
+    ),
+    Figure(
+        "one agent report -> snapshot, median s", lambda r: _median(r.report_change_s), "{:.2f}"
+    ),
+    Figure(
+        "one agent report -> snapshot, max s",
+        lambda r: max(r.report_change_s, default=None),
+        "{:.2f}",
+    ),
+    Figure("report ingestion, reports/s", lambda r: r.ingest.get("rps"), "{:,.0f}"),
+    Figure("report POST p50, ms", lambda r: r.ingest.get("p50_ms"), "{:.1f}"),
+    Figure("report POST p99, ms", lambda r: r.ingest.get("p99_ms"), "{:.1f}"),
+    Figure(
+        "agents during the loads and changes, reports/s",
+        lambda r: r.background.get("rps"),
+        "{:,.0f}",
+    ),
+    Figure(
+        "dashboard VmRSS at the end, MiB",
+        lambda r: r.rss_kib / 1024 if r.rss_kib > 0 else None,
+        "{:,.0f}",
+    ),
+    Figure(
+        "dashboard VmHWM (peak), MiB",
+        lambda r: r.hwm_kib / 1024 if r.hwm_kib > 0 else None,
+        "{:,.0f}",
+    ),
 ]
 
 
@@ -92,37 +118,40 @@ def _cell(figure: Figure, result: ScaleResult) -> str:
     return text
 
 
-def _growth(figure: Figure, results: Sequence[ScaleResult]) -> str:
-    """Growth of the figure over the last step of scales, next to the growth of the nodes."""
-    if len(results) < 2:
-        return ""
-    small, big = results[-2], results[-1]
+def _growth(figure: Figure, small: ScaleResult, big: ScaleResult) -> str:
     a, b = figure.value(small), figure.value(big)
     if a is None or b is None or not a or math.isnan(a) or math.isnan(b):
         return "-"
     return f"x{b / a:.1f}"
 
 
-def rows(results: Sequence[ScaleResult]) -> list[Row]:
+def _pairs(results: Sequence[ScaleResult]) -> list[tuple[ScaleResult, ScaleResult]]:
+    return list(zip(results, results[1:], strict=False))
+
+
+def rows(results: Sequence[ScaleResult]) -> list[list[str]]:
     return [
-        (figure.label, [_cell(figure, r) for r in results], _growth(figure, results))
+        [
+            figure.label,
+            *(_cell(figure, r) for r in results),
+            *(_growth(figure, a, b) for a, b in _pairs(results)),
+        ]
         for figure in FIGURES
     ]
 
 
 def header(results: Sequence[ScaleResult]) -> list[str]:
     cells = ["figure", *(f"{r.nodes:,} nodes" for r in results)]
-    if len(results) >= 2:
-        cells.append(f"growth {results[-2].nodes:,}->{results[-1].nodes:,} (nodes x{results[-1].nodes / results[-2].nodes:.0f})")
+    for a, b in _pairs(results):
+        cells.append(f"growth {a.nodes:,}->{b.nodes:,} (nodes x{b.nodes / a.nodes:.0f})")
     return cells
 
 
 def text_table(results: Sequence[ScaleResult]) -> str:
-    head = header(results)
-    body = [[label, *cells, *([growth] if len(results) >= 2 else [])] for label, cells, growth in rows(results)]
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
+    table = [header(results), *rows(results)]
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
     lines = []
-    for index, row in enumerate([head, *body]):
+    for index, row in enumerate(table):
         first = row[0].ljust(widths[0])
         rest = [cell.rjust(widths[i + 1]) for i, cell in enumerate(row[1:])]
         lines.append("  ".join([first, *rest]))
@@ -133,8 +162,7 @@ def text_table(results: Sequence[ScaleResult]) -> str:
 
 def markdown_table(results: Sequence[ScaleResult]) -> str:
     head = header(results)
-    lines = ["| " + " | ".join(head) + " |", "|" + "|".join(["---"] + ["---:"] * (len(head) - 1)) + "|"]
-    for label, cells, growth in rows(results):
-        row = [label.strip(), *cells, *([growth] if len(results) >= 2 else [])]
-        lines.append("| " + " | ".join(row) + " |")
+    lines = ["| " + " | ".join(head) + " |", "|---" + "|---:" * (len(head) - 1) + "|"]
+    for row in rows(results):
+        lines.append("| " + " | ".join([row[0].strip(), *row[1:]]) + " |")
     return "\n".join(lines)
