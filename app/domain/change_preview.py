@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.domain.change_plan import PREVIOUS_ANNOTATION, PluginSettings
+from app.domain.change_models import PREVIOUS_ANNOTATION, PluginSettings
 from app.domain.cluster import Manifest
 from app.domain.kube_time import parse_time
 from app.domain.plugin_edits import dump_yaml

@@ -17,15 +17,15 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.domain.change_plan import (
+from app.domain.change_models import (
     MAX_REPLICAS,
     MIN_REPLICAS,
     ChangePlan,
     ChangeRequest,
     PlanRefused,
     RefusalCode,
-    current_settings,
 )
+from app.domain.change_plan import current_settings
 from app.domain.change_preview import rollout_status
 from app.domain.kube_time import parse_time
 from app.errors import ClusterError

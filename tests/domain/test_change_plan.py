@@ -9,18 +9,15 @@ from typing import Any
 import pytest
 import yaml
 
-from app.domain.change_plan import (
+from app.domain.change_models import (
     PREVIOUS_ANNOTATION,
     ChangePlan,
     ChangeRequest,
     ConfigMapAction,
     PlanRefused,
     RefusalCode,
-    current_settings,
-    plan_change,
-    plan_rollback,
-    previous_settings,
 )
+from app.domain.change_plan import current_settings, plan_change, plan_rollback, previous_settings
 from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, config_hash, parse_plugin_config
 from app.domain.plugin_edits import dump_yaml
 from app.domain.snapshot import Mode

@@ -6,7 +6,7 @@ from datetime import timedelta
 from typing import Any
 
 from app.domain.accounting import build_snapshot
-from app.domain.change_plan import PluginSettings
+from app.domain.change_models import PluginSettings
 from app.domain.change_preview import object_diff, rollout_status, slots_by_node
 from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Mode, Snapshot

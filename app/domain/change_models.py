@@ -1,0 +1,132 @@
+"""What a plugin mode change is made of: the request, the settings, the plan, the refusals."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any, Literal
+
+from app.domain.cluster import Manifest
+from app.domain.snapshot import Mode
+from app.errors import GpuSlotsError
+
+PREVIOUS_ANNOTATION = "gpu-slots.io/previous-config"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+DEFAULT_KEY = "config.yaml"
+MIN_REPLICAS = 2
+MAX_REPLICAS = 64
+
+
+class RefusalCode(StrEnum):
+    """Why a change cannot be planned; stable, shown in the form and the API."""
+
+    OPERATOR_MANAGED = "operator-managed"
+    DAEMONSET_NOT_FOUND = "daemonset-not-found"
+    NO_PLUGIN_CONTAINER = "no-plugin-container"
+    CONFIG_ELSEWHERE = "config-elsewhere"
+    CONFIG_KEY_MISMATCH = "config-key-mismatch"
+    CONFIG_PER_NODE = "config-per-node"
+    CONFIG_UNRESOLVED = "config-unresolved"
+    CONFIG_FILE_FLAG = "config-file-flag"
+    CONFIG_INVALID = "config-invalid"
+    CONFIGMAP_IN_USE = "configmap-in-use"
+    OUT_OF_RANGE = "out-of-range"
+    NO_CHANGE = "no-change"
+    NO_PREVIOUS = "no-previous-config"
+
+
+class PlanRefused(GpuSlotsError):
+    """The requested change cannot (or need not) be made; `code` says which refusal."""
+
+    def __init__(self, code: RefusalCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class ConfigMapAction(StrEnum):
+    KEEP = "keep"
+    CREATE = "create"
+    UPDATE = "update"
+    DELETE = "delete"
+
+
+@dataclass(frozen=True)
+class ChangeRequest:
+    """What an admin asks for."""
+
+    mode: Literal["basic", "time-slicing"]
+    replicas: int = MIN_REPLICAS
+    rename_by_default: bool = False
+    fail_requests_greater_than_one: bool = False
+    delete_configmap: bool = False
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    """The plugin's sharing settings as the plugin would run them."""
+
+    mode: Mode
+    replicas: int
+    resource: str
+    rename_by_default: bool
+    fail_requests_greater_than_one: bool
+    error: str | None = None
+
+    def describe(self) -> str:
+        if self.error:
+            return f"unusable config ({self.error})"
+        if self.mode is not Mode.TIME_SLICING:
+            return f"{self.mode.value} ({self.resource})"
+        flags = [
+            name
+            for name, on in (
+                ("renameByDefault", self.rename_by_default),
+                ("failRequestsGreaterThanOne", self.fail_requests_greater_than_one),
+            )
+            if on
+        ]
+        extra = ", " + ", ".join(flags) if flags else ""
+        return f"time-slicing x{self.replicas} ({self.resource}{extra})"
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode.value,
+            "replicas": self.replicas,
+            "resource": self.resource,
+            "renameByDefault": self.rename_by_default,
+            "failRequestsGreaterThanOne": self.fail_requests_greater_than_one,
+            "error": self.error,
+        }
+
+
+@dataclass(frozen=True)
+class ChangePlan:
+    """The exact objects to write, and what they change."""
+
+    kind: Literal["change", "rollback"]
+    daemonset_before: Manifest
+    daemonset: Manifest
+    configmap_before: Manifest | None
+    configmap: Manifest | None  # the object to create or replace; None for keep/delete
+    configmap_action: ConfigMapAction
+    before: PluginSettings
+    after: PluginSettings
+    config_hash: str | None
+    rolls_pods: bool
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def resource_versions(self) -> dict[str, str | None]:
+        return {
+            "daemonset": resource_version(self.daemonset_before),
+            "configmap": resource_version(self.configmap_before),
+        }
+
+
+def resource_version(obj: Manifest | None) -> str | None:
+    """metadata.resourceVersion, or None for an absent object."""
+    if obj is None:
+        return None
+    value = (obj.get("metadata") or {}).get("resourceVersion")
+    return str(value) if value is not None else None
