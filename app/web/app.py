@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import app as package
 from app.domain.cluster import AccountingOptions
@@ -100,7 +102,7 @@ def create_app(
     app.include_router(admin_pages.router)
     add_problem_handlers(app)
     _add_docs(app)
-    _add_security_headers(app)
+    app.add_middleware(SecurityHeaders)
     _add_report_schema(app)
     return app
 
@@ -117,20 +119,35 @@ def _add_docs(app: FastAPI) -> None:
         )
 
 
-def _add_security_headers(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def security_headers(
-        request: Request, call_next: Callable[[Request], Awaitable[Response]]
-    ) -> Response:
-        response = await call_next(request)
-        headers = response.headers
-        headers.setdefault(
-            "Content-Security-Policy", DOCS_CSP if request.url.path == "/docs" else PAGE_CSP
-        )
-        headers.setdefault("X-Content-Type-Options", "nosniff")
-        headers.setdefault("X-Frame-Options", "DENY")
-        headers.setdefault("Referrer-Policy", "same-origin")
-        return response
+class SecurityHeaders:
+    """Adds the security headers to every HTTP response, as plain ASGI middleware.
+
+    (Starlette's `@app.middleware("http")` costs a task group and a stream per request;
+    this costs a closure.)
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        csp = DOCS_CSP if scope["path"] == "/docs" else PAGE_CSP
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in (
+                    ("Content-Security-Policy", csp),
+                    ("X-Content-Type-Options", "nosniff"),
+                    ("X-Frame-Options", "DENY"),
+                    ("Referrer-Policy", "same-origin"),
+                ):
+                    headers.setdefault(name, value)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def _add_report_schema(app: FastAPI) -> None:
