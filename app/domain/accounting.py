@@ -7,6 +7,7 @@ node and by UID once.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import datetime
 
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
@@ -14,12 +15,17 @@ from app.domain.effective_config import EffectiveConfig, resolve_config
 from app.domain.facts import (
     GPU_PRESENT_LABEL,
     ClusterFacts,
+    EngineMemo,
+    NodeEntry,
     NodeFacts,
     agent_state,
+    context_key,
     has_nvidia_capacity,
     is_k3s,
     is_plugin_pod,
+    node_key,
     plugin_pod_state,
+    pod_refs,
     resource_count,
 )
 from app.domain.findings_base import CATALOGUE, SEVERITY_RANK, sort_key
@@ -37,7 +43,7 @@ from app.domain.gpus import (
     resolve_visibility,
 )
 from app.domain.plugin import ConfigManagerRef, PluginSpec, read_plugin_spec
-from app.domain.pods import PodFacts, PodMemo, is_ready, read_pod
+from app.domain.pods import PodFacts, is_ready, read_pod
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import (
     Finding,
@@ -58,12 +64,13 @@ def build_snapshot(
     *,
     options: AccountingOptions,
     now: datetime,
-    memo: PodMemo | None = None,
+    memo: EngineMemo | None = None,
 ) -> Snapshot:
     """Compute every figure and finding of the dashboard from one consistent cluster view.
 
-    `memo` (kept by the caller from one snapshot to the next) saves re-reading pods whose
-    resourceVersion did not change; the result is the same with or without it.
+    `memo` (kept by the caller from one snapshot to the next) saves re-reading pods and
+    recomputing nodes that did not change (see EngineMemo); the result is the same with or
+    without it.
     """
     spec = read_plugin_spec(state.daemonset) if state.daemonset is not None else None
     default_config = resolve_config(spec, state.configmaps)
@@ -73,7 +80,7 @@ def build_snapshot(
     pods_by_node: dict[str, list[PodFacts]] = {}
     plugin_by_node: dict[str, Manifest] = {}
     plugin_pods: list[Manifest] = []
-    read = memo.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
+    read = memo.pods.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
     for pod, pod_facts_ in zip(state.pods, read, strict=True):
         uid = pod_facts_.uid
         pods_by_uid[uid] = pod
@@ -84,28 +91,73 @@ def build_snapshot(
             continue
         if pod_facts_.holds:
             pods_by_node.setdefault(node, []).append(pod_facts_)
-        if spec is not None and is_plugin_pod(
-            pod, name=spec.name, namespace=spec.namespace, selector=spec.selector
+        if (
+            spec is not None
+            and pod_facts_.namespace == spec.namespace
+            and is_plugin_pod(pod, name=spec.name, namespace=spec.namespace, selector=spec.selector)
         ):
             plugin_pods.append(pod)
             if _newer(pod, plugin_by_node.get(node)):
                 plugin_by_node[node] = pod
 
-    nodes = [
-        _node_facts(
-            node,
-            spec=spec,
-            default_config=default_config,
-            state=state,
-            options=options,
-            now=now,
-            pods=pods_by_node.get(_name(node), []),
-            slots_by_uid=slots_by_uid,
-            pods_by_uid=pods_by_uid,
-            plugin_pod=plugin_by_node.get(_name(node)),
+    context = context_key(state, options) if memo is not None else None
+    if len({_name(n) for n in state.nodes}) != len(state.nodes):
+        context = None  # two nodes of one name: nothing to key them by
+    previous = memo.nodes if memo is not None else {}
+    entries: dict[str, NodeEntry] = {}
+    reused: set[str] = set()
+    nodes: list[NodeFacts] = []
+    for manifest in sorted(state.nodes, key=_name):
+        name = _name(manifest)
+        pods = pods_by_node.get(name, [])
+        plugin_pod = plugin_by_node.get(name)
+        received = state.reports.get(name)
+        agent = (
+            agent_state(received, now=now, stale_after_s=options.agent_stale_after_s)
+            if received is not None
+            else None
         )
-        for node in sorted(state.nodes, key=_name)
-    ]
+        key = node_key(manifest, plugin_pod, agent, context) if context is not None else None
+        entry = None
+        if key is not None:
+            process_pods = pod_refs(received, facts_by_uid)
+            old = previous.get(name)
+            if old is not None and old.reusable(key, received, pods, process_pods):
+                assert old.state is not None
+                entry = NodeEntry(
+                    key,
+                    received,
+                    pods,
+                    process_pods,
+                    replace(old.facts, agent=agent),
+                    old.findings,
+                    old.state.model_copy(update={"agent": agent}),
+                )
+                reused.add(name)
+        node_facts = (
+            entry.facts
+            if entry is not None
+            else _node_facts(
+                manifest,
+                spec=spec,
+                default_config=default_config,
+                state=state,
+                options=options,
+                now=now,
+                pods=pods,
+                slots_by_uid=slots_by_uid,
+                pods_by_uid=pods_by_uid,
+                plugin_pod=plugin_pod,
+            )
+        )
+        if key is not None and entry is None:
+            entry = NodeEntry(key, received, pods, process_pods, node_facts)
+        if entry is not None:
+            entries[name] = entry
+        nodes.append(node_facts)
+    if memo is not None:
+        memo.nodes = entries
+        memo.reused = len(reused)
     facts = ClusterFacts(
         state=state,
         options=options,
@@ -121,9 +173,16 @@ def build_snapshot(
     findings = list(cluster_findings(facts)) + list(pod_findings(facts))
     node_states = []
     for node_facts in nodes:
-        own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
-        own.sort(key=sort_key)
-        node_states.append(_node_state(node_facts, own))
+        entry = entries.get(node_facts.name)
+        if entry is not None and node_facts.name in reused and entry.state is not None:
+            own, node_state = entry.findings, entry.state
+        else:
+            own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
+            own.sort(key=sort_key)
+            node_state = _node_state(node_facts, own)
+            if entry is not None:
+                entry.findings, entry.state = own, node_state
+        node_states.append(node_state)
         findings.extend(own)
     by_node: dict[str, list[Finding]] = {}
     for item in findings:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -11,9 +11,9 @@ from app.domain.effective_config import EffectiveConfig
 from app.domain.gpus import GpuFacts, Visibility
 from app.domain.kube_time import parse_time
 from app.domain.plugin import PluginSpec
-from app.domain.pods import PodFacts, is_ready, parse_count, pod_phase
+from app.domain.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
 from app.domain.report import ReceivedReport
-from app.domain.snapshot import AgentState, Mode, PluginPod, PodSlots
+from app.domain.snapshot import AgentState, Finding, Mode, NodeState, PluginPod, PodSlots
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -63,6 +63,105 @@ class ClusterFacts:
     slots_by_uid: Mapping[str, Mapping[str, int]]
     plugin_pods: Sequence[Manifest] = field(default_factory=list)
     pod_facts: Mapping[str, PodFacts] = field(default_factory=dict)  # by uid, as pods_by_uid
+
+
+@dataclass
+class NodeEntry:
+    """One node's facts, findings and state from an earlier snapshot, with what they read."""
+
+    key: Hashable  # versions of the node, DaemonSet, ConfigMaps, plugin pod; options; fresh
+    report: ReceivedReport | None  # the very report object read
+    pods: Sequence[PodFacts]  # the very PodFacts of the pods holding resources on the node
+    process_pods: tuple[PodFacts | None, ...]  # the pods the GPU processes name, by UID
+    facts: NodeFacts
+    findings: list[Finding] = field(default_factory=list)  # node + GPU findings, sorted
+    state: NodeState | None = None  # before pod findings are merged in
+
+    def reusable(
+        self,
+        key: Hashable,
+        report: ReceivedReport | None,
+        pods: Sequence[PodFacts],
+        process_pods: tuple[PodFacts | None, ...],
+    ) -> bool:
+        return (
+            self.state is not None
+            and self.key == key
+            and self.report is report
+            and _same(self.pods, pods)
+            and _same(self.process_pods, process_pods)
+        )
+
+
+def _same(old: Sequence[object], new: Sequence[object]) -> bool:
+    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+
+
+class EngineMemo:
+    """What the engine keeps from one snapshot to the next (see build_snapshot).
+
+    Pods are re-read only when their resourceVersion changes (PodMemo), and a node's facts,
+    findings and state are recomputed only when something it reads changed: its manifest,
+    the plugin DaemonSet or ConfigMaps, its plugin pod (all by resourceVersion), its agent
+    report, the pods on it or named by its GPU processes, or its agent's freshness. Only
+    the agent's age is renewed on a reused node. Objects without a resourceVersion (test
+    fixtures) are never reused.
+    """
+
+    def __init__(self) -> None:
+        self.pods = PodMemo()
+        self.nodes: dict[str, NodeEntry] = {}
+        self.reused = 0  # nodes reused by the latest build
+
+
+def version_of(obj: Manifest) -> str:
+    """metadata.resourceVersion ("" when absent)."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def context_key(state: ClusterState, options: AccountingOptions) -> Hashable | None:
+    """What every node reads besides itself: DaemonSet and ConfigMap versions, the options."""
+    daemonset = None
+    if state.daemonset is not None:
+        daemonset = version_of(state.daemonset)
+        if not daemonset:
+            return None
+    configmaps = []
+    for name, configmap in sorted(state.configmaps.items()):
+        version = version_of(configmap)
+        if not version:
+            return None
+        configmaps.append((name, version))
+    return (daemonset, tuple(configmaps), options)
+
+
+def node_key(
+    node: Manifest, plugin_pod: Manifest | None, agent: AgentState | None, context: Hashable
+) -> Hashable | None:
+    """The versions a node's results depend on; None when they cannot be reused."""
+    version = version_of(node)
+    if not version or (agent is not None and not agent.fresh):
+        return None  # a stale agent's age is in its finding: recompute every time
+    plugin = None
+    if plugin_pod is not None:
+        plugin = (str((plugin_pod.get("metadata") or {}).get("uid", "")), version_of(plugin_pod))
+        if not plugin[1]:
+            return None
+    return (context, version, plugin)
+
+
+def pod_refs(
+    received: ReceivedReport | None, facts_by_uid: Mapping[str, PodFacts]
+) -> tuple[PodFacts | None, ...]:
+    """The pods the node's GPU processes belong to, as the engine sees them now."""
+    if received is None:
+        return ()
+    return tuple(
+        facts_by_uid.get(proc.pod_uid)
+        for gpu in received.report.gpus
+        for proc in gpu.processes
+        if proc.pod_uid
+    )
 
 
 def is_k3s(node: Manifest) -> bool:

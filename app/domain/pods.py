@@ -128,6 +128,7 @@ class PodFacts:
     """What the engine reads of one pod, computed once per pod version (see PodMemo)."""
 
     uid: str
+    namespace: str
     key: str  # namespace/name
     node: str | None
     phase: str
@@ -144,6 +145,7 @@ def read_pod(pod: Manifest) -> PodFacts:
     phase = pod_phase(pod)
     return PodFacts(
         uid=str(meta.get("uid", "")),
+        namespace=str(meta.get("namespace", "")),
         key=pod_key(pod),
         node=pod_node(pod),
         phase=phase,

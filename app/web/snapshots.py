@@ -4,14 +4,23 @@ Requests only read `current()`; the engine runs in one background thread, at mos
 `min_interval_s`, and again every `refresh_interval_s` so agent ages stay true. Rendered
 forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per snapshot.
 
-Two things keep a big cluster's dashboard responsive while every agent reports (1,000
-nodes at a 15 s interval is 67 reports a second, each asking for a new snapshot):
+What keeps a big cluster's dashboard responsive while every agent reports (1,000 nodes at a
+15 s interval is 67 reports a second, each asking for a new snapshot):
 
-- pacing: after a build the thread waits at least as long as that build (and its
-  renders) took, so the engine uses at most about half of the process's time;
-- pre-rendering: memo keys requested in the last `HOT_KEY_S` are rendered for the new
-  snapshot in this thread, before it is published, so no request renders a big page or
-  JSON body on the event loop (where it would hold up every other request).
+- the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
+- pacing: after a build, report-driven builds wait at least as long as that build (and
+  its renders) took, and at least `REPORT_BATCH` x `min_interval_s`, so the engine uses
+  at most about half of the process's time and reports are taken in batches; a change of
+  the cluster itself (a pod, a node) or a node's first report is not held back;
+- rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
+  snapshot in the snapshot thread right after it is published, cheapest first, so
+  requests do not render JSON bodies on the event loop (where they would hold up every
+  other request); a request for a key being rendered waits for that rendering;
+- slow renderings (`SLOW_RENDER_S`, e.g. the overview page of 1,000 nodes: ~1 s) are not
+  redone for every snapshot: requests get the latest one, and a second thread renders the
+  key again for the newest snapshot once it has been requested since (and, under a flood
+  of requests, spends at most half of the time on it). A page may thus be one rendering
+  behind the JSON API; it shows its own `generated_at`.
 """
 
 from __future__ import annotations
@@ -26,7 +35,7 @@ from typing import Protocol, TypeVar
 
 from app.domain.accounting import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
-from app.domain.pods import PodMemo
+from app.domain.facts import EngineMemo
 from app.domain.snapshot import Snapshot
 from app.web.reports import ReportStore
 
@@ -35,6 +44,9 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 T = TypeVar("T")
 HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
+PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
+REPORT_BATCH = 5  # reports alone start a build at most every 5 x min_interval_s (1 s)
+SLOW_RENDER_S = 0.5  # a key rendering this slowly (twice running) is refreshed on demand
 
 
 class CacheHealthLike(Protocol):
@@ -60,6 +72,24 @@ class ClusterSource(Protocol):
     def wait_for_change(self, seen_generation: int, timeout_s: float) -> int: ...
 
 
+@dataclass
+class _Renderer:
+    """A memo key: how to render it, when it was last asked for, its latest rendering."""
+
+    render: Callable[[Snapshot], object]
+    used_at: float  # time.monotonic() of the last request
+    cost_s: float = 0.0  # how long the last rendering took
+    cost_before_s: float = 0.0  # and the one before (the first also compiles templates)
+    value: object = None  # the latest rendering ...
+    of: Snapshot | None = None  # ... and the snapshot it shows
+    wanted: bool = False  # a slow key was requested since its latest rendering
+    rendered_at: float = 0.0  # time.monotonic() when the latest rendering was done
+
+    @property
+    def slow(self) -> bool:
+        return min(self.cost_s, self.cost_before_s) >= SLOW_RENDER_S
+
+
 @dataclass(frozen=True)
 class Readiness:
     ready: bool
@@ -68,7 +98,7 @@ class Readiness:
 
 
 class SnapshotService:
-    """Owns the background thread that turns cache + reports into the current snapshot."""
+    """Owns the background threads that turn cache + reports into the current snapshot."""
 
     def __init__(
         self,
@@ -87,28 +117,35 @@ class SnapshotService:
         self._min_interval_s = min_interval_s
         self._refresh_interval_s = refresh_interval_s
         self._current: Snapshot | None = None
-        self._memo: dict[str, object] = {}
-        self._renderers: dict[str, tuple[Callable[[Snapshot], object], float]] = {}
-        self._pods = PodMemo()
-        self._last_build_s = 0.0
+        self._memo: dict[str, object] = {}  # renderings of the current snapshot
+        self._renderers: dict[str, _Renderer] = {}
+        self._pending: dict[str, threading.Event] = {}  # keys being rendered ahead, now
+        self._engine_memo = EngineMemo()
+        self._reported_nodes = 0  # nodes with a report in the latest build
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._slow_wake = threading.Event()
+        self._threads: list[threading.Thread] = []
         self.builds = 0
         self.last_error: str | None = None
 
     def start(self) -> None:
-        """Start the background thread (again after a stop: an app's lifespan may repeat)."""
+        """Start the background threads (again after a stop: an app's lifespan may repeat)."""
         self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="snapshots", daemon=True)
-        self._thread.start()
+        self._threads = [
+            threading.Thread(target=self._run, name="snapshots", daemon=True),
+            threading.Thread(target=self._render_slow, name="snapshot-renders", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
 
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._slow_wake.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
 
     def poke(self) -> None:
         """Ask for a recompute soon (a report arrived)."""
@@ -118,37 +155,100 @@ class SnapshotService:
         return self._current
 
     def memo(self, key: str, render: Callable[[Snapshot], T]) -> T | None:
-        """`render(current snapshot)`, computed once per snapshot.
+        """`render(current snapshot)`, computed once per snapshot (see the module notes).
 
         `render` must depend on the snapshot only (the key names everything else): while
-        the key is requested, the service calls it for each new snapshot ahead of time.
+        the key is requested, the service calls it for new snapshots ahead of time.
         """
+        now = time.monotonic()
         with self._lock:
             snapshot = self._current
             if snapshot is None:
                 return None
-            self._renderers[key] = (render, time.monotonic())
-            if key not in self._memo:
-                self._memo[key] = render(snapshot)
-            return self._memo[key]  # type: ignore[return-value]
+            entry = self._renderers.get(key)
+            if entry is None:
+                entry = self._renderers[key] = _Renderer(render, now)
+            else:
+                entry.render, entry.used_at = render, now
+            if key in self._memo:
+                return self._memo[key]  # type: ignore[return-value]
+            if entry.slow and entry.of is not None and self._rendering_slow():
+                entry.wanted = True
+                self._slow_wake.set()
+                return entry.value  # type: ignore[return-value]
+            pending = self._pending.get(key)
+        if pending is not None:  # the snapshot thread is rendering it now: wait, don't redo
+            pending.wait(PENDING_WAIT_S)
+            with self._lock:
+                if self._current is snapshot and key in self._memo:
+                    return self._memo[key]  # type: ignore[return-value]
+        return self._render(key, entry, snapshot)  # type: ignore[return-value]
 
-    def _prerender(self, snapshot: Snapshot) -> dict[str, object]:
-        """The hot memo keys rendered for `snapshot`; keys not requested lately are dropped."""
+    def _rendering_slow(self) -> bool:
+        """Whether the thread that renders slow keys runs (not in tests that only rebuild)."""
+        return any(t.name == "snapshot-renders" and t.is_alive() for t in self._threads)
+
+    def _render(self, key: str, entry: _Renderer, snapshot: Snapshot) -> object:
+        """Render `key` for `snapshot` here and now; keep it as the latest rendering."""
+        started = time.monotonic()
+        value = entry.render(snapshot)
+        with self._lock:
+            entry.rendered_at = time.monotonic()
+            entry.cost_before_s, entry.cost_s = entry.cost_s, entry.rendered_at - started
+            if entry.of is None or entry.of.generated_at <= snapshot.generated_at:
+                entry.value, entry.of = value, snapshot
+            if self._current is snapshot:
+                value = self._memo.setdefault(key, value)
+        return value
+
+    def _hot(self, *, slow: bool) -> list[tuple[str, _Renderer]]:
+        """Keys asked for lately, fast or slow ones, cheapest first; forgets the others."""
         now = time.monotonic()
         with self._lock:
-            renderers = list(self._renderers.items())
-        rendered: dict[str, object] = {}
-        for key, (render, used_at) in renderers:
-            if now - used_at > HOT_KEY_S:
-                with self._lock:
-                    if self._renderers.get(key, (None, 0.0))[1] == used_at:
-                        del self._renderers[key]
-                continue
+            for key in [k for k, e in self._renderers.items() if now - e.used_at > HOT_KEY_S]:
+                del self._renderers[key]
+            hot = [(k, e) for k, e in self._renderers.items() if e.slow == slow]
+        return sorted(hot, key=lambda item: item[1].cost_s)
+
+    def _prerender(self, snapshot: Snapshot) -> None:
+        """Render the fast hot keys for the just published `snapshot`."""
+        for key, entry in self._hot(slow=False):
+            done = threading.Event()
+            with self._lock:
+                if self._current is not snapshot:
+                    return  # a newer snapshot took over
+                if key in self._memo:
+                    continue  # a request rendered it already
+                self._pending[key] = done
             try:
-                rendered[key] = render(snapshot)
+                self._render(key, entry, snapshot)
             except Exception:
                 log.exception("rendering %s ahead failed; it renders on request", key)
-        return rendered
+            finally:
+                with self._lock:
+                    if self._pending.get(key) is done:
+                        del self._pending[key]
+                done.set()
+
+    def _render_slow(self) -> None:
+        """Render the slow keys that were asked for again, for the newest snapshot."""
+        while not self._stop.is_set():
+            self._slow_wake.wait(0.25)
+            self._slow_wake.clear()
+            for key, entry in self._hot(slow=True):
+                with self._lock:
+                    snapshot = self._current
+                    if snapshot is None or not entry.wanted or entry.of is snapshot:
+                        continue
+                    if time.monotonic() < entry.rendered_at + entry.cost_s:
+                        continue  # at most half of the time on one slow key
+                    entry.wanted = False
+                try:
+                    self._render(key, entry, snapshot)
+                except Exception:
+                    log.exception("rendering %s failed; it renders again on request", key)
+                if self._stop.is_set():
+                    return
 
     def readiness(self) -> Readiness:
         health = self._source.health()
@@ -172,16 +272,18 @@ class SnapshotService:
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
         )
-        snapshot = build_snapshot(state, options=self._options, now=now, memo=self._pods)
+        snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+        self._reported_nodes = len(state.reports)
         health = self._source.health()
         if health.failing_since is not None:
             age_s = max(0.0, (now - health.failing_since).total_seconds())
             snapshot = snapshot.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
-        rendered = self._prerender(snapshot)
         with self._lock:
             self._current = snapshot
-            self._memo = rendered
+            self._memo = {}
         self.builds += 1
+        self._prerender(snapshot)
+        self._slow_wake.set()
         return snapshot
 
     def _run(self) -> None:
@@ -189,6 +291,7 @@ class SnapshotService:
         while not self._stop.is_set():
             generation = self._source.generation
             self._wake.clear()  # a report from now on asks for the next build
+            work_s = 0.0
             if self._source.health().synced:
                 started = time.monotonic()
                 try:
@@ -197,15 +300,30 @@ class SnapshotService:
                 except Exception as exc:
                     self.last_error = repr(exc)
                     log.exception("snapshot computation failed; serving the previous one")
-                self._last_build_s = time.monotonic() - started
+                work_s = time.monotonic() - started
             seen = generation
-            if self._stop.wait(max(self._min_interval_s, self._last_build_s)):
+            if self._stop.wait(self._min_interval_s):
                 return
-            self._wait(seen)
+            hold_s = max(work_s, REPORT_BATCH * self._min_interval_s) - self._min_interval_s
+            self._pace(seen, hold_s)
+            self._wait(seen, self._refresh_interval_s - max(hold_s, 0.0))
 
-    def _wait(self, seen: int) -> None:
-        """Until the cache changes, a report arrives, or the refresh interval passes."""
-        deadline_s = self._refresh_interval_s
+    def _pace(self, seen: int, hold_s: float) -> None:
+        """Hold back report-driven builds for as long as the last build and renders took.
+
+        A change of the cluster itself (pods, nodes, the plugin) is not held back, nor is
+        the first report of a node (its GPUs were unknown until then).
+        """
+        deadline = time.monotonic() + hold_s
+        while not self._stop.is_set():
+            left_s = deadline - time.monotonic()
+            if left_s <= 0 or len(self._reports.latest()) != self._reported_nodes:
+                return
+            if self._source.wait_for_change(seen, min(0.05, left_s)) != seen:
+                return
+
+    def _wait(self, seen: int, deadline_s: float) -> None:
+        """Until the cache changes, a report arrives, or `deadline_s` passes."""
         step_s = 0.05
         waited_s = 0.0
         while waited_s < deadline_s and not self._stop.is_set():

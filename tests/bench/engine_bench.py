@@ -9,17 +9,21 @@ report per node; `--profile` prints the top of a cProfile of one build.
 from __future__ import annotations
 
 import argparse
+import copy
 import cProfile
 import gc
 import pstats
+import random
 import statistics
 import sys
 import time
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from app.domain.accounting import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
-from app.domain.pods import PodMemo
+from app.domain.facts import EngineMemo
 from app.domain.report import AgentReport, ReceivedReport
 from app.kube.cache import settle
 from app.simulator.resources import DAEMONSET, NODE, POD
@@ -42,6 +46,95 @@ def cluster_state(nodes: int) -> ClusterState:
         pods=pods,
         reports=reports,
     )
+
+
+def _bump(obj: dict[str, Any], version: int) -> dict[str, Any]:
+    """A copy of a manifest with a new resourceVersion, as a watch event would bring it."""
+    new = copy.deepcopy(obj)
+    new["metadata"]["resourceVersion"] = str(version)
+    return new
+
+
+def check_memo(state: ClusterState) -> None:
+    """Changes of every kind between builds: each memo build must equal a plain build."""
+    options = AccountingOptions()
+    memo = EngineMemo()
+    now = datetime.now(UTC)
+    version = 10_000_000
+    rng = random.Random(7)
+
+    def compare(what: str, current: ClusterState, at: datetime) -> None:
+        with_memo = build_snapshot(current, options=options, now=at, memo=memo)
+        plain = build_snapshot(current, options=options, now=at)
+        assert with_memo == plain, f"memo differs after: {what}"
+        print(f"  same snapshot after {what} (nodes reused: {memo.reused})")
+
+    compare("the first build", state, now)
+    compare("nothing changed, 5 s later", state, now + timedelta(seconds=5))
+    pods = list(state.pods)
+    # a GPU pod finishes (Succeeded): its slot is free again
+    index = next(i for i, p in enumerate(pods) if p["metadata"]["name"].startswith("train-"))
+    version += 1
+    pods[index] = _bump(pods[index], version)
+    pods[index]["status"]["phase"] = "Succeeded"
+    state = replace(state, pods=pods)
+    compare("a GPU pod finished", state, now + timedelta(seconds=6))
+    # a pod named by a GPU process is deleted
+    uid = next(
+        proc.pod_uid
+        for received in state.reports.values()
+        for gpu in received.report.gpus
+        for proc in gpu.processes
+        if proc.pod_uid
+    )
+    state = replace(state, pods=[p for p in state.pods if p["metadata"].get("uid") != uid])
+    compare("a pod with a GPU process was deleted", state, now + timedelta(seconds=7))
+    # a pod sets NVIDIA_VISIBLE_DEVICES (pod finding) on a node
+    pods = list(state.pods)
+    index = rng.randrange(len(pods))
+    version += 1
+    pods[index] = _bump(pods[index], version)
+    pods[index]["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "0"}]
+    state = replace(state, pods=pods)
+    compare("a pod set NVIDIA_VISIBLE_DEVICES", state, now + timedelta(seconds=8))
+    # a node's allocatable drops (an unhealthy GPU)
+    nodes = list(state.nodes)
+    version += 1
+    nodes[3] = _bump(nodes[3], version)
+    nodes[3]["status"]["allocatable"]["nvidia.com/gpu"] = "7"
+    state = replace(state, nodes=nodes)
+    compare("a node's allocatable changed", state, now + timedelta(seconds=9))
+    # new agent reports: one adds a host process, one drops a pod process
+    reports = dict(state.reports)
+    for name in rng.sample(sorted(reports), 3):
+        body = reports[name].report.model_dump(mode="json", by_alias=True)
+        body["gpus"][0]["processes"].append({"pid": 7, "used_memory_mib": 4096, "user": "eve"})
+        body["gpus"][1]["processes"] = []
+        reports[name] = ReceivedReport(
+            report=AgentReport.model_validate(body), received_at=now + timedelta(seconds=10)
+        )
+    state = replace(state, reports=reports)
+    compare("three new agent reports", state, now + timedelta(seconds=10))
+    # the plugin DaemonSet changes (a new image): every node is recomputed
+    assert state.daemonset is not None
+    version += 1
+    daemonset = _bump(state.daemonset, version)
+    daemonset["spec"]["template"]["spec"]["containers"][0]["image"] = (
+        "nvcr.io/nvidia/k8s-device-plugin:v0.17.1"
+    )
+    state = replace(state, daemonset=daemonset)
+    compare("the plugin image changed", state, now + timedelta(seconds=11))
+    # time passes: every agent report goes stale, then one node reports again
+    later = now + timedelta(seconds=200)
+    compare("every agent report went stale", state, later)
+    reports = dict(state.reports)
+    name = sorted(reports)[0]
+    reports[name] = ReceivedReport(report=reports[name].report, received_at=later)
+    state = replace(state, reports=reports)
+    compare("one stale node reported again", state, later + timedelta(seconds=1))
+    # a node disappears
+    state = replace(state, nodes=list(state.nodes)[1:])
+    compare("a node was deleted", state, later + timedelta(seconds=2))
 
 
 def _gc_timer() -> list[float]:
@@ -68,12 +161,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-memo", action="store_true", help="without the engine's pod memo")
     parser.add_argument("--no-freeze", action="store_true", help="leave the manifests to the GC")
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument(
+        "--check", action="store_true", help="compare memo builds with plain ones under changes"
+    )
     args = parser.parse_args(argv)
     state = cluster_state(args.nodes)
+    if args.check:
+        check_memo(state)
+        return 0
     if not args.no_freeze:
         settle()  # what the dashboard's cache does after a big list
     options = AccountingOptions()
-    memo = None if args.no_memo else PodMemo()
+    memo = None if args.no_memo else EngineMemo()
     spent_gc = _gc_timer()
     times, cpu = [], []
     snapshot = None

@@ -85,8 +85,16 @@ def _wrk(target: str, *, connections: int, duration_s: float) -> LoadResult:
 
 def _loadgen(url: str, path: str, *, connections: int, duration_s: float) -> LoadResult:
     data = run_loadgen(
-        ["--url", url, "--path", path, "--connections", str(connections)]
-        + ["--duration", str(duration_s)]
+        [
+            "--url",
+            url,
+            "--path",
+            path,
+            "--connections",
+            str(connections),
+            "--duration",
+            str(duration_s),
+        ]
     )
     ok = sum(n for code, n in data["statuses"].items() if code.startswith("2"))
     return LoadResult(

@@ -28,7 +28,7 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     """The value below which `fraction` of the samples lie (nearest rank)."""
     if not sorted_values:
         return float("nan")
-    rank = min(len(sorted_values) - 1, max(0, int(round(fraction * len(sorted_values))) - 1))
+    rank = min(len(sorted_values) - 1, max(0, round(fraction * len(sorted_values)) - 1))
     return sorted_values[rank]
 
 

@@ -227,13 +227,13 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     options = AccountingOptions()
     extra: dict[str, Any] = {}
     try:
-        from app.domain.pods import PodMemo  # type: ignore[attr-defined, unused-ignore]
+        from app.domain.facts import EngineMemo  # type: ignore[attr-defined, unused-ignore]
         from app.kube.cache import settle  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         pass
     else:
         settle()
-        extra["memo"] = PodMemo()
+        extra["memo"] = EngineMemo()
         build_snapshot(state, options=options, now=datetime.now(UTC), **extra)
     times = []
     for _ in range(runs):

@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from tests.bench import load, table
-from tests.bench.measures import ScaleResult, Settings, run_scale
+from tests.bench.measures import AGENT_INTERVAL_S, ScaleResult, Settings, run_scale
 from tests.bench.procs import ROOT
 
 BEGIN = "<!-- bench:begin (written by `python -m tests.bench.run`; edit outside) -->"
@@ -82,10 +82,13 @@ def markdown(
         "Machine of this run:",
         "",
         *(f"- {name}: {value}" for name, value in info),
-        f"- load: {settings.connections} keep-alive connections for {settings.load_s:.0f} s per endpoint; "
-        f"kubectl timed {settings.kubectl_runs} times (median); {settings.changes} pod changes and "
+        f"- load: {settings.connections} keep-alive connections for {settings.load_s:.0f} s per "
+        f"endpoint, while every node but one reports every {AGENT_INTERVAL_S:.0f} s; "
+        f"kubectl timed {settings.kubectl_runs} times (median, twice above 1,000 nodes); "
+        f"{settings.changes} pod changes and "
         f"{settings.changes} report changes, each made and undone",
-        f"- the whole run took {elapsed_s / 60:.1f} min",
+        f"- the whole run took {elapsed_s / 60:.1f} min; load average at the end (1 / 5 min): "
+        f"{os.getloadavg()[0]:.2f} / {os.getloadavg()[1]:.2f}",
         "",
         table.markdown_table(results),
         "",

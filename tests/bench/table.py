@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -126,7 +127,7 @@ def _growth(figure: Figure, small: ScaleResult, big: ScaleResult) -> str:
 
 
 def _pairs(results: Sequence[ScaleResult]) -> list[tuple[ScaleResult, ScaleResult]]:
-    return list(zip(results, results[1:], strict=False))
+    return list(itertools.pairwise(results))
 
 
 def rows(results: Sequence[ScaleResult]) -> list[list[str]]:
