@@ -203,6 +203,8 @@ class PluginController:
         meta = template.get("metadata") or {}
         now = timestamp(self.registry.clock())
         name = f"{self.name}-{random_suffix()}"
+        while self.registry.store.get(POD, self.namespace, name) is not None:
+            name = f"{self.name}-{random_suffix()}"  # 5 characters collide at 1,000s of nodes
         labels = {
             **(meta.get("labels") or {}),
             HASH_LABEL: revision,

@@ -27,9 +27,13 @@ TO_TS4 = {
 
 @pytest.fixture
 def admin(make_stack: Callable[..., Stack]) -> Stack:
-    """host-split with the admin API, once the node's 2 slots are in the snapshot."""
+    """host-split with the admin API, once the node's 2 slots and its report are in."""
     stack = make_stack("host-split")
     wait_for(lambda: node_slots(stack) == (2, "nvidia.com/gpu"), what="2 slots in the snapshot")
+    wait_for(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 4,  # type: ignore[index]
+        what="the agent report of gpu-server-1",
+    )
     return stack
 
 
