@@ -32,9 +32,12 @@ def write_proc(root: Path, pid: int, *, cgroup: str, cmdline: str, uid: int) -> 
     )
 
 
-def run_once(stack: Stack, tmp_path: Path, nvml: FakeNvml) -> tuple[int, str]:
+def run_once(
+    stack: Stack, tmp_path: Path, nvml: FakeNvml, *, token_text: str = AGENT_TOKEN
+) -> tuple[int, str]:
+    (tmp_path / "proc").mkdir(exist_ok=True)
     token = tmp_path / "token"
-    token.write_text(AGENT_TOKEN + "\n")
+    token.write_text(token_text + "\n")
     parser = argparse.ArgumentParser()
     add_arguments(parser)
     args = parser.parse_args(
@@ -113,25 +116,9 @@ def test_agent_once_wrong_token_is_refused_by_dashboard_and_exits_nonzero(
     make_stack: Callable[..., Stack], tmp_path: Path
 ) -> None:
     stack = make_stack("host-split", agents=False)
-    (tmp_path / "proc").mkdir()
-    token = tmp_path / "token"
-    token.write_text("not-the-token\n")
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    args = parser.parse_args(
-        [
-            "--dashboard",
-            stack.dashboard_url,
-            "--token-file",
-            str(token),
-            "--node",
-            NODE,
-            "--once",
-            "--proc-root",
-            str(tmp_path / "proc"),
-        ]
+    status, log = run_once(
+        stack, tmp_path, FakeNvml([FakeGpu(uuid="GPU-x")]), token_text="not-the-token"
     )
-    log = io.StringIO()
-    assert run_agent(args, stream=log, nvml=FakeNvml([FakeGpu(uuid="GPU-x")])) != 0
-    assert "401" in log.getvalue()
+    assert status != 0
+    assert "401" in log
     assert stack.client.get(f"/api/v1/nodes/{NODE}").json()["node"]["agent"] is None

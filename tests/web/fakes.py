@@ -6,7 +6,12 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 
+from fastapi import FastAPI
+
 from app.domain.cluster import Manifest
+from app.web.app import create_app
+from tests.conftest import stack_settings
+from tests.domain.worlds import world
 
 
 @dataclass
@@ -54,3 +59,16 @@ class FakeSource:
         with self._changed:
             self._changed.wait_for(lambda: self.generation != seen_generation, timeout_s)
             return self.generation
+
+
+def app_with_world() -> FastAPI:
+    """The real app over a FakeSource holding a healthy one-node world, snapshot built."""
+    state = world()
+    source = FakeSource(
+        nodes=list(state.nodes),
+        pods=list(state.pods),
+        daemonsets=[state.daemonset] if state.daemonset else [],
+    )
+    app = create_app(stack_settings(), source=source)
+    app.state.runtime.snapshots.rebuild()
+    return app

@@ -5,25 +5,10 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from app.web.app import create_app
-from tests.conftest import AGENT_TOKEN, stack_settings
-from tests.domain.worlds import world
-from tests.web.fakes import FakeSource
+from tests.conftest import AGENT_TOKEN
+from tests.web.fakes import app_with_world
 
-
-def build_app() -> object:
-    state = world()
-    source = FakeSource(
-        nodes=list(state.nodes),
-        pods=list(state.pods),
-        daemonsets=[state.daemonset] if state.daemonset else [],
-    )
-    app = create_app(stack_settings(), source=source)
-    app.state.runtime.snapshots.rebuild()
-    return app
-
-
-schema = schemathesis.openapi.from_asgi("/openapi.json", build_app())
+schema = schemathesis.openapi.from_asgi("/openapi.json", app_with_world())
 
 
 @schema.parametrize()

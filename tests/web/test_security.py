@@ -9,30 +9,15 @@ from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from app.web.app import create_app
-from tests.conftest import stack_settings
-from tests.domain.worlds import world
-from tests.web.fakes import FakeSource
+from tests.web.fakes import app_with_world
 
 # Writes that authenticate by other means than an admin session or admin token.
 OWN_AUTH_WRITES = {("POST", "/api/v1/agent/reports"), ("POST", "/login")}
 
 
-def built_app() -> FastAPI:
-    state = world()
-    source = FakeSource(
-        nodes=list(state.nodes),
-        pods=list(state.pods),
-        daemonsets=[state.daemonset] if state.daemonset else [],
-    )
-    app = create_app(stack_settings(), source=source)
-    app.state.runtime.snapshots.rebuild()
-    return app
-
-
 @pytest.fixture
 def client() -> Iterator[TestClient]:
-    with TestClient(built_app()) as test_client:
+    with TestClient(app_with_world()) as test_client:
         yield test_client
 
 
@@ -69,7 +54,7 @@ def write_routes(app: FastAPI) -> list[tuple[str, str]]:
 
 
 def test_every_write_route_refuses_unauthenticated_requests() -> None:
-    app = built_app()
+    app = app_with_world()
     with TestClient(app) as anonymous:
         for method, path in write_routes(app):
             url = path.replace("{", "").replace("}", "")
