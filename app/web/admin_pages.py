@@ -282,6 +282,17 @@ def _form_request(
     )
 
 
+def _error_page(request: Request, runtime: Runtime, error: Exception) -> HTMLResponse:
+    """The form page with the refusal, in the request's language, for any refused write."""
+    if isinstance(error, AuthRefused):
+        return _refused_page(request, runtime, error.status_code, auth_alert(request, error))
+    if isinstance(error, PlanRefused):
+        return _refused_page(request, runtime, refusal_status(error), plan_alert(request, error))
+    assert isinstance(error, ClusterError)
+    status_code = cluster_status(error)
+    return _refused_page(request, runtime, status_code, cluster_alert(request, error, status_code))
+
+
 @router.post(f"{PLUGIN_PATH}/preview", response_class=HTMLResponse)
 def preview(
     request: Request,
@@ -301,17 +312,8 @@ def preview(
         with writer_for(runtime, principal) as writer:
             plan = make_plan(runtime, writer, change)
             shown = build_preview(runtime, writer, plan)
-    except AuthRefused as refused:
-        return _refused_page(request, runtime, refused.status_code, auth_alert(request, refused))
-    except PlanRefused as refused:
-        return _refused_page(
-            request, runtime, refusal_status(refused), plan_alert(request, refused)
-        )
-    except ClusterError as error:
-        status_code = cluster_status(error)
-        return _refused_page(
-            request, runtime, status_code, cluster_alert(request, error, status_code)
-        )
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _error_page(request, runtime, error)
     return _render(
         request,
         runtime,
@@ -344,12 +346,8 @@ def apply(
         )
         expected = {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
         return _apply(request, runtime, principal, change, expected)
-    except AuthRefused as refused:
-        return _refused_page(request, runtime, refused.status_code, auth_alert(request, refused))
-    except PlanRefused as refused:
-        return _refused_page(
-            request, runtime, refusal_status(refused), plan_alert(request, refused)
-        )
+    except (AuthRefused, PlanRefused) as error:
+        return _error_page(request, runtime, error)
 
 
 @router.post(f"{PLUGIN_PATH}/rollback")
@@ -362,8 +360,8 @@ def rollback(
 ) -> Response:
     try:
         principal = _admin(request, csrf_token)
-    except AuthRefused as refused:
-        return _refused_page(request, runtime, refused.status_code, auth_alert(request, refused))
+    except AuthRefused as error:
+        return _error_page(request, runtime, error)
     expected = {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
     return _apply(request, runtime, principal, None, expected)
 
@@ -380,15 +378,8 @@ def _apply(
             plan: ChangePlan = make_plan(runtime, writer, change)
             check_versions(plan, expected)
             result = apply_plan(writer, plan, principal=principal, request=request)
-    except PlanRefused as refused:
-        return _refused_page(
-            request, runtime, refusal_status(refused), plan_alert(request, refused)
-        )
-    except ClusterError as error:
-        status_code = cluster_status(error)
-        return _refused_page(
-            request, runtime, status_code, cluster_alert(request, error, status_code)
-        )
+    except (PlanRefused, ClusterError) as error:
+        return _error_page(request, runtime, error)
     runtime.snapshots.poke()
     generation = int((result.daemonset.get("metadata") or {}).get("generation") or 0)
     query = urlencode(
