@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.change_models import (
@@ -262,24 +262,58 @@ def plugin_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     return _plugin_page(request, runtime)
 
 
-def _form_request(
-    mode: str, replicas: str, rename: str | None, fail_gt_one: str | None, delete: str | None
-) -> ChangeRequest:
-    if mode not in ("basic", "time-slicing"):
-        raise FormInvalid("form_bad_mode")
-    try:
-        count = int(replicas) if mode == "time-slicing" else 1
-    except ValueError:
-        raise FormInvalid("form_bad_replicas", value=replicas) from None
-    if mode == "time-slicing" and not MIN_REPLICAS <= count <= MAX_REPLICAS:
-        raise FormInvalid("form_replicas_range", min=MIN_REPLICAS, max=MAX_REPLICAS, value=count)
-    return ChangeRequest(
-        mode="basic" if mode == "basic" else "time-slicing",
-        replicas=count,
-        rename_by_default=rename == "on",
-        fail_requests_greater_than_one=fail_gt_one == "on",
-        delete_configmap=delete == "on" and mode == "basic",
+@dataclass(frozen=True)
+class ModeForm:
+    """The mode form's fields as posted; `to_request()` checks them (FormInvalid)."""
+
+    mode: str
+    replicas: str
+    rename_by_default: str | None
+    fail_requests_greater_than_one: str | None
+    delete_configmap: str | None
+
+    def to_request(self) -> ChangeRequest:
+        mode = self.mode
+        if mode not in ("basic", "time-slicing"):
+            raise FormInvalid("form_bad_mode")
+        try:
+            count = int(self.replicas) if mode == "time-slicing" else 1
+        except ValueError:
+            raise FormInvalid("form_bad_replicas", value=self.replicas) from None
+        if mode == "time-slicing" and not MIN_REPLICAS <= count <= MAX_REPLICAS:
+            raise FormInvalid(
+                "form_replicas_range", min=MIN_REPLICAS, max=MAX_REPLICAS, value=count
+            )
+        return ChangeRequest(
+            mode="basic" if mode == "basic" else "time-slicing",
+            replicas=count,
+            rename_by_default=self.rename_by_default == "on",
+            fail_requests_greater_than_one=self.fail_requests_greater_than_one == "on",
+            delete_configmap=self.delete_configmap == "on" and mode == "basic",
+        )
+
+
+def mode_form(
+    mode: Annotated[str, Form(max_length=20)] = "",
+    replicas: Annotated[str, Form(max_length=10)] = "",
+    rename_by_default: Checkbox = None,
+    fail_requests_greater_than_one: Checkbox = None,
+    delete_configmap: Checkbox = None,
+) -> ModeForm:
+    return ModeForm(
+        mode, replicas, rename_by_default, fail_requests_greater_than_one, delete_configmap
     )
+
+
+def seen_versions(
+    daemonset_version: Checkbox = None, configmap_version: Checkbox = None
+) -> dict[str, str | None]:
+    """The resourceVersions the preview showed, carried by the form (conflict check)."""
+    return {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
+
+
+ModeFormDep = Annotated[ModeForm, Depends(mode_form)]
+SeenVersionsDep = Annotated[dict[str, str | None], Depends(seen_versions)]
 
 
 def _error_page(request: Request, runtime: Runtime, error: Exception) -> HTMLResponse:
@@ -297,18 +331,12 @@ def _error_page(request: Request, runtime: Runtime, error: Exception) -> HTMLRes
 def preview(
     request: Request,
     runtime: RuntimeDep,
-    mode: Annotated[str, Form(max_length=20)] = "",
-    replicas: Annotated[str, Form(max_length=10)] = "",
-    rename_by_default: Checkbox = None,
-    fail_requests_greater_than_one: Checkbox = None,
-    delete_configmap: Checkbox = None,
+    form: ModeFormDep,
     csrf_token: Checkbox = None,
 ) -> HTMLResponse:
     try:
         principal = _admin(request, csrf_token)
-        change = _form_request(
-            mode, replicas, rename_by_default, fail_requests_greater_than_one, delete_configmap
-        )
+        change = form.to_request()
         with writer_for(runtime, principal) as writer:
             plan = make_plan(runtime, writer, change)
             shown = build_preview(runtime, writer, plan)
@@ -330,22 +358,13 @@ def preview(
 def apply(
     request: Request,
     runtime: RuntimeDep,
-    mode: Annotated[str, Form(max_length=20)] = "",
-    replicas: Annotated[str, Form(max_length=10)] = "",
-    rename_by_default: Checkbox = None,
-    fail_requests_greater_than_one: Checkbox = None,
-    delete_configmap: Checkbox = None,
-    daemonset_version: Checkbox = None,
-    configmap_version: Checkbox = None,
+    form: ModeFormDep,
+    expected: SeenVersionsDep,
     csrf_token: Checkbox = None,
 ) -> Response:
     try:
         principal = _admin(request, csrf_token)
-        change = _form_request(
-            mode, replicas, rename_by_default, fail_requests_greater_than_one, delete_configmap
-        )
-        expected = {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
-        return _apply(request, runtime, principal, change, expected)
+        return _apply(request, runtime, principal, form.to_request(), expected)
     except (AuthRefused, PlanRefused) as error:
         return _error_page(request, runtime, error)
 
@@ -354,15 +373,13 @@ def apply(
 def rollback(
     request: Request,
     runtime: RuntimeDep,
-    daemonset_version: Checkbox = None,
-    configmap_version: Checkbox = None,
+    expected: SeenVersionsDep,
     csrf_token: Checkbox = None,
 ) -> Response:
     try:
         principal = _admin(request, csrf_token)
     except AuthRefused as error:
         return _error_page(request, runtime, error)
-    expected = {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
     return _apply(request, runtime, principal, None, expected)
 
 
