@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,18 +14,22 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from app.simulator import openapi
 from app.simulator import resources as res
 from app.simulator.apierrors import ApiError, bad_request
 from app.simulator.faults import Faults
+from app.simulator.protobuf import ProtobufError, decode_body
 from app.simulator.registry import Registry
 from app.simulator.selectors import Selector
 from app.simulator.store import Gone, JsonObject, dumps
-from app.simulator.tables import table, wants_table
+from app.simulator.tables import table, table_event, wants_table
 
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
 DEFAULT_WATCH_TIMEOUT_S = 1800.0
+# What `kubectl logs` reads: (namespace, pod, container or None) -> text, None = no pod log.
+LogSource = Callable[[str, str, str | None], str | None]
 
 
 @dataclass(frozen=True)
@@ -47,9 +51,9 @@ def error_response(error: ApiError) -> Response:
     return json_response(error.status(), error.code)
 
 
-def _parse_target(group: str, parts: Sequence[str]) -> Target:
+def _parse_target(group: str, version: str, parts: Sequence[str]) -> Target:
     def resource_for(plural: str) -> res.ResourceType:
-        found = res.find_resource(group, plural)
+        found = res.find_resource(group, plural, version)
         if found is None:
             raise ApiError("NotFound", "the server could not find the requested resource")
         return found
@@ -96,7 +100,12 @@ async def _json_body(request: Request) -> Any:
     if not raw:
         return None
     content_type = request.headers.get("content-type", JSON)
-    if "protobuf" in content_type or "yaml" in content_type:
+    if "protobuf" in content_type:
+        try:
+            return decode_body(raw)
+        except ProtobufError as exc:
+            raise ApiError("UnsupportedMediaType", str(exc)) from exc
+    if "yaml" in content_type:
         raise ApiError(
             "UnsupportedMediaType",
             f"the body of the request was in an unknown format - accepted media types "
@@ -111,9 +120,12 @@ async def _json_body(request: Request) -> Any:
 class KubeApi:
     """Request handling for everything under /api, /apis and the discovery endpoints."""
 
-    def __init__(self, registry: Registry, faults: Faults) -> None:
+    def __init__(
+        self, registry: Registry, faults: Faults, *, logs: LogSource | None = None
+    ) -> None:
         self.registry = registry
         self.faults = faults
+        self.logs = logs
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -131,6 +143,8 @@ class KubeApi:
             raise ApiError(
                 "ServiceUnavailable", "the server is currently unable to handle the request"
             )
+        if path.startswith("/openapi/"):
+            return self._openapi(path, request.headers.get("accept", ""))
         discovery = self._discovery(path)
         if discovery is not None:
             code = self.faults.record("get", "Discovery")
@@ -139,11 +153,13 @@ class KubeApi:
             return json_response(discovery)
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["api", "v1"]:
-            target = _parse_target("", parts[2:])
-        elif parts[:3] == ["apis", "apps", "v1"]:
-            target = _parse_target("apps", parts[3:])
+            target = _parse_target("", "v1", parts[2:])
+        elif len(parts) >= 3 and parts[0] == "apis":
+            target = _parse_target(parts[1], parts[2], parts[3:])
         else:
             raise ApiError("NotFound", "the server could not find the requested resource")
+        if target.subresource == "log" and target.resource is res.POD:
+            return self._pod_log(target, request)
         if target.subresource not in (None, "status") or (
             target.subresource == "status" and not target.resource.has_status
         ):
@@ -155,6 +171,7 @@ class KubeApi:
         if code is not None:
             raise ApiError.for_code(code, f"injected fault for {verb} {target.resource.kind}")
         dry_run = "All" in query.getlist("dryRun")
+        strict = query.get("fieldValidation") == "Strict"
         as_table = wants_table(request.headers.get("accept", ""))
         if verb == "get":
             assert target.name is not None
@@ -174,10 +191,14 @@ class KubeApi:
             return self._watch(request, target)
         if verb == "create" and target.name is None:
             body = await _json_body(request)
+            if strict:
+                _check_fields(target.resource, body)
             obj = self.registry.create(target.resource, target.namespace, body, dry_run=dry_run)
             return json_response(obj, 201)
         if verb == "update" and target.name is not None:
             body = await _json_body(request)
+            if strict:
+                _check_fields(target.resource, body)
             obj = self.registry.replace(
                 target.resource,
                 target.namespace,
@@ -189,6 +210,8 @@ class KubeApi:
             return json_response(obj)
         if verb == "patch" and target.name is not None:
             body = await _json_body(request)
+            if strict:
+                _check_fields(target.resource, body)
             obj = self.registry.patch(
                 target.resource,
                 target.namespace,
@@ -220,13 +243,51 @@ class KubeApi:
             return res.api_versions()
         if path == "/apis":
             return res.api_group_list()
-        if path == "/apis/apps":
-            return res.api_group("apps")
         if path == "/api/v1":
-            return res.api_resource_list("")
-        if path == "/apis/apps/v1":
-            return res.api_resource_list("apps")
+            return res.api_resource_list("", "v1")
+        parts = path.split("/")[1:]
+        if len(parts) == 2 and parts[0] == "apis":
+            return res.api_group(parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return res.api_resource_list(parts[1], parts[2])
         return None
+
+    def _openapi(self, path: str, accept: str) -> Response:
+        """OpenAPI v3 (root and per group-version) as JSON; v2 as JSON only."""
+        document: dict[str, Any] | None = None
+        if path == "/openapi/v3":
+            document = openapi.root_document()
+        elif path.startswith("/openapi/v3/"):
+            parts = path.removeprefix("/openapi/v3/").split("/")
+            if parts[:1] == ["api"] and len(parts) == 2:
+                document = openapi.group_version_document("", parts[1])
+            elif parts[:1] == ["apis"] and len(parts) == 3:
+                document = openapi.group_version_document(parts[1], parts[2])
+        elif path == "/openapi/v2":
+            if "protobuf" in accept and "json" not in accept:
+                raise ApiError("NotAcceptable", "only application/json is served for /openapi/v2")
+            document = openapi.swagger_document()
+        if document is None:
+            raise ApiError("NotFound", "the server could not find the requested resource")
+        return json_response(document)
+
+    def _pod_log(self, target: Target, request: Request) -> Response:
+        """`kubectl logs`: what the pod's container printed (plain text)."""
+        assert target.namespace is not None
+        if request.method != "GET" or target.name is None:
+            raise ApiError("MethodNotAllowed", "only GET is allowed on pods/log")
+        self.faults.record("get", "Pod")
+        pod = self.registry.get(res.POD, target.namespace, target.name).obj
+        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
+        container = request.query_params.get("container")
+        if container is not None and container not in containers:
+            raise bad_request(f"container {container} is not valid for pod {target.name}")
+        text = self.logs(target.namespace, target.name, container) if self.logs else None
+        lines = (text or "").splitlines(keepends=True)
+        tail = request.query_params.get("tailLines")
+        if tail is not None and tail.isdigit():
+            lines = lines[-int(tail) :] if int(tail) else []
+        return Response("".join(lines), media_type="text/plain")
 
     def _table(self, target: Target, objects: list[JsonObject], rv: int) -> Response | None:
         printed = table(target.resource.kind, objects, rv, now=self.registry.clock())
@@ -263,8 +324,11 @@ class KubeApi:
                 (*selector.fields, *Selector.parse(None, f"metadata.name={target.name}").fields),
             )
         rv_text = query.get("resourceVersion") or ""
+        # Watch-list (kubectl 1.35's informers): the current objects as ADDED events, then a
+        # BOOKMARK marking the end of the initial events, then changes.
+        initial_events = _is_true(query.get("sendInitialEvents"))
         try:
-            since_rv = None if rv_text in ("", "0") else int(rv_text)
+            since_rv = None if rv_text in ("", "0") or initial_events else int(rv_text)
         except ValueError as exc:
             raise bad_request(f"invalid resourceVersion: {rv_text!r}") from exc
         try:
@@ -274,18 +338,32 @@ class KubeApi:
         store = self.registry.store
         loop = asyncio.get_running_loop()
         try:
-            watcher, backlog = store.open_watch(
-                target.resource, target.namespace, selector, since_rv, loop
-            )
+            with store.lock:
+                watcher, backlog = store.open_watch(
+                    target.resource, target.namespace, selector, since_rv, loop
+                )
+                opened_rv = store.resource_version
         except Gone as gone:
             status = ApiError("Expired", str(gone), code=410).status()
             line = dumps({"type": "ERROR", "object": status}) + b"\n"
             return StreamingResponse(iter([line]), media_type=JSON)
 
+        if initial_events:
+            backlog = [*backlog, _initial_events_end(target.resource, opened_rv)]
+        as_table = wants_table(request.headers.get("accept", ""))
+        now = self.registry.clock
+
+        def shaped(line: bytes, first: bool) -> bytes:
+            if not as_table:
+                return line
+            return table_event(target.resource.kind, line, now=now(), with_columns=first)
+
         async def events() -> AsyncIterator[bytes]:
+            first = True
             try:
                 for queued in backlog:
-                    yield queued
+                    yield shaped(queued, first)
+                    first = False
                 deadline = loop.time() + timeout_s
                 while True:
                     remaining = deadline - loop.time()
@@ -298,18 +376,47 @@ class KubeApi:
                         return
                     if event is None:
                         return
-                    yield event
+                    yield shaped(event, first)
+                    first = False
             finally:
                 store.close_watch(watcher)
 
         return StreamingResponse(events(), media_type=JSON)
 
 
+def _initial_events_end(resource: res.ResourceType, rv: int) -> bytes:
+    marker = {
+        "kind": resource.kind,
+        "apiVersion": resource.api_version,
+        "metadata": {
+            "resourceVersion": str(rv),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        },
+    }
+    return dumps({"type": "BOOKMARK", "object": marker}) + b"\n"
+
+
+def _check_fields(resource: res.ResourceType, body: Any) -> None:
+    """`fieldValidation=Strict`: an unknown top-level field is refused, as kubectl expects."""
+    if not isinstance(body, dict):
+        return
+    fields = {f for f in body if not str(f).startswith("$")}  # patch directives
+    unknown = sorted(fields - openapi.allowed_fields(resource.kind))
+    if unknown:
+        raise bad_request(
+            "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
+        )
+
+
 def create_app(
-    registry: Registry, faults: Faults, *, extra_routes: Sequence[BaseRoute] = ()
+    registry: Registry,
+    faults: Faults,
+    *,
+    extra_routes: Sequence[BaseRoute] = (),
+    logs: LogSource | None = None,
 ) -> Starlette:
     """The ASGI app: the simulator's own `/_sim/` routes first, then the Kubernetes API."""
-    api = KubeApi(registry, faults)
+    api = KubeApi(registry, faults, logs=logs)
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     routes: list[BaseRoute] = [
         *extra_routes,

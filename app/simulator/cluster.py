@@ -4,6 +4,9 @@ Public API (used by `gpu-slots simulate`, `gpu-slots demo` and tests of every la
 
     sim = SimulatedCluster("host-split")     # built-in name, YAML path or a Scenario;
                                              # raises app.errors.ConfigError on a bad one
+    SimulatedCluster("demo", rollout_pace=RolloutPace(terminating_s=2, creating_s=3))
+                                             # plugin pods Terminating / ContainerCreating
+                                             # that long on a rollout (default: scenario's)
     url = sim.start(host="127.0.0.1", port=0)  # uvicorn in a thread; returns once it accepts
     sim.url                                  # "http://127.0.0.1:PORT" (None before start)
     sim.stop()                               # stops agents, timeline, watches, server;
@@ -53,12 +56,13 @@ from app.errors import ConfigError
 from app.simulator.agents import SimulatedAgents, build_report
 from app.simulator.api import create_app
 from app.simulator.apierrors import ApiError
-from app.simulator.controller import PluginController
 from app.simulator.faults import Faults
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
+from app.simulator.plugin_pods import PacedPluginController
 from app.simulator.registry import Registry, utc_now
 from app.simulator.resources import BY_KIND, NAMESPACE, NODE, POD, ResourceType, lookup_kind
+from app.simulator.rollout import RolloutPace
 from app.simulator.scenario import Scenario, read_scenario
 from app.simulator.store import Store
 from app.simulator.workload import Timeline, Workload
@@ -78,6 +82,7 @@ class SimulatedCluster:
         *,
         history_size: int = 20_000,
         clock: Callable[[], datetime] = utc_now,
+        rollout_pace: RolloutPace | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)
         self.clock = clock
@@ -86,11 +91,12 @@ class SimulatedCluster:
         self.faults = Faults()
         self.inventories: dict[str, NodeInventory] = {i.node: i for i in self.scenario.inventories}
         self.workload = Workload(self.scenario.inventories)
-        self.controller = PluginController(
+        self.controller = PacedPluginController(
             self.registry,
             self.inventories,
             name=self.scenario.plugin_name,
             namespace=self.scenario.plugin_namespace,
+            pace=rollout_pace or self.scenario.rollout_pace,
         )
         self.store.add_listener(self.controller.on_change)
         self.store.add_listener(self.workload.on_change)
@@ -167,7 +173,12 @@ class SimulatedCluster:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         bound_port = sock.getsockname()[1]
-        app = create_app(self.registry, self.faults, extra_routes=control_routes(self))
+        app = create_app(
+            self.registry,
+            self.faults,
+            extra_routes=control_routes(self),
+            logs=self.controller.pod_log,
+        )
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -198,6 +209,7 @@ class SimulatedCluster:
             self._agents.stop()
             self._agents = None
         self.timeline.stop()
+        self.controller.stop()
         self.store.closing = True
         try:
             self.store.drop_watches()

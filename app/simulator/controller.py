@@ -75,6 +75,11 @@ class PluginController:
                 self.sync_node(meta["name"])
         elif change.resource is POD:
             self._on_pod(change)
+        elif change.resource is CONFIGMAP and meta.get("namespace") == self.namespace:
+            self._on_configmap(change)
+
+    def _on_configmap(self, change: Change) -> None:
+        """Hook: a ConfigMap of the plugin's namespace changed (the kubelet may retry)."""
 
     def _on_pod(self, change: Change) -> None:
         pod = change.entry.obj
@@ -118,6 +123,13 @@ class PluginController:
             self._sync_node(node)
             self._write_daemonset_status()
 
+    def _defer_replacement(self, node_name: str) -> bool:
+        """Hook: True when the replacement of this node's plugin pod runs paced elsewhere."""
+        return False
+
+    def _pod_started(self, pod: JsonObject, outcome: PluginOutcome) -> None:
+        """Hook: a plugin pod was created with this outcome (its container's log)."""
+
     def _sync_node(self, node_name: str) -> None:
         inventory = self.inventories.get(node_name)
         node_entry = self.registry.store.get(NODE, None, node_name)
@@ -134,6 +146,8 @@ class PluginController:
             p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash for p in pods
         ):
             return
+        if desired and pods and self._defer_replacement(node_name):
+            return
         for pod in pods:
             self.registry.remove(POD, self.namespace, pod["metadata"]["name"])
         if not desired or ds is None:
@@ -144,6 +158,7 @@ class PluginController:
         self.outcomes[node_name] = outcome
         pod = self._plugin_pod(ds, node_name, current_hash, outcome)
         self.registry.put(POD, pod)
+        self._pod_started(pod, outcome)
         self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
         if outcome.state == "crash":
             self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
@@ -253,19 +268,23 @@ class PluginController:
         if ds is None:
             return
         pods = self._plugin_pods()
+        current = template_hash(ds.get("spec", {}).get("template") or {})
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         ready = sum(1 for p in pods if pod_ready(p))
-        desired = len(pods)
+        available = sum(1 for p in live if pod_ready(p))
+        desired = len({p["spec"].get("nodeName") for p in pods})
+        updated = sum(1 for p in live if p["metadata"].get("labels", {}).get(HASH_LABEL) == current)
         status = {
             "currentNumberScheduled": desired,
             "desiredNumberScheduled": desired,
             "numberMisscheduled": 0,
             "numberReady": ready,
-            "numberAvailable": ready,
-            "updatedNumberScheduled": desired,
+            "numberAvailable": available,
+            "updatedNumberScheduled": updated,
             "observedGeneration": ds["metadata"].get("generation", 1),
         }
-        if desired - ready:
-            status["numberUnavailable"] = desired - ready
+        if desired - available:
+            status["numberUnavailable"] = desired - available
         if ds.get("status") != status:
             new = copy.deepcopy(ds)
             new["status"] = status

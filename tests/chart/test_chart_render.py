@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import re
 from pathlib import Path
 from typing import Any
@@ -11,12 +12,23 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.chart.checks import all_errors, service_selects
-from tests.chart.gotemplate import TemplateError
-from tests.chart.helm import CHART_DIR, Rendered, default_values, render, values_schema
+from tests.chart.checks import KUBE_VERSIONS, all_errors, service_selects
+from tests.chart.helm import (
+    CHART_DIR,
+    HelmError,
+    Rendered,
+    default_values,
+    lint,
+    merge_values,
+    notes,
+    render,
+    values_schema,
+)
 
 MATRIX: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "public-reads-off": {"auth": {"publicReads": False}},
+    "agent-off": {"agent": {"enabled": False}},
     "ingress": {
         "ingress": {
             "enabled": True,
@@ -85,11 +97,35 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("case", sorted(MATRIX))
-def test_chart_option_matrix_renders_valid_kubernetes_objects(case: str) -> None:
+def test_chart_option_matrix_passes_helm_lint(case: str) -> None:
+    assert "1 chart(s) linted, 0 chart(s) failed" in lint(MATRIX[case])
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize("case", sorted(MATRIX))
+def test_chart_option_matrix_renders_valid_kubernetes_objects(
+    case: str, kube_version: str
+) -> None:
     rendered = render(MATRIX[case])
 
     assert rendered.objects, "nothing rendered"
-    assert all_errors(rendered.objects) == []
+    assert all_errors(rendered.objects, kube_version) == []
+
+
+def test_chart_validation_covers_two_supported_minors() -> None:
+    oldest, newest = KUBE_VERSIONS
+
+    assert int(newest.split(".")[1]) - int(oldest.split(".")[1]) == 2
+    assert int(newest.split(".")[1]) >= 35  # kubectl 1.35 is what the tests drive
+
+
+def test_chart_validation_flags_an_unknown_field() -> None:
+    """The validator must be able to fail: a misspelt field is an error on every version."""
+    deployment = copy.deepcopy(render().find("Deployment"))
+    deployment["spec"]["replica"] = 1
+
+    for kube_version in KUBE_VERSIONS:
+        assert all_errors([deployment], kube_version) != []
 
 
 def test_chart_defaults_render_the_expected_objects() -> None:
@@ -113,10 +149,14 @@ def test_chart_defaults_render_the_expected_objects() -> None:
     )
 
 
-def test_chart_long_release_name_objects_still_valid() -> None:
-    rendered = render(release_name="a-very-long-release-name-for-the-gpu-slot-dashboard-x12345")
+def test_chart_longest_release_name_objects_still_valid() -> None:
+    name = "a-very-long-release-name-for-the-gpu-slot-dashboard12"  # 53: Helm's limit
+    rendered = render(release_name=name)
 
-    assert all_errors(rendered.objects) == []
+    for kube_version in KUBE_VERSIONS:
+        assert all_errors(rendered.objects, kube_version) == []
+    with pytest.raises(HelmError, match="must not be longer than 53"):
+        render(release_name=name + "x")
 
 
 def test_chart_default_values_validate_against_values_schema() -> None:
@@ -138,11 +178,13 @@ def test_chart_default_values_validate_against_values_schema() -> None:
 )
 def test_chart_bad_values_are_refused_by_the_schema(bad: dict[str, Any]) -> None:
     with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(merge_values(default_values(), bad), values_schema())
+    with pytest.raises(HelmError, match="values don't meet the specifications of the schema"):
         render(bad)
 
 
 def test_chart_proxy_auth_without_trusted_proxies_fails_with_a_message() -> None:
-    with pytest.raises(TemplateError, match="trustedProxies"):
+    with pytest.raises(HelmError, match="trustedProxies"):
         render({"auth": {"proxy": {"enabled": True}}})
 
 
@@ -396,17 +438,17 @@ def test_secrets_upgrade_keeps_the_tokens_already_in_the_cluster() -> None:
 
 
 def test_notes_tell_how_to_reach_the_page_and_read_the_admin_token() -> None:
-    notes = render().notes
+    printed = notes()
 
-    assert "kubectl -n gpu-slots port-forward svc/gpu-slots 8000:8000" in notes
+    assert "kubectl -n gpu-slots port-forward svc/gpu-slots 8000:8000" in printed
     assert (
         "kubectl -n gpu-slots get secret gpu-slots-admin -o jsonpath='{.data.admin-token}'"
-        " | base64 -d" in notes
+        " | base64 -d" in printed
     )
 
 
 def test_notes_with_ingress_show_the_host() -> None:
-    assert "https://gpu-slots.local/" in render(MATRIX["ingress"]).notes
+    assert "https://gpu-slots.local/" in notes(MATRIX["ingress"])
 
 
 # ---------------------------------------------------------------- the CLI contract

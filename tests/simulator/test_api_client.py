@@ -38,7 +38,11 @@ def test_discovery_resource_lists_name_groupversion_and_status(sim: SimulatedClu
     assert {"nodes", "nodes/status", "pods", "pods/status", "configmaps", "events"} <= names
     assert {"namespaces", "namespaces/status"} <= names
     assert {"daemonsets", "daemonsets/status"} <= {r["name"] for r in apps_list["resources"]}
-    assert [g["name"] for g in groups["groups"]] == ["apps"]
+    assert [g["name"] for g in groups["groups"]] == [
+        "apps",
+        "networking.k8s.io",
+        "rbac.authorization.k8s.io",
+    ]
 
 
 def test_get_node_has_advertised_gpus(core: client.CoreV1Api) -> None:
