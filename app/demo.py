@@ -2,8 +2,10 @@
 
 It starts the simulator (a Kubernetes API server on a loopback port, `--sim-port` or a free
 one, with simulated agents and a rollout pace of a few seconds so the rollout view shows
-plugin pods Terminating and ContainerCreating), then the dashboard reading it through the `kubernetes` client exactly as it reads
-a real cluster, and wires the simulated agents to post reports to the dashboard.
+plugin pods Terminating and ContainerCreating), then the dashboard reading it through the
+`kubernetes` client exactly as it reads a real cluster, and wires the simulated agents to
+post reports to the dashboard. Each simulated agent sends its own ServiceAccount token
+issued by the simulator, which the dashboard checks with a TokenReview, as in a cluster.
 """
 
 from __future__ import annotations
@@ -46,10 +48,10 @@ def run(args: argparse.Namespace) -> int:
     from app.settings import Settings
     from app.simulator.cluster import SimulatedCluster
     from app.simulator.rollout import RolloutPace
-    from app.web.server import build_app
+    from app.simulator.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
+    from app.web.server import build_app, uvicorn_config
 
     configure_logging()
-    agent_token = secrets.token_urlsafe(24)
     admin_token = secrets.token_urlsafe(18)
     if not 0 <= args.sim_port <= 65535:
         print("gpu-slots demo: --sim-port must be between 0 and 65535")
@@ -65,19 +67,23 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"gpu-slots demo: cannot serve the simulated API on port {args.sim_port}: {exc}")
         return 2
-    settings = Settings(agent_token=agent_token, admin_token=admin_token)
+    settings = Settings(
+        admin_token=admin_token,
+        agent_auth="serviceaccount",
+        agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
+    )
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"
     simulator.configure_agents(
         report_to=f"http://127.0.0.1:{args.port}",
-        token=agent_token,
+        token=simulator.tokens.agent_token,
         interval_s=args.report_interval,
     )
     print(f"GPU Slots demo: {dashboard_url}  (scenario {args.scenario!r})", flush=True)
     print(f"Simulated Kubernetes API: {simulator_url}  (kubectl --server={simulator_url} ...)")
     print(f"Admin token for this demo: {admin_token}", flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_config=None)
+        uvicorn.Server(uvicorn_config(app, host=args.host, port=args.port)).run()
     finally:
         simulator.stop()
     return 0

@@ -65,6 +65,7 @@ from app.simulator.resources import BY_KIND, NAMESPACE, NODE, POD, ResourceType,
 from app.simulator.rollout import RolloutPace
 from app.simulator.scenario import Scenario, read_scenario
 from app.simulator.store import Store
+from app.simulator.tokenreview import TokenIssuer
 from app.simulator.workload import Timeline, Workload
 
 log = logging.getLogger(__name__)
@@ -89,6 +90,7 @@ class SimulatedCluster:
         self.store = Store(history_size=history_size)
         self.registry = Registry(self.store, clock=clock)
         self.faults = Faults()
+        self.tokens = TokenIssuer()  # ServiceAccount tokens of the simulated agents
         self.inventories: dict[str, NodeInventory] = {i.node: i for i in self.scenario.inventories}
         self.workload = Workload(self.scenario.inventories)
         self.controller = PacedPluginController(
@@ -176,7 +178,7 @@ class SimulatedCluster:
         app = create_app(
             self.registry,
             self.faults,
-            extra_routes=control_routes(self),
+            extra_routes=[*control_routes(self), *self.tokens.routes()],
             logs=self.controller.pod_log,
         )
         config = uvicorn.Config(
@@ -326,7 +328,9 @@ class SimulatedCluster:
 
     # agents --------------------------------------------------------------------------------
 
-    def configure_agents(self, report_to: str, token: str, interval_s: float = 5.0) -> None:
+    def configure_agents(
+        self, report_to: str, token: str | Callable[[str], str], interval_s: float = 5.0
+    ) -> None:
         """Start (or restart) one simulated agent per GPU node, posting to `report_to`."""
         if self._agents is not None:
             self._agents.stop()

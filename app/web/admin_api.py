@@ -30,7 +30,7 @@ from app.errors import (
     NotFoundError,
 )
 from app.kube.writer import ApplyFailed, ApplyResult, DryRunResult, PluginWriter, check_versions
-from app.web.auth import Principal, client_address, require_admin_api, require_reader
+from app.web.auth import Principal, client_address, require_admin_api
 from app.web.deps import RuntimeDep
 from app.web.runtime import Runtime
 from app.web.schemas import ProblemOut
@@ -38,7 +38,6 @@ from app.web.schemas import ProblemOut
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
 log = logging.getLogger(__name__)
 
-WRITER_KEY = "plugin_writer"
 _REFUSAL_STATUS = {
     RefusalCode.DAEMONSET_NOT_FOUND: status.HTTP_404_NOT_FOUND,
     RefusalCode.NO_PREVIOUS: status.HTTP_404_NOT_FOUND,
@@ -133,8 +132,8 @@ class Preview:
 
 
 def get_writer(runtime: Runtime) -> PluginWriter:
-    writer = runtime.extras.get(WRITER_KEY)
-    if not isinstance(writer, PluginWriter):
+    writer = runtime.writer
+    if writer is None:
         raise HTTPException(
             status.HTTP_503_SERVICE_UNAVAILABLE, "Plugin changes are not enabled in this server."
         )
@@ -240,7 +239,7 @@ def config_view(runtime: Runtime) -> dict[str, Any]:
             "resourceVersion": _rv(configmap),
         },
         "operatorManaged": daemonset is not None and is_operator_managed(daemonset),
-        "writesEnabled": isinstance(runtime.extras.get(WRITER_KEY), PluginWriter),
+        "writesEnabled": runtime.writer is not None,
         "previous": None,
     }
     if daemonset is None:
@@ -288,10 +287,8 @@ WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-@router.get("/config", responses={401: _problem("Reads need a login"), 429: WRITE_ERRORS[429]})
-def get_config(
-    runtime: RuntimeDep, _: Annotated[Principal | None, Depends(require_reader)]
-) -> dict[str, Any]:
+@router.get("/config", responses={401: _problem("Reads need a login")})
+def get_config(runtime: RuntimeDep) -> dict[str, Any]:
     """The plugin's current mode and settings, resourceVersions, and what rollback offers."""
     return config_view(runtime)
 

@@ -43,9 +43,11 @@ from app.web.admin_api import (
 from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, Translator, language_of, supported
+from app.web.pages import safe_next
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
+login_router = APIRouter(include_in_schema=False)  # open to all: the way in
 log = logging.getLogger(__name__)
 
 HTML = "text/html; charset=utf-8"
@@ -127,12 +129,13 @@ def _login_page(
         title=_t(request)("title_admin_login"),
         status_code=status_code,
         alert=alert,
+        next=safe_next(request.query_params.get("next")),
     )
 
 
 def _principal(request: Request) -> Principal | None:
     try:
-        return get_auth(request).identify(request)
+        return get_auth(request).identify(request, for_write=False)
     except AuthRefused:
         return None
 
@@ -215,16 +218,23 @@ def cluster_alert(request: Request, error: ClusterError, status_code: int) -> Al
 # logging in and out ------------------------------------------------------------------------
 
 
-@router.get("/login", response_class=HTMLResponse)
-def login_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+NextPath = Annotated[str | None, Query(max_length=2000)]
+
+
+@login_router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, runtime: RuntimeDep, next: NextPath = None) -> HTMLResponse:
     return _login_page(request, runtime)
 
 
-@router.post("/login", response_class=HTMLResponse)
+@login_router.post("/login", response_class=HTMLResponse)
 def login(
-    request: Request, runtime: RuntimeDep, token: Annotated[str, Form(max_length=4096)] = ""
+    request: Request,
+    runtime: RuntimeDep,
+    token: Annotated[str, Form(max_length=4096)] = "",
+    next: NextPath = None,
 ) -> Response:
-    response = RedirectResponse(_with_lang(PLUGIN_PATH, request), status_code=303)
+    target = safe_next(next) if next else PLUGIN_PATH
+    response = RedirectResponse(_with_lang(target, request), status_code=303)
     try:
         get_auth(request).login(request, response, token)
     except AuthRefused as refused:
@@ -240,7 +250,7 @@ def login(
     return response
 
 
-@router.post("/logout")
+@login_router.post("/logout")
 def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -> Response:
     auth = get_auth(request)
     principal = _principal(request)
@@ -256,9 +266,6 @@ def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -
 
 @router.get(PLUGIN_PATH, response_class=HTMLResponse)
 def plugin_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    auth = get_auth(request)
-    if not auth.settings.public_reads and _principal(request) is None:
-        return _login_page(request, runtime)
     return _plugin_page(request, runtime)
 
 
@@ -453,8 +460,6 @@ def rollout(
     since: Annotated[str | None, Query(max_length=64)] = None,
     warnings: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
-    if not runtime.settings.public_reads and _principal(request) is None:
-        return _login_page(request, runtime)
     context = _rollout_context(runtime, language_of(request), generation, since)
     return _render(
         request,
@@ -477,8 +482,6 @@ def rollout_fragment(
 ) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    if not runtime.settings.public_reads and _principal(request) is None:
-        return HTMLResponse(t("auth_login_needed"), status_code=401, media_type=HTML)
     context = _rollout_context(runtime, lang, generation, since)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}

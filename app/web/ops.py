@@ -8,7 +8,8 @@ from app.web.deps import RuntimeDep
 from app.web.metrics import CONTENT_TYPE, render_metrics
 from app.web.schemas import ReadyOut
 
-router = APIRouter(tags=["operations"])
+router = APIRouter(tags=["operations"])  # probes: open to all
+metrics_router = APIRouter(tags=["operations"])  # behind app.web.guards.require_metrics
 
 
 @router.get("/healthz")
@@ -32,7 +33,7 @@ async def readyz(runtime: RuntimeDep, response: Response) -> ReadyOut:
     )
 
 
-@router.get("/metrics", response_class=Response)
+@metrics_router.get("/metrics", response_class=Response)
 async def metrics(runtime: RuntimeDep) -> Response:
     """Slots and findings per node in the Prometheus text format."""
     body = runtime.snapshots.memo("metrics", render_metrics)

@@ -8,22 +8,25 @@ so a page view or a poll costs the cluster nothing and the engine no extra work.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity, Snapshot
 from app.web import docs_page
+from app.web.auth import get_auth
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, LANG_COOKIE, Translator, language_of, supported
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
+open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
 
 DEFAULT_REFRESH_S = 5.0
 MIN_REFRESH_S = 0.2
@@ -194,10 +197,10 @@ views = SimpleNamespace(
 
 def refresh_interval_s(runtime: Runtime, requested_s: float | None) -> float:
     """The polling interval: `?refresh_s=` within bounds, else the runtime's, else 5 s."""
-    if requested_s is not None:
+    if requested_s is not None and math.isfinite(requested_s):
         return min(max(requested_s, MIN_REFRESH_S), MAX_REFRESH_S)
-    configured = runtime.extras.get("page_refresh_s")
-    if isinstance(configured, int | float) and configured > 0:
+    configured = runtime.page_refresh_s
+    if configured is not None and configured > 0:
         return float(configured)
     return DEFAULT_REFRESH_S
 
@@ -272,6 +275,10 @@ def _fragment_response(body: Markup) -> HTMLResponse:
 
 # ---------------------------------------------------------------- overview
 
+# A finite number (nan or inf would reach the page's timer); clamped to the bounds.
+RefreshS = Annotated[float | None, Query(allow_inf_nan=False)]
+NodeName = Annotated[str, Path(max_length=253)]
+
 
 def overview_fragment(runtime: Runtime, lang: str) -> Markup:
     return _fragment(
@@ -285,7 +292,7 @@ def overview_fragment(runtime: Runtime, lang: str) -> Markup:
 
 @router.get("/", response_class=HTMLResponse)
 async def overview(
-    request: Request, runtime: RuntimeDep, refresh_s: float | None = Query(None)
+    request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
 ) -> HTMLResponse:
     lang = language_of(request)
     return _page(
@@ -324,7 +331,7 @@ def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
 
 @router.get("/nodes/{name}", response_class=HTMLResponse)
 async def node_detail(
-    name: str, request: Request, runtime: RuntimeDep, refresh_s: float | None = Query(None)
+    name: NodeName, request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
 ) -> HTMLResponse:
     lang = language_of(request)
     snapshot = runtime.snapshots.current()
@@ -342,7 +349,7 @@ async def node_detail(
 
 
 @router.get("/fragments/nodes/{name}", response_class=HTMLResponse)
-async def node_detail_live(name: str, request: Request, runtime: RuntimeDep) -> HTMLResponse:
+async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep) -> HTMLResponse:
     return _fragment_response(node_fragment(runtime, language_of(request), name))
 
 
@@ -361,7 +368,7 @@ def findings_fragment(runtime: Runtime, lang: str) -> Markup:
 
 @router.get("/findings", response_class=HTMLResponse)
 async def findings(
-    request: Request, runtime: RuntimeDep, refresh_s: float | None = Query(None)
+    request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
 ) -> HTMLResponse:
     lang = language_of(request)
     return _page(
@@ -413,10 +420,21 @@ def safe_next(target: str | None) -> str:
     return target
 
 
-@router.get("/lang/{code}")
-async def choose_lang(code: str, next: str | None = Query(None)) -> Response:
-    """Remember the chosen language in a cookie and go back where the user was."""
-    response = RedirectResponse(safe_next(next), status_code=303)
+@open_router.get("/lang/{code}")
+async def choose_lang(
+    request: Request,
+    code: Annotated[str, Path(max_length=16)],
+    next: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
+    """Remember the chosen language in a cookie and go back where the user was.
+
+    Without a login while reads are not public, it goes back to the login form only.
+    """
+    target = safe_next(next)
+    auth = get_auth(request)
+    if not auth.settings.public_reads and auth.identify(request, for_write=False) is None:
+        target = "/login"
+    response = RedirectResponse(target, status_code=303)
     lang = supported(code)
     if lang is not None:
         response.set_cookie(

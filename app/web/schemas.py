@@ -19,26 +19,32 @@ class SummaryOut(BaseModel):
     plugin: PluginState
     totals: Totals
     findings: dict[str, int] = Field(description="Finding counts by severity")
-    stale: bool = Field(description="True while the API server cannot be reached")
-    stale_age_s: float | None = Field(description="Seconds since the API server was last reachable")
+    stale: bool = Field(
+        description="True while the API server cannot be reached or a snapshot build fails"
+    )
+    stale_age_s: float | None = Field(description="Seconds the served snapshot has been stale")
+    stale_reason: str | None = Field(default=None, description="Why the snapshot is stale")
     generated_at: datetime
 
 
 class NodesOut(BaseModel):
     generated_at: datetime
     stale: bool
+    stale_reason: str | None = None
     nodes: list[NodeState]
 
 
 class NodeOut(BaseModel):
     generated_at: datetime
     stale: bool
+    stale_reason: str | None = None
     node: NodeState
 
 
 class FindingsOut(BaseModel):
     generated_at: datetime
     stale: bool
+    stale_reason: str | None = None
     findings: list[Finding]
 
 

@@ -128,7 +128,10 @@ class SnapshotService:
         self._slow_wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self.builds = 0
-        self.last_error: str | None = None
+        self.last_error: str | None = None  # why the latest build failed; None after a good one
+        self._good: Snapshot | None = None  # the latest snapshot a build produced
+        self._failed_since: datetime | None = None
+        self._node_names: frozenset[str] = frozenset()
 
     def start(self) -> None:
         """Start the background threads (again after a stop: an app's lifespan may repeat)."""
@@ -153,6 +156,20 @@ class SnapshotService:
 
     def current(self) -> Snapshot | None:
         return self._current
+
+    def has_node(self, name: str) -> bool:
+        """Whether the cluster had node `name` at the latest build."""
+        return name in self._node_names
+
+    @property
+    def stale_reason(self) -> str | None:
+        """Why the served snapshot is stale (a failed build, an unreachable API server)."""
+        if self.last_error is not None:
+            return f"snapshot build failed: {self.last_error}"
+        health = self._source.health()
+        if health.failing_since is not None:
+            return f"API server unreachable: {health.last_error}"
+        return None
 
     def memo(self, key: str, render: Callable[[Snapshot], T]) -> T | None:
         """`render(current snapshot)`, computed once per snapshot (see the module notes).
@@ -254,25 +271,39 @@ class SnapshotService:
         health = self._source.health()
         if self._current is None or not health.synced:
             return Readiness(False, False, "waiting for the first list of the cluster")
-        if health.failing_since is not None:
-            return Readiness(True, True, f"API server unreachable: {health.last_error}")
+        reason = self.stale_reason
+        if reason is not None:
+            return Readiness(True, True, reason)
         return Readiness(True, False, "ok")
 
     def rebuild(self) -> Snapshot:
         """Compute a snapshot from what the cache and the report store hold now."""
         now = self._clock()
         daemonsets = self._source.items("daemonsets")
+        nodes = self._source.items("nodes")
+        self._node_names = frozenset(
+            str((node.get("metadata") or {}).get("name", "")) for node in nodes
+        )
+        self._reports.forget_unknown(nodes=self._node_names, now=now)
         state = ClusterState(
             daemonset=daemonsets[0] if daemonsets else None,
             configmaps={
                 cm.get("metadata", {}).get("name", ""): cm
                 for cm in self._source.items("configmaps")
             },
-            nodes=self._source.items("nodes"),
+            nodes=nodes,
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
         )
-        snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+        try:
+            snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+        except Exception as exc:
+            self._engine_memo = EngineMemo()  # it may hold half of the failed build
+            self._publish_failure(exc, now=now)
+            raise
+        self.last_error = None
+        self._failed_since = None
+        self._good = snapshot
         self._reported_nodes = len(state.reports)
         health = self._source.health()
         if health.failing_since is not None:
@@ -286,6 +317,20 @@ class SnapshotService:
         self._slow_wake.set()
         return snapshot
 
+    def _publish_failure(self, exc: Exception, *, now: datetime) -> None:
+        """Serve the last good snapshot marked stale, with the reason; /readyz says degraded."""
+        self.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        if self._failed_since is None:
+            self._failed_since = now
+        good = self._good
+        if good is None:
+            return
+        age_s = max(0.0, (now - self._failed_since).total_seconds())
+        stale = good.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
+        with self._lock:
+            self._current = stale
+            self._memo = {}
+
     def _run(self) -> None:
         seen = -1
         while not self._stop.is_set():
@@ -296,9 +341,7 @@ class SnapshotService:
                 started = time.monotonic()
                 try:
                     self.rebuild()
-                    self.last_error = None
-                except Exception as exc:
-                    self.last_error = repr(exc)
+                except Exception:
                     log.exception("snapshot computation failed; serving the previous one")
                 work_s = time.monotonic() - started
             seen = generation

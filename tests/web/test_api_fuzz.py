@@ -16,7 +16,12 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", app_with_world())
 def test_api_fuzzed_requests_never_500_and_match_schema(case: schemathesis.Case) -> None:
     # Starlette answers 405 per route, so `Allow` names only the methods of the matched
     # route when GET and PUT of one path are separate handlers; not a contract we break.
+    excluded = [schemathesis.checks.allow_header_conformance]
+    if case.operation.path == "/api/v1/agent/reports":
+        # Rules JSON Schema cannot state (unique GPU UUIDs and indexes per report, a
+        # collected_at not ahead of the dashboard's clock) answer 422 to schema-valid data;
+        # tests/web/test_report_bounds.py covers them.
+        excluded.append(schemathesis.checks.positive_data_acceptance)
     case.call_and_validate(
-        headers={"Authorization": f"Bearer {AGENT_TOKEN}"},
-        excluded_checks=[schemathesis.checks.allow_header_conformance],
+        headers={"Authorization": f"Bearer {AGENT_TOKEN}"}, excluded_checks=excluded
     )

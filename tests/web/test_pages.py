@@ -196,7 +196,7 @@ def test_page_refresh_interval_comes_from_query_or_runtime() -> None:
     assert parse(get(app, "/?refresh_s=0.5").text).by_testid("live")[0]["hx-trigger"] == (
         "every 500ms"
     )
-    runtime.extras["page_refresh_s"] = 2
+    runtime.page_refresh_s = 2
     assert parse(get(app, "/").text).by_testid("live")[0]["hx-trigger"] == "every 2000ms"
 
 
