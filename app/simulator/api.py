@@ -104,7 +104,9 @@ async def _json_body(request: Request) -> Any:
         try:
             return decode_body(raw)
         except ProtobufError as exc:
-            raise ApiError("UnsupportedMediaType", str(exc)) from exc
+            raise ApiError(
+                "UnsupportedMediaType", f"the protobuf body could not be read: {exc}"
+            ) from exc
     if "yaml" in content_type:
         raise ApiError(
             "UnsupportedMediaType",

@@ -20,8 +20,8 @@ import httpx
 import pytest
 import yaml
 
+from app.simulator import resources
 from app.simulator.cluster import SimulatedCluster
-from app.simulator.resources import GENERIC
 from app.simulator.rollout import RolloutPace
 from tests.chart.helm import helm
 from tests.kube_tools import kube_tools
@@ -367,4 +367,69 @@ def test_rendered_chart_applies_with_server_dry_run(
         "daemonset.apps",
         "deployment.apps",
     }
-    assert [sim.store.objects(r) for r in GENERIC] == [[] for _ in GENERIC]  # nothing stored
+    assert [sim.store.objects(r) for r in resources.GENERIC] == [
+        [] for _ in resources.GENERIC
+    ]  # nothing stored
+
+
+def test_kubectl_create_subcommands_send_protobuf_and_are_stored(
+    quick: tuple[SimulatedCluster, Kubectl],
+) -> None:
+    sim, kubectl = quick
+    kubectl("create", "namespace", "team-a")
+    kubectl("-n", "team-a", "create", "secret", "generic", "creds", "--from-literal=token=s3cr3t")
+    kubectl("-n", "team-a", "create", "serviceaccount", "runner")
+    kubectl("-n", "team-a", "create", "configmap", "labels", "--from-literal=x=1")
+    secret = sim.get("Secret", "creds", "team-a")
+    configmap = sim.get("ConfigMap", "labels", "team-a")
+
+    assert sim.get("Namespace", "team-a") is not None
+    assert secret is not None and secret["data"] == {"token": "czNjcjN0"}
+    assert secret["type"] == "Opaque"
+    assert sim.get("ServiceAccount", "runner", "team-a") is not None
+    assert configmap is not None and configmap["data"] == {"x": "1"}
+
+
+def test_protobuf_body_the_simulator_cannot_read_is_a_415(
+    quick: tuple[SimulatedCluster, Kubectl],
+) -> None:
+    sim, _ = quick
+    response = httpx.post(
+        f"{sim.url}/api/v1/namespaces/default/configmaps",
+        content=b"k8s\x00\x0a\xff",
+        headers={"Content-Type": "application/vnd.kubernetes.protobuf"},
+    )
+
+    assert response.status_code == 415
+    assert response.json()["message"] == "the protobuf body could not be read: truncated varint"
+    assert sim.store.objects(resources.CONFIGMAP, "default") == []
+
+
+def test_openapi_documents_describe_every_served_kind(
+    quick: tuple[SimulatedCluster, Kubectl],
+) -> None:
+    sim, _ = quick
+    root = httpx.get(f"{sim.url}/openapi/v3").json()
+    rbac_url = root["paths"]["apis/rbac.authorization.k8s.io/v1"]["serverRelativeURL"]
+    rbac = httpx.get(f"{sim.url}{rbac_url}").json()
+    v2 = httpx.get(f"{sim.url}/openapi/v2", headers={"Accept": "application/json"}).json()
+    v2_protobuf = httpx.get(
+        f"{sim.url}/openapi/v2",
+        headers={"Accept": "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"},
+    )
+
+    assert sorted(root["paths"]) == [
+        "api/v1",
+        "apis/apps/v1",
+        "apis/networking.k8s.io/v1",
+        "apis/rbac.authorization.k8s.io/v1",
+    ]
+    patch = rbac["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"]["patch"]
+    assert patch["x-kubernetes-group-version-kind"] == {
+        "group": "rbac.authorization.k8s.io",
+        "version": "v1",
+        "kind": "ClusterRole",
+    }
+    assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][1].items()
+    assert "io.k8s.api.apps.v1.DaemonSet" in v2["definitions"]
+    assert v2_protobuf.status_code == 406
