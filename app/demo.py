@@ -2,8 +2,9 @@
 
 It starts the simulator (a Kubernetes API server on a loopback port, `--sim-port` or a free
 one, with simulated agents and a rollout pace of a few seconds so the rollout view shows
-plugin pods Terminating and ContainerCreating), then the dashboard reading it through the `kubernetes` client exactly as it reads
-a real cluster, and wires the simulated agents to post reports to the dashboard.
+plugin pods Terminating and ContainerCreating), then the dashboard reading it through the
+`kubernetes` client exactly as it reads a real cluster, and wires the simulated agents to
+post reports to the dashboard.
 """
 
 from __future__ import annotations
