@@ -284,6 +284,16 @@ class KubeApi:
         container = request.query_params.get("container")
         if container is not None and container not in containers:
             raise bad_request(f"container {container} is not valid for pod {target.name}")
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") == "ContainerCreating" and container in (
+                None,
+                status.get("name"),
+            ):
+                raise bad_request(
+                    f'container "{status.get("name")}" in pod "{target.name}" is waiting to '
+                    "start: ContainerCreating"
+                )
         text = self.logs(target.namespace, target.name, container) if self.logs else None
         lines = (text or "").splitlines(keepends=True)
         tail = request.query_params.get("tailLines")

@@ -225,6 +225,13 @@ def test_missing_configmap_mount_is_retried_when_it_comes_back(
     assert row[1:3] == ["0/1", "ContainerCreating"]
     pod = row[0]
 
+    waiting = kubectl("-n", "kube-system", "logs", pod, check=False)
+    assert waiting.returncode == 1
+    assert waiting.stderr.strip().endswith(
+        f'container "nvidia-device-plugin-ctr" in pod "{pod}" is waiting to start: '
+        "ContainerCreating"
+    )
+
     kubectl("apply", "-f", str(configmap))
     row = kubectl("-n", "kube-system", "get", "pods", "--no-headers").stdout.split()
     assert row[:3] == [pod, "1/1", "Running"]  # the same pod: the kubelet retried the mount
@@ -386,6 +393,11 @@ def test_kubectl_create_subcommands_send_protobuf_and_are_stored(
     assert sim.get("Namespace", "team-a") is not None
     assert secret is not None and secret["data"] == {"token": "czNjcjN0"}
     assert secret["type"] == "Opaque"
+    secrets = kubectl("-n", "team-a", "get", "secrets").stdout.splitlines()
+    assert [line.split() for line in secrets] == [
+        ["NAME", "TYPE", "DATA", "AGE"],
+        ["creds", "Opaque", "1", secrets[1].split()[3]],
+    ]
     assert sim.get("ServiceAccount", "runner", "team-a") is not None
     assert configmap is not None and configmap["data"] == {"x": "1"}
 
@@ -433,3 +445,19 @@ def test_openapi_documents_describe_every_served_kind(
     assert {"name": "fieldValidation", "in": "query"}.items() <= patch["parameters"][1].items()
     assert "io.k8s.api.apps.v1.DaemonSet" in v2["definitions"]
     assert v2_protobuf.status_code == 406
+
+
+def test_event_with_a_time_that_is_not_rfc3339_is_refused(
+    quick: tuple[SimulatedCluster, Kubectl],
+) -> None:
+    sim, _ = quick
+    event = {
+        "metadata": {"name": "bad-time", "namespace": "kube-system"},
+        "involvedObject": {"kind": "Node", "name": "gpu-server-1"},
+        "lastTimestamp": "yesterday",
+    }
+    response = httpx.post(f"{sim.url}/api/v1/namespaces/kube-system/events", json=event)
+
+    assert response.status_code == 422
+    assert "'yesterday' is not an RFC 3339 time" in response.json()["message"]
+    assert sim.get("Event", "bad-time", "kube-system") is None
