@@ -202,6 +202,7 @@ class SimulatedCluster:
             time.sleep(0.005)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound_port}"
+        self.controller.resume()
         self.timeline.start()
         return self.url
 

@@ -218,4 +218,8 @@ class PacedPluginController(PluginController):
         self.sync_node(node)
 
     def stop(self) -> None:
+        """Finish queued replacements at once; later ones are instant until `resume()`."""
         self.worker.stop()
+
+    def resume(self) -> None:
+        self.worker.resume()
