@@ -25,6 +25,7 @@ class FaultRule:
     kind: str | None
     code: int
     remaining: int
+    after_commit: bool = False  # the write is made, then its answer replaced by the error
 
     def matches(self, verb: str, kind: str) -> bool:
         return (self.verb is None or self.verb == verb) and (self.kind is None or self.kind == kind)
@@ -40,14 +41,22 @@ class Faults:
         self._counts: Counter[tuple[str, str]] = Counter()
 
     def inject(
-        self, *, verb: str | None = None, kind: str | None = None, code: int = 500, count: int = 1
+        self,
+        *,
+        verb: str | None = None,
+        kind: str | None = None,
+        code: int = 500,
+        count: int = 1,
+        after_commit: bool = False,
     ) -> None:
         if count < 1:
             raise ValueError("count must be >= 1")
         if code < 400 or code > 599:
             raise ValueError("code must be an HTTP error code (400-599)")
         with self._lock:
-            self._rules.append(FaultRule(verb or None, normalise_kind(kind), code, count))
+            self._rules.append(
+                FaultRule(verb or None, normalise_kind(kind), code, count, after_commit)
+            )
 
     def clear(self) -> None:
         with self._lock:
@@ -56,18 +65,36 @@ class Faults:
 
     def pending(self) -> list[FaultRule]:
         with self._lock:
-            return [FaultRule(r.verb, r.kind, r.code, r.remaining) for r in self._rules]
+            return [
+                FaultRule(r.verb, r.kind, r.code, r.remaining, r.after_commit) for r in self._rules
+            ]
 
     def record(self, verb: str, kind: str) -> int | None:
         """Count a request; return the injected error code for it, if any."""
         with self._lock:
             self._counts[(verb, kind)] += 1
-            for rule in self._rules:
-                if rule.matches(verb, kind):
-                    rule.remaining -= 1
-                    if rule.remaining <= 0:
-                        self._rules.remove(rule)
-                    return rule.code
+            return self._take(verb, kind, after_commit=False)
+
+    def lost_answer(self, method: str, path: str) -> int | None:
+        """The error that replaces the answer to a write already made (a lost answer)."""
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+            method.upper()
+        )
+        if verb is None:
+            return None
+        kinds = [normalise_kind(part) for part in reversed(path.split("/")) if lookup_kind(part)]
+        if not kinds or kinds[0] is None:
+            return None
+        with self._lock:
+            return self._take(verb, kinds[0], after_commit=True)
+
+    def _take(self, verb: str, kind: str, *, after_commit: bool) -> int | None:
+        for rule in self._rules:
+            if rule.after_commit == after_commit and rule.matches(verb, kind):
+                rule.remaining -= 1
+                if rule.remaining <= 0:
+                    self._rules.remove(rule)
+                return rule.code
         return None
 
     def counts(self) -> dict[tuple[str, str], int]:
