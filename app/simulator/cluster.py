@@ -169,7 +169,10 @@ class SimulatedCluster:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         bound_port = sock.getsockname()[1]
-        routes = [*control_routes(self), *self.tokens.routes()]
+        routes = [
+            *control_routes(self),
+            *self.tokens.routes(unavailable=lambda: self.faults.unavailable),
+        ]
         app = create_app(self.registry, self.faults, extra_routes=routes)
         config = uvicorn.Config(
             app,
