@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,7 @@ from fastapi.testclient import TestClient
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from app.web.server import uvicorn_config
-from tests.conftest import ADMIN_TOKEN
+from tests.conftest import ADMIN_TOKEN, Stack
 from tests.web.fakes import app_with_world
 
 SECRET = "session-secret-0123456789abcdef"
@@ -121,3 +122,23 @@ def test_sidecar_proxy_on_loopback_is_trusted_only_when_configured(
         response = client.put("/api/v1/plugin/config?dryRun=true", json=TS4, headers=headers)
         # Trusted: ada is an admin, and only her missing CSRF token is refused (403).
         assert response.status_code == expected, response.text
+
+
+def test_live_server_trusts_a_configured_sidecar_and_no_one_else(
+    make_stack: Callable[..., Stack],
+) -> None:
+    """Over real HTTP: uvicorn used to replace 127.0.0.1 by the X-Forwarded-For address."""
+    headers = {
+        "X-Forwarded-User": "ada",
+        "X-Forwarded-Groups": "gpu-admins",
+        "X-Forwarded-For": "203.0.113.9",
+    }
+    trusted = make_stack(
+        "host-split", agents=False, trusted_proxies=["127.0.0.1/32"], admin_group="gpu-admins"
+    )
+    response = trusted.client.put("/api/v1/plugin/config?dryRun=true", json=TS4, headers=headers)
+    assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+
+    untrusted = make_stack("host-split", agents=False, admin_group="gpu-admins")
+    response = untrusted.client.put("/api/v1/plugin/config?dryRun=true", json=TS4, headers=headers)
+    assert response.status_code == 401
