@@ -158,8 +158,11 @@ class SnapshotService:
         return self._current
 
     def has_node(self, name: str) -> bool:
-        """Whether the cluster had node `name` at the latest build."""
-        return name in self._node_names
+        """Whether the cluster had node `name` at the latest build (any, before the first).
+
+        Before the first build every report is kept; that build sorts them out.
+        """
+        return self.builds == 0 or name in self._node_names
 
     @property
     def stale_reason(self) -> str | None:

@@ -129,3 +129,13 @@ def test_review_unavailable_is_503_and_nothing_is_stored(stack: Stack) -> None:
         stack.simulator.set_unavailable(False)
     assert response.status_code == 503
     assert "Cannot check the agent token now" in response.json()["detail"]
+
+
+def test_a_refused_token_is_not_reviewed_again_at_once(stack: Stack) -> None:
+    """A flood of bad tokens costs the API server one review per token and 10 s."""
+    other = TokenSubject("default", "builder", "p", "u", node=NODE)
+    token = stack.simulator.tokens.issue(other, audience="gpu-slots")
+    before = stack.simulator.tokens.reviews
+    for _ in range(5):
+        assert post(stack, NODE, token).status_code == 401
+    assert stack.simulator.tokens.reviews == before + 1

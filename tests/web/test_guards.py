@@ -130,3 +130,18 @@ def test_every_query_parameter_is_validated_no_500() -> None:
         page = client.get("/?refresh_s=nan")
         assert page.status_code == 422
         assert client.get("/?refresh_s=0.5").status_code == 200
+
+
+def test_closed_reads_login_goes_back_to_the_page_asked_for(closed: TestClient) -> None:
+    redirect = closed.get("/nodes/gpu-1", follow_redirects=False)
+    assert redirect.headers["location"] == "/login?next=%2Fnodes%2Fgpu-1"
+    form = closed.get(redirect.headers["location"]).text
+    assert 'action="/login?lang=en&amp;next=/nodes/gpu-1"' in form
+    login = closed.post(
+        "/login?lang=en&next=%2Fnodes%2Fgpu-1",
+        data={"token": ADMIN_TOKEN},
+        follow_redirects=False,
+    )
+    assert login.status_code == 303
+    assert login.headers["location"] == "/nodes/gpu-1?lang=en"
+    assert closed.get("/nodes/gpu-1").status_code == 200
