@@ -125,7 +125,7 @@ REPORT = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(reports=st.lists(REPORT, min_size=1, max_size=4))
 def test_random_reports_over_http_never_stop_the_snapshot(reports: list[dict[str, Any]]) -> None:
     app = make_app(Clock(), agent_token="t" * 24, agent_auth="shared-token")
