@@ -20,9 +20,7 @@ from app.domain.snapshot import (
 class SummaryOut(BaseModel):
     """GET /api/v1/summary: the cluster at a glance."""
 
-    mode: str = Field(
-        description="basic | time-slicing | mps | mixed (GPU nodes differ) | unknown"
-    )
+    mode: str = Field(description="basic | time-slicing | mps | mixed (GPU nodes differ) | unknown")
     replicas: int
     resource: str = Field(description="Advertised resource name, e.g. nvidia.com/gpu")
     plugin: PluginState
