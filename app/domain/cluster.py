@@ -32,3 +32,7 @@ class ClusterState:
     nodes: Sequence[Manifest]
     pods: Sequence[Manifest]
     reports: Mapping[str, ReceivedReport] = field(default_factory=dict)  # by node name
+    # Every DaemonSet the cache sees (issue 12): other plugin installs (Helm chart, GPU
+    # Operator, per node group) are found among them; `daemonset` stays the configured one.
+    # ConfigMaps of other namespaces are keyed "namespace/name" in `configmaps`.
+    daemonsets: Sequence[Manifest] = ()

@@ -208,3 +208,6 @@ class ChangesOut(BaseModel):
     """GET /api/v1/changes: every applied change, newest first."""
 
     changes: list[ChangeOut]
+    available: bool = Field(
+        description="False when this server does not write (no history to read): empty list"
+    )

@@ -277,16 +277,21 @@ def change_mode(
 
 def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
     """The shared DaemonSet and its ConfigMap as the watch cache holds them (no API call)."""
-    name = runtime.settings.kubernetes_device_plugin_name
-    daemonsets = runtime.source.items("daemonsets")
-    named = [ds for ds in daemonsets if (ds.get("metadata") or {}).get("name") == name]
+    settings = runtime.settings
+    namespace = settings.kubernetes_device_plugin_namespace
+    daemonsets = [
+        ds
+        for ds in runtime.source.items("daemonsets")
+        if (ds.get("metadata") or {}).get("name") == settings.kubernetes_device_plugin_name
+        and (ds.get("metadata") or {}).get("namespace") in (None, namespace)
+    ]
     configmaps = [
         cm
         for cm in runtime.source.items("configmaps")
-        if (cm.get("metadata") or {}).get("name") == runtime.settings.plugin_configmap_name
+        if (cm.get("metadata") or {}).get("name") == settings.plugin_configmap_name
+        and (cm.get("metadata") or {}).get("namespace") in (None, namespace)
     ]
-    daemonset = named[0] if named else (daemonsets[0] if daemonsets else None)
-    return daemonset, (configmaps[0] if configmaps else None)
+    return (daemonsets[0] if daemonsets else None), (configmaps[0] if configmaps else None)
 
 
 def config_view(runtime: Runtime) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.split_models import SplitRequest
 from app.errors import ClusterError
-from app.web.admin_api import WRITE_ERRORS
+from app.web.admin_api import WRITE_ERRORS, _problem
 from app.web.admin_schemas import (
     ChangesOut,
     GpuSplitOut,
@@ -31,6 +31,13 @@ write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])
 NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
 DryRun = Annotated[bool, Query(alias="dryRun")]
+READ_ERRORS: dict[int | str, dict[str, object]] = {
+    401: _problem("Reads need a login"),
+    404: _problem("No such node, or the plugin DaemonSet is not found"),
+    409: _problem("The node's GPUs are not known yet (no agent report)"),
+    502: _problem("The API server answered with an error"),
+    503: _problem("API server unreachable, or writes (and their history) not enabled"),
+}
 SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
 
 
@@ -64,7 +71,7 @@ def _refused(error: PlanRefused | ClusterError) -> HTTPException:
     return http_error(error)
 
 
-@router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut)
+@router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
 def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
     """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
     try:
@@ -73,11 +80,13 @@ def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
         raise _refused(error) from error
 
 
-@router.get("/changes", response_model=ChangesOut)
+@router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
 def get_changes(runtime: RuntimeDep) -> ChangesOut:
     """Every mode and split change applied, newest first (kept in the cluster as Events)."""
+    if runtime.writer is None:
+        return ChangesOut(changes=[], available=False)
     try:
-        return ChangesOut(changes=[change_out(r) for r in list_changes(runtime)])
+        return ChangesOut(changes=[change_out(r) for r in list_changes(runtime)], available=True)
     except ClusterError as error:
         raise _refused(error) from error
 
