@@ -189,3 +189,21 @@ def test_gpu_split_refuses_unknown_gpus_and_needs_an_admin(admin: Stack) -> None
     missing = admin.client.get("/api/v1/nodes/no-such-node/gpu-split")
     assert missing.status_code == 404
     assert daemonsets(admin) == [SHARED]
+
+
+def test_a_split_on_the_five_node_demo_touches_no_other_node(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack("demo")
+    wait_for(lambda: reported(stack, NODE, 4), what="the agent report of gpu-server-1")
+    before = allocatable(stack)
+    assert before["gpu-server-1"] == "2"
+    applied = put(stack, NODE, {**GIVE_GPU_1, "confirmHostProcesses": True})
+    assert applied.status_code == 200, applied.text
+    wait_for(lambda: allocatable(stack)[NODE] == "3", what="allocatable 3 on gpu-server-1")
+    assert allocatable(stack) == {**before, NODE: "3"}
+    undo = stack.client.post(
+        f"/api/v1/changes/{applied.json()['changeId']}/rollback", headers=BEARER
+    )
+    assert undo.status_code == 200, undo.text
+    wait_for(lambda: allocatable(stack) == before, what="every node as before")

@@ -11,6 +11,7 @@ from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
 from app.domain.findings.resources import mps_daemon_missing
+from app.domain.findings.split_remedies import per_node_remedy, runs_on_one_node, set_devices
 from app.domain.plugin.daemonset import UNIFIED_MEMORY_FIX, PluginSpec
 from app.domain.snapshot import Finding
 
@@ -225,8 +226,9 @@ def _visible_missing(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                 "node_gpus": ",".join(g.uuid for g in node.gpus),
             },
             remedy=(
-                f"kubectl set env {ds_ref(spec)} -c {spec.container} NVIDIA_VISIBLE_DEVICES="
-                + (",".join(sorted(vis.uuids)) or "<this node's GPU UUIDs>")
+                set_devices(spec, sorted(vis.uuids))
+                if runs_on_one_node(spec) and vis.uuids
+                else per_node_remedy(spec, node.name, sorted(vis.uuids))
             ),
             node=node.name,
         )
