@@ -90,6 +90,9 @@ def test_helm_node_picks_its_config_by_label(clusters: Stack) -> None:
         "key": "ts4",
         "label": "ts4",
         "mig_strategy": "mixed",
+        "change_with": "helm upgrade <release> -n nvidia-device-plugin --reuse-values -f "
+        "values.yaml  # config.map / config.default; per node: kubectl label node gpu-ts-3 "
+        "nvidia.com/device-plugin.config=<config key> --overwrite",
     }
     holders = got["gpus"][0]["holders"]
     assert [(h["pod"], h["assignment"], h["slots"]) for h in holders] == [
@@ -138,3 +141,15 @@ def test_without_the_helm_namespace_its_nodes_say_why_their_config_is_unknown(
     got = node(stack, "gpu-ts-3")
     assert (got["mode"], got["expected_slots"]) == ("unknown", None)
     assert [f["code"] for f in got["findings"]] == ["config-namespace-not-read"]
+
+
+def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -> None:
+    overview = clusters.client.get("/").text
+    assert overview.count('data-testid="resource-row"') == 3
+    assert 'data-resource="nvidia.com/mig-3g.40gb"' in overview
+    assert 'data-testid="unschedulable-gpu-cordoned-2"' in overview
+    assert "Unschedulable: cordoned" in overview
+    assert "1 pending pod(s) want 16 nvidia.com/gpu" in overview
+    detail = clusters.client.get("/nodes/gpu-mig-4").text
+    assert detail.count('data-testid="mig-row"') == 9
+    assert "Plugin nvidia-device-plugin/nvidia-device-plugin, config " in detail
