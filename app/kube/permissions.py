@@ -48,6 +48,13 @@ READ_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "events", "get", "plugin-namespace"),
 )
 
+# Agents bound to their node (app.kube.tokenreview): the review of each agent's projected
+# token, and the token's pod where the review names no node (Kubernetes before 1.30).
+AGENT_AUTH_CALLS: tuple[ApiCall, ...] = (
+    ApiCall("authentication.k8s.io", "tokenreviews", "create", "cluster"),
+    ApiCall("", "pods", "get", "cluster"),
+)
+
 WRITE_CALLS: tuple[ApiCall, ...] = (
     ApiCall("apps", "daemonsets", "update", "plugin-namespace", "plugin-daemonset", writes=True),
     ApiCall("apps", "daemonsets", "patch", "plugin-namespace", "plugin-daemonset", writes=True),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.domain.changes.split_models import NODE_LABEL, editor_path, own_name
+from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import PluginSpec
 
 
@@ -23,8 +24,8 @@ def runs_on_one_node(spec: PluginSpec) -> bool:
 def set_devices(spec: PluginSpec, uuids: Sequence[str]) -> str:
     """kubectl set env of the device list (only for a DaemonSet on one node)."""
     return (
-        f"kubectl set env -n {spec.namespace} daemonset/{spec.name} -c {spec.container} "
-        f"NVIDIA_VISIBLE_DEVICES={','.join(uuids)}"
+        f"kubectl set env -n {sh(spec.namespace)} {sh('daemonset/' + spec.name)} "
+        f"-c {sh(spec.container)} {sh('NVIDIA_VISIBLE_DEVICES=' + ','.join(uuids))}"
     )
 
 
@@ -39,7 +40,7 @@ def per_node_remedy(spec: PluginSpec, node: str, uuids: Sequence[str]) -> str:
         f"label {NODE_LABEL}={own}, nodeSelector {NODE_LABEL}={own} and "
         f"NVIDIA_VISIBLE_DEVICES={devices}; add the required node-affinity term "
         f"{NODE_LABEL} DoesNotExist to {spec.name}; then label the node: kubectl label node "
-        f"{node} {NODE_LABEL}={own} ; never put one node's UUIDs into {spec.name}: it runs "
+        f"{sh(node)} {sh(NODE_LABEL + '=' + own)} ; never put one node's UUIDs into {spec.name}: it runs "
         "on other nodes too"
     )
 
