@@ -43,7 +43,7 @@ def _host_use(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
                 },
                 remedy=(
                     f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), "
-                    f"or keep this GPU for the host in the GPU editor {editor_path(node.name)}"
+                    f"or keep this GPU for the host in the GPU editor {sh(editor_path(node.name))}"
                 ),
                 node=node.name,
                 gpu_uuid=gpu.uuid,

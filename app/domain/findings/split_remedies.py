@@ -32,25 +32,25 @@ def set_devices(spec: PluginSpec, uuids: Sequence[str]) -> str:
 def per_node_remedy(spec: PluginSpec, node: str, uuids: Sequence[str]) -> str:
     """Give `node` its own device list: the editor, or the per-node objects by hand."""
     own = own_name(spec.name, node)
-    devices = ",".join(uuids) if uuids else "<the UUIDs of the node's GPUs for Kubernetes>"
+    devices = ",".join(uuids) if uuids else "<UUIDs of the GPUs of the node for Kubernetes>"
     return (
-        f"choose the GPUs of {node} in the GPU editor {editor_path(node)} (or PUT "
-        f"/api/v1/nodes/{node}/gpu-split); it gives the node its own plugin DaemonSet. By "
-        f"hand: copy daemonset {spec.namespace}/{spec.name} as {own} with selector and pod "
-        f"label {NODE_LABEL}={own}, nodeSelector {NODE_LABEL}={own} and "
-        f"NVIDIA_VISIBLE_DEVICES={devices}; add the required node-affinity term "
-        f"{NODE_LABEL} DoesNotExist to {spec.name}; then label the node: kubectl label node "
-        f"{sh(node)} {sh(NODE_LABEL + '=' + own)} ; never put one node's UUIDs into {spec.name}: it runs "
-        "on other nodes too"
+        f"choose the GPUs of {sh(node)} in the GPU editor {sh(editor_path(node))} or with PUT "
+        f"{sh(f'/api/v1/nodes/{node}/gpu-split')}: it gives the node its own plugin DaemonSet. "
+        f"By hand: copy daemonset {sh(spec.namespace + '/' + spec.name)} as {sh(own)} with "
+        f"selector, pod label and nodeSelector {sh(NODE_LABEL + '=' + own)} and "
+        f"{sh('NVIDIA_VISIBLE_DEVICES=' + devices)}, add the required node-affinity term "
+        f"{NODE_LABEL} DoesNotExist to {sh(spec.name)}, then label the node: kubectl label node "
+        f"{sh(node)} {sh(NODE_LABEL + '=' + own)} ; never put the UUIDs of one node into "
+        f"{sh(spec.name)}: it runs on other nodes too"
     )
 
 
 def per_node_list(spec: PluginSpec, nodes: Sequence[str]) -> str:
     """For a cluster-wide finding: one editor per node, no DaemonSet-wide device list."""
-    pages = ", ".join(editor_path(n) for n in nodes) or editor_path("<node>")
+    pages = " ".join(sh(editor_path(n)) for n in nodes) or "/admin/nodes/NODE/gpus"
     return (
-        f"give each node its own device list in the GPU editor ({pages}); each gets its own "
-        f"plugin DaemonSet. Do not write one node's UUIDs into {spec.name}: it runs on "
+        f"give each node its own device list in the GPU editor: {pages} ; each gets its own "
+        f"plugin DaemonSet. Do not write the UUIDs of one node into {sh(spec.name)}: it runs on "
         f"{spec.desired or 'several'} nodes and the plugin would stop on every node whose "
         "GPUs the list does not name"
     )
