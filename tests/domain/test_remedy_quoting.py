@@ -95,9 +95,7 @@ def _pairs() -> list[tuple[str, Finding, Finding]]:
         built = broken()
         state, options = built if isinstance(built, tuple) else (built, f.OPTIONS)
         plain = snap(state, options=options).findings
-        wild = {
-            _key(x): x for x in snap(hostile(state), options=hostile_options(options)).findings
-        }
+        wild = {_key(x): x for x in snap(hostile(state), options=hostile_options(options)).findings}
         assert sorted(wild) == sorted(_key(x, swap=True) for x in plain), code
         pairs += [(code, p, wild[_key(p, swap=True)]) for p in plain if p.code == code]
     return pairs

@@ -1,4 +1,4 @@
-"""Every copyable remedy, applied with the real kubectl on the five-node demo cluster,
+"""Every copyable remedy, applied with the real kubectl on the eight-node demo cluster,
 leaves the other nodes' allocatable as it was; device lists go to the per-node editor."""
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ DEMO_ALLOCATABLE = {
     "gpu-server-3": "2",
     "gpu-server-4": "1",
     "gpu-ws-5": "<none>",  # no NVIDIA runtime there: the plugin registers nothing
+    "gpu-server-6": "2",
+    "gpu-ts-7": "16",
+    "gpu-mig-8": "1",
 }
 
 
