@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         admin_token=admin_token,
         agent_auth="serviceaccount",
         agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
+        plugin_config_namespaces=simulator.scenario.daemonset_namespaces(),
     )
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"

@@ -17,7 +17,8 @@ class ApiCall:
     api_group: str  # "" for core
     resource: str
     verb: str
-    scope: Literal["cluster", "plugin-namespace"]
+    # config-namespaces: each of GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES (chart plugin.configNamespaces)
+    scope: Literal["cluster", "plugin-namespace", "config-namespaces"]
     named: Literal["plugin-daemonset", "plugin-configmap"] | None = None
     writes: bool = False
 
@@ -27,13 +28,24 @@ READ_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "nodes", "watch", "cluster"),
     ApiCall("", "pods", "list", "cluster"),
     ApiCall("", "pods", "watch", "cluster"),
-    # list/watch with fieldSelector metadata.name=<name>, which RBAC resourceNames allow.
-    ApiCall("apps", "daemonsets", "list", "plugin-namespace", "plugin-daemonset"),
-    ApiCall("apps", "daemonsets", "watch", "plugin-namespace", "plugin-daemonset"),
+    # Every DaemonSet, cluster-wide: plugin installs are found by what they run, wherever
+    # they are (Helm release namespace, GPU Operator namespace, one per node group).
+    ApiCall("apps", "daemonsets", "list", "cluster"),
+    ApiCall("apps", "daemonsets", "watch", "cluster"),
     ApiCall("apps", "daemonsets", "get", "plugin-namespace", "plugin-daemonset"),
-    ApiCall("", "configmaps", "list", "plugin-namespace", "plugin-configmap"),
-    ApiCall("", "configmaps", "watch", "plugin-namespace", "plugin-configmap"),
-    ApiCall("", "configmaps", "get", "plugin-namespace", "plugin-configmap"),
+    # ConfigMaps of the plugin namespace, whatever their names: a DaemonSet may mount any.
+    ApiCall("", "configmaps", "list", "plugin-namespace"),
+    ApiCall("", "configmaps", "watch", "plugin-namespace"),
+    ApiCall("", "configmaps", "get", "plugin-namespace"),
+    # ... and of the other namespaces plugin installs run in, when the admin lists them.
+    ApiCall("", "configmaps", "list", "config-namespaces"),
+    ApiCall("", "configmaps", "watch", "config-namespaces"),
+    # Per-node GPU splits: a node's own DaemonSet (any name), the node and its labels, and
+    # the change history (Events labelled gpu-slots.io/change in the plugin namespace).
+    ApiCall("apps", "daemonsets", "get", "plugin-namespace"),
+    ApiCall("", "nodes", "get", "cluster"),
+    ApiCall("", "events", "list", "plugin-namespace"),
+    ApiCall("", "events", "get", "plugin-namespace"),
 )
 
 # Agents bound to their node (app.kube.tokenreview): the review of each agent's projected
@@ -51,6 +63,13 @@ WRITE_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "configmaps", "patch", "plugin-namespace", "plugin-configmap", writes=True),
     ApiCall("", "configmaps", "delete", "plugin-namespace", "plugin-configmap", writes=True),
     ApiCall("", "events", "create", "plugin-namespace", writes=True),
+    # Per-node GPU splits: own DaemonSets and ConfigMaps are named after their node.
+    ApiCall("apps", "daemonsets", "create", "plugin-namespace", writes=True),
+    ApiCall("apps", "daemonsets", "update", "plugin-namespace", writes=True),
+    ApiCall("apps", "daemonsets", "delete", "plugin-namespace", writes=True),
+    ApiCall("", "configmaps", "update", "plugin-namespace", writes=True),
+    ApiCall("", "configmaps", "delete", "plugin-namespace", writes=True),
+    ApiCall("", "nodes", "patch", "cluster", writes=True),
     ApiCall("", "users", "impersonate", "cluster", writes=True),
     ApiCall("", "groups", "impersonate", "cluster", writes=True),
 )

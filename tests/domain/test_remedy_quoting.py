@@ -69,12 +69,16 @@ def hostile(state: ClusterState) -> ClusterState:
     )
 
 
-HOSTILE_OPTIONS = dataclasses.replace(
-    f.OPTIONS,
-    plugin_name=_swap_text(f.OPTIONS.plugin_name),
-    plugin_namespace=_swap_text(f.OPTIONS.plugin_namespace),
-    plugin_configmap_name=_swap_text(f.OPTIONS.plugin_configmap_name),
-)
+def hostile_options(options: Any) -> Any:
+    return dataclasses.replace(
+        options,
+        plugin_name=_swap_text(options.plugin_name),
+        plugin_namespace=_swap_text(options.plugin_namespace),
+        plugin_configmap_name=_swap_text(options.plugin_configmap_name),
+    )
+
+
+HOSTILE_OPTIONS = hostile_options(f.OPTIONS)
 
 
 def shell_words(remedy: str) -> list[str]:
@@ -91,9 +95,10 @@ def operators(remedy: str) -> list[str]:
 def _pairs() -> list[tuple[str, Finding, Finding]]:
     pairs = []
     for code, broken, _healthy in CASES:
-        state = broken()
-        plain = snap(state).findings
-        wild = {_key(x): x for x in snap(hostile(state), options=HOSTILE_OPTIONS).findings}
+        built = broken()
+        state, options = built if isinstance(built, tuple) else (built, f.OPTIONS)
+        plain = snap(state, options=options).findings
+        wild = {_key(x): x for x in snap(hostile(state), options=hostile_options(options)).findings}
         assert sorted(wild) == sorted(_key(x, swap=True) for x in plain), code
         pairs += [(code, p, wild[_key(p, swap=True)]) for p in plain if p.code == code]
     return pairs

@@ -10,7 +10,9 @@ from collections.abc import Callable
 from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
+from app.domain.findings.resources import mps_daemon_missing
 from app.domain.findings.shell import sh
+from app.domain.findings.split_remedies import per_node_remedy, runs_on_one_node, set_devices
 from app.domain.plugin.daemonset import UNIFIED_MEMORY_FIX, PluginSpec
 from app.domain.snapshot import Finding
 
@@ -109,8 +111,10 @@ def _privileged_ignores_visible(spec: PluginSpec, node: NodeFacts) -> Finding | 
 def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
     config = node.config.config
     pod = node.plugin_pod_state
-    capacity = node.capacity or 0
+    capacity = node.gpu_capacity_total  # a MIG node advertises nvidia.com/mig-* only
     physical = node.physical_gpus
+    if mps_daemon_missing(node):
+        return None  # the missing MPS daemon is the cause, not NVML
     has_gpus = (physical or 0) > 0 or node.labels.get("nvidia.com/gpu.present") == "true"
     if not (
         config is not None
@@ -223,12 +227,9 @@ def _visible_missing(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                 "node_gpus": ",".join(g.uuid for g in node.gpus),
             },
             remedy=(
-                f"kubectl set env {ds_ref(spec)} -c {sh(spec.container)} "
-                + (
-                    sh("NVIDIA_VISIBLE_DEVICES=" + ",".join(sorted(vis.uuids)))
-                    if vis.uuids
-                    else "NVIDIA_VISIBLE_DEVICES=<this node's GPU UUIDs>"
-                )
+                set_devices(spec, sorted(vis.uuids))
+                if runs_on_one_node(spec) and vis.uuids
+                else per_node_remedy(spec, node.name, sorted(vis.uuids))
             ),
             node=node.name,
         )

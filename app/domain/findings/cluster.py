@@ -9,6 +9,7 @@ from app.domain.accounting.gpus import listed_devices
 from app.domain.cluster import Manifest
 from app.domain.findings.catalogue import finding
 from app.domain.findings.shell import sh
+from app.domain.findings.split_remedies import per_node_list, runs_on_one_node, set_devices
 from app.domain.kube_time import parse_time
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
 from app.domain.plugin.daemonset import (
@@ -268,12 +269,9 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 "across reboots and driver updates",
                 evidence={"NVIDIA_VISIBLE_DEVICES": spec.visible_devices, "indexes": len(indexes)},
                 remedy=(
-                    f"kubectl set env {ds_ref(spec)} -c {sh(spec.container)} "
-                    + (
-                        sh("NVIDIA_VISIBLE_DEVICES=" + ",".join(uuids))
-                        if uuids
-                        else "NVIDIA_VISIBLE_DEVICES=<GPU UUIDs>"
-                    )
+                    set_devices(spec, uuids)
+                    if runs_on_one_node(spec) and uuids
+                    else per_node_list(spec, [n.name for n in facts.nodes if n.gpu_node])
                 ),
             )
         )
@@ -291,11 +289,7 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                     "nodes": len(plugin_nodes),
                     "nodes_matching_list": len(matching),
                 },
-                remedy=(
-                    f"run one plugin DaemonSet per node (copy {sh(spec.name)} with a nodeSelector "
-                    "kubernetes.io/hostname=<node> and the UUIDs of that node), or remove the list "
-                    f"from {sh(spec.name)} on nodes that share all GPUs"
-                ),
+                remedy=per_node_list(spec, plugin_nodes),
             )
         )
     return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
 from app.domain.accounting.gpus import GpuFacts
 from app.domain.accounting.pods import pod_key
+from app.domain.changes.split_models import editor_path
 from app.domain.findings.catalogue import finding
 from app.domain.findings.shell import sh
 from app.domain.snapshot import EvidenceValue, Finding, Mode
@@ -42,8 +43,7 @@ def _host_use(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
                 },
                 remedy=(
                     f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), "
-                    "or keep this GPU for the host: leave its UUID out of "
-                    "NVIDIA_VISIBLE_DEVICES of the plugin"
+                    f"or keep this GPU for the host in the GPU editor {sh(editor_path(node.name))}"
                 ),
                 node=node.name,
                 gpu_uuid=gpu.uuid,
