@@ -153,3 +153,10 @@ def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -
     detail = clusters.client.get("/nodes/gpu-mig-4").text
     assert detail.count('data-testid="mig-row"') == 9
     assert "Plugin nvidia-device-plugin/nvidia-device-plugin, config " in detail
+
+
+def test_metrics_carry_every_resource_and_pending_demand(clusters: Stack) -> None:
+    text = clusters.client.get("/metrics").text
+    assert 'gpu_slots_resource_free{node="gpu-mig-4",resource="nvidia.com/mig-1g.10gb"} 6' in text
+    assert 'gpu_slots_resource_stranded{node="gpu-cordoned-2",resource="nvidia.com/gpu"} 1' in text
+    assert 'gpu_slots_pending{resource="nvidia.com/gpu"} 16' in text
