@@ -8,6 +8,7 @@ config by label, a cordoned node, and a pod waiting for more than any node has f
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -153,3 +154,67 @@ def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -
     detail = clusters.client.get("/nodes/gpu-mig-4").text
     assert detail.count('data-testid="mig-row"') == 9
     assert "Plugin nvidia-device-plugin/nvidia-device-plugin, config " in detail
+
+
+def test_metrics_carry_every_resource_and_pending_demand(clusters: Stack) -> None:
+    text = clusters.client.get("/metrics").text
+    assert 'gpu_slots_resource_free{node="gpu-mig-4",resource="nvidia.com/mig-1g.10gb"} 6' in text
+    assert 'gpu_slots_resource_stranded{node="gpu-cordoned-2",resource="nvidia.com/gpu"} 1' in text
+    assert 'gpu_slots_pending{resource="nvidia.com/gpu"} 16' in text
+
+
+MPS_SCENARIO = """
+nodes:
+  - name: mps-1
+    pod_resources: true
+    gpu_count: 2
+objects:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: nvidia-device-plugin-config, namespace: kube-system}
+    data:
+      config.yaml: |
+        version: v1
+        sharing:
+          mps:
+            resources:
+              - name: nvidia.com/gpu
+                replicas: 2
+  - apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}
+    spec:
+      selector:
+        matchLabels: {name: nvidia-device-plugin-ds}
+      template:
+        metadata:
+          labels: {name: nvidia-device-plugin-ds}
+        spec:
+          containers:
+            - name: nvidia-device-plugin-ctr
+              image: nvcr.io/nvidia/k8s-device-plugin:v0.18.2
+              env:
+                - {name: FAIL_ON_INIT_ERROR, value: "false"}
+                - {name: MPS_ROOT, value: /run/nvidia/mps}
+                - {name: CONFIG_FILE, value: /config/config.yaml}
+              volumeMounts:
+                - {name: plugin-config, mountPath: /config}
+          volumes:
+            - name: plugin-config
+              configMap: {name: nvidia-device-plugin-config}
+"""
+
+
+def test_mps_without_its_control_daemon_names_the_daemon(
+    make_stack: Callable[..., Stack], tmp_path: Path
+) -> None:
+    scenario = tmp_path / "mps.yaml"
+    scenario.write_text(MPS_SCENARIO)
+    stack = make_stack(str(scenario))
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 2,  # type: ignore[index]
+        what="the agent report",
+    )
+    got = node(stack, "mps-1")
+    assert (got["mode"], got["allocatable"], got["expected_slots"]) == ("mps", None, 4)
+    assert [f["code"] for f in got["findings"]] == ["mps-daemon-missing"]
