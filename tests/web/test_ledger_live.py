@@ -284,3 +284,62 @@ def test_mps_without_its_control_daemon_names_the_daemon(
     got = node(stack, "mps-1")
     assert (got["mode"], got["allocatable"], got["expected_slots"]) == ("mps", None, 4)
     assert [f["code"] for f in got["findings"]] == ["mps-daemon-missing"]
+
+
+STRANDED_SCENARIO = """
+nodes:
+  - name: gpu-a
+    gpu_count: 2
+  - name: gpu-lost
+    ready: false
+    gpu_count: 2
+  - name: gpu-train
+    taints: [{key: dedicated, value: train, effect: NoSchedule}]
+    gpu_count: 2
+  - name: gpu-tolerated
+    taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
+    gpu_count: 2
+objects:
+  - apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}
+    spec:
+      selector:
+        matchLabels: {name: nvidia-device-plugin-ds}
+      template:
+        metadata:
+          labels: {name: nvidia-device-plugin-ds}
+        spec:
+          containers:
+            - name: nvidia-device-plugin-ctr
+              image: nvcr.io/nvidia/k8s-device-plugin:v0.18.2
+"""
+
+
+def test_not_ready_and_tainted_nodes_strand_their_slots(
+    make_stack: Callable[..., Stack], tmp_path: Path
+) -> None:
+    scenario = tmp_path / "stranded.yaml"
+    scenario.write_text(STRANDED_SCENARIO)
+    stack = make_stack(str(scenario))
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 8,  # type: ignore[index]
+        what="the agent reports",
+    )
+    rows = [
+        (n["name"], n["schedulable"], n["unschedulable_reason"], n["free"], n["stranded"])
+        for n in stack.client.get("/api/v1/nodes").json()["nodes"]
+    ]
+    assert rows == [
+        ("gpu-a", True, None, 2, 0),
+        ("gpu-lost", False, "NotReady", 0, 2),
+        ("gpu-tolerated", True, None, 2, 0),
+        ("gpu-train", False, "tainted dedicated=train:NoSchedule", 0, 2),
+    ]
+    totals = stack.summary()["totals"]
+    assert (totals["free"], totals["stranded"]) == (4, 4)  # type: ignore[index]
+    findings = stack.client.get("/api/v1/findings").json()["findings"]
+    assert sorted((f["code"], f["node"]) for f in findings) == [
+        ("slots-stranded", "gpu-lost"),
+        ("slots-stranded", "gpu-train"),
+    ]
