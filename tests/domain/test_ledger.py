@@ -146,9 +146,7 @@ def test_operator_static_config_under_its_own_name_is_read() -> None:
         "configmap/time-slicing-config#any",
     )
     assert node.config.change_with == (
-        "kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin.config (name, default); "
-        "per node: kubectl label node gpu-1 nvidia.com/device-plugin.config=<config key> "
-        "--overwrite"
+        "kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin.config (name, default)"
     )
     assert (node.expected_slots, node.allocatable) == (8, 8)
     assert codes(result) == ["plugin-operator-managed"]
