@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from app.simulator import openapi
 from app.simulator import resources as res
 from app.simulator.apierrors import ApiError, bad_request
 from app.simulator.faults import Faults
+from app.simulator.pod_log import LogSource, pod_log_text
 from app.simulator.protobuf import ProtobufError, decode_body
 from app.simulator.registry import Registry
 from app.simulator.selectors import Selector
@@ -28,8 +29,6 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 DEFAULT_WATCH_TIMEOUT_S = 1800.0
-# What `kubectl logs` reads: (namespace, pod, container or None) -> text, None = no pod log.
-LogSource = Callable[[str, str, str | None], str | None]
 
 
 @dataclass(frozen=True)
@@ -152,7 +151,7 @@ class KubeApi:
                 "ServiceUnavailable", "the server is currently unable to handle the request"
             )
         if path.startswith("/openapi/"):
-            return self._openapi(path, request.headers.get("accept", ""))
+            return json_response(openapi.document_for(path, request.headers.get("accept", "")))
         discovery = self._discovery(path)
         if discovery is not None:
             code = self.faults.record("get", "Discovery")
@@ -200,13 +199,13 @@ class KubeApi:
         if verb == "create" and target.name is None:
             body = await _json_body(request)
             if strict:
-                _check_fields(target.resource, body)
+                openapi.check_fields(target.resource.kind, body)
             obj = self.registry.create(target.resource, target.namespace, body, dry_run=dry_run)
             return json_response(obj, 201)
         if verb == "update" and target.name is not None:
             body = await _json_body(request)
             if strict:
-                _check_fields(target.resource, body)
+                openapi.check_fields(target.resource.kind, body)
             obj = self.registry.replace(
                 target.resource,
                 target.namespace,
@@ -219,7 +218,7 @@ class KubeApi:
         if verb == "patch" and target.name is not None:
             body = await _json_body(request)
             if strict:
-                _check_fields(target.resource, body)
+                openapi.check_fields(target.resource.kind, body)
             obj = self.registry.patch(
                 target.resource,
                 target.namespace,
@@ -260,25 +259,6 @@ class KubeApi:
             return res.api_resource_list(parts[1], parts[2])
         return None
 
-    def _openapi(self, path: str, accept: str) -> Response:
-        """OpenAPI v3 (root and per group-version) as JSON; v2 as JSON only."""
-        document: dict[str, Any] | None = None
-        if path == "/openapi/v3":
-            document = openapi.root_document()
-        elif path.startswith("/openapi/v3/"):
-            parts = path.removeprefix("/openapi/v3/").split("/")
-            if parts[:1] == ["api"] and len(parts) == 2:
-                document = openapi.group_version_document("", parts[1])
-            elif parts[:1] == ["apis"] and len(parts) == 3:
-                document = openapi.group_version_document(parts[1], parts[2])
-        elif path == "/openapi/v2":
-            if "protobuf" in accept and "json" not in accept:
-                raise ApiError("NotAcceptable", "only application/json is served for /openapi/v2")
-            document = openapi.swagger_document()
-        if document is None:
-            raise ApiError("NotFound", "the server could not find the requested resource")
-        return json_response(document)
-
     def _pod_log(self, target: Target, request: Request) -> Response:
         """`kubectl logs`: what the pod's container printed (plain text)."""
         assert target.namespace is not None
@@ -286,26 +266,13 @@ class KubeApi:
             raise ApiError("MethodNotAllowed", "only GET is allowed on pods/log")
         self.faults.record("get", "Pod")
         pod = self.registry.get(res.POD, target.namespace, target.name).obj
-        containers = [c.get("name") for c in (pod.get("spec") or {}).get("containers") or []]
-        container = request.query_params.get("container")
-        if container is not None and container not in containers:
-            raise bad_request(f"container {container} is not valid for pod {target.name}")
-        for status in (pod.get("status") or {}).get("containerStatuses") or []:
-            waiting = (status.get("state") or {}).get("waiting") or {}
-            if waiting.get("reason") == "ContainerCreating" and container in (
-                None,
-                status.get("name"),
-            ):
-                raise bad_request(
-                    f'container "{status.get("name")}" in pod "{target.name}" is waiting to '
-                    "start: ContainerCreating"
-                )
-        text = self.logs(target.namespace, target.name, container) if self.logs else None
-        lines = (text or "").splitlines(keepends=True)
-        tail = request.query_params.get("tailLines")
-        if tail is not None and tail.isdigit():
-            lines = lines[-int(tail) :] if int(tail) else []
-        return Response("".join(lines), media_type="text/plain")
+        text = pod_log_text(
+            pod,
+            container=request.query_params.get("container"),
+            tail_lines=request.query_params.get("tailLines"),
+            source=self.logs,
+        )
+        return Response(text, media_type="text/plain")
 
     def _table(self, target: Target, objects: list[JsonObject], rv: int) -> Response | None:
         printed = table(target.resource.kind, objects, rv, now=self.registry.clock())
@@ -412,18 +379,6 @@ def _initial_events_end(resource: res.ResourceType, rv: int) -> bytes:
         },
     }
     return dumps({"type": "BOOKMARK", "object": marker}) + b"\n"
-
-
-def _check_fields(resource: res.ResourceType, body: Any) -> None:
-    """`fieldValidation=Strict`: an unknown top-level field is refused, as kubectl expects."""
-    if not isinstance(body, dict):
-        return
-    fields = {f for f in body if not str(f).startswith("$")}  # patch directives
-    unknown = sorted(fields - openapi.allowed_fields(resource.kind))
-    if unknown:
-        raise bad_request(
-            "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
-        )
 
 
 def create_app(

@@ -16,6 +16,7 @@ import hashlib
 import json
 from typing import Any
 
+from app.simulator.apierrors import ApiError, bad_request
 from app.simulator.resources import RESOURCES, SERVER_VERSION, ResourceType, group_versions
 
 # Top-level fields of each served kind besides apiVersion, kind and metadata (facts from
@@ -173,3 +174,35 @@ def swagger_document() -> dict[str, Any]:
         "paths": {},
         "definitions": definitions,
     }
+
+
+def document_for(path: str, accept: str) -> dict[str, Any]:
+    """The document a `/openapi/...` path names; v2 only as JSON (406 for protobuf)."""
+    document: dict[str, Any] | None = None
+    if path == "/openapi/v3":
+        document = root_document()
+    elif path.startswith("/openapi/v3/"):
+        parts = path.removeprefix("/openapi/v3/").split("/")
+        if parts[:1] == ["api"] and len(parts) == 2:
+            document = group_version_document("", parts[1])
+        elif parts[:1] == ["apis"] and len(parts) == 3:
+            document = group_version_document(parts[1], parts[2])
+    elif path == "/openapi/v2":
+        if "protobuf" in accept and "json" not in accept:
+            raise ApiError("NotAcceptable", "only application/json is served for /openapi/v2")
+        document = swagger_document()
+    if document is None:
+        raise ApiError("NotFound", "the server could not find the requested resource")
+    return document
+
+
+def check_fields(kind: str, body: Any) -> None:
+    """`fieldValidation=Strict`: an unknown top-level field is refused, as kubectl expects."""
+    if not isinstance(body, dict):
+        return
+    fields = {f for f in body if not str(f).startswith("$")}  # patch directives
+    unknown = sorted(fields - allowed_fields(kind))
+    if unknown:
+        raise bad_request(
+            "strict decoding error: " + ", ".join(f'unknown field "{f}"' for f in unknown)
+        )
