@@ -19,7 +19,7 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages, split_api
+from app.web import admin_api, admin_gpus, admin_pages, agent_api, api, ops, pages, split_api
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthState
 from app.web.guards import (
@@ -135,6 +135,7 @@ def create_app(
     app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(admin_pages.router, dependencies=[page_reader])
+    app.include_router(admin_gpus.router, dependencies=[page_reader])
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)

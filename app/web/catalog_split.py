@@ -46,6 +46,7 @@ SPLIT_EN: dict[str, str] = {
     "operator's ClusterPolicy, not here.",
     "gpus_no_writes": "Plugin changes are not enabled in this server.",
     "gpus_edit_link": "Edit GPUs",
+    "gpus_history": "Changes of this node",
 }
 
 SPLIT_KO: dict[str, str] = {
@@ -93,4 +94,5 @@ SPLIT_KO: dict[str, str] = {
     "operator의 ClusterPolicy에서 설정하세요.",
     "gpus_no_writes": "이 서버에서는 플러그인 변경이 켜져 있지 않습니다.",
     "gpus_edit_link": "GPU 편집",
+    "gpus_history": "이 노드의 변경 이력",
 }
