@@ -21,7 +21,7 @@ from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web import admin_api, admin_gpus, admin_pages, agent_api, api, ops, pages, split_api
 from app.web.agent_auth import AgentAuth, TokenReviewer
-from app.web.auth import AuthState
+from app.web.auth import AuthRefused, AuthState
 from app.web.guards import (
     add_guard_handlers,
     require_admin_writes,
@@ -134,8 +134,15 @@ def create_app(
     app.include_router(split_api.router, dependencies=[reader])
     app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
-    app.include_router(admin_pages.router, dependencies=[page_reader])
-    app.include_router(admin_gpus.router, dependencies=[page_reader])
+    app.include_router(
+        admin_pages.router,
+        dependencies=[page_reader, Depends(admin_pages.require_admin_form)],
+    )
+    app.add_exception_handler(AuthRefused, admin_pages.refused_form)
+    app.include_router(
+        admin_gpus.router,
+        dependencies=[page_reader, Depends(admin_pages.require_admin_form)],
+    )
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)

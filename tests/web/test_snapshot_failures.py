@@ -61,6 +61,24 @@ def test_failed_build_serves_the_last_good_snapshot_stale_with_the_reason() -> N
     assert recovered["stale"] is False and recovered["stale_reason"] is None
 
 
+def test_build_failing_from_the_start_says_why_in_readyz() -> None:
+    app = make_app(Clock())
+    service = runtime(app).snapshots
+    source = BrokenPods(**runtime(app).source.collections)  # type: ignore[attr-defined]
+    source.broken = True
+    service._source = source
+    service._current = service._good = None  # a fresh process whose first build fails
+    with pytest.raises(RuntimeError):
+        service.rebuild()
+    response = TestClient(app).get("/readyz")
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "starting",
+        "reason": "snapshot build failed: RuntimeError: pods list is corrupt",
+        "stale_age_s": None,
+    }
+
+
 # Any JSON-ish value, including huge and odd numbers, strings where numbers belong, nulls.
 LEAF = st.one_of(
     st.none(),
@@ -107,7 +125,7 @@ REPORT = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck))
 @given(reports=st.lists(REPORT, min_size=1, max_size=4))
 def test_random_reports_over_http_never_stop_the_snapshot(reports: list[dict[str, Any]]) -> None:
     app = make_app(Clock(), agent_token="t" * 24, agent_auth="shared-token")
