@@ -142,20 +142,8 @@ def _admin(request: Request, csrf: str | None) -> Principal:
     return get_auth(request).require_admin(request, csrf=csrf)
 
 
-def require_admin_form(request: Request) -> None:
-    """The router's guard: every form write needs an admin (its handler checks the CSRF
-    field, which only the form body carries). Refusals become the translated form page."""
-    if request.method in ("GET", "HEAD"):
-        return
-    principal = get_auth(request).identify(request, for_write=True)
-    if principal is None:
-        raise AuthRefused(401, "Log in as an admin, or send Authorization: Bearer <admin token>.")
-    if not principal.is_admin:
-        raise AuthRefused(403, f"{principal.user} is not an admin.")
-
-
 def refused_form(request: Request, exc: Exception) -> Response:
-    """The exception handler for `require_admin_form`'s refusals."""
+    """The translated form page for a refusal of `app.web.guards.require_admin_form`."""
     assert isinstance(exc, AuthRefused)
     page = _error_page(request, request.app.state.runtime, exc)
     if exc.retry_after_s is not None:

@@ -24,6 +24,7 @@ from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthRefused, AuthState
 from app.web.guards import (
     add_guard_handlers,
+    require_admin_form,
     require_admin_writes,
     require_metrics,
     require_page_reader,
@@ -136,7 +137,7 @@ def create_app(
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(
         admin_pages.router,
-        dependencies=[page_reader, Depends(admin_pages.require_admin_form)],
+        dependencies=[page_reader, Depends(require_admin_form)],
     )
     app.add_exception_handler(AuthRefused, admin_pages.refused_form)
     app.include_router(
