@@ -142,7 +142,7 @@ def create_app(
     app.add_exception_handler(AuthRefused, admin_pages.refused_form)
     app.include_router(
         admin_gpus.router,
-        dependencies=[page_reader, Depends(admin_pages.require_admin_form)],
+        dependencies=[page_reader, Depends(require_admin_form)],
     )
     add_problem_handlers(app)
     add_guard_handlers(app)
