@@ -19,7 +19,7 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages, split_api
+from app.web import admin_api, admin_gpus, admin_pages, agent_api, api, ops, pages, split_api
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthRefused, AuthState
 from app.web.guards import (
@@ -140,6 +140,10 @@ def create_app(
         dependencies=[page_reader, Depends(require_admin_form)],
     )
     app.add_exception_handler(AuthRefused, admin_pages.refused_form)
+    app.include_router(
+        admin_gpus.router,
+        dependencies=[page_reader, Depends(require_admin_form)],
+    )
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)
