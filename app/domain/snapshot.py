@@ -82,8 +82,9 @@ class GpuState(_Out):
     index: int
     uuid: str
     name: str
-    role: Literal["advertised", "host", "unknown"] = Field(
-        description="advertised: visible to the plugin; host: kept out of Kubernetes"
+    role: Literal["advertised", "host", "failing", "unknown"] = Field(
+        description="advertised: visible to the plugin; host: deliberately kept out of "
+        "Kubernetes by a working plugin; failing: not advertised because the node's plugin fails"
     )
     slots: int = Field(
         description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
@@ -121,6 +122,12 @@ class PluginPod(_Out):
     ready: bool
     started_at: datetime | None
     image: str | None
+    state: str | None = Field(
+        default=None,
+        description="The container's waiting/terminated reason (CrashLoopBackOff, "
+        "ContainerCreating, ...) or Running; what `kubectl get pods` shows as STATUS",
+    )
+    restarts: int = 0
 
 
 class PodSlots(_Out):
@@ -146,6 +153,9 @@ class NodeState(_Out):
     physical_gpus: int | None = Field(description="From the agent report; null without one")
     visible_gpus: int | None = Field(description="GPUs the plugin sees")
     host_gpus: int | None = Field(description="GPUs kept for host processes")
+    failing_gpus: int = Field(
+        default=0, description="GPUs not advertised because the node's plugin pod fails"
+    )
     expected_slots: int | None
     capacity: int | None
     allocatable: int | None
@@ -183,6 +193,7 @@ class Totals(_Out):
     physical_gpus: int
     visible_gpus: int
     host_gpus: int
+    failing_gpus: int = 0
     allocatable: int
     requested: int
     free: int
