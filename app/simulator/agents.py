@@ -120,10 +120,50 @@ def _assignments(
         ids = devices.setdefault((key[0], key[1], proc.container or ""), [])
         if device not in ids:
             ids.append(device)
+    _assign_idle_pods(devices, pods, inventory, outcome, resource=resource, taken=next_replica)
     return [
         DeviceAssignment(namespace=ns, pod=pod, container=c, resource=resource, device_ids=ids)
         for (ns, pod, c), ids in devices.items()
     ]
+
+
+def _assign_idle_pods(
+    devices: dict[tuple[str, str, str], list[str]],
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+    inventory: NodeInventory,
+    outcome: PluginOutcome | None,
+    *,
+    resource: str,
+    taken: dict[int, int],
+) -> None:
+    """Running pods that request the resource but run no GPU process still hold devices.
+
+    The kubelet lists them too: each gets the first healthy visible GPU with a replica left.
+    """
+    if outcome is None or not outcome.ready:
+        return
+    replicas = max(outcome.replicas, 1)
+    healthy = [g for g in inventory.gpus if g.healthy and g.index in outcome.visible]
+    for used in (ids for ids in devices.values()):
+        for device in used:
+            index = next((g.index for g in inventory.gpus if device.startswith(g.uuid)), None)
+            if index is not None and replicas == 1:
+                taken[index] = 1
+    placed = {(ns, pod) for ns, pod, _ in devices}
+    for (namespace, name), pod in sorted(pods.items()):
+        if (namespace, name) in placed or pod.get("status", {}).get("phase") != "Running":
+            continue
+        for container in pod.get("spec", {}).get("containers") or []:
+            limits = (container.get("resources") or {}).get("limits") or {}
+            want = int(str(limits.get(resource, "0")) or 0)
+            ids: list[str] = []
+            for gpu in healthy:
+                while want > len(ids) and taken.get(gpu.index, 0) < replicas:
+                    n = taken.get(gpu.index, 0)
+                    taken[gpu.index] = n + 1
+                    ids.append(gpu.uuid if replicas == 1 else f"{gpu.uuid}::{n}")
+            if ids:
+                devices[(namespace, name, str(container.get("name", "")))] = ids
 
 
 class SimulatedAgents:

@@ -83,6 +83,8 @@ def create_app(
         clock=clock,
         min_interval_s=settings.snapshot_min_interval_s,
         refresh_interval_s=refresh_interval_s,
+        idle_after_s=settings.idle_slot_after_s,
+        low_after_s=settings.low_utilization_after_s,
     )
     reports.is_known = snapshots.has_node
     runtime = Runtime(
