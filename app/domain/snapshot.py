@@ -45,7 +45,12 @@ class Finding(_Out):
     code: str = Field(description="Stable code, documented in docs/findings.md")
     severity: Severity
     scope: Scope
-    title: str = Field(description="One line saying what is wrong")
+    title: str = Field(description="One line saying what is wrong (English)")
+    params: dict[str, EvidenceValue] = Field(
+        default_factory=dict,
+        description="The values a page words the title with in each language: the evidence "
+        "plus node, gpu_uuid and pod",
+    )
     evidence: dict[str, EvidenceValue] = Field(description="The numbers that disagree")
     remedy: str = Field(description="The command or setting that fixes it")
     node: str | None = None
@@ -144,6 +149,7 @@ class NodeState(_Out):
     """One node's accounting next to its reality."""
 
     name: str
+    labels: dict[str, str] = Field(default_factory=dict, description="The node's labels")
     ready: bool
     gpu_node: bool
     k3s: bool

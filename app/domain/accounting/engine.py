@@ -261,6 +261,7 @@ def _node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         )
     return NodeState(
         name=facts.name,
+        labels=dict(facts.labels),
         ready=facts.ready,
         gpu_node=facts.gpu_node,
         k3s=facts.k3s,

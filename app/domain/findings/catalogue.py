@@ -98,6 +98,7 @@ def finding(
         severity=kind.severity,
         scope=scope or kind.scope,
         title=title,
+        params={**evidence, "node": node, "gpu_uuid": gpu_uuid, "pod": pod},
         evidence=evidence,
         remedy=remedy,
         node=node,
