@@ -19,10 +19,12 @@ from app.domain.report import (
     AgentReport,
     DeviceAssignment,
     GpuReading,
+    MigDeviceReading,
     ProcessReading,
 )
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
+from app.simulator.podstatus import requested
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,19 @@ def build_report(
                 memory_total_mib=gpu.memory_total_mib if gpu.memory_supported else None,
                 memory_used_mib=min(used, gpu.memory_total_mib) if gpu.memory_supported else None,
                 utilization_pct=min(100, 45 * len(on_gpu)),
+                mig_mode="enabled" if gpu.mig_enabled else None,
                 processes=readings,
+                mig_devices=[
+                    MigDeviceReading(
+                        uuid=mig.uuid,
+                        profile=mig.profile,
+                        gpu_instance=n,
+                        compute_instance=0,
+                        memory_total_mib=mig.memory_total_mib,
+                        memory_used_mib=0,
+                    )
+                    for n, mig in enumerate(gpu.mig_devices)
+                ],
             )
         )
     return AgentReport.model_validate(
@@ -120,50 +134,49 @@ def _assignments(
         ids = devices.setdefault((key[0], key[1], proc.container or ""), [])
         if device not in ids:
             ids.append(device)
-    _assign_idle_pods(devices, pods, inventory, outcome, resource=resource, taken=next_replica)
-    return [
+    found = [
         DeviceAssignment(namespace=ns, pod=pod, container=c, resource=resource, device_ids=ids)
         for (ns, pod, c), ids in devices.items()
     ]
+    return found + _allocated(pods, outcome, found)
 
 
-def _assign_idle_pods(
-    devices: dict[tuple[str, str, str], list[str]],
+def _allocated(
     pods: Mapping[tuple[str, str], Mapping[str, Any]],
-    inventory: NodeInventory,
     outcome: PluginOutcome | None,
-    *,
-    resource: str,
-    taken: dict[int, int],
-) -> None:
-    """Running pods that request the resource but run no GPU process still hold devices.
+    known: list[DeviceAssignment],
+) -> list[DeviceAssignment]:
+    """The simulated kubelet's allocation for running containers without a GPU process.
 
-    The kubelet lists them too: each gets the first healthy visible GPU with a replica left.
+    Device ids of each resource the plugin serves go to those containers in pod order,
+    skipping ids already held by containers whose processes pinned them.
     """
-    if outcome is None or not outcome.ready:
-        return
-    replicas = max(outcome.replicas, 1)
-    healthy = [g for g in inventory.gpus if g.healthy and g.index in outcome.visible]
-    for used in (ids for ids in devices.values()):
-        for device in used:
-            index = next((g.index for g in inventory.gpus if device.startswith(g.uuid)), None)
-            if index is not None and replicas == 1:
-                taken[index] = 1
-    placed = {(ns, pod) for ns, pod, _ in devices}
+    if outcome is None:
+        return []
+    taken = {i for a in known for i in a.device_ids}
+    seen = {(a.namespace, a.pod, a.container, a.resource) for a in known}
+    free = {name: [i for i in ids if i not in taken] for name, ids in outcome.devices.items()}
+    found = []
     for (namespace, name), pod in sorted(pods.items()):
-        if (namespace, name) in placed or pod.get("status", {}).get("phase") != "Running":
+        if pod.get("status", {}).get("phase") != "Running":
             continue
         for container in pod.get("spec", {}).get("containers") or []:
-            limits = (container.get("resources") or {}).get("limits") or {}
-            want = int(str(limits.get(resource, "0")) or 0)
-            ids: list[str] = []
-            for gpu in healthy:
-                while want > len(ids) and taken.get(gpu.index, 0) < replicas:
-                    n = taken.get(gpu.index, 0)
-                    taken[gpu.index] = n + 1
-                    ids.append(gpu.uuid if replicas == 1 else f"{gpu.uuid}::{n}")
-            if ids:
-                devices[(namespace, name, str(container.get("name", "")))] = ids
+            for resource, ids in free.items():
+                count = requested(container, resource)
+                key = (namespace, name, str(container.get("name", "")), resource)
+                if not count or key in seen or len(ids) < count:
+                    continue
+                chosen, free[resource] = ids[:count], ids[count:]
+                found.append(
+                    DeviceAssignment(
+                        namespace=namespace,
+                        pod=name,
+                        container=key[2],
+                        resource=resource,
+                        device_ids=chosen,
+                    )
+                )
+    return found
 
 
 class SimulatedAgents:

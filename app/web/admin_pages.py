@@ -1,7 +1,7 @@
 """HTML for admins: log in and out, the plugin mode form, preview, apply, rollout, rollback.
 
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work is
-done by the same helpers as the JSON API (app.web.admin_api). Every text comes from the
+done by the same use cases as the JSON API (app.web.plugin_admin). Every text comes from the
 catalog (app.web.i18n) in the request's language; refusals are shown as our own message,
 with the server's English words under it where they carry details (names, versions).
 """
@@ -20,7 +20,6 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.domain.changes.models import (
     MAX_REPLICAS,
     MIN_REPLICAS,
-    ChangePlan,
     ChangeRequest,
     PlanRefused,
     RefusalCode,
@@ -29,21 +28,20 @@ from app.domain.changes.plan import current_settings
 from app.domain.changes.preview import rollout_status
 from app.domain.kube_time import parse_time
 from app.errors import ClusterError
-from app.kube.writer import ApplyFailed, check_versions
-from app.web.admin_api import (
-    apply_plan,
-    build_preview,
-    cached_objects,
-    cluster_status,
-    config_view,
-    make_plan,
-    refusal_status,
-    writer_for,
-)
+from app.kube.writer import ApplyFailed
 from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, Translator, language_of, supported
 from app.web.pages import safe_next
+from app.web.plugin_admin import (
+    apply_mode,
+    audit_user,
+    cached_objects,
+    cluster_status,
+    config_view,
+    preview_mode,
+    refusal_status,
+)
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
@@ -344,9 +342,7 @@ def preview(
     try:
         principal = _admin(request, csrf_token)
         change = form.to_request()
-        with writer_for(runtime, principal) as writer:
-            plan = make_plan(runtime, writer, change)
-            shown = build_preview(runtime, writer, plan)
+        shown = preview_mode(runtime, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
     return _render(
@@ -357,7 +353,7 @@ def preview(
         preview=shown,
         change=change,
         principal=principal,
-        versions=plan.resource_versions,
+        versions=shown.plan.resource_versions,
     )
 
 
@@ -398,19 +394,16 @@ def _apply(
     expected: dict[str, str | None],
 ) -> Response:
     try:
-        with writer_for(runtime, principal) as writer:
-            plan: ChangePlan = make_plan(runtime, writer, change)
-            check_versions(plan, expected)
-            result = apply_plan(writer, plan, principal=principal, request=request)
+        applied = apply_mode(
+            runtime, principal, change, expected, user=audit_user(principal, request)
+        )
     except (PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
-    runtime.snapshots.poke()
-    generation = int((result.daemonset.get("metadata") or {}).get("generation") or 0)
     query = urlencode(
         {
-            "generation": generation,
-            "since": result.applied_at.isoformat(),
-            "warnings": " | ".join(result.warnings),
+            "generation": applied.generation,
+            "since": applied.result.applied_at.isoformat(),
+            "warnings": " | ".join(applied.result.warnings),
         }
     )
     return RedirectResponse(_with_lang(f"{ROLLOUT_PATH}?{query}", request), status_code=303)

@@ -19,7 +19,7 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages, usage_api
+from app.web import admin_api, admin_pages, agent_api, api, ops, pages, split_api, usage_api
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthState
 from app.web.guards import (
@@ -54,6 +54,7 @@ def accounting_options(settings: Settings) -> AccountingOptions:
         serving_resource=settings.serving_gpu_resource,
         agent_stale_after_s=settings.agent_stale_after_s,
         memory_pressure_pct=settings.memory_pressure_pct,
+        config_namespaces=tuple(settings.plugin_config_namespaces),
     )
 
 
@@ -133,6 +134,8 @@ def create_app(
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
     app.include_router(admin_api.router, dependencies=[reader, Depends(require_admin_writes)])
+    app.include_router(split_api.router, dependencies=[reader])
+    app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(admin_pages.router, dependencies=[page_reader])
     add_problem_handlers(app)

@@ -34,11 +34,11 @@ from datetime import datetime
 from typing import Protocol, TypeVar
 
 from app.domain.accounting.engine import build_snapshot
-from app.domain.usage.findings import history_findings, with_findings
-from app.domain.usage.idle import UsageHistory
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.snapshot import Snapshot
+from app.domain.usage.findings import history_findings, with_findings
+from app.domain.usage.idle import UsageHistory
 from app.web.reports import ReportStore
 
 log = logging.getLogger(__name__)
@@ -292,14 +292,14 @@ class SnapshotService:
         )
         self._reports.forget_unknown(nodes=self._node_names, now=now)
         state = ClusterState(
-            daemonset=daemonsets[0] if daemonsets else None,
-            configmaps={
-                cm.get("metadata", {}).get("name", ""): cm
-                for cm in self._source.items("configmaps")
-            },
+            daemonset=configured_daemonset(daemonsets, self._options),
+            configmaps=configmaps_by_key(
+                self._source.items("configmaps"), self._options.plugin_namespace
+            ),
             nodes=nodes,
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
+            daemonsets=daemonsets,
         )
         try:
             snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
@@ -390,3 +390,25 @@ class SnapshotService:
             if self._source.wait_for_change(seen, step_s) != seen:
                 return
             waited_s += step_s
+
+
+def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
+    """The DaemonSet GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME names, among all watched ones."""
+    for daemonset in daemonsets:
+        meta = daemonset.get("metadata") or {}
+        if meta.get("name") == options.plugin_name and (
+            meta.get("namespace") in (None, options.plugin_namespace)
+        ):
+            return daemonset
+    return None
+
+
+def configmaps_by_key(configmaps: list[Manifest], plugin_namespace: str) -> dict[str, Manifest]:
+    """The plugin namespace's ConfigMaps by name, other namespaces' by namespace/name."""
+    found: dict[str, Manifest] = {}
+    for configmap in configmaps:
+        meta = configmap.get("metadata") or {}
+        namespace = meta.get("namespace") or plugin_namespace
+        name = str(meta.get("name", ""))
+        found[name if namespace == plugin_namespace else f"{namespace}/{name}"] = configmap
+    return found

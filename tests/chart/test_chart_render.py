@@ -103,9 +103,7 @@ def test_chart_option_matrix_passes_helm_lint(case: str) -> None:
 
 @pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
 @pytest.mark.parametrize("case", sorted(MATRIX))
-def test_chart_option_matrix_renders_valid_kubernetes_objects(
-    case: str, kube_version: str
-) -> None:
+def test_chart_option_matrix_renders_valid_kubernetes_objects(case: str, kube_version: str) -> None:
     rendered = render(MATRIX[case])
 
     assert rendered.objects, "nothing rendered"
