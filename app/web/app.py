@@ -19,7 +19,17 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages, split_api, usage_api
+from app.web import (
+    admin_api,
+    admin_pages,
+    agent_api,
+    api,
+    ops,
+    pages,
+    rollout_view,
+    split_api,
+    usage_api,
+)
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthState
 from app.web.guards import (
@@ -130,6 +140,7 @@ def create_app(
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
     app.include_router(usage_api.router, dependencies=[reader])
+    app.include_router(rollout_view.router, dependencies=[reader])
     app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
