@@ -331,7 +331,8 @@ EN: dict[str, str] = {
     "title_changes": "Change history",
     "nav_changes": "Changes",
     "changes_none": "No change recorded yet.",
-    "changes_unavailable": "This dashboard does not write to the cluster: there is no history to read.",
+    "changes_unavailable": "This dashboard does not write to the cluster: "
+    "there is no history to read.",
     "col_at": "When",
     "col_change": "Change",
     "col_action": "Action",

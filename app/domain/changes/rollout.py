@@ -121,15 +121,19 @@ def rollout_status(
         _pod_rollout(pod, generation=generation, since=since)
         for pod in (_plugin_pods(daemonset, pods) if daemonset is not None else [])
     ]
-    failing_nodes = {row.node for row in rows if row.updated and row.failing}
+    # A failing plugin pod, old or new, is listed apart: awaiting it would never end.
+    failing_nodes = {row.node for row in rows if row.failing}
     for row in rows:
+        if row.failing:
+            continue
         if not row.updated:
             stuck.append(f"Plugin pod {row.name} on {row.node} still runs the old template.")
-        elif not row.ready and not row.failing:
+        elif not row.ready:
             stuck.append(f"Plugin pod {row.name} on {row.node} is not ready ({row.phase}).")
     updated = sum(1 for r in rows if r.updated)
     ready = sum(1 for r in rows if r.updated and r.ready)
-    if updated < desired:
+    failing_old = sum(1 for r in rows if r.failing and not r.updated)
+    if updated + failing_old < desired:
         stuck.append(f"{updated} of {desired} plugin pods run the new template.")
     nodes: list[NodeRollout] = []
     for node in snapshot.nodes if snapshot is not None else []:
