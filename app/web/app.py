@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -25,6 +26,7 @@ from app.web import (
     agent_api,
     api,
     ops,
+    page_views,
     pages,
     rollout_view,
     split_api,
@@ -68,6 +70,14 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     )
 
 
+def _templates(assets_dir: Path) -> Jinja2Templates:
+    """The one autoescaping environment, with the diff helpers the admin preview uses."""
+    templates = Jinja2Templates(directory=str(assets_dir / "templates"))
+    templates.env.filters["diff_lines"] = page_views.diff_lines
+    templates.env.filters["changed_count"] = page_views.changed_count
+    return templates
+
+
 def create_app(
     settings: Settings,
     *,
@@ -103,7 +113,7 @@ def create_app(
         source=source,
         reports=reports,
         snapshots=snapshots,
-        templates=Jinja2Templates(directory=str(assets_dir / "templates")),
+        templates=_templates(assets_dir),
         assets_dir=assets_dir,
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),

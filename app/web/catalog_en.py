@@ -344,4 +344,8 @@ EN: dict[str, str] = {
     "rollback_preview_title": "Roll back: preview",
     "diff_show": "Show the full diff ({count} changed lines)",
     "totals_before_after": "Cluster slots: {before} → {after}",
+    "docs_ko_intro": "Each finding code, its meaning and what to do.",
+    "docs_severity_scope": "Severity / scope",
+    "docs_meaning": "Meaning",
+    "docs_remedy": "What to do",
 }

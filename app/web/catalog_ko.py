@@ -345,4 +345,9 @@ KO: dict[str, str] = {
     "rollback_preview_title": "되돌리기: 미리 보기",
     "diff_show": "전체 diff 보기 (바뀐 줄 {count}개)",
     "totals_before_after": "클러스터 슬롯: {before} → {after}",
+    "docs_ko_intro": "발견 사항 코드마다 뜻과 할 일을 적었습니다. "
+    "증거 항목과 엔진의 계산 방식은 영어 문서(?lang=en)에 자세히 있습니다.",
+    "docs_severity_scope": "심각도 / 범위",
+    "docs_meaning": "뜻",
+    "docs_remedy": "할 일",
 }

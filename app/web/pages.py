@@ -18,6 +18,7 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 
+from app.domain.findings.catalogue import CATALOGUE
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity, Snapshot
 from app.domain.usage.findings import duration_text
 from app.domain.usage.holders import UsageBy
@@ -572,7 +573,26 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
         body = Markup(_render(runtime, "partials/doc_missing.html", {"t": t}))
         title, status_code = t("title_not_found"), 404
     else:
-        body = Markup(_render(runtime, "partials/doc.html", {"t": t, "doc": doc}))
+        contents = [
+            SimpleNamespace(
+                code=code,
+                severity=kind.severity.value,
+                scope=kind.scope.value,
+                summary=finding_summary(code, lang),
+                explanation=finding_explanation(code, lang) or "",
+            )
+            for code, kind in sorted(
+                CATALOGUE.items(), key=lambda item: (SEVERITY_RANK[item[1].severity], item[0])
+            )
+        ]
+        context = {
+            "t": t,
+            "lang": lang,
+            "doc": doc,
+            "contents": contents,
+            "sections": contents if lang != "en" else [],  # English: docs/findings.md itself
+        }
+        body = Markup(_render(runtime, "partials/doc_findings.html", context))
         title, status_code = t("title_doc_findings"), 200
     return _page(
         request,
