@@ -25,6 +25,7 @@ from app.web import (
     admin_pages,
     agent_api,
     api,
+    history_pages,
     ops,
     page_views,
     pages,
@@ -159,6 +160,7 @@ def create_app(
     app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(admin_pages.router, dependencies=[page_reader])
+    app.include_router(history_pages.router, dependencies=[page_reader])
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)
