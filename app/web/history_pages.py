@@ -12,8 +12,8 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.history import ChangeRecord
 from app.errors import ClusterError
-from app.web.change_history import list_changes
 from app.web.auth import get_auth
+from app.web.change_history import list_changes
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, Translator, language_of
 
