@@ -1,8 +1,9 @@
 """Screenshots of the main pages over the demo: `python -m tests.browser.screenshots [out_dir]`.
 
 Starts the demo scenario (simulator + dashboard on loopback), waits until every node has an
-agent report, and saves overview, node detail, findings and usage at 1280 px in the light scheme, plus
-Korean (real glyphs with fonts-noto-cjk), phone width and the dark scheme. Fails loudly if a page is missing its parts.
+agent report and the idle notebook is flagged, and saves overview, node detail, findings and
+usage at 1280 px in the light scheme, plus Korean (real glyphs with fonts-noto-cjk), phone
+width and the dark scheme. Fails loudly if a page is missing its parts.
 """
 
 from __future__ import annotations
@@ -54,9 +55,7 @@ def main(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     simulator = SimulatedCluster("demo")
     settings = stack_settings(idle_slot_after_s=5.0, low_utilization_after_s=3600.0)
-    server = LiveServer(
-        build_app(settings, kube_server=simulator.start(host="127.0.0.1", port=0))
-    )
+    server = LiveServer(build_app(settings, kube_server=simulator.start(host="127.0.0.1", port=0)))
     url = server.start()
     simulator.configure_agents(report_to=url, token=AGENT_TOKEN, interval_s=0.5)
     try:

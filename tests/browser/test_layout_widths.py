@@ -1,8 +1,9 @@
 """Layout at phone, laptop and wide widths: no word broken inside a label, tables scroll.
 
 For every label-like element (figure names, table headers, pills, buttons, navigation,
-filter labels) each word must sit on one line (names in `code` are data and may wrap): a Range over the word gives client
-rectangles on a single line. In English and Korean, at 390, 1280 and 1920 px.
+filter labels) each word must sit on one line: a Range over the word gives client
+rectangles on a single line (names in `code` are data and may wrap). In English and
+Korean, at 390, 1280 and 1920 px.
 """
 
 from __future__ import annotations
