@@ -22,6 +22,7 @@ from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web import (
     admin_api,
+    admin_gpus,
     admin_pages,
     agent_api,
     api,
@@ -161,6 +162,7 @@ def create_app(
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(admin_pages.router, dependencies=[page_reader])
     app.include_router(history_pages.router, dependencies=[page_reader])
+    app.include_router(admin_gpus.router, dependencies=[page_reader])
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)

@@ -116,6 +116,11 @@ def test_helm_chart_install_is_found_through_its_daemonset() -> None:
         key="ts4",
         label=None,
         mig_strategy="none",
+        change_with=(
+            "helm upgrade <release> -n nvidia-device-plugin --reuse-values -f values.yaml  "
+            "# config.map / config.default; per node: kubectl label node gpu-1 "
+            "nvidia.com/device-plugin.config=<config key> --overwrite"
+        ),
     )
     assert codes(result) == []
 
@@ -139,6 +144,11 @@ def test_operator_static_config_under_its_own_name_is_read() -> None:
     assert (node.config.managed_by, node.config.source) == (
         "gpu-operator",
         "configmap/time-slicing-config#any",
+    )
+    assert node.config.change_with == (
+        "kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin.config (name, default); "
+        "per node: kubectl label node gpu-1 nvidia.com/device-plugin.config=<config key> "
+        "--overwrite"
     )
     assert (node.expected_slots, node.allocatable) == (8, 8)
     assert codes(result) == ["plugin-operator-managed"]
