@@ -53,7 +53,7 @@ def _all_reported(client: httpx.Client) -> bool:
     if response.status_code != 200:
         return False
     nodes = [n for n in response.json()["nodes"] if n["gpu_node"]]
-    return len(nodes) == 5 and all(n["agent"] is not None for n in nodes)
+    return len(nodes) == 8 and all(n["agent"] is not None for n in nodes)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +74,7 @@ def test_crash_looping_plugin_node_is_failing_not_kept_for_host(demo: Stack) -> 
     assert [g["role"] for g in ws5["gpus"]] == ["failing", "failing"]
     assert ws5["plugin_pod"]["state"] == "CrashLoopBackOff"
     totals = demo.summary()["totals"]
-    assert (totals["host_gpus"], totals["failing_gpus"]) == (8, 2)  # type: ignore[index]
+    assert (totals["host_gpus"], totals["failing_gpus"]) == (10, 2)  # type: ignore[index]
     html = demo.client.get("/").text
     assert 'data-testid="plugin-state-gpu-ws-5" data-state="CrashLoopBackOff"' in html
     assert 'data-testid="failing-gpus-gpu-ws-5"' in html
