@@ -72,6 +72,7 @@ def test_node_page_draws_a_sparkline_per_gpu_from_the_idle_history() -> None:
     snapshot = demo_like()
     app, runtime = page_app(snapshot)
     node = snapshot.nodes[0]
+    assert node.agent is not None
     for minute in range(3):  # three 30 s buckets of utilization
         at = NOW + timedelta(minutes=minute)
         history_snapshot = snapshot.model_copy(
