@@ -93,7 +93,8 @@ class Dashboard:
 def start_dashboard(kube_url: str, *, log: Path) -> Dashboard:
     """`gpu-slots serve --kube-server URL` with an agent token; returns at once."""
     port = free_port()
-    env = dict(os.environ, GEO_MLOPS_AGENT_TOKEN=AGENT_TOKEN)
+    # One token for thousands of synthetic agents: the shared token, opted in explicitly.
+    env = dict(os.environ, GEO_MLOPS_AGENT_TOKEN=AGENT_TOKEN, GEO_MLOPS_AGENT_AUTH="shared-token")
     # `gpu-slots serve`, importing `app` from ROOT (so a copy of the tree can be measured)
     command = [
         sys.executable,

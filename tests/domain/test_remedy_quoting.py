@@ -37,9 +37,12 @@ RENAMES = {
     "gpu-1": "node'\n touch pwned-node #",
     "default": "wl&& touch pwned-wl",
 }
+MOUNT_PATH, HOSTILE_MOUNT_PATH = "/config", "/cfg $(touch pwned-path)"
 
 
 def _swap_text(text: str) -> str:
+    if text == MOUNT_PATH or text.startswith(MOUNT_PATH + "/"):  # the mount, and files in it
+        text = HOSTILE_MOUNT_PATH + text[len(MOUNT_PATH) :]
     for plain, hostile in RENAMES.items():
         text = text.replace(plain, hostile)
     return text
