@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     snapshot_min_interval_s: float = Field(default=0.2, ge=0)
     watch_timeout_s: int = Field(default=300, ge=5)
     memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
+    # A slot held with no GPU process this long is flagged (slot-held-idle); a held GPU
+    # under 1% utilization this long too (gpu-utilization-low).
+    idle_slot_after_s: float = Field(default=900.0, gt=0)
+    low_utilization_after_s: float = Field(default=1800.0, gt=0)
     # Holds static/, templates/ and docs/; the repository root when unset.
     assets_dir: Path | None = None
 

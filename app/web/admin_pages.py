@@ -24,9 +24,7 @@ from app.domain.changes.models import (
     PlanRefused,
     RefusalCode,
 )
-from app.domain.changes.plan import current_settings
-from app.domain.changes.preview import rollout_status
-from app.domain.kube_time import parse_time
+from app.domain.changes.rollout import failing_plugin_nodes
 from app.errors import ClusterError
 from app.kube.writer import ApplyFailed
 from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
@@ -36,12 +34,12 @@ from app.web.pages import safe_next
 from app.web.plugin_admin import (
     apply_mode,
     audit_user,
-    cached_objects,
     cluster_status,
     config_view,
     preview_mode,
     refusal_status,
 )
+from app.web.rollout_view import parse_broken, rollout_view
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
@@ -363,6 +361,30 @@ def preview(
         change=change,
         principal=principal,
         versions=shown.plan.resource_versions,
+        rollback=False,
+    )
+
+
+@router.post(f"{PLUGIN_PATH}/rollback/preview", response_class=HTMLResponse)
+def rollback_preview(
+    request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
+) -> HTMLResponse:
+    """What rolling back would do (diff, dry run, slots), before the admin confirms it."""
+    try:
+        principal = _admin(request, csrf_token)
+        shown = preview_mode(runtime, principal, None)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _error_page(request, runtime, error)
+    return _render(
+        request,
+        runtime,
+        "admin/preview.html",
+        title=_t(request)("rollback_preview_title"),
+        preview=shown,
+        change=None,
+        principal=principal,
+        versions=shown.plan.resource_versions,
+        rollback=True,
     )
 
 
@@ -402,6 +424,7 @@ def _apply(
     change: ChangeRequest | None,
     expected: dict[str, str | None],
 ) -> Response:
+    broken = failing_plugin_nodes(runtime.snapshots.current())  # before the change
     try:
         applied = apply_mode(
             runtime, principal, change, expected, user=audit_user(principal, request)
@@ -413,6 +436,7 @@ def _apply(
             "generation": applied.generation,
             "since": applied.result.applied_at.isoformat(),
             "warnings": " | ".join(applied.result.warnings),
+            "broken": ",".join(sorted(broken)),
         }
     )
     return RedirectResponse(_with_lang(f"{ROLLOUT_PATH}?{query}", request), status_code=303)
@@ -422,31 +446,26 @@ def _apply(
 
 
 def _rollout_context(
-    runtime: Runtime, lang: str, generation: int, since: str | None
+    runtime: Runtime,
+    lang: str,
+    generation: int | None,
+    since: str | None,
+    broken: str | None = None,
 ) -> dict[str, Any]:
-    daemonset, configmap = cached_objects(runtime)
-    expected = current_settings(daemonset, configmap) if daemonset is not None else None
-    started_at = parse_time(since)
-    status = None
-    if expected is not None:
-        status = rollout_status(
-            daemonset,
-            runtime.source.items("pods"),
-            runtime.snapshots.current(),
-            expected=expected,
-            generation=generation,
-            since=started_at,
-        )
-    elapsed_s = _elapsed_s(runtime.clock(), started_at)
+    view = rollout_view(
+        runtime, generation=generation, since=since, broken_before=parse_broken(broken)
+    )
+    query = {"generation": view.generation, "since": since or "", "lang": lang}
+    if broken:
+        query["broken"] = broken
     return {
-        "status": status,
-        "expected": expected,
-        "generation": generation,
+        "status": view.status,
+        "expected": view.expected,
+        "generation": view.generation,
         "since": since or "",
-        "elapsed_s": elapsed_s,
-        "stuck": elapsed_s is not None and elapsed_s > STUCK_AFTER_S,
-        "poll_url": f"{ROLLOUT_PATH}/fragment?"
-        + urlencode({"generation": generation, "since": since or "", "lang": lang}),
+        "elapsed_s": view.elapsed_s,
+        "stuck": view.stuck,
+        "poll_url": f"{ROLLOUT_PATH}/fragment?" + urlencode(query),
     }
 
 
@@ -458,11 +477,12 @@ def _elapsed_s(now: datetime, since: datetime | None) -> float | None:
 def rollout(
     request: Request,
     runtime: RuntimeDep,
-    generation: Annotated[int, Query(ge=0)] = 0,
+    generation: Annotated[int | None, Query(ge=0)] = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
     warnings: Annotated[str | None, Query(max_length=4000)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
-    context = _rollout_context(runtime, language_of(request), generation, since)
+    context = _rollout_context(runtime, language_of(request), generation, since, broken)
     return _render(
         request,
         runtime,
@@ -479,12 +499,13 @@ def rollout(
 def rollout_fragment(
     request: Request,
     runtime: RuntimeDep,
-    generation: Annotated[int, Query(ge=0)] = 0,
+    generation: Annotated[int | None, Query(ge=0)] = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    context = _rollout_context(runtime, lang, generation, since)
+    context = _rollout_context(runtime, lang, generation, since, broken)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}
     )

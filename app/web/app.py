@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -19,7 +20,20 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_gpus, admin_pages, agent_api, api, ops, pages, split_api
+from app.web import (
+    admin_api,
+    admin_gpus,
+    admin_pages,
+    agent_api,
+    api,
+    history_pages,
+    ops,
+    page_views,
+    pages,
+    rollout_view,
+    split_api,
+    usage_api,
+)
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthRefused, AuthState
 from app.web.guards import (
@@ -59,6 +73,14 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     )
 
 
+def _templates(assets_dir: Path) -> Jinja2Templates:
+    """The one autoescaping environment, with the diff helpers the admin preview uses."""
+    templates = Jinja2Templates(directory=str(assets_dir / "templates"))
+    templates.env.filters["diff_lines"] = page_views.diff_lines
+    templates.env.filters["changed_count"] = page_views.changed_count
+    return templates
+
+
 def create_app(
     settings: Settings,
     *,
@@ -85,6 +107,8 @@ def create_app(
         clock=clock,
         min_interval_s=settings.snapshot_min_interval_s,
         refresh_interval_s=refresh_interval_s,
+        idle_after_s=settings.idle_slot_after_s,
+        low_after_s=settings.low_utilization_after_s,
     )
     reports.is_known = snapshots.has_node
     runtime = Runtime(
@@ -92,7 +116,7 @@ def create_app(
         source=source,
         reports=reports,
         snapshots=snapshots,
-        templates=Jinja2Templates(directory=str(assets_dir / "templates")),
+        templates=_templates(assets_dir),
         assets_dir=assets_dir,
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),
@@ -128,6 +152,8 @@ def create_app(
     app.include_router(ops.router)  # /healthz and /readyz: always open (probes)
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
+    app.include_router(usage_api.router, dependencies=[reader])
+    app.include_router(rollout_view.router, dependencies=[reader])
     app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
@@ -144,6 +170,7 @@ def create_app(
         admin_gpus.router,
         dependencies=[page_reader, Depends(require_admin_form)],
     )
+    app.include_router(history_pages.router, dependencies=[page_reader])
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)

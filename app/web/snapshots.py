@@ -37,6 +37,8 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.snapshot import Snapshot
+from app.domain.usage.findings import history_findings, with_findings
+from app.domain.usage.idle import UsageHistory
 from app.web.reports import ReportStore
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,8 @@ class SnapshotService:
         clock: Clock,
         min_interval_s: float = 0.2,
         refresh_interval_s: float = 5.0,
+        idle_after_s: float = 900.0,
+        low_after_s: float = 1800.0,
     ) -> None:
         self._source = source
         self._reports = reports
@@ -121,6 +125,8 @@ class SnapshotService:
         self._renderers: dict[str, _Renderer] = {}
         self._pending: dict[str, threading.Event] = {}  # keys being rendered ahead, now
         self._engine_memo = EngineMemo()
+        self.usage = UsageHistory()  # idle slots and utilization, last hour (observe: builds)
+        self._idle_after_s, self._low_after_s = idle_after_s, low_after_s
         self._reported_nodes = 0  # nodes with a report in the latest build
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -295,6 +301,7 @@ class SnapshotService:
             self._engine_memo = EngineMemo()  # it may hold half of the failed build
             self._publish_failure(exc, now=now)
             raise
+        snapshot = self._with_history(snapshot, now=now)
         self.last_error = None
         self._failed_since = None
         self._good = snapshot
@@ -310,6 +317,14 @@ class SnapshotService:
         self._prerender(snapshot)
         self._slow_wake.set()
         return snapshot
+
+    def _with_history(self, snapshot: Snapshot, *, now: datetime) -> Snapshot:
+        """The snapshot plus the findings only the idle history can tell (idle slots)."""
+        self.usage.observe(snapshot, now=now)
+        extra = history_findings(
+            self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
+        )
+        return with_findings(snapshot, extra)
 
     def _state(self, now: datetime) -> ClusterState:
         """What the engine reads: the cache's collections and the reports of known nodes."""

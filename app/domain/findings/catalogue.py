@@ -75,6 +75,9 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("pod-sets-visible-devices", _W, _P, "Pod sets NVIDIA_VISIBLE_DEVICES itself"),
         _kind("multi-slot-request-rejected", _E, _P, "Pod asks for 2+ slots; the plugin refuses"),
         _kind("multi-slot-request-shared", _W, _P, "Pod asks for 2+ time-sliced slots"),
+        # From the idle history (app/domain/usage), after the engine.
+        _kind("slot-held-idle", _W, _P, "Pod holds a slot but runs nothing on the GPU"),
+        _kind("gpu-utilization-low", _I, _G, "Held GPU under 1% utilization for a long time"),
     )
 }
 
@@ -101,6 +104,7 @@ def finding(
         severity=kind.severity,
         scope=scope or kind.scope,
         title=title,
+        params={**evidence, "node": node, "gpu_uuid": gpu_uuid, "pod": pod},
         evidence=evidence,
         remedy=remedy,
         node=node,
