@@ -19,9 +19,10 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages
+from app.web import admin_api, admin_pages, agent_api, api, ops, pages, peers
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthState
+from app.web.compression import CompressAndTag
 from app.web.guards import (
     add_guard_handlers,
     require_admin_writes,
@@ -30,6 +31,7 @@ from app.web.guards import (
     require_reader,
 )
 from app.web.problems import add_problem_handlers
+from app.web.report_sync import ReportSync
 from app.web.reports import ReportStore
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
 from app.web.schemas import ProblemOut
@@ -85,6 +87,12 @@ def create_app(
         refresh_interval_s=refresh_interval_s,
     )
     reports.is_known = snapshots.has_node
+    report_sync = ReportSync(
+        settings,
+        reports,
+        snapshot_ready=lambda: snapshots.current() is not None,
+        on_copied=snapshots.poke,
+    )
     runtime = Runtime(
         settings=settings,
         source=source,
@@ -94,6 +102,7 @@ def create_app(
         assets_dir=assets_dir,
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),
+        peers=report_sync,
         clock=clock,
         writer=writer,
         page_refresh_s=page_refresh_s,
@@ -103,9 +112,11 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         source.start()
         snapshots.start()
+        report_sync.start()
         try:
             yield
         finally:
+            report_sync.stop()
             snapshots.stop()
             source.stop()
 
@@ -127,6 +138,7 @@ def create_app(
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
     app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
+    app.include_router(peers.router)  # replicas authenticate each other (app.web.peers)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
     app.include_router(admin_api.router, dependencies=[reader, Depends(require_admin_writes)])
@@ -135,6 +147,7 @@ def create_app(
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)
+    app.add_middleware(CompressAndTag)
     app.add_middleware(SecurityHeaders)
     _add_report_schema(app, reader)
     return app

@@ -262,14 +262,14 @@ def _page(
     html = _render(runtime, f"pages/{page}.html", context)
     response = HTMLResponse(html, status_code=status_code, media_type=HTML)
     response.headers["Vary"] = "Accept-Language, Cookie"
-    response.headers["Cache-Control"] = "no-store"
+    response.headers["Cache-Control"] = "private, no-cache"
     return response
 
 
 def _fragment_response(body: Markup) -> HTMLResponse:
     response = HTMLResponse(str(body), media_type=HTML)
     response.headers["Vary"] = "Accept-Language, Cookie"
-    response.headers["Cache-Control"] = "no-store"
+    response.headers["Cache-Control"] = "private, no-cache"
     return response
 
 
