@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 
 DEMO_ROLLOUT_S = 2.0
+DEMO_IDLE_AFTER_S = 20.0  # the demo's idle notebook is flagged within its first minute
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
         admin_token=admin_token,
         agent_auth="serviceaccount",
         agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
+        idle_slot_after_s=DEMO_IDLE_AFTER_S,
+        low_utilization_after_s=3 * DEMO_IDLE_AFTER_S,
     )
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"

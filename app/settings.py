@@ -23,6 +23,8 @@ class Settings(BaseSettings):
     serving_gpu_resource: str = "nvidia.com/gpu"
     # The ConfigMap holding the plugin's config.yaml: the only one GPU Slots reads or writes.
     plugin_configmap_name: str = "nvidia-device-plugin-config"
+    # Other namespaces whose ConfigMaps plugin DaemonSets there may mount (JSON list).
+    plugin_config_namespaces: list[str] = Field(default_factory=list)
 
     # How agents prove their node (comma-separated): `serviceaccount` (a projected token
     # checked with TokenReview), `node-token` (HMAC of agent_node_secret and the node name);
@@ -60,6 +62,10 @@ class Settings(BaseSettings):
     snapshot_min_interval_s: float = Field(default=0.2, ge=0)
     watch_timeout_s: int = Field(default=300, ge=5)
     memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
+    # A slot held with no GPU process this long is flagged (slot-held-idle); a held GPU
+    # under 1% utilization this long too (gpu-utilization-low).
+    idle_slot_after_s: float = Field(default=900.0, gt=0)
+    low_utilization_after_s: float = Field(default=1800.0, gt=0)
     # Holds static/, templates/ and docs/; the repository root when unset.
     assets_dir: Path | None = None
 
@@ -77,6 +83,13 @@ class Settings(BaseSettings):
     def _dns_name(cls, value: str) -> str:
         if not value or len(value) > 253 or value != value.lower() or " " in value:
             raise ValueError("must be a lower-case Kubernetes object name")
+        return value
+
+    @field_validator("plugin_config_namespaces")
+    @classmethod
+    def _dns_names(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            cls._dns_name(entry)
         return value
 
     @field_validator("trusted_proxies")

@@ -21,6 +21,8 @@ class AccountingOptions:
     serving_resource: str = "nvidia.com/gpu"
     agent_stale_after_s: float = 90.0
     memory_pressure_pct: float = 90.0
+    # Namespaces whose ConfigMaps the cache reads besides plugin_namespace; None: all.
+    config_namespaces: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -32,3 +34,7 @@ class ClusterState:
     nodes: Sequence[Manifest]
     pods: Sequence[Manifest]
     reports: Mapping[str, ReceivedReport] = field(default_factory=dict)  # by node name
+    # Every DaemonSet the cache sees (issue 12): other plugin installs (Helm chart, GPU
+    # Operator, per node group) are found among them; `daemonset` stays the configured one.
+    # ConfigMaps of other namespaces are keyed "namespace/name" in `configmaps`.
+    daemonsets: Sequence[Manifest] = ()

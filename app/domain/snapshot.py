@@ -45,7 +45,12 @@ class Finding(_Out):
     code: str = Field(description="Stable code, documented in docs/findings.md")
     severity: Severity
     scope: Scope
-    title: str = Field(description="One line saying what is wrong")
+    title: str = Field(description="One line saying what is wrong (English)")
+    params: dict[str, EvidenceValue] = Field(
+        default_factory=dict,
+        description="The values a page words the title with in each language: the evidence "
+        "plus node, gpu_uuid and pod",
+    )
     evidence: dict[str, EvidenceValue] = Field(description="The numbers that disagree")
     remedy: str = Field(description="The command or setting that fixes it")
     node: str | None = None
@@ -67,13 +72,50 @@ class GpuProcess(_Out):
 
 
 class SlotHolder(_Out):
-    """A pod holding slots of one GPU."""
+    """A pod holding slots of one GPU (or of one MIG device on it)."""
 
     pod: str = Field(description="namespace/name")
     slots: int
     assigned: bool = Field(
         description="True when the kubelet's assignment is known; False when inferred"
     )
+    assignment: Literal["kubelet", "inferred"] = Field(
+        default="inferred",
+        description="kubelet: from the PodResources API via the agent; inferred: from requests",
+    )
+    resource: str = Field(default="nvidia.com/gpu", description="The resource the slots are of")
+    source: Literal["device-plugin", "dra"] = Field(
+        default="device-plugin", description="How the GPU is handed out"
+    )
+    container: str | None = Field(default=None, description="Container, when the kubelet says")
+    replicas: list[int] = Field(
+        default_factory=list, description="Replica numbers n of <UUID>::n ids (kubelet only)"
+    )
+
+
+class MigDeviceState(_Out):
+    """A MIG device on its parent GPU: the resource it is advertised under and who holds it."""
+
+    uuid: str
+    profile: str
+    resource: str | None = Field(
+        description="e.g. nvidia.com/mig-1g.10gb; null when the MIG strategy hides it"
+    )
+    slots: int = Field(description="Slots this device gives Kubernetes")
+    held_slots: int
+    holders: list[SlotHolder]
+    memory_total_mib: int | None
+    memory_used_mib: int | None
+    processes: list[GpuProcess]
+
+
+class ResourceState(_Out):
+    """One extended resource on a node or in the cluster."""
+
+    allocatable: int = Field(description="status.allocatable (0 when absent)")
+    requested: int = Field(description="Held by pods bound to the node")
+    free: int = Field(description="Schedulable free: never negative, 0 on unschedulable nodes")
+    stranded: int = Field(description="Free but on a node no new pod can be scheduled on")
 
 
 class GpuState(_Out):
@@ -82,8 +124,9 @@ class GpuState(_Out):
     index: int
     uuid: str
     name: str
-    role: Literal["advertised", "host", "unknown"] = Field(
-        description="advertised: visible to the plugin; host: kept out of Kubernetes"
+    role: Literal["advertised", "host", "failing", "unknown"] = Field(
+        description="advertised: visible to the plugin; host: deliberately kept out of "
+        "Kubernetes by a working plugin; failing: not advertised because the node's plugin fails"
     )
     slots: int = Field(
         description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
@@ -99,6 +142,7 @@ class GpuState(_Out):
     processes: list[GpuProcess]
     finding_codes: list[str]
     worst_severity: Severity | None
+    mig_devices: list[MigDeviceState] = Field(default_factory=list)
 
 
 class AgentState(_Out):
@@ -121,6 +165,12 @@ class PluginPod(_Out):
     ready: bool
     started_at: datetime | None
     image: str | None
+    state: str | None = Field(
+        default=None,
+        description="The container's waiting/terminated reason (CrashLoopBackOff, "
+        "ContainerCreating, ...) or Running; what `kubectl get pods` shows as STATUS",
+    )
+    restarts: int = 0
 
 
 class PodSlots(_Out):
@@ -133,10 +183,23 @@ class PodSlots(_Out):
     resource: str
 
 
+class NodeConfig(_Out):
+    """Where a node's plugin config comes from."""
+
+    daemonset: str | None = Field(description="namespace/name of the plugin DaemonSet")
+    managed_by: Literal["gpu-operator", "helm", "other"] | None
+    source: str | None = Field(description="e.g. configmap/nvidia-device-plugin-config#config.yaml")
+    configmap: str | None
+    key: str | None
+    label: str | None = Field(description="The node's nvidia.com/device-plugin.config value")
+    mig_strategy: str | None
+
+
 class NodeState(_Out):
     """One node's accounting next to its reality."""
 
     name: str
+    labels: dict[str, str] = Field(default_factory=dict, description="The node's labels")
     ready: bool
     gpu_node: bool
     k3s: bool
@@ -146,6 +209,9 @@ class NodeState(_Out):
     physical_gpus: int | None = Field(description="From the agent report; null without one")
     visible_gpus: int | None = Field(description="GPUs the plugin sees")
     host_gpus: int | None = Field(description="GPUs kept for host processes")
+    failing_gpus: int = Field(
+        default=0, description="GPUs not advertised because the node's plugin pod fails"
+    )
     expected_slots: int | None
     capacity: int | None
     allocatable: int | None
@@ -156,6 +222,15 @@ class NodeState(_Out):
     gpus: list[GpuState]
     pods: list[PodSlots]
     findings: list[Finding]
+    schedulable: bool = True
+    unschedulable_reason: str | None = Field(
+        default=None, description="NotReady, cordoned or tainted <key>=<value>:<effect>"
+    )
+    config: NodeConfig | None = None
+    resources: dict[str, ResourceState] = Field(
+        default_factory=dict, description="Every GPU resource the node advertises or pods hold"
+    )
+    stranded: int = Field(default=0, description="Free slots of the node's resource stranded")
 
 
 class PluginState(_Out):
@@ -183,9 +258,22 @@ class Totals(_Out):
     physical_gpus: int
     visible_gpus: int
     host_gpus: int
+    failing_gpus: int = 0
     allocatable: int
     requested: int
     free: int
+    stranded: int = Field(default=0, description="Free slots on unschedulable nodes")
+    pending: int = Field(default=0, description="Slots wanted by pods not yet scheduled")
+
+
+class PendingDemand(_Out):
+    """Pods not yet bound that want a GPU resource, and why they cannot fit now."""
+
+    resource: str
+    pods: int
+    slots: int
+    oldest_s: float
+    reason: str
 
 
 class Snapshot(_Out):
@@ -198,6 +286,11 @@ class Snapshot(_Out):
     totals: Totals
     nodes: list[NodeState]
     findings: list[Finding]
+    mode: str = Field(
+        default="unknown", description="basic | time-slicing | mps | mixed | unknown (per node)"
+    )
+    resources: dict[str, ResourceState] = Field(default_factory=dict)
+    pending_demand: list[PendingDemand] = Field(default_factory=list)
 
     def severity_counts(self) -> dict[str, int]:
         counts = {severity.value: 0 for severity in Severity}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -20,6 +21,13 @@ from typing import Any
 
 from kubernetes import client
 
+from app.domain.changes.history import (
+    CHANGE_LABEL,
+    EVENT_PREFIX,
+    ChangeRecord,
+    change_id,
+    record_event,
+)
 from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
@@ -61,6 +69,7 @@ class ApplyResult:
     configmap: Manifest | None
     applied_at: datetime
     warnings: tuple[str, ...] = ()
+    change_id: str | None = None  # the entry in the change history (None: not recorded)
 
 
 class ApplyFailed(ClusterError):
@@ -156,7 +165,7 @@ class PluginWriter:
             daemonset_error = str(exc)
         return DryRunResult(configmap=configmap_error, daemonset=daemonset_error)
 
-    def apply(self, plan: ChangePlan, *, user: str) -> ApplyResult:
+    def apply(self, plan: ChangePlan, *, user: str, rolls_back: str | None = None) -> ApplyResult:
         """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it."""
         written_cm = self._write_configmap(plan, dry_run=False)
         try:
@@ -175,8 +184,21 @@ class PluginWriter:
                     "it is left behind, unused."
                 )
         applied_at = self._clock()
-        self._audit(plan, written_ds, user=user, at=applied_at, warnings=warnings)
-        return ApplyResult(written_ds, result_cm, applied_at, tuple(warnings))
+        record = ChangeRecord(
+            id=change_id(applied_at, secrets.token_hex(3)),
+            kind="mode",
+            action=plan.kind,
+            at=applied_at,
+            user=user,
+            summary=f"{plan.before.describe()} -> {plan.after.describe()}",
+            before=plan.before.as_json(),
+            after=plan.after.as_json(),
+            rolls_back=rolls_back,
+        )
+        recorded = self._audit(plan, written_ds, record, warnings=warnings)
+        return ApplyResult(
+            written_ds, result_cm, applied_at, tuple(warnings), record.id if recorded else None
+        )
 
     def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
         body: Any = plan.configmap  # plain JSON: the client sends dicts as they are
@@ -272,59 +294,71 @@ class PluginWriter:
         self,
         plan: ChangePlan,
         daemonset: Manifest,
+        record: ChangeRecord,
         *,
-        user: str,
-        at: datetime,
         warnings: list[str],
-    ) -> None:
+    ) -> bool:
+        """Log the change and record it as an Event (the change history); False: not recorded."""
         verb = "rolled back" if plan.kind == "rollback" else "changed"
         message = (
-            f"{user} {verb} the device plugin config: {plan.before.describe()} -> "
+            f"{record.user} {verb} the device plugin config: {plan.before.describe()} -> "
             f"{plan.after.describe()} (ConfigMap {plan.configmap_action.value})"
         )
         audit_log.info(
             message,
             extra={
-                "user": user,
+                "user": record.user,
                 "kind": plan.kind,
+                "change_id": record.id,
                 "before": plan.before.as_json(),
                 "after": plan.after.as_json(),
                 "configmap_action": plan.configmap_action.value,
                 "daemonset": f"{self.namespace}/{self.daemonset_name}",
             },
         )
-        meta = daemonset.get("metadata") or {}
-        stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.daemonset_name}.", "namespace": self.namespace},
-            "involvedObject": {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": self.daemonset_name,
-                "namespace": self.namespace,
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": EVENT_REASONS[plan.kind],
-            "message": message[:1024],
-            "type": "Normal",
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": socket.gethostname()[:128],
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
+        event = record_event(
+            record,
+            namespace=self.namespace,
+            involved={"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset},
+            reason=EVENT_REASONS[plan.kind],
+            component=COMPONENT,
+        )
+        event["message"] = message[:1024]
+        event["reportingInstance"] = socket.gethostname()[:128]
+        return self.record(event, warnings)
+
+    def record(self, event: Manifest, warnings: list[str]) -> bool:
+        """Create an audit Event as the dashboard; a failure is a warning, not a failed change."""
+        body: Any = event
         try:
             self._events.create_namespaced_event(
-                self.namespace, event, _request_timeout=TIMEOUT_S, _preload_content=False
+                self.namespace, body, _request_timeout=TIMEOUT_S, _preload_content=False
             )
         except Exception as exc:  # the change is made: report, don't fail it
             error = translate(exc, action="recording the audit Event")
             log.warning("%s", error)
             warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
+            return False
+        return True
+
+    def change_events(self) -> list[Manifest]:
+        """The Events of the change history, fresh from the API server."""
+        response = self._call(
+            lambda: self._events.list_namespaced_event(
+                self.namespace, label_selector=CHANGE_LABEL, **_raw()
+            ),
+            action="listing the change history",
+        )
+        return list((response or {}).get("items") or [])
+
+    def change_event(self, change: str) -> Manifest | None:
+        """One Event of the change history by change id (None: no such change)."""
+        return self._optional(
+            lambda: self._events.read_namespaced_event(
+                EVENT_PREFIX + change, self.namespace, **_raw()
+            ),
+            action=f"reading change {change}",
+        )
 
     # plumbing ----------------------------------------------------------------------------
 

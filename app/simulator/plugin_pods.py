@@ -19,7 +19,7 @@ from app.simulator.inventory import NodeInventory
 from app.simulator.plugin import PluginOutcome, advertised, container_env, plugin_container
 from app.simulator.podstatus import pod_status
 from app.simulator.registry import Registry, timestamp
-from app.simulator.resources import POD
+from app.simulator.resources import NODE, POD
 from app.simulator.rollout import RolloutPace, RolloutWorker
 from app.simulator.store import Change, JsonObject
 
@@ -127,14 +127,20 @@ class PacedPluginController(PluginController):
                     self._retry_mount(node)
             self._write_daemonset_status()
 
+    def _labels(self, node: str) -> dict[str, str]:
+        entry = self.registry.store.get(NODE, None, node)
+        return dict(entry.obj["metadata"].get("labels") or {}) if entry else {}
+
     def _retry_mount(self, node: str) -> None:
-        ds = self._daemonset()
+        ds = self._node_owner(node)
         inventory = self.inventories.get(node)
         pods = self._plugin_pods(node)
         if ds is None or inventory is None or len(pods) != 1:
             return
         spec = ds["spec"]["template"].get("spec") or {}
-        outcome = advertised(spec, inventory, self._configmap)
+        outcome = advertised(
+            spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
+        )
         if outcome.state == "pending":
             return
         pod = copy.deepcopy(pods[0])
@@ -173,8 +179,8 @@ class PacedPluginController(PluginController):
         """Remove the old pods; create the new one in ContainerCreating."""
         with self.registry.store.batch(), self._lock:
             for pod in self._plugin_pods(node):
-                self.registry.remove(POD, self.namespace, pod["metadata"]["name"])
-            ds = self._daemonset()
+                self.registry.remove(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
+            ds = self._node_owner(node)
             if ds is None:
                 self._write_daemonset_status()
                 return False
@@ -188,7 +194,7 @@ class PacedPluginController(PluginController):
     def _start_step(self, node: str) -> None:
         """The new container starts: the plugin's outcome decides the pod and the node."""
         with self.registry.store.batch(), self._lock:
-            ds = self._daemonset()
+            ds = self._node_owner(node)
             inventory = self.inventories.get(node)
             pods = self._plugin_pods(node)
             if ds is not None and inventory is not None and len(pods) == 1:
@@ -197,7 +203,9 @@ class PacedPluginController(PluginController):
                 if pod["metadata"].get("labels", {}).get(HASH_LABEL) == template_hash(
                     ds["spec"]["template"]
                 ):
-                    outcome = advertised(spec, inventory, self._configmap)
+                    outcome = advertised(
+                        spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
+                    )
                     now = timestamp(self.registry.clock())
                     pod["status"] = pod_status(
                         pod["spec"], outcome, now=now, node_ip=self._node_ip(node)

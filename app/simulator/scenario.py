@@ -42,6 +42,7 @@ node is started by the simulated kubelet. Namespaces used by objects are created
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from dataclasses import dataclass, field
 from importlib import resources
@@ -51,7 +52,7 @@ from typing import Any
 import yaml
 
 from app.errors import ConfigError
-from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu
+from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu, SimMig
 from app.simulator.rollout import RolloutPace
 
 BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty")
@@ -176,6 +177,7 @@ def _inventory(node: dict[str, Any]) -> NodeInventory:
                 memory_total_mib=int(gpu.get("memory_total_mib", 81920)),
                 memory_supported=bool(gpu.get("memory_supported", True)),
                 healthy=bool(gpu.get("healthy", True)),
+                mig_devices=_mig_devices(name, index, gpu.get("mig") or []),
             )
         )
     for index in range(len(gpus), int(node.get("gpu_count", 0))):
@@ -194,6 +196,25 @@ def _inventory(node: dict[str, Any]) -> NodeInventory:
         gfd=bool(node.get("gfd", False)),
         pod_resources=bool(node.get("pod_resources", False)),
     )
+
+
+def _mig_devices(node: str, index: int, profiles: list[Any]) -> tuple[SimMig, ...]:
+    """MIG devices from a list of profiles (`mig: [1g.10gb, 3g.40gb]`), memory from the name."""
+    found = []
+    for n, profile in enumerate(profiles):
+        text = str(profile)
+        match = re.search(r"(\d+)gb", text)
+        if match is None:
+            raise ValueError(f"MIG profile {text!r} of {node} GPU {index}: expected e.g. 1g.10gb")
+        key = f"{node}.gpu{index}.mig{n}.gpu-slots.sim"
+        found.append(
+            SimMig(
+                uuid="MIG-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, key)),
+                profile=text,
+                memory_total_mib=int(match[1]) * 1024 - 384,
+            )
+        )
+    return tuple(found)
 
 
 def process_from(node: str, spec: dict[str, Any]) -> GpuProcess:

@@ -1,7 +1,7 @@
 """HTML for admins: log in and out, the plugin mode form, preview, apply, rollout, rollback.
 
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work is
-done by the same helpers as the JSON API (app.web.admin_api). Every text comes from the
+done by the same use cases as the JSON API (app.web.plugin_admin). Every text comes from the
 catalog (app.web.i18n) in the request's language; refusals are shown as our own message,
 with the server's English words under it where they carry details (names, versions).
 """
@@ -20,30 +20,26 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.domain.changes.models import (
     MAX_REPLICAS,
     MIN_REPLICAS,
-    ChangePlan,
     ChangeRequest,
     PlanRefused,
     RefusalCode,
 )
-from app.domain.changes.plan import current_settings
-from app.domain.changes.preview import rollout_status
-from app.domain.kube_time import parse_time
+from app.domain.changes.rollout import failing_plugin_nodes
 from app.errors import ClusterError
-from app.kube.writer import ApplyFailed, check_versions
-from app.web.admin_api import (
-    apply_plan,
-    build_preview,
-    cached_objects,
-    cluster_status,
-    config_view,
-    make_plan,
-    refusal_status,
-    writer_for,
-)
+from app.kube.writer import ApplyFailed
 from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, Translator, language_of, supported
 from app.web.pages import safe_next
+from app.web.plugin_admin import (
+    apply_mode,
+    audit_user,
+    cluster_status,
+    config_view,
+    preview_mode,
+    refusal_status,
+)
+from app.web.rollout_view import parse_broken, rollout_view
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
@@ -344,9 +340,7 @@ def preview(
     try:
         principal = _admin(request, csrf_token)
         change = form.to_request()
-        with writer_for(runtime, principal) as writer:
-            plan = make_plan(runtime, writer, change)
-            shown = build_preview(runtime, writer, plan)
+        shown = preview_mode(runtime, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
     return _render(
@@ -357,7 +351,7 @@ def preview(
         preview=shown,
         change=change,
         principal=principal,
-        versions=plan.resource_versions,
+        versions=shown.plan.resource_versions,
     )
 
 
@@ -397,20 +391,19 @@ def _apply(
     change: ChangeRequest | None,
     expected: dict[str, str | None],
 ) -> Response:
+    broken = failing_plugin_nodes(runtime.snapshots.current())  # before the change
     try:
-        with writer_for(runtime, principal) as writer:
-            plan: ChangePlan = make_plan(runtime, writer, change)
-            check_versions(plan, expected)
-            result = apply_plan(writer, plan, principal=principal, request=request)
+        applied = apply_mode(
+            runtime, principal, change, expected, user=audit_user(principal, request)
+        )
     except (PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
-    runtime.snapshots.poke()
-    generation = int((result.daemonset.get("metadata") or {}).get("generation") or 0)
     query = urlencode(
         {
-            "generation": generation,
-            "since": result.applied_at.isoformat(),
-            "warnings": " | ".join(result.warnings),
+            "generation": applied.generation,
+            "since": applied.result.applied_at.isoformat(),
+            "warnings": " | ".join(applied.result.warnings),
+            "broken": ",".join(sorted(broken)),
         }
     )
     return RedirectResponse(_with_lang(f"{ROLLOUT_PATH}?{query}", request), status_code=303)
@@ -420,31 +413,26 @@ def _apply(
 
 
 def _rollout_context(
-    runtime: Runtime, lang: str, generation: int, since: str | None
+    runtime: Runtime,
+    lang: str,
+    generation: int | None,
+    since: str | None,
+    broken: str | None = None,
 ) -> dict[str, Any]:
-    daemonset, configmap = cached_objects(runtime)
-    expected = current_settings(daemonset, configmap) if daemonset is not None else None
-    started_at = parse_time(since)
-    status = None
-    if expected is not None:
-        status = rollout_status(
-            daemonset,
-            runtime.source.items("pods"),
-            runtime.snapshots.current(),
-            expected=expected,
-            generation=generation,
-            since=started_at,
-        )
-    elapsed_s = _elapsed_s(runtime.clock(), started_at)
+    view = rollout_view(
+        runtime, generation=generation, since=since, broken_before=parse_broken(broken)
+    )
+    query = {"generation": view.generation, "since": since or "", "lang": lang}
+    if broken:
+        query["broken"] = broken
     return {
-        "status": status,
-        "expected": expected,
-        "generation": generation,
+        "status": view.status,
+        "expected": view.expected,
+        "generation": view.generation,
         "since": since or "",
-        "elapsed_s": elapsed_s,
-        "stuck": elapsed_s is not None and elapsed_s > STUCK_AFTER_S,
-        "poll_url": f"{ROLLOUT_PATH}/fragment?"
-        + urlencode({"generation": generation, "since": since or "", "lang": lang}),
+        "elapsed_s": view.elapsed_s,
+        "stuck": view.stuck,
+        "poll_url": f"{ROLLOUT_PATH}/fragment?" + urlencode(query),
     }
 
 
@@ -456,11 +444,12 @@ def _elapsed_s(now: datetime, since: datetime | None) -> float | None:
 def rollout(
     request: Request,
     runtime: RuntimeDep,
-    generation: Annotated[int, Query(ge=0)] = 0,
+    generation: Annotated[int | None, Query(ge=0)] = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
     warnings: Annotated[str | None, Query(max_length=4000)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
-    context = _rollout_context(runtime, language_of(request), generation, since)
+    context = _rollout_context(runtime, language_of(request), generation, since, broken)
     return _render(
         request,
         runtime,
@@ -477,12 +466,13 @@ def rollout(
 def rollout_fragment(
     request: Request,
     runtime: RuntimeDep,
-    generation: Annotated[int, Query(ge=0)] = 0,
+    generation: Annotated[int | None, Query(ge=0)] = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    context = _rollout_context(runtime, lang, generation, since)
+    context = _rollout_context(runtime, lang, generation, since, broken)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}
     )

@@ -22,11 +22,13 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> SummaryOut:
     plugin = snapshot.plugin
     return SummaryOut(
-        mode=plugin.mode.value,
+        mode=snapshot.mode,
         replicas=plugin.replicas,
         resource=plugin.resource,
         plugin=plugin,
+        resources=snapshot.resources,
         totals=snapshot.totals,
+        pending_demand=snapshot.pending_demand,
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,
         stale_age_s=snapshot.stale_age_s,

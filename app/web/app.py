@@ -19,7 +19,18 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages, peers
+from app.web import (
+    admin_api,
+    admin_pages,
+    agent_api,
+    api,
+    ops,
+    pages,
+    peers,
+    rollout_view,
+    split_api,
+    usage_api,
+)
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthState
 from app.web.compression import CompressAndTag
@@ -56,6 +67,7 @@ def accounting_options(settings: Settings) -> AccountingOptions:
         serving_resource=settings.serving_gpu_resource,
         agent_stale_after_s=settings.agent_stale_after_s,
         memory_pressure_pct=settings.memory_pressure_pct,
+        config_namespaces=tuple(settings.plugin_config_namespaces),
     )
 
 
@@ -85,6 +97,8 @@ def create_app(
         clock=clock,
         min_interval_s=settings.snapshot_min_interval_s,
         refresh_interval_s=refresh_interval_s,
+        idle_after_s=settings.idle_slot_after_s,
+        low_after_s=settings.low_utilization_after_s,
     )
     reports.is_known = snapshots.has_node
     report_sync = ReportSync(
@@ -137,11 +151,15 @@ def create_app(
     app.include_router(ops.router)  # /healthz and /readyz: always open (probes)
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
+    app.include_router(usage_api.router, dependencies=[reader])
+    app.include_router(rollout_view.router, dependencies=[reader])
     app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
     app.include_router(peers.router)  # replicas authenticate each other (app.web.peers)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
     app.include_router(admin_api.router, dependencies=[reader, Depends(require_admin_writes)])
+    app.include_router(split_api.router, dependencies=[reader])
+    app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(admin_pages.router, dependencies=[page_reader])
     add_problem_handlers(app)

@@ -19,11 +19,25 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity, Snapshot
-from app.web import docs_page
+from app.domain.usage.findings import duration_text
+from app.domain.usage.holders import UsageBy
+from app.web import docs_page, page_views
 from app.web.auth import get_auth
 from app.web.deps import RuntimeDep
+from app.web.filters import (
+    FilterError,
+    FindingFilter,
+    NodeFilter,
+    choices,
+    filter_findings,
+    filter_nodes,
+    parse_finding_filter,
+    parse_node_filter,
+)
+from app.web.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.i18n import CATALOGS, LANG_COOKIE, Translator, language_of, supported
 from app.web.runtime import Runtime
+from app.web.usage_api import usage_of
 
 router = APIRouter(include_in_schema=False)
 open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
@@ -89,7 +103,7 @@ SLOT_LABELS = {
 }
 
 
-def slot_grid(gpu: GpuState, t: Translator) -> Markup:
+def slot_grid(gpu: GpuState, t: Translator, unavailable: int = 0) -> Markup:
     """The `<li>` cells of a GPU's slot grid; the hot loop of big pages, so built here.
 
     Every value written into the markup goes through `escape` (pod names are cluster data),
@@ -100,9 +114,17 @@ def slot_grid(gpu: GpuState, t: Translator) -> Markup:
         f'title="{escape(t("slot_free"))}"></li>'
     )
     cells = []
-    for cell in slot_cells(gpu):
+    drawn = slot_cells(gpu)
+    free_cells = sum(1 for cell in drawn if cell.kind == "free")
+    off = (
+        '<li class="slot unavailable" data-testid="slot-cell" data-held="false" '
+        f'data-unavailable="true" title="{escape(t("slot_unavailable"))}">'
+        f'<span class="vh">{escape(t("slot_unavailable"))}</span></li>'
+    )
+    for cell in drawn:
         if cell.kind == "free":
-            cells.append(free)
+            cells.append(off if free_cells <= unavailable else free)
+            free_cells -= 1
             continue
         label = escape(t(SLOT_LABELS[cell.kind], pod=cell.pod or "?"))
         cells.append(
@@ -155,7 +177,7 @@ def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
     """The node's GPUs by role, advertised first; empty groups left out."""
     groups = [
         (role, [gpu for gpu in node.gpus if gpu.role == role])
-        for role in ("advertised", "host", "unknown")
+        for role in ("advertised", "failing", "host", "unknown")
     ]
     return [(role, gpus) for role, gpus in groups if gpus]
 
@@ -181,6 +203,18 @@ def finding_key(finding: Finding) -> str:
 
 
 views = SimpleNamespace(
+    worst_finding=page_views.worst_finding,
+    plugin_state=page_views.plugin_state,
+    plugin_ok=page_views.plugin_ok,
+    gpu_severity=page_views.gpu_severity,
+    unavailable_slots=page_views.unavailable_slots,
+    title=finding_title,
+    explanation=finding_explanation,
+    summary=finding_summary,
+    mib=page_views.mib,
+    duration=duration_text,
+    spark_svg=page_views.spark_svg,
+    age=lambda value_s: "?" if value_s is None else str(round(value_s)),
     finding_key=finding_key,
     most_severe=most_severe,
     seconds=seconds,
@@ -216,8 +250,13 @@ def _fragment(
     key: str,
     template: str,
     extra: Callable[[Snapshot], dict[str, Any]] | None = None,
+    memo: bool = True,
 ) -> Markup:
-    """The partial `template` over the current snapshot, rendered once per snapshot+language."""
+    """The partial `template` over the current snapshot, rendered once per snapshot+language.
+
+    A filtered view (`memo=False`) renders for this request only: its keys are as many as
+    the filters people type, so they are not kept nor rendered ahead.
+    """
     t = Translator(lang)
 
     def render(snapshot: Snapshot) -> Markup:
@@ -228,7 +267,11 @@ def _fragment(
         # does not escape it a second time.
         return Markup(_render(runtime, template, context))
 
-    body = runtime.snapshots.memo(f"page:{key}:{lang}", render)
+    if memo:
+        body = runtime.snapshots.memo(f"page:{key}:{lang}", render)
+    else:
+        current = runtime.snapshots.current()
+        body = render(current) if current is not None else None
     if body is None:
         return Markup(_render(runtime, "partials/listing.html", {"t": t, "lang": lang}))
     return body
@@ -254,7 +297,10 @@ def _page(
         "languages": list(CATALOGS),
         "title": title,
         "body": body,
-        "live_url": f"{live_url}?lang={lang}" if live_url else None,
+        "live_url": (
+            f"{live_url}{'&' if '?' in live_url else '?'}lang={lang}" if live_url else None
+        ),
+        "signed_in": _signed_in(request),
         "refresh_ms": round(interval_s * 1000),
         "refresh_s": seconds(interval_s),
         "path": request.url.path,
@@ -264,6 +310,12 @@ def _page(
     response.headers["Vary"] = "Accept-Language, Cookie"
     response.headers["Cache-Control"] = "private, no-cache"
     return response
+
+
+def _signed_in(request: Request) -> str | None:
+    """The signed-in user's name for the header, or None."""
+    principal = get_auth(request).identify(request, for_write=False)
+    return principal.user if principal is not None else None
 
 
 def _fragment_response(body: Markup) -> HTMLResponse:
@@ -280,35 +332,79 @@ RefreshS = Annotated[float | None, Query(allow_inf_nan=False)]
 NodeName = Annotated[str, Path(max_length=253)]
 
 
-def overview_fragment(runtime: Runtime, lang: str) -> Markup:
+def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> HTMLResponse:
+    """A bad filter value: say which and what is accepted (400); nothing else changes."""
+    lang = language_of(request)
+    t = Translator(lang)
+    body = Markup(
+        _render(runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)})
+    )
+    return _page(
+        request,
+        runtime,
+        page="doc",
+        title=t("title_bad_filter"),
+        body=body,
+        live_url=None,
+        refresh_s=None,
+        status_code=400,
+    )
+
+
+def _overview_extra(spec: NodeFilter) -> Callable[[Snapshot], dict[str, Any]]:
+    def extra(snapshot: Snapshot) -> dict[str, Any]:
+        gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
+        return {
+            "top_findings": most_severe(snapshot.findings, limit=5),
+            "nodes": filter_nodes(gpu_nodes, spec),
+            "node_filter": spec,
+            "filter_choices": choices(gpu_nodes),
+        }
+
+    return extra
+
+
+def overview_fragment(runtime: Runtime, lang: str, spec: NodeFilter | None = None) -> Markup:
+    spec = spec or NodeFilter()
     return _fragment(
         runtime,
         lang,
         key="overview",
         template="partials/overview.html",
-        extra=lambda s: {"top_findings": most_severe(s.findings, limit=5)},
+        extra=_overview_extra(spec),
+        memo=not spec.active,
     )
 
 
+def _live(path: str, query: str) -> str:
+    return f"{path}?{query}" if query else path
+
+
 @router.get("/", response_class=HTMLResponse)
-async def overview(
-    request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
-) -> HTMLResponse:
+def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
     lang = language_of(request)
+    try:
+        spec = parse_node_filter(request.query_params)
+    except FilterError as error:
+        return _filter_error(request, runtime, error)
     return _page(
         request,
         runtime,
         page="overview",
         title=Translator(lang)("title_overview"),
-        body=overview_fragment(runtime, lang),
-        live_url="/fragments/overview",
+        body=overview_fragment(runtime, lang, spec),
+        live_url=_live("/fragments/overview", spec.query()),
         refresh_s=refresh_s,
     )
 
 
 @router.get("/fragments/overview", response_class=HTMLResponse)
-async def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    return _fragment_response(overview_fragment(runtime, language_of(request)))
+def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    try:
+        spec = parse_node_filter(request.query_params)
+    except FilterError:
+        spec = NodeFilter()
+    return _fragment_response(overview_fragment(runtime, language_of(request), spec))
 
 
 # ---------------------------------------------------------------- node detail
@@ -319,10 +415,26 @@ def find_node(snapshot: Snapshot, name: str) -> NodeState | None:
 
 
 def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
+    history = runtime.snapshots.usage
+
     def extra(snapshot: Snapshot) -> dict[str, Any]:
         node = find_node(snapshot, name)
         findings: list[Finding] = most_severe(node.findings) if node else []
-        return {"node": node, "name": name, "node_findings": findings}
+        sparks = {}
+        pod_gpus: dict[str, list[int]] = {}
+        for gpu in node.gpus if node else []:
+            line = page_views.spark(history.series(gpu.uuid))
+            if line is not None:
+                sparks[gpu.uuid] = line
+            for holder in gpu.holders:
+                pod_gpus.setdefault(holder.pod, []).append(gpu.index)
+        return {
+            "node": node,
+            "name": name,
+            "node_findings": findings,
+            "sparks": sparks,
+            "pod_gpus": pod_gpus,
+        }
 
     return _fragment(
         runtime, lang, key=f"node:{name}", template="partials/node_detail.html", extra=extra
@@ -356,35 +468,96 @@ async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep
 # ---------------------------------------------------------------- findings
 
 
-def findings_fragment(runtime: Runtime, lang: str) -> Markup:
+def findings_fragment(runtime: Runtime, lang: str, spec: FindingFilter | None = None) -> Markup:
+    spec = spec or FindingFilter()
+
+    def extra(snapshot: Snapshot) -> dict[str, Any]:
+        gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
+        offered = choices(gpu_nodes)
+        offered["codes"] = sorted({item.code for item in snapshot.findings})
+        return {
+            "all_findings": most_severe(filter_findings(snapshot.findings, spec)),
+            "finding_filter": spec,
+            "filter_choices": offered,
+        }
+
     return _fragment(
         runtime,
         lang,
         key="findings",
         template="partials/findings.html",
-        extra=lambda s: {"all_findings": most_severe(s.findings)},
+        extra=extra,
+        memo=not spec.active,
     )
 
 
 @router.get("/findings", response_class=HTMLResponse)
-async def findings(
-    request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
-) -> HTMLResponse:
+def findings(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
     lang = language_of(request)
+    try:
+        spec = parse_finding_filter(request.query_params)
+    except FilterError as error:
+        return _filter_error(request, runtime, error)
     return _page(
         request,
         runtime,
         page="findings",
         title=Translator(lang)("title_findings"),
-        body=findings_fragment(runtime, lang),
-        live_url="/fragments/findings",
+        body=findings_fragment(runtime, lang, spec),
+        live_url=_live("/fragments/findings", spec.query()),
         refresh_s=refresh_s,
     )
 
 
 @router.get("/fragments/findings", response_class=HTMLResponse)
-async def findings_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    return _fragment_response(findings_fragment(runtime, language_of(request)))
+def findings_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    try:
+        spec = parse_finding_filter(request.query_params)
+    except FilterError:
+        spec = FindingFilter()
+    return _fragment_response(findings_fragment(runtime, language_of(request), spec))
+
+
+# ---------------------------------------------------------------- usage
+
+
+UsageByQuery = Annotated[UsageBy, Query()]
+
+
+def usage_fragment(runtime: Runtime, lang: str, by: UsageBy) -> Markup:
+    return _fragment(
+        runtime,
+        lang,
+        key=f"usage:{by}",
+        template="partials/usage.html",
+        extra=lambda s: {"usage": usage_of(runtime, s, by)},
+    )
+
+
+@router.get("/usage", response_class=HTMLResponse)
+def usage(
+    request: Request,
+    runtime: RuntimeDep,
+    by: UsageByQuery = "namespace",
+    refresh_s: RefreshS = None,
+) -> HTMLResponse:
+    lang = language_of(request)
+    return _page(
+        request,
+        runtime,
+        page="usage",
+        title=Translator(lang)("title_usage"),
+        body=usage_fragment(runtime, lang, by),
+        live_url=f"/fragments/usage?by={by}",
+        refresh_s=refresh_s,
+    )
+
+
+@router.get("/fragments/usage", response_class=HTMLResponse)
+def usage_live(
+    request: Request, runtime: RuntimeDep, by: UsageByQuery = "namespace"
+) -> HTMLResponse:
+    return _fragment_response(usage_fragment(runtime, language_of(request), by))
 
 
 # ---------------------------------------------------------------- docs and language

@@ -38,6 +38,8 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.snapshot import Snapshot
+from app.domain.usage.findings import history_findings, with_findings
+from app.domain.usage.idle import UsageHistory
 from app.web.reports import ReportStore
 
 log = logging.getLogger(__name__)
@@ -109,6 +111,8 @@ class SnapshotService:
         clock: Clock,
         min_interval_s: float = 0.2,
         refresh_interval_s: float = 5.0,
+        idle_after_s: float = 900.0,
+        low_after_s: float = 1800.0,
     ) -> None:
         self._source = source
         self._reports = reports
@@ -121,6 +125,8 @@ class SnapshotService:
         self._renderers: dict[str, _Renderer] = {}
         self._pending: dict[str, threading.Event] = {}  # keys being rendered ahead, now
         self._engine_memo = EngineMemo()
+        self.usage = UsageHistory()  # idle slots and utilization, last hour (observe: builds)
+        self._idle_after_s, self._low_after_s = idle_after_s, low_after_s
         self._reported_nodes = 0  # nodes with a report in the latest build
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -286,14 +292,14 @@ class SnapshotService:
         )
         self._reports.forget_unknown(nodes=self._node_names, now=now)
         state = ClusterState(
-            daemonset=daemonsets[0] if daemonsets else None,
-            configmaps={
-                cm.get("metadata", {}).get("name", ""): cm
-                for cm in self._source.items("configmaps")
-            },
+            daemonset=configured_daemonset(daemonsets, self._options),
+            configmaps=configmaps_by_key(
+                self._source.items("configmaps"), self._options.plugin_namespace
+            ),
             nodes=nodes,
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
+            daemonsets=daemonsets,
         )
         try:
             snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
@@ -301,6 +307,7 @@ class SnapshotService:
             self._engine_memo = EngineMemo()  # it may hold half of the failed build
             self._publish_failure(exc, now=now)
             raise
+        snapshot = self._with_history(snapshot, now=now)
         self.last_error = None
         self._failed_since = None
         self._good = snapshot
@@ -316,6 +323,14 @@ class SnapshotService:
         self._prerender(snapshot)
         self._slow_wake.set()
         return snapshot
+
+    def _with_history(self, snapshot: Snapshot, *, now: datetime) -> Snapshot:
+        """The snapshot plus the findings only the idle history can tell (idle slots)."""
+        self.usage.observe(snapshot, now=now)
+        extra = history_findings(
+            self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
+        )
+        return with_findings(snapshot, extra)
 
     def _publish_failure(self, exc: Exception, *, now: datetime) -> None:
         """Serve the last good snapshot marked stale, with the reason; /readyz says degraded."""
@@ -375,3 +390,25 @@ class SnapshotService:
             if self._source.wait_for_change(seen, step_s) != seen:
                 return
             waited_s += step_s
+
+
+def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
+    """The DaemonSet GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME names, among all watched ones."""
+    for daemonset in daemonsets:
+        meta = daemonset.get("metadata") or {}
+        if meta.get("name") == options.plugin_name and (
+            meta.get("namespace") in (None, options.plugin_namespace)
+        ):
+            return daemonset
+    return None
+
+
+def configmaps_by_key(configmaps: list[Manifest], plugin_namespace: str) -> dict[str, Manifest]:
+    """The plugin namespace's ConfigMaps by name, other namespaces' by namespace/name."""
+    found: dict[str, Manifest] = {}
+    for configmap in configmaps:
+        meta = configmap.get("metadata") or {}
+        namespace = meta.get("namespace") or plugin_namespace
+        name = str(meta.get("name", ""))
+        found[name if namespace == plugin_namespace else f"{namespace}/{name}"] = configmap
+    return found

@@ -218,7 +218,7 @@ def test_findings_remedy_is_copyable_and_stays_open_across_refreshes(watched: Wa
     expect(second.locator("button.copy")).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == remedy
     link = second.get_by_test_id("doc-link")
-    assert re.fullmatch(r"/docs/findings#[\w.-]+", link.get_attribute("href") or "")
+    assert re.fullmatch(r"/docs/findings\?lang=en#[\w.-]+", link.get_attribute("href") or "")
 
 
 def test_keyboard_reaches_skip_link_and_navigation(watched: Watched) -> None:

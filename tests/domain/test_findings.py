@@ -65,7 +65,7 @@ def _pressure(mib: int) -> ClusterState:
     return ts_world(4, pods=pods, readings=[f.gpu(0, processes=procs), *f.gpus(4)[1:]])
 
 
-Builder = Callable[[], ClusterState]
+Builder = Callable[[], ClusterState | tuple[ClusterState, AccountingOptions]]
 
 CASES: list[tuple[str, Builder, Builder]] = [
     ("plugin-daemonset-missing", lambda: world(ds=False), lambda: world()),
@@ -242,10 +242,69 @@ CASES: list[tuple[str, Builder, Builder]] = [
         lambda: ts_world(4, pods=[f.pod("big", gpus=2)]),
         lambda: ts_world(4, pods=[f.pod("big", gpus=1)]),
     ),
+    ("slots-stranded", lambda: _cordoned(True), lambda: _cordoned(False)),
+    (
+        "gpu-double-booked",
+        lambda: _renamed([f.pod("old")]),
+        lambda: _renamed([f.pod("new", resource="nvidia.com/gpu.shared")]),
+    ),
+    (
+        "mps-daemon-missing",
+        lambda: ts_world(2, mps=True, fail_gt_one=True, allocatable=0),
+        lambda: ts_world(
+            2,
+            mps=True,
+            fail_gt_one=True,
+            allocatable=0,
+            node_labels={"nvidia.com/mps.capable": "true"},
+        ),
+    ),
+    (
+        "config-namespace-not-read",
+        lambda: (_other_namespace(), AccountingOptions(config_namespaces=())),
+        lambda: (_other_namespace(), AccountingOptions(config_namespaces=("gpu-operator",))),
+    ),
+    (
+        "gpu-demand-pending",
+        lambda: world(pods=[f.pod("wide", node=None, gpus=5, phase="Pending")]),
+        lambda: world(pods=[f.pod("wide", node=None, gpus=1, phase="Pending")]),
+    ),
 ]
 
 
-def _codes(state: ClusterState, options: AccountingOptions = f.OPTIONS) -> set[str]:
+def _other_namespace() -> ClusterState:
+    """The main DaemonSet runs nowhere; the GPU Operator's, in its namespace, owns gpu-1."""
+    ds = f.plugin_daemonset(
+        namespace="gpu-operator", configmap="ts", config_file="/config/config.yaml"
+    )
+    cm = f.configmap({"config.yaml": f.time_slicing_yaml(4)}, name="ts", namespace="gpu-operator")
+    plugin = f.plugin_pod("gpu-1", namespace="gpu-operator")
+    main = f.plugin_daemonset()
+    main["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "none"}
+    return world(
+        daemonset=main, daemonsets=[ds], configmaps=[cm], plugin_pods=[plugin], allocatable=16
+    )
+
+
+def _cordoned(cordoned: bool) -> ClusterState:
+    node = f.node("gpu-1", allocatable=4)
+    node["spec"] = {"unschedulable": cordoned}
+    return world(nodes=[node])
+
+
+def _renamed(pods: list[f.Manifest]) -> ClusterState:
+    node = f.node("gpu-1", allocatable=16, resource="nvidia.com/gpu.shared")
+    for key in ("capacity", "allocatable"):
+        node["status"][key]["nvidia.com/gpu"] = "0"
+    return ts_world(4, rename=True, nodes=[node], pods=pods)
+
+
+def _codes(
+    state: ClusterState | tuple[ClusterState, AccountingOptions],
+    options: AccountingOptions = f.OPTIONS,
+) -> set[str]:
+    if isinstance(state, tuple):
+        state, options = state
     return {item.code for item in snap(state, options=options).findings}
 
 
@@ -257,8 +316,11 @@ def test_finding_broken_state_raises_and_healthy_twin_does_not(
     assert code not in _codes(healthy())
 
 
+HISTORY_CODES = {"slot-held-idle", "gpu-utilization-low"}  # tested in test_usage_idle.py
+
+
 def test_finding_table_covers_every_catalogued_code() -> None:
-    assert {c[0] for c in CASES} == set(CATALOGUE)
+    assert {c[0] for c in CASES} | HISTORY_CODES == set(CATALOGUE)
 
 
 @pytest.mark.parametrize(
@@ -333,7 +395,9 @@ def test_findings_sorted_by_severity_then_node() -> None:
 
 def test_every_finding_has_evidence_and_remedy_in_broken_cases() -> None:
     for _, broken, _ in CASES:
-        for item in snap(broken()).findings:
+        built = broken()
+        state, options = built if isinstance(built, tuple) else (built, f.OPTIONS)
+        for item in snap(state, options=options).findings:
             assert item.evidence, item.code
             assert item.remedy, item.code
             assert item.title, item.code

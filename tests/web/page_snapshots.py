@@ -27,6 +27,7 @@ from app.domain.snapshot import (
     Snapshot,
     Totals,
 )
+from app.domain.usage.idle import UsageHistory
 from app.settings import Settings
 from app.web import pages
 from app.web.auth import AuthState
@@ -287,6 +288,7 @@ class FakeSnapshots:
         self.snapshot = snapshot
         self.renders = 0
         self._memo: dict[str, object] = {}
+        self.usage = UsageHistory()  # the idle history the node page draws sparklines from
 
     def set(self, snapshot: Snapshot | None) -> None:
         self.snapshot = snapshot

@@ -56,6 +56,12 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("agent-report-missing", _W, _N, "GPU node without an agent report"),
         _kind("agent-report-stale", _W, _N, "Agent report is stale"),
         _kind("agent-report-error", _W, _N, "Agent could not read the GPUs"),
+        # The per-resource ledger (issue 12).
+        _kind("slots-stranded", _I, _N, "Free slots on a node no new pod can be scheduled on"),
+        _kind("gpu-double-booked", _E, _N, "Pods hold a GPU resource the node stopped advertising"),
+        _kind("mps-daemon-missing", _E, _N, "MPS configured but no MPS control daemon runs"),
+        _kind("gpu-demand-pending", _W, _C, "Pods wanting GPU resources cannot be scheduled"),
+        _kind("config-namespace-not-read", _W, _N, "Plugin config in a namespace not read"),
         # Per GPU.
         # Error: a pod scheduled onto this "free" GPU meets the host's memory and dies (OOM).
         _kind("host-process-on-advertised-gpu", _E, _G, "Host process on an advertised GPU"),
@@ -69,6 +75,9 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("pod-sets-visible-devices", _W, _P, "Pod sets NVIDIA_VISIBLE_DEVICES itself"),
         _kind("multi-slot-request-rejected", _E, _P, "Pod asks for 2+ slots; the plugin refuses"),
         _kind("multi-slot-request-shared", _W, _P, "Pod asks for 2+ time-sliced slots"),
+        # From the idle history (app/domain/usage), after the engine.
+        _kind("slot-held-idle", _W, _P, "Pod holds a slot but runs nothing on the GPU"),
+        _kind("gpu-utilization-low", _I, _G, "Held GPU under 1% utilization for a long time"),
     )
 }
 
@@ -95,6 +104,7 @@ def finding(
         severity=kind.severity,
         scope=scope or kind.scope,
         title=title,
+        params={**evidence, "node": node, "gpu_uuid": gpu_uuid, "pod": pod},
         evidence=evidence,
         remedy=remedy,
         node=node,
