@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium
+.PHONY: demo test lint bench chromium screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -18,13 +18,20 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/gpu-slots demo --port $(PORT)
 
-## Browser tests need Debian's chromium; installed here when running as root.
+## Browser tests need Debian's chromium, and a CJK font (fonts-noto-cjk) so Korean pages
+## and screenshots show real glyphs; both installed here when running as root.
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
+	fi
+	@if [ ! -d /usr/share/fonts/opentype/noto ] || ! ls /usr/share/fonts/opentype/noto | grep -qi cjk; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk >/dev/null; \
+	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
 lint: $(STAMP)
@@ -36,6 +43,10 @@ lint: $(STAMP)
 ## Run every test (lint, types, import contracts, unit, API, browser, chart).
 test: $(STAMP) chromium lint
 	$(BIN)/pytest -q
+
+## Refresh docs/screenshots/ from the demo (English, Korean, phone, dark).
+screenshots: $(STAMP) chromium
+	$(BIN)/python -m tests.browser.screenshots
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run

@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
         idle_slot_after_s=DEMO_IDLE_AFTER_S,
         low_utilization_after_s=3 * DEMO_IDLE_AFTER_S,
+        plugin_config_namespaces=simulator.scenario.daemonset_namespaces(),
     )
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"

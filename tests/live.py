@@ -10,6 +10,8 @@ from typing import TypeVar
 import uvicorn
 from fastapi import FastAPI
 
+from app.web.server import uvicorn_config
+
 T = TypeVar("T")
 
 
@@ -35,7 +37,9 @@ class LiveServer:
     """A FastAPI app served by uvicorn in a background thread (lifespan included)."""
 
     def __init__(self, app: FastAPI, *, port: int = 0, host: str = "127.0.0.1") -> None:
-        config = uvicorn.Config(app, host=host, port=port, log_config=None, lifespan="on")
+        # The production settings (no forwarded-header rewriting), with the lifespan on.
+        config = uvicorn_config(app, host=host, port=port)
+        config.lifespan = "on"
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="live-server", daemon=True)
         self.url = ""

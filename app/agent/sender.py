@@ -40,7 +40,7 @@ class Outcome:
 
 
 class TokenFile:
-    """The shared agent token, re-read on every send so a rotated Secret is picked up."""
+    """The agent token, re-read on every send: projected tokens and Secrets rotate."""
 
     def __init__(self, path: Path) -> None:
         self._path = path

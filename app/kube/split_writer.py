@@ -150,9 +150,10 @@ class SplitWriter:
                 **kwargs,
             )
         elif write.action == "delete":
-            options = client.V1DeleteOptions(
-                preconditions=client.V1Preconditions(resource_version=write.resource_version)
-            )
+            # uid, not resourceVersion: the controller rewrites a DaemonSet's status all the
+            # time (the label write just before makes it do so), the object stays the one seen.
+            uid = ((write.before or {}).get("metadata") or {}).get("uid")
+            options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
             delete = (
                 self._apps.delete_namespaced_daemon_set
                 if write.kind == "DaemonSet"

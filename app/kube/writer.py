@@ -4,6 +4,8 @@ Writes carry the resourceVersions the plan was made from, so someone else's chan
 between is a 409 and nothing is written. The ConfigMap is written before the DaemonSet
 (the new pods must find their config); a ConfigMap deletion comes after it (the old pods
 must not lose theirs). When the DaemonSet write fails, the ConfigMap write is undone.
+After a timeout or a 5xx the objects are re-read first (app.kube.uncertain): a write that
+was committed is never undone as if it had failed, and the admin is told the state found.
 Calls made here are all declared in app.kube.permissions.
 """
 
@@ -29,9 +31,13 @@ from app.domain.changes.history import (
     record_event,
 )
 from app.domain.changes.models import ChangePlan, ConfigMapAction
+from app.domain.changes.outcome import Found, describe
+
+__all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
 from app.kube.client import copy_api_client, translate
+from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
 
 log = logging.getLogger(__name__)
 audit_log = logging.getLogger("gpu_slots.audit")
@@ -70,15 +76,6 @@ class ApplyResult:
     applied_at: datetime
     warnings: tuple[str, ...] = ()
     change_id: str | None = None  # the entry in the change history (None: not recorded)
-
-
-class ApplyFailed(ClusterError):
-    """The DaemonSet write failed after the ConfigMap write; `restored`: the ConfigMap is undone."""
-
-    def __init__(self, message: str, *, cause: ClusterError, restored: bool) -> None:
-        super().__init__(message, status=cause.status, reason=cause.reason)
-        self.cause = cause
-        self.restored = restored
 
 
 def utc_now() -> datetime:
@@ -133,19 +130,7 @@ class PluginWriter:
 
     def read(self) -> ClusterObjects:
         """Both objects, fresh from the API server (None where absent)."""
-        daemonset = self._optional(
-            lambda: self._apps.read_namespaced_daemon_set(
-                self.daemonset_name, self.namespace, **_raw()
-            ),
-            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
-        )
-        configmap = self._optional(
-            lambda: self._core.read_namespaced_config_map(
-                self.configmap_name, self.namespace, **_raw()
-            ),
-            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
-        )
-        return ClusterObjects(daemonset, configmap)
+        return ClusterObjects(self._read_daemonset(), self._read_configmap())
 
     # writes ------------------------------------------------------------------------------
 
@@ -167,12 +152,23 @@ class PluginWriter:
 
     def apply(self, plan: ChangePlan, *, user: str, rolls_back: str | None = None) -> ApplyResult:
         """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it."""
-        written_cm = self._write_configmap(plan, dry_run=False)
-        try:
-            written_ds = self._write_daemonset(plan, dry_run=False)
-        except ClusterError as exc:
-            raise self._undo_configmap(plan, written_cm, exc) from exc
         warnings: list[str] = []
+        settle = Settle(plan, self._read_configmap, self._read_daemonset, self._where())
+        try:
+            try:
+                written_cm = self._write_configmap(plan, dry_run=False)
+            except ClusterError as exc:
+                written_cm = settle.configmap_write(exc, warnings)
+            try:
+                written_ds = self._write_daemonset(plan, dry_run=False)
+            except ClusterError as exc:
+                try:
+                    written_ds = settle.daemonset_write(exc, warnings)
+                except NotWritten:
+                    raise self._undo_configmap(plan, written_cm, exc) from exc
+        except ApplyFailed as failed:
+            audit_failure(plan, failed, user=user, daemonset=self._where())
+            raise
         result_cm = written_cm if written_cm is not None else plan.configmap_before
         if plan.configmap_action is ConfigMapAction.DELETE:
             try:
@@ -198,6 +194,25 @@ class PluginWriter:
         recorded = self._audit(plan, written_ds, record, warnings=warnings)
         return ApplyResult(
             written_ds, result_cm, applied_at, tuple(warnings), record.id if recorded else None
+        )
+
+    def _where(self) -> str:
+        return f"{self.namespace}/{self.daemonset_name}"
+
+    def _read_configmap(self) -> Manifest | None:
+        return self._optional(
+            lambda: self._core.read_namespaced_config_map(
+                self.configmap_name, self.namespace, **_raw()
+            ),
+            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
+        )
+
+    def _read_daemonset(self) -> Manifest | None:
+        return self._optional(
+            lambda: self._apps.read_namespaced_daemon_set(
+                self.daemonset_name, self.namespace, **_raw()
+            ),
+            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
         )
 
     def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
@@ -269,6 +284,10 @@ class PluginWriter:
                     action="restoring the ConfigMap after the failed change",
                 )
         except ClusterError as undo_error:
+            settle = Settle(plan, self._read_configmap, self._read_daemonset, self._where())
+            settled = settle.undo(cause, undo_error)
+            if settled is not None:
+                return settled
             log.error(
                 "plugin change half-applied: ConfigMap written, DaemonSet not, restore failed",
                 extra={"cause": str(cause), "restore_error": str(undo_error)},
@@ -280,12 +299,14 @@ class PluginWriter:
                 "roll the ConfigMap back by hand.",
                 cause=cause,
                 restored=False,
+                state=describe(configmap=Found.NEW, daemonset=Found.OLD),
             )
         log.warning("plugin change failed; ConfigMap restored", extra={"cause": str(cause)})
         return ApplyFailed(
             f"{cause}. The ConfigMap write was undone: the cluster is as before the change.",
             cause=cause,
             restored=True,
+            state=describe(configmap=Found.OLD, daemonset=Found.OLD),
         )
 
     # audit -------------------------------------------------------------------------------

@@ -129,7 +129,13 @@ class KubeApi:
 
     async def handle(self, request: Request) -> Response:
         try:
-            return await self._handle(request)
+            response = await self._handle(request)
+            if response.status_code >= 400:
+                return response
+            lost = self.faults.lost_answer(request.method, request.url.path)
+            if lost is not None:
+                raise ApiError.for_code(lost, "injected fault: the write was made, its answer lost")
+            return response
         except ApiError as error:
             return error_response(error)
         except Exception:  # a simulator bug must still answer like a server

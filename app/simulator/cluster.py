@@ -175,11 +175,12 @@ class SimulatedCluster:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         bound_port = sock.getsockname()[1]
+        routes = [
+            *control_routes(self),
+            *self.tokens.routes(unavailable=lambda: self.faults.unavailable),
+        ]
         app = create_app(
-            self.registry,
-            self.faults,
-            extra_routes=[*control_routes(self), *self.tokens.routes()],
-            logs=self.controller.pod_log,
+            self.registry, self.faults, extra_routes=routes, logs=self.controller.pod_log
         )
         config = uvicorn.Config(
             app,
@@ -235,9 +236,16 @@ class SimulatedCluster:
         self.faults.unavailable = unavailable
 
     def fail_next(
-        self, *, verb: str | None = None, kind: str | None = None, code: int = 500, count: int = 1
+        self,
+        *,
+        verb: str | None = None,
+        kind: str | None = None,
+        code: int = 500,
+        count: int = 1,
+        after_commit: bool = False,
     ) -> None:
-        self.faults.inject(verb=verb, kind=kind, code=code, count=count)
+        """Fail the next matching requests; `after_commit`: make the write, lose its answer."""
+        self.faults.inject(verb=verb, kind=kind, code=code, count=count, after_commit=after_commit)
 
     def clear_faults(self) -> None:
         self.faults.clear()

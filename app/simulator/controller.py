@@ -278,6 +278,9 @@ class PluginController:
             "nvidia.com/gpu.count": str(len(inventory.gpus)),
             "nvidia.com/gpu.replicas": str(outcome.replicas),
             "nvidia.com/gpu.sharing-strategy": outcome.strategy,
+            "nvidia.com/mps.capable": str(
+                outcome.strategy == "mps" and not any(g.mig_enabled for g in inventory.gpus)
+            ).lower(),
         }
         if inventory.gpus:
             gpu = inventory.gpus[0]

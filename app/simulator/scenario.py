@@ -55,7 +55,7 @@ from app.errors import ConfigError
 from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu, SimMig
 from app.simulator.rollout import RolloutPace
 
-BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty")
+BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "clusters")
 DEFAULT_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
 DEFAULT_PLUGIN_NAMESPACE = "kube-system"
 STEP_ACTIONS = ("start_process", "stop_process", "create_pod", "delete_pod")
@@ -84,6 +84,22 @@ class Scenario:
     steps: list[WorkloadStep] = field(default_factory=list)
     loop: bool = False
     rollout_pace: RolloutPace = field(default_factory=RolloutPace)
+
+    def daemonset_namespaces(self) -> list[str]:
+        """Namespaces of DaemonSets other than the plugin namespace (their ConfigMaps)."""
+        return _daemonset_namespaces(self)
+
+
+def _daemonset_namespaces(scenario: Scenario) -> list[str]:
+    return sorted(
+        {
+            str(o["metadata"].get("namespace"))
+            for o in scenario.objects
+            if o["kind"] == "DaemonSet"
+            and o["metadata"].get("namespace")
+            and o["metadata"].get("namespace") != scenario.plugin_namespace
+        }
+    )
 
 
 def gpu_uuid(node: str, index: int) -> str:
@@ -237,6 +253,18 @@ def process_from(node: str, spec: dict[str, Any]) -> GpuProcess:
     )
 
 
+def _node_spec(node: dict[str, Any]) -> dict[str, Any]:
+    """`unschedulable: true` cordons the node (with the taint kubectl cordon leads to)."""
+    spec: dict[str, Any] = {}
+    taints = [dict(t) for t in node.get("taints") or []]
+    if node.get("unschedulable"):
+        spec["unschedulable"] = True
+        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+    if taints:
+        spec["taints"] = taints
+    return spec
+
+
 def node_object(
     node: dict[str, Any], inventory: NodeInventory, *, index: int = 0
 ) -> dict[str, Any]:
@@ -266,7 +294,7 @@ def node_object(
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
-        "spec": {},
+        "spec": _node_spec(node),
         "status": {
             "capacity": capacity,
             "allocatable": copy.deepcopy(capacity),
@@ -276,6 +304,13 @@ def node_object(
                     "status": "True",
                     "reason": "KubeletReady",
                     "message": "kubelet is posting ready status",
+                }
+                if node.get("ready", True)
+                else {
+                    "type": "Ready",
+                    "status": "Unknown",
+                    "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.",
                 }
             ],
             "addresses": [

@@ -132,27 +132,19 @@ class TokenIssuer:
     def _sign(self, text: str) -> str:
         return _b64(hmac.new(self._key, text.encode(), hashlib.sha256).digest())
 
-    def routes(self) -> list[BaseRoute]:
+    def routes(self, *, unavailable: Callable[[], bool] = lambda: False) -> list[BaseRoute]:
         """The TokenReview endpoint, to serve before the generic API routes."""
 
         async def create(request: Request) -> Response:
+            if unavailable():
+                return _status(503, "ServiceUnavailable", "the server is currently unable")
             try:
                 body = await request.json()
                 spec = body["spec"]
                 token = spec["token"]
                 audiences = list(spec.get("audiences") or [])
             except (ValueError, KeyError, TypeError):
-                return JSONResponse(
-                    {
-                        "kind": "Status",
-                        "apiVersion": "v1",
-                        "status": "Failure",
-                        "code": 400,
-                        "reason": "BadRequest",
-                        "message": "TokenReview needs spec.token",
-                    },
-                    status_code=400,
-                )
+                return _status(400, "BadRequest", "TokenReview needs spec.token")
             status = self.review(str(token), [str(a) for a in audiences])
             answer = {
                 "kind": "TokenReview",
@@ -164,6 +156,18 @@ class TokenIssuer:
             return JSONResponse(answer, status_code=201)
 
         return [Route(TOKENREVIEWS_PATH, create, methods=["POST"])]
+
+
+def _status(code: int, reason: str, message: str) -> Response:
+    body = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
+    return JSONResponse(body, status_code=code)
 
 
 def _b64(data: bytes) -> str:

@@ -352,6 +352,30 @@ def preview(
         change=change,
         principal=principal,
         versions=shown.plan.resource_versions,
+        rollback=False,
+    )
+
+
+@router.post(f"{PLUGIN_PATH}/rollback/preview", response_class=HTMLResponse)
+def rollback_preview(
+    request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
+) -> HTMLResponse:
+    """What rolling back would do (diff, dry run, slots), before the admin confirms it."""
+    try:
+        principal = _admin(request, csrf_token)
+        shown = preview_mode(runtime, principal, None)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _error_page(request, runtime, error)
+    return _render(
+        request,
+        runtime,
+        "admin/preview.html",
+        title=_t(request)("rollback_preview_title"),
+        preview=shown,
+        change=None,
+        principal=principal,
+        versions=shown.plan.resource_versions,
+        rollback=True,
     )
 
 

@@ -34,6 +34,7 @@ from app.web.tokens import same_token
 log = logging.getLogger(__name__)
 
 REVIEW_TTL_S = 60.0
+REFUSAL_TTL_S = 10.0  # a refused token is not sent to the API server again this soon
 MAX_CACHED = 8192
 
 
@@ -75,8 +76,27 @@ class AgentAuth:
         self._reviewer = reviewer
         self._clock = clock
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[AgentIdentity, float]] = {}
+        self._cache: dict[str, tuple[AgentIdentity | AgentRefused, float]] = {}
         self.reviews = 0  # TokenReview calls made (tests and metrics)
+        if not self.usable_methods():
+            log.warning(
+                "no agent can authenticate: GEO_MLOPS_AGENT_AUTH=%s, but its methods lack "
+                "their settings (AGENT_SERVICE_ACCOUNT, AGENT_NODE_SECRET, AGENT_TOKEN)",
+                settings.agent_auth,
+            )
+
+    def usable_methods(self) -> list[str]:
+        """The configured methods that have what they need."""
+        settings = self.settings
+        ready = {
+            "serviceaccount": self._reviewer is not None
+            and settings.agent_service_account is not None,
+            "node-token": settings.agent_node_secret is not None
+            or settings.agent_node_secret_file is not None,
+            "shared-token": settings.agent_token is not None
+            or settings.agent_token_file is not None,
+        }
+        return sorted(m for m in settings.agent_methods if ready[m])
 
     def authenticate(self, token: str | None) -> AgentIdentity:
         if not token:
@@ -98,18 +118,33 @@ class AgentAuth:
         now = self._clock()
         with self._lock:
             cached = self._cache.get(key)
-            if cached is not None and cached[1] > now:
-                return cached[0]
-        identity = self._review(token)
-        ttl_s = min(REVIEW_TTL_S, _seconds_left(token))
+        if cached is not None and cached[1] > now:
+            if isinstance(cached[0], AgentRefused):
+                raise AgentRefused(cached[0].status_code, cached[0].message)
+            return cached[0]
+        outcome: AgentIdentity | AgentRefused
+        try:
+            outcome = self._review(token)
+            ttl_s = min(REVIEW_TTL_S, _seconds_left(token))
+        except AgentRefused as refused:
+            if refused.status_code != 401:
+                raise  # the API server could not be asked: ask again next time
+            outcome, ttl_s = refused, REFUSAL_TTL_S
+        self._remember(key, outcome, now=now, ttl_s=ttl_s)
+        if isinstance(outcome, AgentRefused):
+            raise AgentRefused(outcome.status_code, outcome.message)
+        return outcome
+
+    def _remember(
+        self, key: str, outcome: AgentIdentity | AgentRefused, *, now: float, ttl_s: float
+    ) -> None:
         with self._lock:
             if len(self._cache) >= MAX_CACHED:
                 for stale in [k for k, (_, until) in self._cache.items() if until <= now]:
                     del self._cache[stale]
                 while len(self._cache) >= MAX_CACHED:
                     del self._cache[next(iter(self._cache))]
-            self._cache[key] = (identity, now + ttl_s)
-        return identity
+            self._cache[key] = (outcome, now + ttl_s)
 
     def _review(self, token: str) -> AgentIdentity:
         assert self._reviewer is not None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI
@@ -21,10 +22,13 @@ from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web import (
     admin_api,
+    admin_gpus,
     admin_pages,
     agent_api,
     api,
+    history_pages,
     ops,
+    page_views,
     pages,
     peers,
     rollout_view,
@@ -71,6 +75,14 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     )
 
 
+def _templates(assets_dir: Path) -> Jinja2Templates:
+    """The one autoescaping environment, with the diff helpers the admin preview uses."""
+    templates = Jinja2Templates(directory=str(assets_dir / "templates"))
+    templates.env.filters["diff_lines"] = page_views.diff_lines
+    templates.env.filters["changed_count"] = page_views.changed_count
+    return templates
+
+
 def create_app(
     settings: Settings,
     *,
@@ -112,7 +124,7 @@ def create_app(
         source=source,
         reports=reports,
         snapshots=snapshots,
-        templates=Jinja2Templates(directory=str(assets_dir / "templates")),
+        templates=_templates(assets_dir),
         assets_dir=assets_dir,
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),
@@ -162,6 +174,8 @@ def create_app(
     app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
     app.include_router(admin_pages.router, dependencies=[page_reader])
+    app.include_router(history_pages.router, dependencies=[page_reader])
+    app.include_router(admin_gpus.router, dependencies=[page_reader])
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)

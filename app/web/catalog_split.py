@@ -21,6 +21,7 @@ SPLIT_EN: dict[str, str] = {
     "gpus_col_gpu": "GPU",
     "gpus_col_model": "Model",
     "gpus_col_memory": "Memory",
+    "gpus_memory_mib": "{mib} MiB",
     "gpus_col_processes": "Processes",
     "gpus_col_slots": "Slots",
     "gpus_col_role": "Goes to",
@@ -46,6 +47,7 @@ SPLIT_EN: dict[str, str] = {
     "operator's ClusterPolicy, not here.",
     "gpus_no_writes": "Plugin changes are not enabled in this server.",
     "gpus_edit_link": "Edit GPUs",
+    "gpus_history": "Changes of this node",
 }
 
 SPLIT_KO: dict[str, str] = {
@@ -67,6 +69,7 @@ SPLIT_KO: dict[str, str] = {
     "gpus_col_gpu": "GPU",
     "gpus_col_model": "모델",
     "gpus_col_memory": "메모리",
+    "gpus_memory_mib": "{mib} MiB",
     "gpus_col_processes": "프로세스",
     "gpus_col_slots": "슬롯",
     "gpus_col_role": "할당",
@@ -93,4 +96,5 @@ SPLIT_KO: dict[str, str] = {
     "operator의 ClusterPolicy에서 설정하세요.",
     "gpus_no_writes": "이 서버에서는 플러그인 변경이 켜져 있지 않습니다.",
     "gpus_edit_link": "GPU 편집",
+    "gpus_history": "이 노드의 변경 이력",
 }

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.preview import object_diff
-from app.domain.changes.split import check_confirmed, own_name, plan_split, split_state
-from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState
+from app.domain.changes.split import check_confirmed, plan_split, split_state
+from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState, own_name
 from app.domain.cluster import Manifest
 from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState

@@ -45,6 +45,8 @@ def _read_refused() -> HTTPException:
 def require_reader(request: Request) -> Principal | None:
     """Reads: anyone when reads are public, else any authenticated caller (401)."""
     auth = get_auth(request)
+    if auth.settings.public_reads:
+        return None  # nothing to check (and nothing to parse) on the hot path
     principal = auth.identify(request, for_write=False)
     if principal is None and not auth.settings.public_reads:
         raise _read_refused()
@@ -54,6 +56,8 @@ def require_reader(request: Request) -> Principal | None:
 def require_page_reader(request: Request) -> Principal | None:
     """Like `require_reader`, but a page answers with a redirect to the login form."""
     auth = get_auth(request)
+    if auth.settings.public_reads:
+        return None
     principal = auth.identify(request, for_write=False)
     if principal is None and not auth.settings.public_reads:
         if request.method not in READ_METHODS:

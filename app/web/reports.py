@@ -36,7 +36,8 @@ class ReportStore:
     ) -> None:
         self._lock = threading.Lock()
         self._reports: dict[str, ReceivedReport] = {}
-        self._unknown: set[str] = set()  # stored nodes the cluster did not have on arrival
+        # Stored nodes the cluster did not have on arrival, oldest arrival first.
+        self._unknown: dict[str, None] = {}
         self._on_change = on_change
         self.is_known = is_known
         self._max_unknown = max_unknown
@@ -52,40 +53,40 @@ class ReportStore:
                     return Outcome.DUPLICATE
                 if report.collected_at < current.report.collected_at:
                     return Outcome.OUT_OF_ORDER
-            if known:
-                self._unknown.discard(report.node)
-            else:
-                self._make_room(report.node, now=received_at)
-                self._unknown.add(report.node)
+            self._unknown.pop(report.node, None)
+            if not known:
+                self._make_room(now=received_at)
+                self._unknown[report.node] = None
             self._reports[report.node] = ReceivedReport(report=report, received_at=received_at)
             self.generation += 1
         self._on_change()
         return Outcome.STORED
 
-    def _make_room(self, node: str, *, now: datetime) -> None:
+    def _make_room(self, *, now: datetime) -> None:
         """Drop stale unknown-node reports, then the oldest ones, until one more fits."""
         self._drop_stale_unknown(now)
-        while node not in self._unknown and len(self._unknown) >= self._max_unknown:
-            oldest = min(self._unknown, key=lambda name: self._reports[name].received_at)
-            self._unknown.discard(oldest)
-            del self._reports[oldest]
+        while self._unknown and len(self._unknown) >= self._max_unknown:
+            self._forget(next(iter(self._unknown)))
 
     def _drop_stale_unknown(self, now: datetime) -> None:
         oldest_kept = now - self._stale_after
         for name in [n for n in self._unknown if self._reports[n].received_at < oldest_kept]:
-            self._unknown.discard(name)
-            del self._reports[name]
+            self._forget(name)
+
+    def _forget(self, name: str) -> None:
+        del self._unknown[name]
+        del self._reports[name]
 
     def forget_unknown(self, *, nodes: Collection[str], now: datetime) -> None:
         """Re-sort stored reports by the cluster's `nodes`; drop stale ones of absent nodes."""
         with self._lock:
             before = len(self._reports)
-            self._unknown = {name for name in self._reports if name not in nodes}
+            absent = [name for name in self._reports if name not in nodes]
+            absent.sort(key=lambda name: self._reports[name].received_at)  # stable: by arrival
+            self._unknown = dict.fromkeys(absent)
             self._drop_stale_unknown(now)
             while len(self._unknown) > self._max_unknown:
-                oldest = min(self._unknown, key=lambda name: self._reports[name].received_at)
-                self._unknown.discard(oldest)
-                del self._reports[oldest]
+                self._forget(next(iter(self._unknown)))
             if len(self._reports) != before:
                 self.generation += 1
 

@@ -164,8 +164,11 @@ class SnapshotService:
         return self._current
 
     def has_node(self, name: str) -> bool:
-        """Whether the cluster had node `name` at the latest build."""
-        return name in self._node_names
+        """Whether the cluster had node `name` at the latest build (any, before the first).
+
+        Before the first build every report is kept; that build sorts them out.
+        """
+        return self.builds == 0 or name in self._node_names
 
     @property
     def stale_reason(self) -> str | None:
@@ -283,25 +286,14 @@ class SnapshotService:
         return Readiness(True, False, "ok")
 
     def rebuild(self) -> Snapshot:
-        """Compute a snapshot from what the cache and the report store hold now."""
+        """Compute a snapshot from what the cache and the report store hold now.
+
+        A failure of any kind keeps the last good snapshot served, marked stale with the
+        reason (`stale_reason`), and /readyz degraded, until a build succeeds again.
+        """
         now = self._clock()
-        daemonsets = self._source.items("daemonsets")
-        nodes = self._source.items("nodes")
-        self._node_names = frozenset(
-            str((node.get("metadata") or {}).get("name", "")) for node in nodes
-        )
-        self._reports.forget_unknown(nodes=self._node_names, now=now)
-        state = ClusterState(
-            daemonset=configured_daemonset(daemonsets, self._options),
-            configmaps=configmaps_by_key(
-                self._source.items("configmaps"), self._options.plugin_namespace
-            ),
-            nodes=nodes,
-            pods=self._source.items("pods"),
-            reports=self._reports.latest(),
-            daemonsets=daemonsets,
-        )
         try:
+            state = self._state(now)
             snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
         except Exception as exc:
             self._engine_memo = EngineMemo()  # it may hold half of the failed build
@@ -331,6 +323,25 @@ class SnapshotService:
             self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
         )
         return with_findings(snapshot, extra)
+
+    def _state(self, now: datetime) -> ClusterState:
+        """What the engine reads: the cache's collections and the reports of known nodes."""
+        daemonsets = self._source.items("daemonsets")
+        nodes = self._source.items("nodes")
+        self._node_names = frozenset(
+            str((node.get("metadata") or {}).get("name", "")) for node in nodes
+        )
+        self._reports.forget_unknown(nodes=self._node_names, now=now)
+        return ClusterState(
+            daemonset=configured_daemonset(daemonsets, self._options),
+            configmaps=configmaps_by_key(
+                self._source.items("configmaps"), self._options.plugin_namespace
+            ),
+            nodes=nodes,
+            pods=self._source.items("pods"),
+            reports=self._reports.latest(),
+            daemonsets=daemonsets,
+        )
 
     def _publish_failure(self, exc: Exception, *, now: datetime) -> None:
         """Serve the last good snapshot marked stale, with the reason; /readyz says degraded."""

@@ -295,10 +295,18 @@ def test_agent_posts_to_the_dashboard_service_with_the_mounted_token() -> None:
     assert args[args.index("--dashboard") + 1] == (
         f"http://{service['metadata']['name']}.gpu-slots.svc:{service['spec']['ports'][0]['port']}"
     )
-    assert volume["secret"]["items"] == [{"key": "agent-token", "path": token_file.name}]
-    assert (
-        _one(rendered, "Secret", "-agent-token")["metadata"]["name"]
-        == volume["secret"]["secretName"]
+    [source] = volume["projected"]["sources"]
+    assert source["serviceAccountToken"] == {
+        "audience": "gpu-slots",
+        "expirationSeconds": 3600,
+        "path": token_file.name,
+    }
+    settings = _one(rendered, "ConfigMap", "-settings")["data"]
+    account = _one(rendered, "ServiceAccount", "-agent")["metadata"]
+    assert settings["GEO_MLOPS_AGENT_TOKEN_AUDIENCE"] == "gpu-slots"
+    assert settings["GEO_MLOPS_AGENT_AUTH"] == "serviceaccount,node-token"
+    assert settings["GEO_MLOPS_AGENT_SERVICE_ACCOUNT"] == (
+        f"{account['namespace']}:{account['name']}"
     )
 
 

@@ -306,6 +306,16 @@ class FakeSnapshots:
         return self._memo[key]  # type: ignore[return-value]
 
 
+class FakeSource:
+    """The cache's `items(kind)`: the pod manifests the usage page reads (none by default)."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, list[dict[str, object]]] = {}
+
+    def items(self, kind: str) -> list[dict[str, object]]:
+        return self.kinds.get(kind, [])
+
+
 @dataclass
 class FakeRuntime:
     snapshots: FakeSnapshots
@@ -313,6 +323,7 @@ class FakeRuntime:
     assets_dir: Path
     settings: Settings = field(default_factory=Settings)
     page_refresh_s: float | None = None
+    source: FakeSource = field(default_factory=FakeSource)
 
     def __post_init__(self) -> None:
         self.auth = AuthState(self.settings)

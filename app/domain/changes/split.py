@@ -11,9 +11,7 @@ that runs on more than one node.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +31,7 @@ from app.domain.changes.split_models import (
     SplitPlan,
     SplitRequest,
     SplitState,
+    own_name,
 )
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
@@ -48,15 +47,6 @@ _DROP_ANNOTATIONS = (
     "meta.helm.sh/release-name",
     "meta.helm.sh/release-namespace",
 )
-
-
-def own_name(shared: str, node: str) -> str:
-    """The node's own DaemonSet name: `<shared>-<node>`, shortened with a hash past 63."""
-    name = f"{shared}-{node}".lower()
-    if len(name) <= 63:
-        return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
-    return f"{re.sub(r'[^a-z0-9]+$', '', name[:54])}-{digest}"
 
 
 def visible_uuids(daemonset: Manifest, gpus: Sequence[NodeGpu]) -> tuple[str, ...]:

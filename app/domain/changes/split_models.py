@@ -6,6 +6,8 @@ the shared one pinned to the node, with the node's UUIDs in NVIDIA_VISIBLE_DEVIC
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,6 +22,20 @@ CONFIG_DIR = "/etc/gpu-slots/node-config"
 CONFIG_KEY = "config.yaml"
 
 SplitMode = Literal["basic", "time-slicing"]
+
+
+def own_name(shared: str, node: str) -> str:
+    """The node's own DaemonSet name: `<shared>-<node>`, shortened with a hash past 63."""
+    name = f"{shared}-{node}".lower()
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{re.sub(r'[^a-z0-9]+$', '', name[:54])}-{digest}"
+
+
+def editor_path(node: str) -> str:
+    """The admin page that edits a node's GPU split."""
+    return f"/admin/nodes/{node}/gpus"
 
 
 @dataclass(frozen=True)
