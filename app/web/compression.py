@@ -22,7 +22,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
-import anyio.to_thread
+from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -177,7 +177,7 @@ class CompressAndTag:
             compressed = self.cache.gzipped(entry.etag)
             if compressed is None:
                 if len(body) >= THREAD_GZIP_BYTES:
-                    compressed = await anyio.to_thread.run_sync(compress, body)
+                    compressed = await run_in_threadpool(compress, body)
                 else:
                     compressed = compress(body)
                 self.cache.keep_gzipped(entry.etag, compressed)
