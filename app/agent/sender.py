@@ -180,7 +180,7 @@ def backoff_delay_s(failures: int, *, base_s: float, cap_s: float, rng: random.R
 def _explain(status: int, message: str) -> str:
     reasons = {
         401: "dashboard refused the token (wrong or missing agent token)",
-        403: "dashboard refused the token (wrong or missing agent token)",
+        403: "dashboard refused the report: this token is for another node (check --node)",
         404: "dashboard has no report endpoint at this URL (wrong --dashboard?)",
         409: "dashboard holds a newer report of this node (clock skew, or two agents per node?)",
         413: "report too large for the dashboard",

@@ -34,8 +34,9 @@ HTTP_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
 def node_name(explicit: str | None) -> str:
-    """--node, else $NODE_NAME (downward API), else the hostname."""
-    return explicit or os.environ.get("NODE_NAME") or socket.gethostname()
+    """--node, else $NODE_NAME (downward API), else the hostname (lower case, as k3s and
+    kubeadm name nodes; the dashboard accepts Kubernetes node names only)."""
+    return explicit or os.environ.get("NODE_NAME") or socket.gethostname().lower()
 
 
 def run_agent(

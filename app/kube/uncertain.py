@@ -112,6 +112,15 @@ class Settle:
             state=state,
         ) from exc
 
+    def deleted(self, exc: ClusterError) -> bool:
+        """Whether the ConfigMap is gone although its deletion failed (answer lost)."""
+        if not is_uncertain(exc):
+            return False
+        try:
+            return self._read_configmap() is None
+        except ClusterError:
+            return False
+
     def undo(self, cause: ClusterError, undo_error: ClusterError) -> ApplyFailed | None:
         """After the undo of the ConfigMap failed: what it holds (None: still the new config)."""
         if not is_uncertain(undo_error):

@@ -175,10 +175,17 @@ class PluginWriter:
                 self._delete_configmap(plan, dry_run=False)
                 result_cm = None
             except ClusterError as exc:
-                warnings.append(
-                    f"The DaemonSet is updated, but the ConfigMap could not be deleted ({exc}); "
-                    "it is left behind, unused."
-                )
+                if settle.deleted(exc):
+                    result_cm = None
+                    warnings.append(
+                        f"The answer to the ConfigMap deletion was lost ({exc}); re-reading "
+                        "shows it was deleted."
+                    )
+                else:
+                    warnings.append(
+                        f"The DaemonSet is updated, but the ConfigMap could not be deleted "
+                        f"({exc}); it is left behind, unused."
+                    )
         applied_at = self._clock()
         record = ChangeRecord(
             id=change_id(applied_at, secrets.token_hex(3)),

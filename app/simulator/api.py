@@ -104,7 +104,9 @@ async def _json_body(request: Request) -> Any:
         try:
             return decode_body(raw)
         except ProtobufError as exc:
-            raise ApiError("UnsupportedMediaType", str(exc)) from exc
+            raise ApiError(
+                "UnsupportedMediaType", f"the protobuf body could not be read: {exc}"
+            ) from exc
     if "yaml" in content_type:
         raise ApiError(
             "UnsupportedMediaType",
@@ -288,6 +290,16 @@ class KubeApi:
         container = request.query_params.get("container")
         if container is not None and container not in containers:
             raise bad_request(f"container {container} is not valid for pod {target.name}")
+        for status in (pod.get("status") or {}).get("containerStatuses") or []:
+            waiting = (status.get("state") or {}).get("waiting") or {}
+            if waiting.get("reason") == "ContainerCreating" and container in (
+                None,
+                status.get("name"),
+            ):
+                raise bad_request(
+                    f'container "{status.get("name")}" in pod "{target.name}" is waiting to '
+                    "start: ContainerCreating"
+                )
         text = self.logs(target.namespace, target.name, container) if self.logs else None
         lines = (text or "").splitlines(keepends=True)
         tail = request.query_params.get("tailLines")

@@ -175,12 +175,14 @@ class SimulatedCluster:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         bound_port = sock.getsockname()[1]
-        routes = [
-            *control_routes(self),
-            *self.tokens.routes(unavailable=lambda: self.faults.unavailable),
-        ]
         app = create_app(
-            self.registry, self.faults, extra_routes=routes, logs=self.controller.pod_log
+            self.registry,
+            self.faults,
+            extra_routes=[
+                *control_routes(self),
+                *self.tokens.routes(unavailable=lambda: self.faults.unavailable),
+            ],
+            logs=self.controller.pod_log,
         )
         config = uvicorn.Config(
             app,
@@ -203,6 +205,7 @@ class SimulatedCluster:
             time.sleep(0.005)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound_port}"
+        self.controller.resume()
         self.timeline.start()
         return self.url
 

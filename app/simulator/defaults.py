@@ -3,6 +3,8 @@
 - Pods: a container that sets a limit but no request for a resource gets the request
   equal to the limit (the API server's pod defaulting). For extended resources such as
   `nvidia.com/gpu` this is what the scheduler and `kubectl describe node` count.
+- Secrets: `type` defaults to `Opaque`; `stringData` is merged into `data` (base64) and
+  never stored, as the API server does.
 - Events: times are parsed and written back the way the API server serialises them
   (`metav1.Time`: seconds, UTC, `Z`; `metav1.MicroTime`: six fractional digits), so a
   client that wrote `+00:00` or fractions reads back what a real cluster returns.
@@ -10,6 +12,7 @@
 
 from __future__ import annotations
 
+import base64
 from datetime import UTC, datetime
 from typing import Any
 
@@ -79,9 +82,24 @@ def normalise_event_times(event: JsonObject) -> None:
         holder[field] = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def default_secret(secret: JsonObject) -> None:
+    """Opaque by default; stringData written into data."""
+    if not secret.get("type"):
+        secret["type"] = "Opaque"
+    plain = secret.pop("stringData", None)
+    if isinstance(plain, dict) and plain:
+        existing = secret.get("data")
+        data: dict[str, Any] = existing if isinstance(existing, dict) else {}
+        for key, value in plain.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        secret["data"] = data
+
+
 def apply_defaults(resource: ResourceType, obj: JsonObject, *, creating: bool) -> None:
     """Fill in and normalise the object in place, as the API server does on a write."""
     if resource is POD and creating:
         default_requests_from_limits(obj)
     elif resource is EVENT:
         normalise_event_times(obj)
+    elif resource.kind == "Secret":
+        default_secret(obj)

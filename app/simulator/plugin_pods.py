@@ -14,9 +14,10 @@ import copy
 from collections.abc import Mapping
 from datetime import datetime
 
-from app.simulator.controller import HASH_LABEL, PluginController, template_hash
+from app.simulator.controller import PluginController
 from app.simulator.inventory import NodeInventory
 from app.simulator.plugin import PluginOutcome, advertised, container_env, plugin_container
+from app.simulator.plugin_daemonsets import HASH_LABEL, template_hash
 from app.simulator.podstatus import pod_status
 from app.simulator.registry import Registry, timestamp
 from app.simulator.resources import NODE, POD
@@ -226,4 +227,8 @@ class PacedPluginController(PluginController):
         self.sync_node(node)
 
     def stop(self) -> None:
+        """Finish queued replacements at once; later ones are instant until `resume()`."""
         self.worker.stop()
+
+    def resume(self) -> None:
+        self.worker.resume()

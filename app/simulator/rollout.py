@@ -27,9 +27,7 @@ class RolloutPace:
     creating_s: float = 0.0
 
     def __post_init__(self) -> None:
-        if self.terminating_s < 0 or self.creating_s < 0 or self.terminating_s > 600:
-            raise ValueError("rollout pace: seconds must be between 0 and 600")
-        if self.creating_s > 600:
+        if not (0 <= self.terminating_s <= 600 and 0 <= self.creating_s <= 600):
             raise ValueError("rollout pace: seconds must be between 0 and 600")
 
     @property
@@ -37,12 +35,17 @@ class RolloutPace:
         return self.terminating_s > 0 or self.creating_s > 0
 
 
-# The three steps of one node's replacement, called by the worker in order.
-Step = Callable[[str], bool]  # returns False to stop this node's rollout early
+# The steps of one node's replacement, called by the worker in order.
+Step = Callable[[str], bool]  # returns False when there is nothing more to do on the node
 
 
 class RolloutWorker:
-    """Runs node replacements one after another on a daemon thread."""
+    """Runs node replacements one after another on a daemon thread.
+
+    `stop()` finishes the queued replacements without waiting (so no pod is left
+    ContainerCreating); until `resume()`, `submit()` refuses, and the controller replaces
+    pods at once.
+    """
 
     def __init__(
         self, pace: RolloutPace, *, terminate: Step, create: Step, start: Callable[[str], None]
@@ -54,52 +57,55 @@ class RolloutWorker:
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.rolling: set[str] = set()
+        self._rolling: set[str] = set()
         self._lock = threading.Lock()
 
     def submit(self, node: str) -> bool:
-        """Queue a node's replacement; False if it is already queued or rolling."""
+        """Queue a node's replacement; False when stopped (the caller replaces at once)."""
         with self._lock:
-            if node in self.rolling:
+            if self._stop.is_set():
                 return False
-            self.rolling.add(node)
+            if node not in self._rolling:
+                self._rolling.add(node)
+                self._queue.put(node)
             if self._thread is None or not self._thread.is_alive():
-                self._stop.clear()
                 self._thread = threading.Thread(target=self._run, name="sim-rollout", daemon=True)
                 self._thread.start()
-        self._queue.put(node)
         return True
 
     def is_rolling(self, node: str) -> bool:
         with self._lock:
-            return node in self.rolling
+            return node in self._rolling
 
     def stop(self) -> None:
-        self._stop.set()
-        self._queue.put(None)
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        with self._lock:
+            self._stop.set()
+            thread = self._thread
+            self._queue.put(None)
+        if thread is not None:
+            thread.join(timeout=10)
         self._thread = None
 
+    def resume(self) -> None:
+        with self._lock:
+            self._stop.clear()
+
     def _run(self) -> None:
-        while not self._stop.is_set():
+        while True:
             node = self._queue.get()
             if node is None:
                 return
             try:
-                if (
-                    self._terminate(node)
-                    and not self._stop.wait(self.pace.terminating_s)
-                    and self._create(node)
-                ):
-                    self._stop.wait(self.pace.creating_s)
+                if self._terminate(node):
+                    self._stop.wait(self.pace.terminating_s)
+                    if self._create(node):
+                        self._stop.wait(self.pace.creating_s)
             except Exception:  # one node's failure must not stop the others
                 log.exception("simulated rollout on %s failed", node)
             finally:
                 with self._lock:
-                    self.rolling.discard(node)
-            if not self._stop.is_set():
-                try:
-                    self._start(node)
-                except Exception:
-                    log.exception("simulated rollout on %s failed to finish", node)
+                    self._rolling.discard(node)
+            try:
+                self._start(node)
+            except Exception:
+                log.exception("simulated rollout on %s failed to finish", node)

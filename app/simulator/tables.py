@@ -118,6 +118,12 @@ def _cm_row(cm: JsonObject, now: datetime) -> Row:
     return [cm["metadata"]["name"], data, age(cm["metadata"].get("creationTimestamp"), now)]
 
 
+def _secret_row(secret: JsonObject, now: datetime) -> Row:
+    data = len(secret.get("data") or {})
+    meta = secret["metadata"]
+    return [meta["name"], secret.get("type", ""), data, age(meta.get("creationTimestamp"), now)]
+
+
 def _ns_row(ns: JsonObject, now: datetime) -> Row:
     phase = (ns.get("status") or {}).get("phase", "Active")
     return [ns["metadata"]["name"], phase, age(ns["metadata"].get("creationTimestamp"), now)]
@@ -185,6 +191,10 @@ _PRINTERS: dict[str, tuple[Sequence[Column], Callable[[JsonObject, datetime], Ro
     ),
     "ConfigMap": ([("Name", "string", 0), ("Data", "integer", 0), ("Age", "string", 0)], _cm_row),
     "Namespace": ([("Name", "string", 0), ("Status", "string", 0), ("Age", "string", 0)], _ns_row),
+    "Secret": (
+        [("Name", "string", 0), ("Type", "string", 0), ("Data", "string", 0), ("Age", "string", 0)],
+        _secret_row,
+    ),
     "Event": (
         [
             ("Last Seen", "string", 0),

@@ -140,6 +140,15 @@ def _admin(request: Request, csrf: str | None) -> Principal:
     return get_auth(request).require_admin(request, csrf=csrf)
 
 
+def refused_form(request: Request, exc: Exception) -> Response:
+    """The translated form page for a refusal of `app.web.guards.require_admin_form`."""
+    assert isinstance(exc, AuthRefused)
+    page = _error_page(request, request.app.state.runtime, exc)
+    if exc.retry_after_s is not None:
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+    return page
+
+
 def _refused_page(
     request: Request, runtime: Runtime, status_code: int, alert: Alert
 ) -> HTMLResponse:

@@ -36,10 +36,11 @@ from app.web import (
     usage_api,
 )
 from app.web.agent_auth import AgentAuth, TokenReviewer
-from app.web.auth import AuthState
+from app.web.auth import AuthRefused, AuthState
 from app.web.compression import CompressAndTag
 from app.web.guards import (
     add_guard_handlers,
+    require_admin_form,
     require_admin_writes,
     require_metrics,
     require_page_reader,
@@ -173,9 +174,16 @@ def create_app(
     app.include_router(split_api.router, dependencies=[reader])
     app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
     app.include_router(admin_pages.login_router)  # the login form is open by nature
-    app.include_router(admin_pages.router, dependencies=[page_reader])
+    app.include_router(
+        admin_pages.router,
+        dependencies=[page_reader, Depends(require_admin_form)],
+    )
+    app.add_exception_handler(AuthRefused, admin_pages.refused_form)
+    app.include_router(
+        admin_gpus.router,
+        dependencies=[page_reader, Depends(require_admin_form)],
+    )
     app.include_router(history_pages.router, dependencies=[page_reader])
-    app.include_router(admin_gpus.router, dependencies=[page_reader])
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)

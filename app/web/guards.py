@@ -6,7 +6,8 @@
 - /metrics (`require_metrics`): its own bearer token when GEO_MLOPS_METRICS_TOKEN is set
   (what Prometheus sends), else the rule of reads;
 - writes (`require_admin_writes`): every method but GET/HEAD needs an admin (and CSRF
-  for ambient identities; see app.web.auth).
+  for ambient identities; see app.web.auth); the admin forms (`require_admin_form`) need
+  an admin too, and their handlers check the CSRF field of the form.
 
 A bearer token on a read that is not the admin's is not an identity, and never counts as a
 failed login.
@@ -97,6 +98,18 @@ def require_admin_writes(request: Request) -> Principal | None:
         return get_auth(request).require_admin(request, csrf=request.headers.get(CSRF_HEADER))
     except AuthRefused as refused:
         raise refused.as_http() from refused
+
+
+def require_admin_form(request: Request) -> None:
+    """Admin form writes: an admin (the handler checks the CSRF field, which only the form
+    body carries). Raises AuthRefused, which the app renders as the translated form page."""
+    if request.method in READ_METHODS:
+        return
+    principal = get_auth(request).identify(request, for_write=True)
+    if principal is None:
+        raise AuthRefused(401, "Log in as an admin, or send Authorization: Bearer <admin token>.")
+    if not principal.is_admin:
+        raise AuthRefused(403, f"{principal.user} is not an admin.")
 
 
 def add_guard_handlers(app: FastAPI) -> None:

@@ -279,6 +279,8 @@ class SnapshotService:
     def readiness(self) -> Readiness:
         health = self._source.health()
         if self._current is None or not health.synced:
+            if self.last_error is not None:  # listed, but no build has succeeded yet
+                return Readiness(False, False, f"snapshot build failed: {self.last_error}")
             return Readiness(False, False, "waiting for the first list of the cluster")
         reason = self.stale_reason
         if reason is not None:

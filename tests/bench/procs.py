@@ -98,6 +98,7 @@ def start_dashboard(
 ) -> Dashboard:
     """`gpu-slots serve --kube-server URL` with an agent token; returns at once."""
     port = free_port()
+    # One token for thousands of synthetic agents: the shared token, opted in explicitly.
     env = dict(
         os.environ,
         GEO_MLOPS_AGENT_TOKEN=AGENT_TOKEN,

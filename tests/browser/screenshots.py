@@ -62,6 +62,11 @@ def main(argv: list[str]) -> int:
         with httpx.Client(base_url=url, timeout=10) as client:
             wait_for(lambda: all_reported(client), timeout_s=20, what="agent reports")
             wait_for(lambda: idle_flagged(client), timeout_s=30, what="the idle notebook")
+            wait_for(  # two 30 s buckets of history make a sparkline
+                lambda: 'data-testid="spark-' in client.get("/nodes/gpu-server-4").text,
+                timeout_s=90,
+                what="sparklines",
+            )
         with sync_playwright() as playwright:
             browser = launch(playwright)
             for name, path, width, lang, testid, scheme in SHOTS:

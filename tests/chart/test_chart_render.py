@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import copy
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
+from app.simulator.cluster import SimulatedCluster
 from tests.chart.checks import KUBE_VERSIONS, all_errors, service_selects
 from tests.chart.helm import (
     CHART_DIR,
@@ -24,6 +26,7 @@ from tests.chart.helm import (
     render,
     values_schema,
 )
+from tests.kube_tools import kube_tools
 
 MATRIX: dict[str, dict[str, Any]] = {
     "defaults": {},
@@ -431,17 +434,29 @@ def test_secrets_missing_tokens_are_generated_long_and_distinct() -> None:
     assert len(set(values)) == 3
 
 
-def test_secrets_upgrade_keeps_the_tokens_already_in_the_cluster() -> None:
+def test_secrets_upgrade_keeps_the_tokens_already_in_the_cluster(tmp_path: Path) -> None:
+    """`helm template --dry-run=server` against the simulator: `lookup` finds the Secrets."""
     first = render()
-    cluster = {
-        ("v1", "Secret", "gpu-slots", obj["metadata"]["name"]): obj
-        for obj in first.objects
-        if obj["kind"] == "Secret"
-    }
-    second = render(cluster=cluster)
+    secrets = [obj for obj in first.objects if obj["kind"] == "Secret"]
+    for secret in secrets:  # what `helm install` wrote on them
+        secret["metadata"]["annotations"] = {
+            "meta.helm.sh/release-name": "gpu-slots",
+            "meta.helm.sh/release-namespace": "gpu-slots",
+        }
+    manifest = tmp_path / "secrets.yaml"
+    manifest.write_text(yaml.safe_dump_all(secrets))
+    with SimulatedCluster("empty") as sim:
+        url = sim.start()
+        kubectl = [str(kube_tools().kubectl), f"--server={url}"]
+        for args in (["create", "namespace", "gpu-slots"], ["apply", "-f", str(manifest)]):
+            done = subprocess.run([*kubectl, *args], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+        second = render(server=url)
+    fresh = render()
 
     for suffix, key in (("-admin", "admin-token"), ("-agent-token", "agent-token")):
         assert _secret_value(second, suffix, key) == _secret_value(first, suffix, key)
+        assert _secret_value(fresh, suffix, key) != _secret_value(first, suffix, key)
 
 
 def test_notes_tell_how_to_reach_the_page_and_read_the_admin_token() -> None:

@@ -24,7 +24,7 @@ from app.domain.findings.catalogue import CATALOGUE
 from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding
 from tests import factories as f
-from tests.domain.test_findings import CASES
+from tests.domain.test_findings import CASES, HISTORY_CODES
 from tests.domain.worlds import snap
 
 # Each name the engine reads, and what it becomes. Every hostile value would run
@@ -37,9 +37,12 @@ RENAMES = {
     "gpu-1": "node'\n touch pwned-node #",
     "default": "wl&& touch pwned-wl",
 }
+MOUNT_PATH, HOSTILE_MOUNT_PATH = "/config", "/cfg $(touch pwned-path)"
 
 
 def _swap_text(text: str) -> str:
+    if text == MOUNT_PATH or text.startswith(MOUNT_PATH + "/"):  # the mount, and files in it
+        text = HOSTILE_MOUNT_PATH + text[len(MOUNT_PATH) :]
     for plain, hostile in RENAMES.items():
         text = text.replace(plain, hostile)
     return text
@@ -110,7 +113,9 @@ PAIRS = _pairs()
 
 
 def test_hostile_names_reach_every_catalogued_finding() -> None:
-    assert {code for code, _, _ in PAIRS} == set(CATALOGUE)
+    # The idle-history findings are not raised by the engine: tests/domain/test_usage_idle.py
+    # checks their remedies with hostile pod names.
+    assert {code for code, _, _ in PAIRS} | HISTORY_CODES == set(CATALOGUE)
 
 
 @pytest.mark.parametrize(("code", "plain", "wild"), PAIRS, ids=[p[0] for p in PAIRS])

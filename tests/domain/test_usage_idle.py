@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from datetime import UTC, datetime, timedelta
 
 from app.domain.snapshot import (
@@ -127,7 +128,19 @@ def test_idle_holder_held_42_min_without_process_is_flagged() -> None:
         ("slot-held-idle", "ml/nb-0", "42 min")
     ]
     assert found[0].title == "ml/nb-0 holds 1 slot(s) of GPU 3: held for 42 min, no GPU process"
-    assert "kubectl -n ml delete pod nb-0" in found[0].remedy
+    assert found[0].remedy == "kubectl -n ml delete pod nb-0  # once its owner agrees"
+
+
+def test_idle_remedy_quotes_hostile_pod_names() -> None:
+    history = UsageHistory()
+    idle = gpu(holders=["ml;touch x/nb$(touch y)"], running=[], util=0)
+    feed(history, [(0, idle), (20, idle)])
+    now = T0 + timedelta(minutes=20)
+    found = history_findings(history, now=now, idle_after_s=60, low_after_s=60)
+    for item in found:
+        assert "\n" not in item.remedy
+        words = shlex.split(item.remedy, comments=True)
+        assert "ml;touch x" in words and "nb$(touch y)" in words, words
 
 
 def test_idle_holder_counts_from_its_last_process() -> None:

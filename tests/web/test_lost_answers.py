@@ -87,3 +87,15 @@ def test_half_state_is_named_to_the_admin_and_the_audit(
     assert record.state == (
         "half applied: the ConfigMap holds the NEW config, the DaemonSet the OLD one"
     )
+
+
+def test_configmap_deletion_committed_but_answer_lost_reports_it_deleted(admin: Stack) -> None:
+    assert put(admin, TO_TS4).status_code == 200
+    wait_for(lambda: config(admin)["mode"] == "time-slicing", what="time-slicing in the config")
+    admin.simulator.fail_next(verb="delete", kind="ConfigMap", code=504, after_commit=True)
+
+    response = put(admin, {"mode": "basic", "deleteConfigMap": True})
+
+    assert response.status_code == 200, response.text
+    assert any("shows it was deleted" in w for w in response.json()["warnings"])
+    assert admin.simulator.get("ConfigMap", CM, NS) is None

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 from app.web.catalog_findings_ko import FINDINGS_KO
-from tests.web.page_snapshots import demo_like, page_app
+from tests.web.page_snapshots import NOW, demo_like, page_app
 from tests.web.test_pages import get
 
 
@@ -65,3 +66,27 @@ def test_usage_page_groups_holders_by_namespace_with_links() -> None:
     rows = re.findall(r'data-testid="usage-row" data-key="([^"]+)"', html)
     assert rows == ["serving"]  # the host-split node's inference pod
     assert get(app, "/usage?by=team").status_code == 422
+
+
+def test_node_page_draws_a_sparkline_per_gpu_from_the_idle_history() -> None:
+    snapshot = demo_like()
+    app, runtime = page_app(snapshot)
+    node = snapshot.nodes[0]
+    assert node.agent is not None
+    for minute in range(3):  # three 30 s buckets of utilization
+        at = NOW + timedelta(minutes=minute)
+        history_snapshot = snapshot.model_copy(
+            update={
+                "nodes": [
+                    node.model_copy(
+                        update={"agent": node.agent.model_copy(update={"collected_at": at})}
+                    )
+                ]
+            }
+        )
+        runtime.snapshots.usage.observe(history_snapshot, now=at)
+    html = get(app, f"/nodes/{node.name}").text
+    gpu = node.gpus[0]
+    assert f'data-testid="spark-{gpu.uuid}"' in html
+    assert '<svg class="spark" viewBox="0 0 120 24"' in html
+    assert "style=" not in html.split('data-testid="processes"')[0]  # CSP: no inline styles

@@ -61,6 +61,24 @@ def test_failed_build_serves_the_last_good_snapshot_stale_with_the_reason() -> N
     assert recovered["stale"] is False and recovered["stale_reason"] is None
 
 
+def test_build_failing_from_the_start_says_why_in_readyz() -> None:
+    app = make_app(Clock())
+    service = runtime(app).snapshots
+    source = BrokenPods(**runtime(app).source.collections)  # type: ignore[attr-defined]
+    source.broken = True
+    service._source = source
+    service._current = service._good = None  # a fresh process whose first build fails
+    with pytest.raises(RuntimeError):
+        service.rebuild()
+    response = TestClient(app).get("/readyz")
+    assert response.status_code == 503
+    assert response.json() == {
+        "status": "starting",
+        "reason": "snapshot build failed: RuntimeError: pods list is corrupt",
+        "stale_age_s": None,
+    }
+
+
 # Any JSON-ish value, including huge and odd numbers, strings where numbers belong, nulls.
 LEAF = st.one_of(
     st.none(),
@@ -107,7 +125,7 @@ REPORT = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
 @given(reports=st.lists(REPORT, min_size=1, max_size=4))
 def test_random_reports_over_http_never_stop_the_snapshot(reports: list[dict[str, Any]]) -> None:
     app = make_app(Clock(), agent_token="t" * 24, agent_auth="shared-token")
@@ -121,3 +139,55 @@ def test_random_reports_over_http_never_stop_the_snapshot(reports: list[dict[str
     assert [node.name for node in snapshot.nodes] == ["gpu-1", "gpu-2"]
     assert client.get("/").status_code == 200
     assert client.get("/nodes/gpu-1").status_code == 200
+
+
+# Reports inside every bound, at its edges: the engine must take all of them.
+MIB = st.integers(min_value=0, max_value=1 << 20)
+VALID_GPU = st.builds(
+    lambda total, used, util, procs: {
+        "uuid": "",
+        "memory_total_mib": total,
+        "memory_used_mib": used,
+        "utilization_pct": util,
+        "processes": procs,
+    },
+    st.one_of(st.none(), MIB),
+    st.one_of(st.none(), MIB),
+    st.one_of(st.none(), st.integers(min_value=0, max_value=100)),
+    st.lists(
+        st.fixed_dictionaries(
+            {"pid": st.integers(min_value=0, max_value=1 << 22)},
+            optional={"used_memory_mib": st.one_of(st.none(), MIB), "visible": st.booleans()},
+        ),
+        max_size=5,
+    ),
+)
+
+
+def _numbered(gpus: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{**gpu, "index": i, "uuid": f"GPU-{i:04x}-edge"} for i, gpu in enumerate(gpus)]
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    gpus=st.lists(VALID_GPU, max_size=64).map(_numbered), node=st.sampled_from(["gpu-1", "gpu-2"])
+)
+def test_reports_at_the_edges_of_their_bounds_are_taken_and_the_snapshot_builds(
+    gpus: list[dict[str, Any]], node: str
+) -> None:
+    app = make_app(Clock(), agent_token="t" * 24, agent_auth="shared-token")
+    client = TestClient(app, raise_server_exceptions=False)
+    body = {
+        "schema": 1,
+        "node": node,
+        "collected_at": NOW.isoformat(),
+        "source": "nvml",
+        "gpus": gpus,
+    }
+    response = client.post(URL, json=body, headers={"Authorization": "Bearer " + "t" * 24})
+    assert response.status_code == 202, response.text
+    snapshot = runtime(app).snapshots.rebuild()
+    [state] = [n for n in snapshot.nodes if n.name == node]
+    assert state.physical_gpus == len(gpus)
+    assert client.get(f"/nodes/{node}").status_code == 200
+    assert client.get("/metrics").status_code == 200

@@ -136,9 +136,11 @@ def rollout_status(
     if updated + failing_old < desired:
         stuck.append(f"{updated} of {desired} plugin pods run the new template.")
     nodes: list[NodeRollout] = []
+    ref = f"{meta.get('namespace')}/{meta.get('name')}"
     for node in snapshot.nodes if snapshot is not None else []:
-        if not node.gpu_node:
-            continue
+        owner = node.config.daemonset if node.config is not None else None
+        if not node.gpu_node or (owner is not None and owner != ref):
+            continue  # another plugin install runs there: this change does not reach it
         want = slots_of(expected, node.visible_gpus)
         advertised = node.capacity if node.resource == expected.resource else None
         state: NodeRolloutState

@@ -7,11 +7,11 @@ the GPU's codes and worst severity.
 
 from __future__ import annotations
 
-import shlex
 from collections import defaultdict
 from datetime import datetime
 
 from app.domain.findings.catalogue import SEVERITY_RANK, finding, sort_key
+from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding, GpuState, NodeState, Snapshot
 from app.domain.usage.idle import IdleHolder, LowGpu, UsageHistory
 
@@ -30,7 +30,7 @@ def duration_text(seconds: float) -> str:
 
 def _pod_command(pod: str) -> tuple[str, str]:
     namespace, _, name = pod.partition("/")
-    return shlex.quote(namespace or "default"), shlex.quote(name or pod)
+    return sh(namespace or "default"), sh(name or pod)
 
 
 def idle_holder_finding(item: IdleHolder) -> Finding:
@@ -48,11 +48,7 @@ def idle_holder_finding(item: IdleHolder) -> Finding:
             "gpu_processes_of_pod": 0,
             "watched_since": item.watched_since.isoformat(),
         },
-        remedy=(
-            f"# ask the owner whether it is still needed, then free the slot:\n"
-            f"kubectl -n {namespace} get pod {name} -o wide\n"
-            f"kubectl -n {namespace} delete pod {name}"
-        ),
+        remedy=f"kubectl -n {namespace} delete pod {name}  # once its owner agrees",
         node=item.node,
         gpu_uuid=item.gpu_uuid,
         pod=item.pod,
@@ -72,11 +68,11 @@ def low_gpu_finding(item: LowGpu) -> Finding:
             "utilization_below_pct": 1,
         },
         remedy=(
-            "# the holders below run almost nothing on this GPU; ask them to release it:\n"
-            + "\n".join(
+            " && ".join(
                 "kubectl -n {} get pod {} -o wide".format(*_pod_command(pod))
                 for pod in item.holders
             )
+            + "  # ask the holders to release the GPU"
             if item.holders
             else "nvidia-smi -q -d UTILIZATION"
         ),
