@@ -84,7 +84,8 @@ def markdown(
         *(f"- {name}: {value}" for name, value in info),
         f"- load: {settings.connections} keep-alive connections for {settings.load_s:.0f} s per "
         f"endpoint, while every node but one reports every {AGENT_INTERVAL_S:.0f} s; "
-        f"kubectl timed {settings.kubectl_runs} times (median, twice above 1,000 nodes); "
+        f"kubectl timed {settings.kubectl_runs} times (median; at most twice above 1,000 "
+        "nodes, once above 3,000); "
         f"{settings.changes} pod changes and "
         f"{settings.changes} report changes, each made and undone",
         f"- the whole run took {elapsed_s / 60:.1f} min; load average at the end (1 / 5 min): "
