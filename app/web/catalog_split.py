@@ -48,6 +48,10 @@ SPLIT_EN: dict[str, str] = {
     "gpus_no_writes": "Plugin changes are not enabled in this server.",
     "gpus_edit_link": "Edit GPUs",
     "gpus_history": "Changes of this node",
+    "gpus_rollout_done": "Rollout done: the node advertises {now} slots, as expected.",
+    "gpus_rollout_waiting": "Rollout in progress: the node advertises {now} slots, {expected} "
+    "expected once its plugin pod has restarted.",
+    "gpus_rollout_reload": "Check again",
 }
 
 SPLIT_KO: dict[str, str] = {
@@ -97,4 +101,8 @@ SPLIT_KO: dict[str, str] = {
     "gpus_no_writes": "이 서버에서는 플러그인 변경이 켜져 있지 않습니다.",
     "gpus_edit_link": "GPU 편집",
     "gpus_history": "이 노드의 변경 이력",
+    "gpus_rollout_done": "롤아웃 완료: 노드가 예상대로 슬롯 {now}개를 알립니다.",
+    "gpus_rollout_waiting": "롤아웃 진행 중: 노드가 지금 슬롯 {now}개를 알립니다. 플러그인 파드가 "
+    "다시 시작되면 {expected}개가 됩니다.",
+    "gpus_rollout_reload": "다시 확인",
 }

@@ -24,10 +24,32 @@ def _fill(template: str, params: dict[str, object]) -> str | None:
     return template.format(**{name: params[name] for name in names})
 
 
+def duration_ko(seconds: float) -> str:
+    """A duration in Korean: `35초`, `42분`, `1시간 5분` (the English `duration_text`'s steps)."""
+    whole = max(0, int(seconds))
+    if whole < 120:
+        return f"{whole}초"
+    minutes = whole // 60
+    if minutes < 60:
+        return f"{minutes}분"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours}시간 {rest}분" if rest else f"{hours}시간"
+
+
+def _ko_params(item: Finding) -> dict[str, object]:
+    """The finding's params, durations worded in Korean where the seconds are known."""
+    params: dict[str, object] = dict(item.params)
+    for name in ("idle_for", "low_for"):
+        seconds = params.get(f"{name}_s")
+        if isinstance(seconds, int | float):
+            params[name] = duration_ko(seconds)
+    return params
+
+
 def finding_title(item: Finding, lang: str) -> str:
     if lang == "ko" and item.code in FINDINGS_KO:
         summary, template, _ = FINDINGS_KO[item.code]
-        return _fill(template, dict(item.params)) or summary
+        return _fill(template, _ko_params(item)) or summary
     return item.title
 
 

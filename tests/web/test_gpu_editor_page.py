@@ -62,8 +62,13 @@ def test_editor_preview_apply_and_rollback_give_gpu_1_to_kubernetes(stack: Stack
     )
     assert applied.status_code == 303
     wait_for(lambda: allocatable(stack) == {NODE: "3"}, what="allocatable 3")
+    wait_for(
+        lambda: 'data-done="true"' in stack.client.get(applied.headers["location"]).text,
+        what="the editor saying the rollout is done",
+    )
     page = stack.client.get(applied.headers["location"]).text
     assert "Applied as change" in page
+    assert "Rollout done: the node advertises 3 slots, as expected." in page
     assert roles(page)[1] == (GPU[1], "kubernetes")
     change = re.search(r'data-change="([^"]+)"', page)
     assert change is not None

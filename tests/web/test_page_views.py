@@ -47,3 +47,20 @@ def test_spark_scales_utilization_into_the_box() -> None:
 def test_diff_lines_kinds() -> None:
     kinds = [line.kind for line in diff_lines("--- a\n+++ b\n@@ -1 +1 @@\n-old\n+new\n same")]
     assert kinds == ["file", "file", "hunk", "del", "add", "same"]
+
+
+def test_korean_idle_title_words_the_duration_in_korean() -> None:
+    from app.domain.usage.findings import idle_holder_finding
+    from app.domain.usage.idle import IdleHolder
+    from app.web.finding_text import duration_ko, finding_title
+
+    item = idle_holder_finding(
+        IdleHolder("gpu-4", "GPU-1", 3, "ml/nb-0", 1, idle_s=2520, held_s=2600, watched_since=NOW)
+    )
+    assert finding_title(item, "ko") == (
+        "ml/nb-0이(가) GPU 3의 슬롯 1개를 42분 동안 잡고 있지만 GPU 프로세스가 없습니다"
+    )
+    assert finding_title(item, "en") == (
+        "ml/nb-0 holds 1 slot(s) of GPU 3: held for 42 min, no GPU process"
+    )
+    assert [duration_ko(s) for s in (35, 3900, 7200)] == ["35초", "1시간 5분", "2시간"]
