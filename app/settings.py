@@ -49,6 +49,13 @@ class Settings(BaseSettings):
     # Logged-out session ids, kept across restarts (a writable file, e.g. on a volume).
     session_revocations_file: Path | None = None
 
+    # Replicas (app.web.peers): URLs whose names resolve to every dashboard replica (the
+    # chart's headless Service), comma-separated; this replica's own address (the pod IP)
+    # is skipped; how long a starting replica no peer answers waits for the agents.
+    peers: str = ""
+    pod_ip: str | None = None
+    report_wait_s: float = Field(default=0.0, ge=0, le=3600)
+
     public_reads: bool = True
     agent_stale_after_s: float = Field(default=90.0, gt=0)
     max_report_bytes: int = Field(default=1_048_576, ge=1024)

@@ -36,9 +36,9 @@ def wait_for(
 class LiveServer:
     """A FastAPI app served by uvicorn in a background thread (lifespan included)."""
 
-    def __init__(self, app: FastAPI, *, port: int = 0) -> None:
+    def __init__(self, app: FastAPI, *, port: int = 0, host: str = "127.0.0.1") -> None:
         # The production settings (no forwarded-header rewriting), with the lifespan on.
-        config = uvicorn_config(app, host="127.0.0.1", port=port)
+        config = uvicorn_config(app, host=host, port=port)
         config.lifespan = "on"
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="live-server", daemon=True)
@@ -48,7 +48,7 @@ class LiveServer:
         self.thread.start()
         wait_for(lambda: self.server.started, what="uvicorn to start")
         port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://{self.server.config.host}:{port}"
         return self.url
 
     def stop(self) -> None:

@@ -30,12 +30,14 @@ from app.web import (
     ops,
     page_views,
     pages,
+    peers,
     rollout_view,
     split_api,
     usage_api,
 )
 from app.web.agent_auth import AgentAuth, TokenReviewer
 from app.web.auth import AuthRefused, AuthState
+from app.web.compression import CompressAndTag
 from app.web.guards import (
     add_guard_handlers,
     require_admin_form,
@@ -45,6 +47,7 @@ from app.web.guards import (
     require_reader,
 )
 from app.web.problems import add_problem_handlers
+from app.web.report_sync import ReportSync
 from app.web.reports import ReportStore
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
 from app.web.schemas import ProblemOut
@@ -111,6 +114,12 @@ def create_app(
         low_after_s=settings.low_utilization_after_s,
     )
     reports.is_known = snapshots.has_node
+    report_sync = ReportSync(
+        settings,
+        reports,
+        snapshot_ready=lambda: snapshots.current() is not None,
+        on_copied=snapshots.poke,
+    )
     runtime = Runtime(
         settings=settings,
         source=source,
@@ -120,6 +129,7 @@ def create_app(
         assets_dir=assets_dir,
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),
+        peers=report_sync,
         clock=clock,
         writer=writer,
         page_refresh_s=page_refresh_s,
@@ -129,9 +139,11 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         source.start()
         snapshots.start()
+        report_sync.start()
         try:
             yield
         finally:
+            report_sync.stop()
             snapshots.stop()
             source.stop()
 
@@ -155,6 +167,7 @@ def create_app(
     app.include_router(usage_api.router, dependencies=[reader])
     app.include_router(rollout_view.router, dependencies=[reader])
     app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
+    app.include_router(peers.router)  # replicas authenticate each other (app.web.peers)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
     app.include_router(admin_api.router, dependencies=[reader, Depends(require_admin_writes)])
@@ -174,6 +187,7 @@ def create_app(
     add_problem_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)
+    app.add_middleware(CompressAndTag)
     app.add_middleware(SecurityHeaders)
     _add_report_schema(app, reader)
     return app

@@ -20,16 +20,22 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", response_model=ReadyOut, responses={503: {"model": ReadyOut}})
 async def readyz(runtime: RuntimeDep, response: Response) -> ReadyOut:
-    """Ready once a snapshot exists; `degraded` (still 200) while serving a stale one."""
+    """Ready once a snapshot exists and every node's latest report is here (`reports` says
+    from where); `degraded` (still 200) while serving a stale one."""
     readiness = runtime.snapshots.readiness()
     snapshot = runtime.snapshots.current()
+    sync = runtime.peers.state()
     if not readiness.ready:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-        return ReadyOut(status="starting", reason=readiness.reason)
+        return ReadyOut(status="starting", reason=readiness.reason, reports=sync.how)
+    if not sync.done:  # not every node's latest report yet (app.web.peers)
+        response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+        return ReadyOut(status="starting", reason=sync.how, reports=sync.how)
     return ReadyOut(
         status="degraded" if readiness.degraded else "ok",
         reason=readiness.reason,
         stale_age_s=snapshot.stale_age_s if snapshot else None,
+        reports=sync.how,
     )
 
 

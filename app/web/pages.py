@@ -34,6 +34,7 @@ from app.web.filters import (
 )
 from app.web.finding_text import finding_explanation, finding_summary
 from app.web.i18n import CATALOGS, LANG_COOKIE, Translator, language_of, supported
+from app.web.node_window import parse_page, window
 from app.web.runtime import Runtime
 from app.web.usage_api import usage_of
 from app.web.views import most_severe, seconds, views
@@ -127,7 +128,7 @@ def _page(
     html = _render(runtime, f"pages/{page}.html", context)
     response = HTMLResponse(html, status_code=status_code, media_type=HTML)
     response.headers["Vary"] = "Accept-Language, Cookie"
-    response.headers["Cache-Control"] = "no-store"
+    response.headers["Cache-Control"] = "private, no-cache"
     return response
 
 
@@ -140,7 +141,7 @@ def _signed_in(request: Request) -> str | None:
 def _fragment_response(body: Markup) -> HTMLResponse:
     response = HTMLResponse(str(body), media_type=HTML)
     response.headers["Vary"] = "Accept-Language, Cookie"
-    response.headers["Cache-Control"] = "no-store"
+    response.headers["Cache-Control"] = "private, no-cache"
     return response
 
 
@@ -170,12 +171,14 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
     )
 
 
-def _overview_extra(spec: NodeFilter) -> Callable[[Snapshot], dict[str, Any]]:
+def _overview_extra(spec: NodeFilter, page: int = 1) -> Callable[[Snapshot], dict[str, Any]]:
     def extra(snapshot: Snapshot) -> dict[str, Any]:
         gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
+        shown = window(filter_nodes(gpu_nodes, spec), page)
         return {
             "top_findings": most_severe(snapshot.findings, limit=5),
-            "nodes": filter_nodes(gpu_nodes, spec),
+            "nodes": shown.nodes,
+            "window": shown,
             "node_filter": spec,
             "filter_choices": choices(gpu_nodes),
         }
@@ -183,16 +186,26 @@ def _overview_extra(spec: NodeFilter) -> Callable[[Snapshot], dict[str, Any]]:
     return extra
 
 
-def overview_fragment(runtime: Runtime, lang: str, spec: NodeFilter | None = None) -> Markup:
+def overview_fragment(
+    runtime: Runtime, lang: str, spec: NodeFilter | None = None, page: int = 1
+) -> Markup:
+    """The overview; unfiltered pages are memoised per snapshot (page 1 as `overview`)."""
     spec = spec or NodeFilter()
     return _fragment(
         runtime,
         lang,
-        key="overview",
+        key="overview" if page == 1 else f"overview:p{page}",
         template="partials/overview.html",
-        extra=_overview_extra(spec),
-        memo=not spec.active,
+        extra=_overview_extra(spec, page),
+        memo=not spec.active and page <= MEMO_PAGES,
     )
+
+
+MEMO_PAGES = 50  # unfiltered overview pages memoised per snapshot; further ones render per request
+
+
+def _with_page(query: str, page: int) -> str:
+    return query if page == 1 else "&".join(part for part in (query, f"page={page}") if part)
 
 
 def _live(path: str, query: str) -> str:
@@ -204,6 +217,7 @@ def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) 
     lang = language_of(request)
     try:
         spec = parse_node_filter(request.query_params)
+        page = parse_page(request.query_params)
     except FilterError as error:
         return _filter_error(request, runtime, error)
     return _page(
@@ -211,8 +225,8 @@ def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) 
         runtime,
         page="overview",
         title=Translator(lang)("title_overview"),
-        body=overview_fragment(runtime, lang, spec),
-        live_url=_live("/fragments/overview", spec.query()),
+        body=overview_fragment(runtime, lang, spec, page),
+        live_url=_live("/fragments/overview", _with_page(spec.query(), page)),
         refresh_s=refresh_s,
     )
 
@@ -221,9 +235,10 @@ def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) 
 def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     try:
         spec = parse_node_filter(request.query_params)
+        page = parse_page(request.query_params)
     except FilterError:
-        spec = NodeFilter()
-    return _fragment_response(overview_fragment(runtime, language_of(request), spec))
+        spec, page = NodeFilter(), 1
+    return _fragment_response(overview_fragment(runtime, language_of(request), spec, page))
 
 
 # ---------------------------------------------------------------- node detail

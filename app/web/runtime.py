@@ -17,6 +17,7 @@ from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.agent_auth import AgentAuth
 from app.web.auth import AuthState
+from app.web.report_sync import ReportSync
 from app.web.reports import ReportStore
 from app.web.snapshots import ClusterSource, SnapshotService
 
@@ -50,6 +51,7 @@ class Runtime:
     assets_dir: Path
     auth: AuthState
     agents: AgentAuth
+    peers: ReportSync
     clock: Callable[[], datetime] = utc_now
     writer: PluginWriter | None = None  # None: plugin changes are not enabled
     page_refresh_s: float | None = None  # the pages' polling interval, when not the default

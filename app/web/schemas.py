@@ -76,3 +76,6 @@ class ReadyOut(BaseModel):
     status: Literal["ok", "degraded", "starting"]
     reason: str
     stale_age_s: float | None = None
+    # Where this replica's agent reports came from (its peers, or one report interval of
+    # the agents), or what it still waits for.
+    reports: str | None = None

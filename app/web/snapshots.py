@@ -8,10 +8,11 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 15 s interval is 67 reports a second, each asking for a new snapshot):
 
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
-- pacing: after a build, report-driven builds wait at least as long as that build (and
-  its renders) took, and at least `REPORT_BATCH` x `min_interval_s`, so the engine uses
-  at most about half of the process's time and reports are taken in batches; a change of
-  the cluster itself (a pod, a node) or a node's first report is not held back;
+- pacing: after a build, report-driven builds wait as long as that build (and its
+  renders) took, so the engine uses at most about half of the process's time while
+  reports stream in, and reports arriving meanwhile are taken in one batch; an idle
+  engine builds at once for a report, and a change of the cluster itself (a pod, a node)
+  or a node's first report is never held back;
 - rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
   snapshot in the snapshot thread right after it is published, cheapest first, so
   requests do not render JSON bodies on the event loop (where they would hold up every
@@ -47,7 +48,6 @@ Clock = Callable[[], datetime]
 T = TypeVar("T")
 HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
 PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
-REPORT_BATCH = 5  # reports alone start a build at most every 5 x min_interval_s (1 s)
 SLOW_RENDER_S = 0.5  # a key rendering this slowly (twice running) is refreshed on demand
 
 
@@ -375,7 +375,7 @@ class SnapshotService:
             seen = generation
             if self._stop.wait(self._min_interval_s):
                 return
-            hold_s = max(work_s, REPORT_BATCH * self._min_interval_s) - self._min_interval_s
+            hold_s = work_s - self._min_interval_s  # the engine at most about half of the time
             self._pace(seen, hold_s)
             self._wait(seen, self._refresh_interval_s - max(hold_s, 0.0))
 

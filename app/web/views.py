@@ -18,6 +18,7 @@ from app.domain.usage.findings import duration_text
 from app.web import page_views
 from app.web.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.i18n import Translator
+from app.web.node_window import slot_bar
 
 SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
@@ -193,4 +194,5 @@ views = SimpleNamespace(
     gpu_groups=gpu_groups,
     where=where,
     unplaced_pods=unplaced_pods,
+    slot_bar=slot_bar,
 )

@@ -59,6 +59,7 @@ MATRIX: dict[str, dict[str, Any]] = {
             "configMapName": "nvdp-config",
         }
     },
+    "two-replicas": {"dashboard": {"replicas": 2, "reportWaitSeconds": 30}},
     "agent-off-no-rbac": {"agent": {"enabled": False}, "rbac": {"create": False}},
     "nodeport-private-registry": {
         "service": {"type": "NodePort", "nodePort": 30080},
@@ -492,3 +493,23 @@ def test_chart_yaml_is_a_helm3_application_chart() -> None:
     assert meta["apiVersion"] == "v2"
     assert meta["name"] == "gpu-slots"
     assert meta["type"] == "application"
+
+
+def test_two_replicas_get_a_headless_service_the_agents_post_through() -> None:
+    rendered = render({"dashboard": {"replicas": 2, "reportWaitSeconds": 30}})
+    deployment = _one(rendered, "Deployment")
+    peers = _one(rendered, "Service", "-peers")
+    agent_args = _container(_one(rendered, "DaemonSet", "-agent"))["args"]
+    settings = _one(rendered, "ConfigMap", "-settings")["data"]
+    peers_url = f"http://{peers['metadata']['name']}.gpu-slots.svc:8000"
+
+    assert deployment["spec"]["replicas"] == 2
+    assert peers["spec"]["clusterIP"] == "None"
+    assert peers["spec"]["publishNotReadyAddresses"] is True
+    assert service_selects(peers, deployment)
+    assert agent_args[agent_args.index("--dashboard") + 1] == peers_url
+    assert settings["GEO_MLOPS_PEERS"] == peers_url
+    assert settings["GEO_MLOPS_REPORT_WAIT_S"] == "30"
+    assert _env(_container(deployment))["GEO_MLOPS_POD_IP"] == {
+        "fieldRef": {"fieldPath": "status.podIP"}
+    }
