@@ -17,26 +17,10 @@ from app.simulator.cluster import SimulatedCluster
 from app.simulator.resources import POD
 from tests.live import wait_for
 from tests.simulator.conftest import api_client
+from tests.simulator.kubectl_cli import CONFIGMAP, DS
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]
 ALLOC_COLUMNS = r"custom-columns=NAME:.metadata.name,ALLOC:.status.allocatable.nvidia\.com/gpu"
-DS = "nvidia-device-plugin-daemonset"
-
-TIME_SLICING_CONFIGMAP = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: nvidia-device-plugin-config
-  namespace: kube-system
-data:
-  config.yaml: |
-    version: v1
-    sharing:
-      timeSlicing:
-        resources:
-          - name: nvidia.com/gpu
-            replicas: {replicas}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -83,7 +67,7 @@ def test_done_when_kubectl_host_split_time_slicing_and_stale_configmap(
     assert _alloc(kubectl, url) == {"gpu-server-1": "2"}
 
     configmap = tmp_path / "cm.yaml"
-    configmap.write_text(TIME_SLICING_CONFIGMAP.format(replicas=4))
+    configmap.write_text(CONFIGMAP.format(replicas=4))
     kubectl(url, "create", "-f", str(configmap))
     assert _alloc(kubectl, url) == {"gpu-server-1": "2"}  # a ConfigMap alone changes nothing
 
@@ -94,7 +78,7 @@ def test_done_when_kubectl_host_split_time_slicing_and_stale_configmap(
     kubectl(url, "-n", "kube-system", "rollout", "restart", f"ds/{DS}")
     assert _alloc(kubectl, url) == {"gpu-server-1": "8"}
 
-    configmap.write_text(TIME_SLICING_CONFIGMAP.format(replicas=8))
+    configmap.write_text(CONFIGMAP.format(replicas=8))
     kubectl(url, "replace", "-f", str(configmap))
     assert _alloc(kubectl, url) == {"gpu-server-1": "8"}  # stale until the plugin restarts
     # kubectl refuses a second rollout restart within the same second; deleting the plugin
@@ -122,7 +106,7 @@ def test_done_when_kubernetes_client_same_walk_through() -> None:
                 return str(core.read_node("gpu-server-1").status.allocatable["nvidia.com/gpu"])
 
             assert alloc() == "2"
-            body = yaml.safe_load(TIME_SLICING_CONFIGMAP.format(replicas=4))
+            body = yaml.safe_load(CONFIGMAP.format(replicas=4))
             core.create_namespaced_config_map("kube-system", body)
             assert alloc() == "2"
             ds = api.sanitize_for_serialization(apps.read_namespaced_daemon_set(DS, "kube-system"))
