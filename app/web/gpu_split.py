@@ -141,7 +141,10 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
         raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
     governing = _governing(objects)
     current = split_state(
-        governing, objects.shared_configmap if governing is objects.shared else None, gpus
+        governing,
+        objects.shared_configmap if governing is objects.shared else None,
+        gpus,
+        objects.node,
     )
     by_index = {g.index: g for g in state.gpus}
     return GpuSplitOut(
@@ -151,6 +154,8 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
             namespace=runtime.settings.kubernetes_device_plugin_namespace,
             own=current.own,
         ),
+        configKey=current.config_key,
+        perNodeConfig=current.per_node_config,
         mode=current.mode,
         replicas=current.replicas,
         allocatable=state.allocatable,

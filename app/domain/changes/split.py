@@ -18,6 +18,7 @@ from typing import Any
 from app.domain.changes.edits import time_slicing_text
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
 from app.domain.changes.plan import current_settings
+from app.domain.changes.split_config import node_config_state, plan_config_label
 from app.domain.changes.split_models import (
     CONFIG_DIR,
     CONFIG_KEY,
@@ -63,9 +64,14 @@ def visible_uuids(daemonset: Manifest, gpus: Sequence[NodeGpu]) -> tuple[str, ..
 
 
 def split_state(
-    daemonset: Manifest, configmap: Manifest | None, gpus: Sequence[NodeGpu]
+    daemonset: Manifest,
+    configmap: Manifest | None,
+    gpus: Sequence[NodeGpu],
+    node: Manifest | None = None,
 ) -> SplitState:
-    """What `daemonset` gives Kubernetes on a node with these GPUs."""
+    """What `daemonset` gives Kubernetes on a node with these GPUs (and these labels)."""
+    if node is not None and config_manager_install(daemonset):
+        return node_config_state(daemonset, configmap, node, visible_uuids(daemonset, gpus))
     meta = daemonset.get("metadata") or {}
     own = SPLIT_OF_LABEL in (meta.get("labels") or {})
     stored = _stored_split(daemonset)
@@ -115,6 +121,18 @@ def plan_split(
     rollback: bool = False,
 ) -> SplitPlan:
     """The writes for `request`; PlanRefused says why it cannot (or need not) be made."""
+    if config_manager_install(shared) and gpus:
+        assert shared is not None
+        return plan_config_label(
+            request,
+            node=node,
+            shared=shared,
+            configmap=shared_configmap,
+            visible=visible_uuids(shared, gpus),
+            gpus=gpus,
+            slots_before=slots_before,
+            rollback=rollback,
+        )
     shared = _writable(shared)
     if not gpus:
         raise PlanRefused(
@@ -174,6 +192,13 @@ def check_confirmed(plan: SplitPlan, request: SplitRequest) -> None:
             + ". Pods scheduled there could run out of memory. Confirm with "
             "confirmHostProcesses=true to apply anyway.",
         )
+
+
+def config_manager_install(shared: Manifest | None) -> bool:
+    """The shared DaemonSet runs config-manager and GPU Slots may write it (no operator)."""
+    if shared is None or is_operator_managed(shared):
+        return False
+    return isinstance(read_plugin_spec(shared).config_ref, ConfigManagerRef)
 
 
 def _writable(shared: Manifest | None) -> Manifest:
