@@ -7,6 +7,7 @@ keys default and ts4); gpu-ts-3 picks ts4 by its label nvidia.com/device-plugin.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from kubernetes import client
 from app.kube.client import make_api_client
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.live import wait_for
+from tests.web.test_admin_pages_i18n import csrf_of, log_in
 
 NODE = "gpu-ts-3"
 NS = "nvidia-device-plugin"
@@ -153,3 +155,19 @@ def test_a_different_gpu_set_is_refused_with_the_reason(helm: Stack) -> None:
     assert "config-manager, which selects no GPUs" in refused.json()["detail"]
     assert node_label(helm) == "ts4"
     assert config_keys(helm) == ["default", "ts4"]
+
+
+def test_the_editor_page_explains_the_label_and_previews_with_the_gpus_kept(helm: Stack) -> None:
+    page = f"/admin/nodes/{NODE}/gpus"
+    log_in(helm)
+    html = helm.client.get(page).text
+    assert "config by the node label nvidia.com/device-plugin.config (now: ts4)" in html
+    hidden = re.findall(r'<input type="hidden" name="gpu" value="([^"]+)">', html)
+    assert len(hidden) == 4  # the GPUs cannot be toggled here, but go with the form
+    form = {"gpu": hidden, "mode": "time-slicing", "replicas": "2", "csrf_token": csrf_of(html)}
+    preview = helm.client.post(f"{page}/preview", data=form)
+    assert preview.status_code == 200, preview.text
+    assert "Slots on this node: 16 -&gt; 8" in preview.text
+    assert "replace ConfigMap/nvidia-device-plugin-configs" in preview.text
+    korean = helm.client.get(page, headers={"Accept-Language": "ko-KR,ko;q=0.9"}).text
+    assert "노드 레이블 nvidia.com/device-plugin.config(현재: ts4)" in korean
