@@ -128,3 +128,20 @@ def test_refusals_gpu_selection_same_mode_and_replicas_out_of_range() -> None:
     with pytest.raises(PlanRefused) as back:
         plan(SplitRequest("gpu-ts-3", None))
     assert back.value.code is RefusalCode.NOT_SPLIT
+
+
+def test_no_agent_report_is_refused_before_anything_is_planned() -> None:
+    ds, cm = helm_objects()
+    with pytest.raises(PlanRefused) as none:
+        plan_split(
+            ask(),
+            node=f.node("gpu-ts-3", labels={LABEL: "ts4"}),
+            shared=ds,
+            shared_configmap=cm,
+            own=None,
+            own_configmap=None,
+            gpus=[],
+            slots_before=None,
+            shared_nodes=2,
+        )
+    assert none.value.code is RefusalCode.NO_INVENTORY

@@ -121,7 +121,7 @@ def plan_split(
     rollback: bool = False,
 ) -> SplitPlan:
     """The writes for `request`; PlanRefused says why it cannot (or need not) be made."""
-    if config_manager_install(shared) and gpus:
+    if config_manager_install(shared):
         assert shared is not None
         return plan_config_label(
             request,
@@ -211,14 +211,6 @@ def _writable(shared: Manifest | None) -> Manifest:
             "Limit the GPUs per node with the operator's own settings (ClusterPolicy "
             "devicePlugin.env, or the config-manager node label nvidia.com/device-plugin.config "
             "for sharing).",
-        )
-    ref = read_plugin_spec(shared).config_ref
-    if isinstance(ref, ConfigManagerRef):
-        raise PlanRefused(
-            RefusalCode.CONFIG_PER_NODE,
-            f"The plugin runs config-manager: set this node's sharing with the node label "
-            f"{ref.node_label} and a key of ConfigMap {ref.configmap}; GPU Slots does not copy "
-            "a config-manager DaemonSet per node.",
         )
     return shared
 

@@ -70,6 +70,12 @@ def plan_config_label(
     """The writes that give the node the requested mode through its config label."""
     ref = read_plugin_spec(shared).config_ref
     assert isinstance(ref, ConfigManagerRef)
+    if not gpus:
+        raise PlanRefused(
+            RefusalCode.NO_INVENTORY,
+            f"No agent report lists the GPUs of node {request.node}: GPU Slots cannot tell their "
+            "UUIDs. Start the agent on that node first.",
+        )
     before = node_config_state(shared, configmap, node, visible)
     if request.kubernetes_gpus is None:
         raise PlanRefused(
