@@ -27,6 +27,7 @@ from app.simulator.plugin_daemonsets import (
     has_config_manager,
     owned_by,
     runs_plugin,
+    sidecar_crashed,
     template_hash,
 )
 from app.simulator.podstatus import pod_ready, pod_status, requested
@@ -199,7 +200,9 @@ class PluginController:
         if running is not None and outcome is not None:
             # config-manager re-links the config when the node label changes and signals the
             # plugin, which restarts in place; without config-manager a label does nothing.
-            if has_config_manager(spec) and outcome != self.outcomes.get(node_name):
+            stale = outcome != self.outcomes.get(node_name)
+            healed = outcome.state == "running" and not pod_ready(running)  # sidecar back
+            if has_config_manager(spec) and (stale or healed):
                 self._reload(running, node_name, outcome)
             return
         if desired and pods and self._defer_replacement(node_name):
@@ -227,6 +230,7 @@ class PluginController:
         A key it cannot find crashes the sidecar; the plugin keeps serving the old config.
         """
         if outcome.state == "crash" and outcome.message.startswith("config-manager"):
+            self.registry.put(POD, sidecar_crashed(pod, outcome.message))
             self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
             return
         self.outcomes[node_name] = outcome

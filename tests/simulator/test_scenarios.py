@@ -209,7 +209,7 @@ def test_config_manager_reloads_in_place_and_a_missing_key_keeps_the_old_config(
     assert label("default")["nvidia.com/gpu"] == "4"
     assert plugin_pods() == before  # the sidecar signals the plugin: same pod, new config
     assert label("no-such-key")["nvidia.com/gpu"] == "4"  # the sidecar fails, old config kept
-    assert plugin_pods() == before
+    assert plugin_pods() == [(before[0][0], False)]  # NotReady while the sidecar crash-loops
     events = [
         e["message"]
         for e in sim.registry.store.objects(EVENT)
@@ -219,3 +219,5 @@ def test_config_manager_reloads_in_place_and_a_missing_key_keeps_the_old_config(
         "Back-off restarting failed container: config-manager: specified config no-such-key "
         "does not exist"
     ]
+    assert label("ts4")["nvidia.com/gpu"] == "16"  # a key that exists: the sidecar recovers
+    assert plugin_pods() == before
