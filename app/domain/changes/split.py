@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from app.domain.changes.edits import time_slicing_text
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
 from app.domain.changes.plan import current_settings
+from app.domain.changes.split_affinity import EXCLUDE, drop_exclusion, exclude_split_nodes
 from app.domain.changes.split_config import node_config_state, plan_config_label
 from app.domain.changes.split_models import (
     CONFIG_DIR,
@@ -39,7 +40,8 @@ from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
 from app.domain.plugin.daemonset import ConfigManagerRef, is_operator_managed, read_plugin_spec
 from app.domain.snapshot import Mode
 
-EXCLUDE = {"key": NODE_LABEL, "operator": "DoesNotExist"}
+__all__ = ["EXCLUDE", "exclude_split_nodes", "own_daemonset", "plan_split", "split_state"]
+
 _DROP_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 _DROP_ANNOTATIONS = (
     "deprecated.daemonset.template.generation",
@@ -357,7 +359,7 @@ def own_daemonset(
     tmeta["labels"] = tlabels
     pod = template.setdefault("spec", {})
     pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), NODE_LABEL: state.daemonset}
-    _drop_exclusion(pod)
+    drop_exclusion(pod)
     container = _plugin_container(pod)
     env = [
         e
@@ -399,54 +401,3 @@ def _plugin_container(pod: Manifest) -> Manifest:
         if name is None or container.get("name") == name:
             return container
     raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "The DaemonSet has no plugin container.")
-
-
-def exclude_split_nodes(shared: Manifest) -> Manifest | None:
-    """The shared DaemonSet with the term that keeps it off split nodes (None: has it already)."""
-    pod = (((shared.get("spec") or {}).get("template") or {}).get("spec")) or {}
-    required = _required(pod)
-    terms = (required or {}).get("nodeSelectorTerms") or []
-    if terms and all(EXCLUDE in (t.get("matchExpressions") or []) for t in terms):
-        return None
-    new = copy.deepcopy(shared)
-    new.pop("status", None)
-    new_pod = new["spec"]["template"]["spec"]
-    affinity = new_pod.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-    req = affinity.setdefault(
-        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
-    )
-    new_terms = req.setdefault("nodeSelectorTerms", [])
-    if not new_terms:
-        new_terms.append({"matchExpressions": []})
-    for term in new_terms:
-        expressions = term.setdefault("matchExpressions", [])
-        if EXCLUDE not in expressions:
-            expressions.append(dict(EXCLUDE))
-    return new
-
-
-def _required(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    affinity = (pod.get("affinity") or {}).get("nodeAffinity") or {}
-    value = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    return value if isinstance(value, Mapping) else None
-
-
-def _drop_exclusion(pod: Manifest) -> None:
-    """An own DaemonSet copies the shared one: remove the term that would keep it off its node."""
-    required = _required(pod)
-    if required is None:
-        return
-    for term in required.get("nodeSelectorTerms") or []:
-        expressions = [e for e in term.get("matchExpressions") or [] if e != EXCLUDE]
-        if expressions:
-            term["matchExpressions"] = expressions
-        else:
-            term.pop("matchExpressions", None)
-    terms = [t for t in required.get("nodeSelectorTerms") or [] if t]
-    if not terms:
-        node_affinity = pod["affinity"]["nodeAffinity"]
-        node_affinity.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
-        if not node_affinity:
-            pod["affinity"].pop("nodeAffinity")
-        if not pod["affinity"]:
-            pod.pop("affinity")
