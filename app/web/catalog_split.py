@@ -58,6 +58,8 @@ SPLIT_EN: dict[str, str] = {
     "no key holds that config yet); the plugin restarts in place on this node only. "
     "config-manager selects no GPUs, so the GPUs stay as they are.",
     "gpus_config_label_unset": "unset, the default config",
+    "refusal_other-plugin-install": "Another plugin install runs on this node; GPU Slots "
+    "changes only the configured one.",
 }
 
 SPLIT_KO: dict[str, str] = {
@@ -117,4 +119,6 @@ SPLIT_KO: dict[str, str] = {
     "키가 없으면 하나를 추가합니다). 플러그인은 이 노드에서만 제자리에서 다시 시작합니다. "
     "config-manager는 GPU를 고르지 않으므로 GPU는 그대로 둡니다.",
     "gpus_config_label_unset": "설정 안 됨, 기본 설정",
+    "refusal_other-plugin-install": "이 노드에서는 다른 플러그인 설치본이 실행 중입니다. "
+    "GPU Slots는 설정된 설치본만 바꿉니다.",
 }

@@ -207,6 +207,7 @@ def _plan(
     objects = writer.read(request.node, own_name(_shared_name(runtime), request.node))
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
+    _check_governed(runtime, state)
     shared_status = (objects.shared or {}).get("status") or {}
     return plan_split(
         request,
@@ -219,6 +220,21 @@ def _plan(
         slots_before=state.allocatable,
         shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
         rollback=rollback,
+    )
+
+
+def _check_governed(runtime: Runtime, state: NodeState) -> None:
+    """Refuse a node whose plugin pod belongs to another install (not the configured one)."""
+    pod = state.plugin_pod
+    shared = _shared_name(runtime)
+    if pod is None or pod.name.rsplit("-", 1)[0] in (shared, own_name(shared, state.name)):
+        return
+    raise PlanRefused(
+        RefusalCode.OTHER_INSTALL,
+        f"Node {state.name} runs the plugin pod {pod.name} of another plugin DaemonSet, not "
+        f"{runtime.settings.kubernetes_device_plugin_namespace}/{shared}: GPU Slots changes "
+        "only the configured install (GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE). "
+        "Point those settings at that install to change this node.",
     )
 
 

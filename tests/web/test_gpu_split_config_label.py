@@ -171,3 +171,26 @@ def test_the_editor_page_explains_the_label_and_previews_with_the_gpus_kept(helm
     assert "replace ConfigMap/nvidia-device-plugin-configs" in preview.text
     korean = helm.client.get(page, headers={"Accept-Language": "ko-KR,ko;q=0.9"}).text
     assert "노드 레이블 nvidia.com/device-plugin.config(현재: ts4)" in korean
+
+
+def test_a_node_of_another_install_is_refused_on_the_demo(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack("demo")  # configured: kube-system; gpu-ts-7 runs the Helm release
+    node = "gpu-ts-7"
+    wait_for(
+        lambda: stack.client.get(f"/api/v1/nodes/{node}/gpu-split").status_code == 200,
+        what="the agent report of gpu-ts-7",
+    )
+    gpus = [g["uuid"] for g in stack.client.get(f"/api/v1/nodes/{node}/gpu-split").json()["gpus"]]
+    refused = stack.client.put(
+        f"/api/v1/nodes/{node}/gpu-split",
+        params={"dryRun": "true"},
+        json={"kubernetes_gpus": gpus, "mode": "basic"},
+        headers=BEARER,
+    )
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["detail"].startswith(
+        f"Node {node} runs the plugin pod nvidia-device-plugin-"
+    )
+    assert "not kube-system/nvidia-device-plugin-daemonset" in refused.json()["detail"]
