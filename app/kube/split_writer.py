@@ -21,7 +21,10 @@ from app.domain.changes.history import ChangeRecord, change_id, record_event
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError
+from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
 from app.kube.writer import COMPONENT, PluginWriter, _raw
+
+__all__ = ["SplitApplied", "SplitFailed", "SplitObjects", "SplitWriter"]
 
 SPLIT_REASONS = {"split": "GpuSlotsSplitChanged", "rollback": "GpuSlotsSplitRolledBack"}
 
@@ -42,15 +45,6 @@ class SplitApplied:
     change_id: str | None
     applied_at: datetime
     warnings: tuple[str, ...]
-
-
-class SplitFailed(ClusterError):
-    """A write of the plan failed after others were made; `done` lists those."""
-
-    def __init__(self, message: str, *, cause: ClusterError, done: list[str]) -> None:
-        super().__init__(message, status=cause.status, reason=cause.reason)
-        self.cause = cause
-        self.done = done
 
 
 class SplitWriter:
@@ -95,19 +89,29 @@ class SplitWriter:
         return verdicts
 
     def apply(self, plan: SplitPlan, *, user: str, rolls_back: str | None = None) -> SplitApplied:
-        done: list[str] = []
+        """Make the writes in order; on a failure undo those made (app.kube.split_undo)."""
+        done: list[ObjectWrite] = []
+        warnings: list[str] = []
         for write in plan.writes:
             try:
                 self._write(write, dry_run=False)
             except ClusterError as exc:
-                made = ", ".join(done) or "nothing"
-                raise SplitFailed(
-                    f"{exc}. Written before the failure: {made}; preview again to finish or "
-                    "undo the change.",
-                    cause=exc,
-                    done=done,
+                try:
+                    failed = settle_failed(write, exc, self._read_object, warnings)
+                except LostAnswer:
+                    done.append(write)
+                    continue
+                raise undo(
+                    plan,
+                    done,
+                    exc,
+                    failed,
+                    read=self._read_object,
+                    write=lambda w: self._write(w, dry_run=False),
+                    where=self.namespace,
+                    user=user,
                 ) from exc
-            done.append(f"{write.action} {write.key}")
+            done.append(write)
         at = self._writer._clock()
         record = ChangeRecord(
             id=change_id(at, secrets.token_hex(3)),
@@ -130,11 +134,27 @@ class SplitWriter:
             reason=SPLIT_REASONS[plan.kind],
             component=COMPONENT,
         )
-        warnings: list[str] = []
         recorded = self._writer.record(event, warnings)
         return SplitApplied(record.id if recorded else None, at, tuple(warnings))
 
-    # one write ---------------------------------------------------------------------------
+    # one object ------------------------------------------------------------------------
+
+    def _read_object(self, write: ObjectWrite) -> Manifest | None:
+        """The object `write` is about, fresh from the API server (None: absent)."""
+        ns, name = self.namespace, write.name
+        if write.kind == "Node":
+            return self._writer._optional(
+                lambda: self._core.read_node(name, **_raw()), action=f"reading node {name}"
+            )
+        if write.kind == "DaemonSet":
+            return self._writer._optional(
+                lambda: self._apps.read_namespaced_daemon_set(name, ns, **_raw()),
+                action=f"reading DaemonSet {ns}/{name}",
+            )
+        return self._writer._optional(
+            lambda: self._core.read_namespaced_config_map(name, ns, **_raw()),
+            action=f"reading ConfigMap {ns}/{name}",
+        )
 
     def _write(self, write: ObjectWrite, *, dry_run: bool) -> None:
         ns = self.namespace

@@ -27,6 +27,7 @@ from app.simulator.plugin_daemonsets import (
     has_config_manager,
     owned_by,
     runs_plugin,
+    sidecar_crashed,
     template_hash,
 )
 from app.simulator.podstatus import pod_ready, pod_status, requested
@@ -186,17 +187,23 @@ class PluginController:
             if ds is not None
             else None
         )
-        # config-manager re-links the config when the node label changes and signals the
-        # plugin, which restarts with it; without config-manager a label change does nothing.
-        reloads = has_config_manager(spec)
-        if (
-            ds is not None
-            and (not reloads or outcome == self.outcomes.get(node_name))
-            and any(
-                owned_by(p, ds) and p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash
+        running = next(
+            (
+                p
                 for p in pods
-            )
-        ):
+                if ds is not None
+                and owned_by(p, ds)
+                and p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash
+            ),
+            None,
+        )
+        if running is not None and outcome is not None:
+            # config-manager re-links the config when the node label changes and signals the
+            # plugin, which restarts in place; without config-manager a label does nothing.
+            stale = outcome != self.outcomes.get(node_name)
+            healed = outcome.state == "running" and not pod_ready(running)  # sidecar back
+            if has_config_manager(spec) and (stale or healed):
+                self._reload(running, node_name, outcome)
             return
         if desired and pods and self._defer_replacement(node_name):
             return
@@ -215,6 +222,25 @@ class PluginController:
             self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
         elif outcome.state == "pending":
             self._event(pod, "FailedMount", outcome.message)
+        self._write_node(node_name, outcome)
+
+    def _reload(self, pod: JsonObject, node_name: str, outcome: PluginOutcome) -> None:
+        """The sidecar saw a new node label: same pod, the plugin restarted with the config.
+
+        A key it cannot find crashes the sidecar; the plugin keeps serving the old config.
+        """
+        if outcome.state == "crash" and outcome.message.startswith("config-manager"):
+            self.registry.put(POD, sidecar_crashed(pod, outcome.message))
+            self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
+            return
+        self.outcomes[node_name] = outcome
+        reloaded = copy.deepcopy(pod)
+        now = timestamp(self.registry.clock())
+        reloaded["status"] = pod_status(
+            pod["spec"], outcome, now=now, node_ip=self._node_ip(node_name)
+        )
+        self.registry.put(POD, reloaded)
+        self._pod_started(reloaded, outcome)
         self._write_node(node_name, outcome)
 
     def _configmaps_of(self, ds: JsonObject) -> Callable[[str], Mapping[str, Any] | None]:

@@ -3,6 +3,7 @@ which pods they own, template revisions and the GPU-feature-discovery labels it 
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import re
@@ -70,3 +71,27 @@ def has_config_manager(pod_spec: Mapping[str, Any]) -> bool:
         any(e.get("name") == "CONFIG_FILE_DST" for e in c.get("env") or [])
         for c in list(pod_spec.get("containers") or []) + list(pod_spec.get("initContainers") or [])
     )
+
+
+def sidecar_crashed(pod: JsonObject, message: str) -> JsonObject:
+    """The pod after config-manager's sidecar failed: it crash-loops, the pod is NotReady;
+    the plugin container keeps running with the config it had."""
+    crashed = copy.deepcopy(pod)
+    sidecars = {
+        c.get("name")
+        for c in crashed["spec"].get("containers") or []
+        if any(e.get("name") == "CONFIG_FILE_DST" for e in c.get("env") or [])
+    }
+    status = crashed.setdefault("status", {})
+    for entry in status.get("containerStatuses") or []:
+        if entry.get("name") in sidecars:
+            entry.update(
+                ready=False,
+                started=False,
+                restartCount=int(entry.get("restartCount") or 0) + 1,
+                state={"waiting": {"reason": "CrashLoopBackOff", "message": message}},
+            )
+    for condition in status.get("conditions") or []:
+        if condition.get("type") in ("Ready", "ContainersReady"):
+            condition["status"] = "False"
+    return crashed

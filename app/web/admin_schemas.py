@@ -133,6 +133,10 @@ class GpuSplitOut(BaseModel):
     gpus: list[SplitGpuOut]
     writesEnabled: bool
     operatorManaged: bool
+    perNodeConfig: bool = Field(
+        default=False, description="config-manager picks this node's config by its label"
+    )
+    configKey: str | None = Field(default=None, description="the node's config label value")
 
 
 class SplitStateOut(BaseModel):
@@ -141,6 +145,9 @@ class SplitStateOut(BaseModel):
     kubernetes_gpus: list[str]
     mode: str
     replicas: int
+    config_key: str | None = Field(
+        default=None, description="config-manager installs: the node's config label value"
+    )
 
 
 class SplitWriteOut(BaseModel):

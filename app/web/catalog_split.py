@@ -52,6 +52,14 @@ SPLIT_EN: dict[str, str] = {
     "gpus_rollout_waiting": "Rollout in progress: the node advertises {now} slots, {expected} "
     "expected once its plugin pod has restarted.",
     "gpus_rollout_reload": "Check again",
+    "gpus_config_label": "This plugin runs NVIDIA's config-manager: it picks this node's "
+    "config by the node label nvidia.com/device-plugin.config (now: {key}). The sharing "
+    "chosen here sets that label to a key of the DaemonSet's ConfigMap (one is added when "
+    "no key holds that config yet); the plugin restarts in place on this node only. "
+    "config-manager selects no GPUs, so the GPUs stay as they are.",
+    "gpus_config_label_unset": "unset, the default config",
+    "refusal_other-plugin-install": "Another plugin install runs on this node; GPU Slots "
+    "changes only the configured one.",
 }
 
 SPLIT_KO: dict[str, str] = {
@@ -105,4 +113,12 @@ SPLIT_KO: dict[str, str] = {
     "gpus_rollout_waiting": "롤아웃 진행 중: 노드가 지금 슬롯 {now}개를 알립니다. 플러그인 파드가 "
     "다시 시작되면 {expected}개가 됩니다.",
     "gpus_rollout_reload": "다시 확인",
+    "gpus_config_label": "이 플러그인은 NVIDIA config-manager로 실행됩니다. config-manager는 "
+    "노드 레이블 nvidia.com/device-plugin.config(현재: {key})로 이 노드의 설정을 고릅니다. "
+    "여기서 고른 공유 방식은 그 레이블을 DaemonSet ConfigMap의 키로 바꿉니다(그 설정을 담은 "
+    "키가 없으면 하나를 추가합니다). 플러그인은 이 노드에서만 제자리에서 다시 시작합니다. "
+    "config-manager는 GPU를 고르지 않으므로 GPU는 그대로 둡니다.",
+    "gpus_config_label_unset": "설정 안 됨, 기본 설정",
+    "refusal_other-plugin-install": "이 노드에서는 다른 플러그인 설치본이 실행 중입니다. "
+    "GPU Slots는 설정된 설치본만 바꿉니다.",
 }

@@ -94,6 +94,16 @@ def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
     before = record.before
     if not record.node:
         raise PlanRefused(RefusalCode.NOT_REVERSIBLE, f"Change {record.id} names no node.")
+    if "config_key" in before:  # config-manager install: the node label goes back
+        return SplitRequest(
+            record.node,
+            tuple(str(u) for u in before.get("kubernetes_gpus") or ()),
+            "time-slicing" if before.get("mode") == "time-slicing" else "basic",
+            int(before.get("replicas") or 1),
+            confirm,
+            restore_config_key=True,
+            config_key=str(before["config_key"]) if before.get("config_key") else None,
+        )
     if not before.get("own"):
         return SplitRequest(record.node, None, confirm_host_processes=confirm)
     return SplitRequest(

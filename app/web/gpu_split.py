@@ -141,7 +141,10 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
         raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
     governing = _governing(objects)
     current = split_state(
-        governing, objects.shared_configmap if governing is objects.shared else None, gpus
+        governing,
+        objects.shared_configmap if governing is objects.shared else None,
+        gpus,
+        objects.node,
     )
     by_index = {g.index: g for g in state.gpus}
     return GpuSplitOut(
@@ -151,6 +154,8 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
             namespace=runtime.settings.kubernetes_device_plugin_namespace,
             own=current.own,
         ),
+        configKey=current.config_key,
+        perNodeConfig=current.per_node_config,
         mode=current.mode,
         replicas=current.replicas,
         allocatable=state.allocatable,
@@ -202,6 +207,7 @@ def _plan(
     objects = writer.read(request.node, own_name(_shared_name(runtime), request.node))
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
+    _check_governed(runtime, state)
     shared_status = (objects.shared or {}).get("status") or {}
     return plan_split(
         request,
@@ -214,6 +220,21 @@ def _plan(
         slots_before=state.allocatable,
         shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
         rollback=rollback,
+    )
+
+
+def _check_governed(runtime: Runtime, state: NodeState) -> None:
+    """Refuse a node whose plugin pod belongs to another install (not the configured one)."""
+    pod = state.plugin_pod
+    shared = _shared_name(runtime)
+    if pod is None or pod.name.rsplit("-", 1)[0] in (shared, own_name(shared, state.name)):
+        return
+    raise PlanRefused(
+        RefusalCode.OTHER_INSTALL,
+        f"Node {state.name} runs the plugin pod {pod.name} of another plugin DaemonSet, not "
+        f"{runtime.settings.kubernetes_device_plugin_namespace}/{shared}: GPU Slots changes "
+        "only the configured install (GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE). "
+        "Point those settings at that install to change this node.",
     )
 
 

@@ -11,7 +11,7 @@ import pytest
 from app.errors import ConfigError
 from app.simulator import main
 from app.simulator.cluster import SimulatedCluster
-from app.simulator.resources import RESOURCES
+from app.simulator.resources import EVENT, NODE, POD, RESOURCES
 from app.simulator.scenario import BUILTIN_SCENARIOS, read_scenario
 
 
@@ -182,3 +182,42 @@ def test_config_label_change_restarts_a_config_manager_plugin_with_the_new_key()
     sim.registry.put(RESOURCES[0], node)
     updated = sim.get("Node", "gpu-ts-3")
     assert updated is not None and updated["status"]["allocatable"]["nvidia.com/gpu"] == "4"
+
+
+def test_config_manager_reloads_in_place_and_a_missing_key_keeps_the_old_config() -> None:
+    sim = SimulatedCluster("clusters")
+
+    def plugin_pods() -> list[tuple[str, bool]]:
+        return [
+            (p["metadata"]["name"], all(c["ready"] for c in p["status"]["containerStatuses"]))
+            for p in sim.registry.store.objects(POD)
+            if p["spec"].get("nodeName") == "gpu-ts-3"
+            and p["metadata"]["namespace"] == "nvidia-device-plugin"
+        ]
+
+    def label(value: str) -> dict[str, str]:
+        node = copy.deepcopy(sim.get("Node", "gpu-ts-3"))
+        assert node is not None
+        node["metadata"]["labels"]["nvidia.com/device-plugin.config"] = value
+        sim.registry.put(NODE, node)
+        updated = sim.get("Node", "gpu-ts-3")
+        assert updated is not None
+        return dict(updated["status"]["allocatable"])
+
+    before = plugin_pods()
+    assert len(before) == 1 and before[0][1] is True
+    assert label("default")["nvidia.com/gpu"] == "4"
+    assert plugin_pods() == before  # the sidecar signals the plugin: same pod, new config
+    assert label("no-such-key")["nvidia.com/gpu"] == "4"  # the sidecar fails, old config kept
+    assert plugin_pods() == [(before[0][0], False)]  # NotReady while the sidecar crash-loops
+    events = [
+        e["message"]
+        for e in sim.registry.store.objects(EVENT)
+        if e.get("reason") == "BackOff" and e["involvedObject"].get("name") == before[0][0]
+    ]
+    assert events == [
+        "Back-off restarting failed container: config-manager: specified config no-such-key "
+        "does not exist"
+    ]
+    assert label("ts4")["nvidia.com/gpu"] == "16"  # a key that exists: the sidecar recovers
+    assert plugin_pods() == before

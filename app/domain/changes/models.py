@@ -40,6 +40,7 @@ class RefusalCode(StrEnum):
     NOT_SPLIT = "not-split"
     CHANGE_NOT_FOUND = "change-not-found"
     NOT_REVERSIBLE = "not-reversible"
+    OTHER_INSTALL = "other-plugin-install"
 
 
 class PlanRefused(GpuSlotsError):

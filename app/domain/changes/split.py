@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from app.domain.changes.edits import time_slicing_text
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
 from app.domain.changes.plan import current_settings
+from app.domain.changes.split_affinity import EXCLUDE, drop_exclusion, exclude_split_nodes
+from app.domain.changes.split_config import node_config_state, plan_config_label
 from app.domain.changes.split_models import (
     CONFIG_DIR,
     CONFIG_KEY,
@@ -38,7 +40,8 @@ from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
 from app.domain.plugin.daemonset import ConfigManagerRef, is_operator_managed, read_plugin_spec
 from app.domain.snapshot import Mode
 
-EXCLUDE = {"key": NODE_LABEL, "operator": "DoesNotExist"}
+__all__ = ["EXCLUDE", "exclude_split_nodes", "own_daemonset", "plan_split", "split_state"]
+
 _DROP_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
 _DROP_ANNOTATIONS = (
     "deprecated.daemonset.template.generation",
@@ -63,9 +66,14 @@ def visible_uuids(daemonset: Manifest, gpus: Sequence[NodeGpu]) -> tuple[str, ..
 
 
 def split_state(
-    daemonset: Manifest, configmap: Manifest | None, gpus: Sequence[NodeGpu]
+    daemonset: Manifest,
+    configmap: Manifest | None,
+    gpus: Sequence[NodeGpu],
+    node: Manifest | None = None,
 ) -> SplitState:
-    """What `daemonset` gives Kubernetes on a node with these GPUs."""
+    """What `daemonset` gives Kubernetes on a node with these GPUs (and these labels)."""
+    if node is not None and config_manager_install(daemonset):
+        return node_config_state(daemonset, configmap, node, visible_uuids(daemonset, gpus))
     meta = daemonset.get("metadata") or {}
     own = SPLIT_OF_LABEL in (meta.get("labels") or {})
     stored = _stored_split(daemonset)
@@ -115,6 +123,18 @@ def plan_split(
     rollback: bool = False,
 ) -> SplitPlan:
     """The writes for `request`; PlanRefused says why it cannot (or need not) be made."""
+    if config_manager_install(shared):
+        assert shared is not None
+        return plan_config_label(
+            request,
+            node=node,
+            shared=shared,
+            configmap=shared_configmap,
+            visible=visible_uuids(shared, gpus),
+            gpus=gpus,
+            slots_before=slots_before,
+            rollback=rollback,
+        )
     shared = _writable(shared)
     if not gpus:
         raise PlanRefused(
@@ -176,6 +196,13 @@ def check_confirmed(plan: SplitPlan, request: SplitRequest) -> None:
         )
 
 
+def config_manager_install(shared: Manifest | None) -> bool:
+    """The shared DaemonSet runs config-manager and GPU Slots may write it (no operator)."""
+    if shared is None or is_operator_managed(shared):
+        return False
+    return isinstance(read_plugin_spec(shared).config_ref, ConfigManagerRef)
+
+
 def _writable(shared: Manifest | None) -> Manifest:
     if shared is None:
         raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
@@ -186,14 +213,6 @@ def _writable(shared: Manifest | None) -> Manifest:
             "Limit the GPUs per node with the operator's own settings (ClusterPolicy "
             "devicePlugin.env, or the config-manager node label nvidia.com/device-plugin.config "
             "for sharing).",
-        )
-    ref = read_plugin_spec(shared).config_ref
-    if isinstance(ref, ConfigManagerRef):
-        raise PlanRefused(
-            RefusalCode.CONFIG_PER_NODE,
-            f"The plugin runs config-manager: set this node's sharing with the node label "
-            f"{ref.node_label} and a key of ConfigMap {ref.configmap}; GPU Slots does not copy "
-            "a config-manager DaemonSet per node.",
         )
     return shared
 
@@ -340,7 +359,7 @@ def own_daemonset(
     tmeta["labels"] = tlabels
     pod = template.setdefault("spec", {})
     pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), NODE_LABEL: state.daemonset}
-    _drop_exclusion(pod)
+    drop_exclusion(pod)
     container = _plugin_container(pod)
     env = [
         e
@@ -382,54 +401,3 @@ def _plugin_container(pod: Manifest) -> Manifest:
         if name is None or container.get("name") == name:
             return container
     raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "The DaemonSet has no plugin container.")
-
-
-def exclude_split_nodes(shared: Manifest) -> Manifest | None:
-    """The shared DaemonSet with the term that keeps it off split nodes (None: has it already)."""
-    pod = (((shared.get("spec") or {}).get("template") or {}).get("spec")) or {}
-    required = _required(pod)
-    terms = (required or {}).get("nodeSelectorTerms") or []
-    if terms and all(EXCLUDE in (t.get("matchExpressions") or []) for t in terms):
-        return None
-    new = copy.deepcopy(shared)
-    new.pop("status", None)
-    new_pod = new["spec"]["template"]["spec"]
-    affinity = new_pod.setdefault("affinity", {}).setdefault("nodeAffinity", {})
-    req = affinity.setdefault(
-        "requiredDuringSchedulingIgnoredDuringExecution", {"nodeSelectorTerms": []}
-    )
-    new_terms = req.setdefault("nodeSelectorTerms", [])
-    if not new_terms:
-        new_terms.append({"matchExpressions": []})
-    for term in new_terms:
-        expressions = term.setdefault("matchExpressions", [])
-        if EXCLUDE not in expressions:
-            expressions.append(dict(EXCLUDE))
-    return new
-
-
-def _required(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    affinity = (pod.get("affinity") or {}).get("nodeAffinity") or {}
-    value = affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-    return value if isinstance(value, Mapping) else None
-
-
-def _drop_exclusion(pod: Manifest) -> None:
-    """An own DaemonSet copies the shared one: remove the term that would keep it off its node."""
-    required = _required(pod)
-    if required is None:
-        return
-    for term in required.get("nodeSelectorTerms") or []:
-        expressions = [e for e in term.get("matchExpressions") or [] if e != EXCLUDE]
-        if expressions:
-            term["matchExpressions"] = expressions
-        else:
-            term.pop("matchExpressions", None)
-    terms = [t for t in required.get("nodeSelectorTerms") or [] if t]
-    if not terms:
-        node_affinity = pod["affinity"]["nodeAffinity"]
-        node_affinity.pop("requiredDuringSchedulingIgnoredDuringExecution", None)
-        if not node_affinity:
-            pod["affinity"].pop("nodeAffinity")
-        if not pod["affinity"]:
-            pod.pop("affinity")

@@ -59,6 +59,9 @@ class SplitState:
     kubernetes_gpus: tuple[str, ...]
     mode: str
     replicas: int
+    # config-manager installs: the node's nvidia.com/device-plugin.config value (None: unset)
+    config_key: str | None = None
+    per_node_config: bool = False
 
     @property
     def slots_per_gpu(self) -> int:
@@ -69,13 +72,16 @@ class SplitState:
         return len(self.kubernetes_gpus) * self.slots_per_gpu
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        value: dict[str, Any] = {
             "daemonset": self.daemonset,
             "own": self.own,
             "kubernetes_gpus": list(self.kubernetes_gpus),
             "mode": self.mode,
             "replicas": self.replicas,
         }
+        if self.per_node_config:
+            value["config_key"] = self.config_key
+        return value
 
 
 @dataclass(frozen=True)
@@ -87,6 +93,9 @@ class SplitRequest:
     mode: SplitMode = "basic"
     replicas: int = 1
     confirm_host_processes: bool = False
+    # config-manager installs, rollback: set the node label back to exactly this key
+    restore_config_key: bool = False
+    config_key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +148,8 @@ class SplitPlan:
             gpus = ",".join(state.kubernetes_gpus) or "none"
             shared = "own DaemonSet" if state.own else "shared DaemonSet"
             sharing = f"time-slicing x{state.replicas}" if state.mode == "time-slicing" else "basic"
+            if state.per_node_config:
+                sharing += f" (config {state.config_key or 'unset'})"
             return f"{shared} {state.daemonset}, {sharing}, GPUs {gpus}"
 
         return f"node {self.node}: {one(self.before)} -> {one(self.after)}"

@@ -1,0 +1,243 @@
+"""Per-node sharing where the plugin runs NVIDIA's config-manager: a node label, not a copy.
+
+Pure. config-manager (init container and sidecar of the Helm chart) links the plugin's
+config to the key of its ConfigMap named by the node label `nvidia.com/device-plugin.config`
+and, when the label changes, rewrites the link and signals the plugin, which restarts with
+it (the pod stays). So a node's mode changes with two writes at most: a key added to the
+ConfigMap when no key holds the wanted config yet (`gpu-slots-ts-4`, `gpu-slots-basic`),
+then the node label. Other keys and other nodes are untouched. config-manager selects no
+devices: a different set of GPUs is refused here, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+
+from app.domain.changes.edits import time_slicing_text
+from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
+from app.domain.changes.split_models import (
+    NodeGpu,
+    ObjectWrite,
+    SplitPlan,
+    SplitRequest,
+    SplitState,
+)
+from app.domain.cluster import Manifest
+from app.domain.plugin.config import PluginConfig, PluginConfigError, parse_plugin_config
+from app.domain.plugin.daemonset import ConfigManagerRef, read_plugin_spec
+from app.domain.plugin.effective import resolve_config
+from app.domain.snapshot import Mode
+
+BASIC_TEXT = "version: v1\n"
+
+
+def config_key_name(mode: str, replicas: int) -> str:
+    """The key GPU Slots adds for a mode: gpu-slots-basic, gpu-slots-ts-<replicas>."""
+    return "gpu-slots-basic" if mode != "time-slicing" else f"gpu-slots-ts-{replicas}"
+
+
+def node_config_state(
+    shared: Manifest,
+    configmap: Manifest | None,
+    node: Manifest,
+    visible: Sequence[str],
+) -> SplitState:
+    """The mode the node's config-manager picks now (label, DEFAULT_CONFIG, fallbacks)."""
+    spec = read_plugin_spec(shared)
+    labels = _labels(node)
+    ref = spec.config_ref
+    label = labels.get(ref.node_label) if isinstance(ref, ConfigManagerRef) else None
+    effective = resolve_config(spec, _by_name(configmap), node_labels=labels)
+    config = effective.config
+    mode = "unknown" if config is None else config.mode.value
+    replicas = config.replicas if config is not None and config.mode is Mode.TIME_SLICING else 1
+    name = str((shared.get("metadata") or {}).get("name", ""))
+    return SplitState(name, False, tuple(visible), mode, replicas, label or None, True)
+
+
+def plan_config_label(
+    request: SplitRequest,
+    *,
+    node: Manifest,
+    shared: Manifest,
+    configmap: Manifest | None,
+    visible: Sequence[str],
+    gpus: Sequence[NodeGpu],
+    slots_before: int | None,
+    rollback: bool = False,
+) -> SplitPlan:
+    """The writes that give the node the requested mode through its config label."""
+    ref = read_plugin_spec(shared).config_ref
+    assert isinstance(ref, ConfigManagerRef)
+    if not gpus:
+        raise PlanRefused(
+            RefusalCode.NO_INVENTORY,
+            f"No agent report lists the GPUs of node {request.node}: GPU Slots cannot tell their "
+            "UUIDs. Start the agent on that node first.",
+        )
+    before = node_config_state(shared, configmap, node, visible)
+    if request.kubernetes_gpus is None:
+        raise PlanRefused(
+            RefusalCode.NOT_SPLIT,
+            f"Node {request.node} is already served by the shared DaemonSet; its sharing is "
+            f"chosen by the node label {ref.node_label}.",
+        )
+    known = {g.uuid for g in gpus}
+    unknown = [u for u in request.kubernetes_gpus if u not in known]
+    if unknown:
+        raise PlanRefused(
+            RefusalCode.UNKNOWN_GPU,
+            f"Node {request.node} has no GPU {', '.join(unknown)}; its GPUs are "
+            f"{', '.join(sorted(known))}.",
+        )
+    if set(request.kubernetes_gpus) != set(visible):
+        raise PlanRefused(
+            RefusalCode.CONFIG_PER_NODE,
+            f"The plugin runs config-manager, which selects no GPUs: GPU Slots changes only the "
+            f"sharing of node {request.node} here (node label {ref.node_label}, keys of "
+            f"ConfigMap {ref.configmap}). Keep the GPUs Kubernetes has now "
+            f"({', '.join(visible) or 'none'}), or limit the GPUs with NVIDIA_VISIBLE_DEVICES "
+            "in a DaemonSet of your own for this node.",
+        )
+    data = _data(configmap)
+    if configmap is None:
+        raise PlanRefused(
+            RefusalCode.CONFIG_KEY_MISMATCH,
+            f"ConfigMap {ref.configmap}, where config-manager finds its configs, was not found.",
+        )
+    writes: list[ObjectWrite] = []
+    if request.restore_config_key:
+        key = request.config_key
+        if key is not None and key not in data:
+            raise PlanRefused(
+                RefusalCode.NOT_REVERSIBLE,
+                f"ConfigMap {ref.configmap} no longer has the key {key}: setting the label back "
+                "would stop config-manager. Choose the mode in the editor instead.",
+            )
+        labels = {**_labels(node), ref.node_label: key} if key else _without(node, ref.node_label)
+        after = node_config_state(shared, configmap, {"metadata": {"labels": labels}}, visible)
+    else:
+        wanted_mode, replicas = request.mode, request.replicas
+        if wanted_mode == "time-slicing" and not MIN_REPLICAS <= replicas <= MAX_REPLICAS:
+            raise PlanRefused(
+                RefusalCode.OUT_OF_RANGE,
+                f"replicas must be {MIN_REPLICAS}..{MAX_REPLICAS} for time-slicing "
+                f"(got {replicas}).",
+            )
+        replicas = replicas if wanted_mode == "time-slicing" else 1
+        if (before.mode, before.replicas) == (wanted_mode, replicas):
+            raise PlanRefused(RefusalCode.NO_CHANGE, "The node already runs with this sharing.")
+        text = _text(wanted_mode, replicas)
+        env = read_plugin_spec(shared).env
+        key = _same_key(data, text, env)
+        if key is None:
+            key = _free_key(data, config_key_name(wanted_mode, replicas))
+            new = copy.deepcopy(configmap)
+            new.pop("status", None)
+            new["data"] = {**data, key: text}
+            writes.append(ObjectWrite("replace", "ConfigMap", ref.configmap, configmap, new))
+        after = SplitState(
+            before.daemonset, False, tuple(visible), wanted_mode, replicas, key, True
+        )
+    if after.config_key == before.config_key:
+        raise PlanRefused(RefusalCode.NO_CHANGE, "The node's config label is already so.")
+    writes.append(
+        ObjectWrite(
+            "label", "Node", request.node, node, {"labels": {ref.node_label: after.config_key}}
+        )
+    )
+    by_uuid = {g.uuid: g for g in gpus}
+    return SplitPlan(
+        kind="rollback" if rollback else "split",
+        node=request.node,
+        before=before,
+        after=after,
+        writes=tuple(writes),
+        slots_before=slots_before,
+        host_processes=(),
+        pods_on_host_gpus=(),
+        restarts=(
+            f"the plugin on node {request.node} restarts in place: config-manager sees the "
+            f"label change, links the config {after.config_key or '(fallback)'} and signals the "
+            "plugin; the pod stays and no other node is touched",
+        ),
+        warnings=_warnings(before, after, by_uuid),
+    )
+
+
+def _warnings(
+    before: SplitState, after: SplitState, by_uuid: Mapping[str, NodeGpu]
+) -> tuple[str, ...]:
+    if after.slots >= before.slots:
+        return ()
+    pods = sorted({p for u in before.kubernetes_gpus for p in by_uuid[u].pods})
+    if not pods:
+        return ()
+    return (
+        f"Slots go from {before.slots} to {after.slots} while pods hold slots here "
+        f"({', '.join(pods)}): running pods keep running, new ones may wait.",
+    )
+
+
+def _text(mode: str, replicas: int) -> str:
+    if mode != "time-slicing":
+        return BASIC_TEXT
+    return time_slicing_text(
+        None,
+        replicas=replicas,
+        rename_by_default=False,
+        fail_requests_greater_than_one=False,
+        warnings=[],
+    )
+
+
+def _fingerprint(config: PluginConfig) -> tuple[object, ...]:
+    return (
+        config.mode,
+        config.replicas,
+        config.resource,
+        config.rename_by_default,
+        config.fail_requests_greater_than_one,
+        config.mig_strategy,
+    )
+
+
+def _same_key(data: Mapping[str, str], text: str, env: Mapping[str, str]) -> str | None:
+    """An existing key whose config is the one wanted (`default` first, then by name)."""
+    wanted = _fingerprint(parse_plugin_config(text, env=env))
+    for key in sorted(data, key=lambda k: (k != "default", k)):
+        try:
+            if _fingerprint(parse_plugin_config(data[key], env=env)) == wanted:
+                return key
+        except PluginConfigError:
+            continue
+    return None
+
+
+def _free_key(data: Mapping[str, str], name: str) -> str:
+    if name not in data:
+        return name
+    n = 2
+    while f"{name}-{n}" in data:
+        n += 1
+    return f"{name}-{n}"
+
+
+def _labels(node: Manifest) -> dict[str, str]:
+    return {str(k): str(v) for k, v in ((node.get("metadata") or {}).get("labels") or {}).items()}
+
+
+def _without(node: Manifest, label: str) -> dict[str, str]:
+    return {k: v for k, v in _labels(node).items() if k != label}
+
+
+def _data(configmap: Manifest | None) -> dict[str, str]:
+    raw = (configmap or {}).get("data") or {}
+    return {str(k): str(v) for k, v in raw.items() if not str(k).startswith("..")}
+
+
+def _by_name(configmap: Manifest | None) -> dict[str, Manifest]:
+    if configmap is None:
+        return {}
+    return {str((configmap.get("metadata") or {}).get("name", "")): configmap}

@@ -1,0 +1,196 @@
+"""Per-node sharing on a config-manager install (Helm chart style): the node label decides.
+
+The dashboard is configured with the `clusters` scenario's Helm release
+(nvidia-device-plugin/nvidia-device-plugin, ConfigMap nvidia-device-plugin-configs with
+keys default and ts4); gpu-ts-3 picks ts4 by its label nvidia.com/device-plugin.config.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from kubernetes import client
+
+from app.kube.client import make_api_client
+from tests.conftest import ADMIN_TOKEN, Stack
+from tests.live import wait_for
+from tests.web.test_admin_pages_i18n import csrf_of, log_in
+
+NODE = "gpu-ts-3"
+NS = "nvidia-device-plugin"
+CONFIGS = "nvidia-device-plugin-configs"
+LABEL = "nvidia.com/device-plugin.config"
+BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+
+
+def _core(stack: Stack) -> tuple[client.CoreV1Api, Any]:
+    api_client = make_api_client(host=stack.simulator.url)
+    return client.CoreV1Api(api_client), api_client
+
+
+def allocatable(stack: Stack) -> dict[str, str]:
+    core, api_client = _core(stack)
+    try:
+        nodes = core.list_node().items
+    finally:
+        api_client.close()
+    return {n.metadata.name: (n.status.allocatable or {}).get("nvidia.com/gpu", "-") for n in nodes}
+
+
+def node_label(stack: Stack) -> str | None:
+    core, api_client = _core(stack)
+    try:
+        labels = core.read_node(NODE).metadata.labels or {}
+    finally:
+        api_client.close()
+    value = labels.get(LABEL)
+    return str(value) if value is not None else None
+
+
+def config_keys(stack: Stack) -> list[str]:
+    core, api_client = _core(stack)
+    try:
+        data = core.read_namespaced_config_map(CONFIGS, NS).data or {}
+    finally:
+        api_client.close()
+    return sorted(data)
+
+
+def plugin_pods(stack: Stack) -> list[str]:
+    core, api_client = _core(stack)
+    try:
+        pods = core.list_namespaced_pod(NS, field_selector=f"spec.nodeName={NODE}").items
+    finally:
+        api_client.close()
+    return sorted(p.metadata.name for p in pods)
+
+
+def put(stack: Stack, body: dict[str, Any], *, dry_run: bool = False) -> httpx.Response:
+    params = {"dryRun": "true"} if dry_run else {}
+    return stack.client.put(
+        f"/api/v1/nodes/{NODE}/gpu-split", json=body, params=params, headers=BEARER
+    )
+
+
+def reported(stack: Stack) -> bool:
+    response = stack.client.get(f"/api/v1/nodes/{NODE}")
+    return response.status_code == 200 and response.json()["node"]["physical_gpus"] == 4
+
+
+@pytest.fixture
+def helm(make_stack: Callable[..., Stack]) -> Stack:
+    stack = make_stack(
+        "clusters",
+        kubernetes_device_plugin_name="nvidia-device-plugin",
+        kubernetes_device_plugin_namespace=NS,
+        plugin_configmap_name=CONFIGS,
+    )
+    wait_for(lambda: reported(stack), what="the agent report of gpu-ts-3")
+    return stack
+
+
+def test_a_mode_change_sets_the_node_label_and_adds_a_key_and_rollback_restores_it(
+    helm: Stack,
+) -> None:
+    view = helm.client.get(f"/api/v1/nodes/{NODE}/gpu-split").json()
+    assert (view["perNodeConfig"], view["configKey"], view["mode"], view["replicas"]) == (
+        True,
+        "ts4",
+        "time-slicing",
+        4,
+    )
+    gpus = [g["uuid"] for g in view["gpus"]]
+    assert [g["role"] for g in view["gpus"]] == ["kubernetes"] * 4
+    before = allocatable(helm)
+    assert before[NODE] == "16"
+    pods = plugin_pods(helm)
+    assert len(pods) == 1
+
+    body = {"kubernetes_gpus": gpus, "mode": "time-slicing", "replicas": 2}
+    preview = put(helm, body, dry_run=True)
+    assert preview.status_code == 200, preview.text
+    plan = preview.json()
+    assert [(w["action"], w["kind"], w["name"]) for w in plan["writes"]] == [
+        ("replace", "ConfigMap", CONFIGS),
+        ("label", "Node", NODE),
+    ]
+    assert (plan["slotsBefore"], plan["slotsAfter"]) == (16, 8)
+    assert plan["after"]["config_key"] == "gpu-slots-ts-2"
+    assert "+  gpu-slots-ts-2: |" in plan["writes"][0]["diff"]
+    assert plan["serverDryRunOk"] is True
+    assert config_keys(helm) == ["default", "ts4"]  # the preview wrote nothing
+
+    applied = put(helm, body)
+    assert applied.status_code == 200, applied.text
+    wait_for(lambda: allocatable(helm)[NODE] == "8", what="gpu-ts-3 at 4 GPUs x 2")
+    assert allocatable(helm) == {**before, NODE: "8"}
+    assert node_label(helm) == "gpu-slots-ts-2"
+    assert config_keys(helm) == ["default", "gpu-slots-ts-2", "ts4"]
+    assert plugin_pods(helm) == pods  # config-manager restarts the plugin in place
+
+    basic = put(helm, {"kubernetes_gpus": gpus, "mode": "basic"})
+    assert basic.status_code == 200, basic.text
+    assert basic.json()["after"]["config_key"] == "default"  # same content: reused
+    wait_for(lambda: allocatable(helm)[NODE] == "4", what="gpu-ts-3 basic")
+    assert config_keys(helm) == ["default", "gpu-slots-ts-2", "ts4"]
+
+    history = helm.client.get("/api/v1/changes").json()["changes"]
+    assert [(c["kind"], c["node"]) for c in history] == [("split", NODE), ("split", NODE)]
+    undo = helm.client.post(f"/api/v1/changes/{history[1]['id']}/rollback", headers=BEARER)
+    assert undo.status_code == 200, undo.text
+    wait_for(lambda: allocatable(helm)[NODE] == "16", what="gpu-ts-3 back on ts4")
+    assert node_label(helm) == "ts4"
+    assert allocatable(helm) == before
+
+
+def test_a_different_gpu_set_is_refused_with_the_reason(helm: Stack) -> None:
+    view = helm.client.get(f"/api/v1/nodes/{NODE}/gpu-split").json()
+    gpus = [g["uuid"] for g in view["gpus"]]
+    refused = put(helm, {"kubernetes_gpus": gpus[1:], "mode": "basic"})
+    assert refused.status_code == 409, refused.text
+    assert "config-manager, which selects no GPUs" in refused.json()["detail"]
+    assert node_label(helm) == "ts4"
+    assert config_keys(helm) == ["default", "ts4"]
+
+
+def test_the_editor_page_explains_the_label_and_previews_with_the_gpus_kept(helm: Stack) -> None:
+    page = f"/admin/nodes/{NODE}/gpus"
+    log_in(helm)
+    html = helm.client.get(page).text
+    assert "config by the node label nvidia.com/device-plugin.config (now: ts4)" in html
+    hidden = re.findall(r'<input type="hidden" name="gpu" value="([^"]+)">', html)
+    assert len(hidden) == 4  # the GPUs cannot be toggled here, but go with the form
+    form = {"gpu": hidden, "mode": "time-slicing", "replicas": "2", "csrf_token": csrf_of(html)}
+    preview = helm.client.post(f"{page}/preview", data=form)
+    assert preview.status_code == 200, preview.text
+    assert "Slots on this node: 16 -&gt; 8" in preview.text
+    assert "replace ConfigMap/nvidia-device-plugin-configs" in preview.text
+    korean = helm.client.get(page, headers={"Accept-Language": "ko-KR,ko;q=0.9"}).text
+    assert "노드 레이블 nvidia.com/device-plugin.config(현재: ts4)" in korean
+
+
+def test_a_node_of_another_install_is_refused_on_the_demo(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack("demo")  # configured: kube-system; gpu-ts-7 runs the Helm release
+    node = "gpu-ts-7"
+    wait_for(
+        lambda: stack.client.get(f"/api/v1/nodes/{node}/gpu-split").status_code == 200,
+        what="the agent report of gpu-ts-7",
+    )
+    gpus = [g["uuid"] for g in stack.client.get(f"/api/v1/nodes/{node}/gpu-split").json()["gpus"]]
+    refused = stack.client.put(
+        f"/api/v1/nodes/{node}/gpu-split",
+        params={"dryRun": "true"},
+        json={"kubernetes_gpus": gpus, "mode": "basic"},
+        headers=BEARER,
+    )
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["detail"].startswith(
+        f"Node {node} runs the plugin pod nvidia-device-plugin-"
+    )
+    assert "not kube-system/nvidia-device-plugin-daemonset" in refused.json()["detail"]
