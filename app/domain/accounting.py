@@ -11,6 +11,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.dra.findings_cluster import dra_cluster_findings
+from app.domain.dra.findings_node import dra_node_findings
+from app.domain.dra.inventory import read_dra
+from app.domain.dra.ledger import apply_dra, dra_node_state, dra_summary
 from app.domain.effective_config import EffectiveConfig, resolve_config
 from app.domain.facts import (
     GPU_PRESENT_LABEL,
@@ -73,6 +77,7 @@ def build_snapshot(
     without it.
     """
     spec = read_plugin_spec(state.daemonset) if state.daemonset is not None else None
+    dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
     default_config = resolve_config(spec, state.configmaps)
     pods_by_uid: dict[str, Manifest] = {}
     slots_by_uid: dict[str, Mapping[str, int]] = {}
@@ -103,6 +108,8 @@ def build_snapshot(
     context = context_key(state, options) if memo is not None else None
     if len({_name(n) for n in state.nodes}) != len(state.nodes):
         context = None  # two nodes of one name: nothing to key them by
+    if context is not None and dra is not None:
+        context = (context, dra.version)
     previous = memo.nodes if memo is not None else {}
     entries: dict[str, NodeEntry] = {}
     reused: set[str] = set()
@@ -150,6 +157,8 @@ def build_snapshot(
                 plugin_pod=plugin_pod,
             )
         )
+        if entry is None:
+            apply_dra(dra, node_facts)
         if key is not None and entry is None:
             entry = NodeEntry(key, received, pods, process_pods, node_facts)
         if entry is not None:
@@ -171,6 +180,7 @@ def build_snapshot(
         pod_facts=facts_by_uid,
     )
     findings = list(cluster_findings(facts)) + list(pod_findings(facts))
+    findings += dra_cluster_findings(dra, facts)
     node_states = []
     for node_facts in nodes:
         entry = entries.get(node_facts.name)
@@ -178,8 +188,9 @@ def build_snapshot(
             own, node_state = entry.findings, entry.state
         else:
             own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
+            own = dra_node_findings(dra, facts, node_facts, own)
             own.sort(key=sort_key)
-            node_state = _node_state(node_facts, own)
+            node_state = dra_node_state(dra, node_facts, _node_state(node_facts, own))
             if entry is not None:
                 entry.findings, entry.state = own, node_state
         node_states.append(node_state)
@@ -202,6 +213,7 @@ def build_snapshot(
         totals=_totals(node_states),
         nodes=node_states,
         findings=findings,
+        dra=dra_summary(dra, state.nodes),
     )
 
 

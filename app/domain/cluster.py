@@ -32,3 +32,7 @@ class ClusterState:
     nodes: Sequence[Manifest]
     pods: Sequence[Manifest]
     reports: Mapping[str, ReceivedReport] = field(default_factory=dict)  # by node name
+    # resource.k8s.io/v1 (empty where the cluster has no DRA API)
+    device_classes: Sequence[Manifest] = ()
+    resource_slices: Sequence[Manifest] = ()
+    resource_claims: Sequence[Manifest] = ()

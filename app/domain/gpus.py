@@ -11,7 +11,7 @@ from app.domain.pods import pod_key
 from app.domain.report import DeviceAssignment, GpuReading
 from app.domain.snapshot import GpuProcess, PodSlots, SlotHolder
 
-Role = Literal["advertised", "host", "unknown"]
+Role = Literal["advertised", "dra", "host", "unknown"]
 _NO_GPUS = ("", "none", "void")
 
 

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.domain.dra.models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
+
 EvidenceValue = str | int | float | bool | None
 
 
@@ -67,13 +69,19 @@ class GpuProcess(_Out):
 
 
 class SlotHolder(_Out):
-    """A pod holding slots of one GPU."""
+    """A pod holding slots of one GPU, or a device of it through a DRA claim."""
 
     pod: str = Field(description="namespace/name")
     slots: int
     assigned: bool = Field(
         description="True when the kubelet's assignment is known; False when inferred"
     )
+    source: Literal["device-plugin", "dra"] = Field(
+        default="device-plugin", description="device-plugin slots or a DRA claim"
+    )
+    claim: str | None = Field(default=None, description="DRA: the claim's namespace/name")
+    sharing: DraSharing | None = Field(default=None, description="DRA: how the claim shares")
+    device: str | None = Field(default=None, description="DRA: the device, e.g. gpu-0")
 
 
 class GpuState(_Out):
@@ -82,8 +90,9 @@ class GpuState(_Out):
     index: int
     uuid: str
     name: str
-    role: Literal["advertised", "host", "unknown"] = Field(
-        description="advertised: visible to the plugin; host: kept out of Kubernetes"
+    role: Literal["advertised", "dra", "host", "unknown"] = Field(
+        description="advertised: visible to the plugin; dra: published by a DRA driver; "
+        "host: kept out of Kubernetes"
     )
     slots: int = Field(
         description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
@@ -99,6 +108,9 @@ class GpuState(_Out):
     processes: list[GpuProcess]
     finding_codes: list[str]
     worst_severity: Severity | None
+    dra_devices: list[DraDeviceState] = Field(
+        default_factory=list, description="DRA devices published for this GPU (MIG: several)"
+    )
 
 
 class AgentState(_Out):
@@ -156,6 +168,12 @@ class NodeState(_Out):
     gpus: list[GpuState]
     pods: list[PodSlots]
     findings: list[Finding]
+    allocation: Allocation = Field(
+        default="none", description="Who hands out the GPUs: device-plugin | dra | both | none"
+    )
+    dra_devices: list[DraDeviceState] = Field(
+        default_factory=list, description="DRA devices of GPUs the agent did not report"
+    )
 
 
 class PluginState(_Out):
@@ -198,6 +216,7 @@ class Snapshot(_Out):
     totals: Totals
     nodes: list[NodeState]
     findings: list[Finding]
+    dra: DraSummary = EMPTY_SUMMARY
 
     def severity_counts(self) -> dict[str, int]:
         counts = {severity.value: 0 for severity in Severity}

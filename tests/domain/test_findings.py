@@ -11,6 +11,7 @@ from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.findings_base import CATALOGUE
 from app.domain.plugin_config import CONFIG_HASH_ANNOTATION
 from tests import factories as f
+from tests.domain.dra_worlds import DRA_CASES
 from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world
 
 SPLIT = f.host_split_uuids()
@@ -243,6 +244,9 @@ CASES: list[tuple[str, Builder, Builder]] = [
         lambda: ts_world(4, pods=[f.pod("big", gpus=1)]),
     ),
 ]
+
+
+CASES += DRA_CASES
 
 
 def _codes(state: ClusterState, options: AccountingOptions = f.OPTIONS) -> set[str]:
