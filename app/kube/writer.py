@@ -20,7 +20,7 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.change_models import ChangePlan, ConfigMapAction
+from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
 from app.kube.client import copy_api_client, translate

@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Request, status
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
-from app.domain.change_models import ChangePlan, ChangeRequest, PlanRefused, RefusalCode
-from app.domain.change_plan import current_settings, plan_change, plan_rollback, previous_settings
-from app.domain.change_preview import NodeSlots, object_diff, slots_by_node
+from app.domain.changes.models import ChangePlan, ChangeRequest, PlanRefused, RefusalCode
+from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
+from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
 from app.domain.cluster import Manifest
-from app.domain.plugin import is_operator_managed
+from app.domain.plugin.daemonset import is_operator_managed
 from app.errors import (
     ClusterError,
     ClusterUnavailableError,

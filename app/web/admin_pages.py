@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.domain.change_models import (
+from app.domain.changes.models import (
     MAX_REPLICAS,
     MIN_REPLICAS,
     ChangePlan,
@@ -25,8 +25,8 @@ from app.domain.change_models import (
     PlanRefused,
     RefusalCode,
 )
-from app.domain.change_plan import current_settings
-from app.domain.change_preview import rollout_status
+from app.domain.changes.plan import current_settings
+from app.domain.changes.preview import rollout_status
 from app.domain.kube_time import parse_time
 from app.errors import ClusterError
 from app.kube.writer import ApplyFailed, check_versions

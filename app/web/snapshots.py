@@ -33,9 +33,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from app.domain.accounting import build_snapshot
+from app.domain.accounting.engine import build_snapshot
+from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
-from app.domain.facts import EngineMemo
 from app.domain.snapshot import Snapshot
 from app.web.reports import ReportStore
 

@@ -203,7 +203,7 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     Prepared as the dashboard does it (frozen manifests, pod memo, one build before the
     timed ones) where the code under test has those; otherwise plain builds.
     """
-    from app.domain.accounting import build_snapshot
+    from app.domain.accounting.engine import build_snapshot
     from app.domain.cluster import AccountingOptions, ClusterState
     from app.domain.report import AgentReport, ReceivedReport
 
@@ -227,7 +227,7 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     options = AccountingOptions()
     extra: dict[str, Any] = {}
     try:
-        from app.domain.facts import EngineMemo  # type: ignore[attr-defined, unused-ignore]
+        from app.domain.accounting.facts import EngineMemo  # type: ignore[attr-defined, unused-ignore]
         from app.kube.cache import settle  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         pass

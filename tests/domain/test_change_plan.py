@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.domain.change_models import (
+from app.domain.changes.edits import dump_yaml
+from app.domain.changes.models import (
     PREVIOUS_ANNOTATION,
     ChangePlan,
     ChangeRequest,
@@ -17,9 +18,8 @@ from app.domain.change_models import (
     PlanRefused,
     RefusalCode,
 )
-from app.domain.change_plan import current_settings, plan_change, plan_rollback, previous_settings
-from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, config_hash, parse_plugin_config
-from app.domain.plugin_edits import dump_yaml
+from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
+from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash, parse_plugin_config
 from app.domain.snapshot import Mode
 
 CM = "nvidia-device-plugin-config"

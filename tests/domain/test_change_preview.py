@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from app.domain.accounting import build_snapshot
-from app.domain.change_models import PluginSettings
-from app.domain.change_preview import object_diff, rollout_status, slots_by_node
+from app.domain.accounting.engine import build_snapshot
+from app.domain.changes.models import PluginSettings
+from app.domain.changes.preview import object_diff, rollout_status, slots_by_node
 from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Mode, Snapshot
 from tests import factories as f

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from app.domain.findings_base import CATALOGUE
+from app.domain.findings.catalogue import CATALOGUE
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.effective_config import resolve_config
-from app.domain.plugin import (
+from app.domain.plugin.daemonset import (
     ConfigManagerRef,
     StaticConfigRef,
     UnresolvedConfigRef,
     parse_version,
     read_plugin_spec,
 )
+from app.domain.plugin.effective import resolve_config
 from app.domain.snapshot import Mode
 from tests import factories as f
 from tests.domain.worlds import config_manager_daemonset

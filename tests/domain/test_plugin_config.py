@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.plugin_config import PluginConfigError, config_hash, parse_plugin_config
+from app.domain.plugin.config import PluginConfigError, config_hash, parse_plugin_config
 from app.domain.snapshot import Mode
 
 TS = """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.pods import holds_resources, pod_env_visible_devices, pod_slots
+from app.domain.accounting.pods import holds_resources, pod_env_visible_devices, pod_slots
 from tests import factories as f
 
 G = "nvidia.com/gpu"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.domain.accounting import build_snapshot
+from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.report import GpuReading, ReceivedReport
 from app.domain.snapshot import Snapshot

@@ -10,8 +10,8 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from app.domain.change_models import ChangeRequest, ConfigMapAction
-from app.domain.change_plan import plan_change, plan_rollback
+from app.domain.changes.models import ChangeRequest, ConfigMapAction
+from app.domain.changes.plan import plan_change, plan_rollback
 from app.errors import ConflictError
 from app.kube.client import make_api_client
 from app.kube.writer import ApplyFailed, PluginWriter, check_versions

@@ -13,7 +13,7 @@ import pytest
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
-from app.domain.change_models import ConfigMapAction, RefusalCode
+from app.domain.changes.models import ConfigMapAction, RefusalCode
 from app.domain.snapshot import Mode
 from app.web import admin_pages, i18n
 from tests.conftest import ADMIN_TOKEN, Stack

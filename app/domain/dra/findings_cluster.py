@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from app.domain.accounting.facts import ClusterFacts
+from app.domain.accounting.pods import TERMINAL_PHASES, is_ready
 from app.domain.cluster import Manifest
 from app.domain.dra.inventory import DraView, pod_claims
 from app.domain.dra.ledger import schedulable_nodes
 from app.domain.dra.objects import Claim, Request
-from app.domain.facts import ClusterFacts
-from app.domain.findings_base import finding
-from app.domain.pods import TERMINAL_PHASES, is_ready
+from app.domain.findings.catalogue import finding
 from app.domain.snapshot import Finding
 
 LISTED_PODS = 10

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from app.domain.accounting.facts import ClusterFacts, NodeFacts
+from app.domain.accounting.gpus import GpuFacts
 from app.domain.dra.inventory import DraView
 from app.domain.dra.ledger import PLUGIN_ONLY_CODES, node_allocation
-from app.domain.facts import ClusterFacts, NodeFacts
-from app.domain.findings_base import finding
-from app.domain.gpus import GpuFacts
+from app.domain.findings.catalogue import finding
 from app.domain.snapshot import Finding
 
 _RUNNING = "Running"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.domain.accounting.facts import NodeFacts
+from app.domain.accounting.pods import is_ready
 from app.domain.cluster import Manifest
 from app.domain.dra.inventory import DraView
 from app.domain.dra.models import Allocation, DraDeviceState, DraSummary
 from app.domain.dra.objects import Device
-from app.domain.facts import NodeFacts
-from app.domain.pods import is_ready
 from app.domain.snapshot import NodeState, SlotHolder
 
 # Device-plugin findings that say nothing about a node the plugin does not serve.

@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from app.domain.accounting.facts import ClusterFacts
+from app.domain.accounting.gpus import listed_devices
 from app.domain.cluster import Manifest
-from app.domain.facts import ClusterFacts
-from app.domain.findings_base import finding
-from app.domain.gpus import listed_devices
+from app.domain.findings.catalogue import finding
 from app.domain.kube_time import parse_time
-from app.domain.plugin import PLATFORM_MINIMUM, ConfigManagerRef, PluginSpec, StaticConfigRef
-from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, config_hash
+from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
+from app.domain.plugin.daemonset import (
+    PLATFORM_MINIMUM,
+    ConfigManagerRef,
+    PluginSpec,
+    StaticConfigRef,
+)
 from app.domain.snapshot import Finding, Mode
 
 DEFAULT_CONFIGMAP = "nvidia-device-plugin-config"

@@ -12,7 +12,20 @@ import copy
 import json
 from typing import Any, Literal
 
-from app.domain.change_models import (
+from app.domain.changes.edits import (
+    Wiring,
+    config_file_entries,
+    configmap_volumes,
+    mounted_elsewhere,
+    set_hash,
+    set_wiring,
+    template_annotations,
+    template_of,
+    time_slicing_text,
+    wire_new,
+    wiring_of,
+)
+from app.domain.changes.models import (
     DEFAULT_KEY,
     MANAGED_BY_LABEL,
     MAX_REPLICAS,
@@ -26,28 +39,15 @@ from app.domain.change_models import (
     RefusalCode,
 )
 from app.domain.cluster import Manifest
-from app.domain.effective_config import resolve_config
-from app.domain.plugin import (
+from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
+from app.domain.plugin.daemonset import (
     ConfigManagerRef,
     StaticConfigRef,
     UnresolvedConfigRef,
     is_operator_managed,
     read_plugin_spec,
 )
-from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
-from app.domain.plugin_edits import (
-    Wiring,
-    config_file_entries,
-    configmap_volumes,
-    mounted_elsewhere,
-    set_hash,
-    set_wiring,
-    template_annotations,
-    template_of,
-    time_slicing_text,
-    wire_new,
-    wiring_of,
-)
+from app.domain.plugin.effective import resolve_config
 from app.domain.snapshot import Mode
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from app.domain.facts import ClusterFacts
-from app.domain.findings_base import finding
-from app.domain.pods import TERMINAL_PHASES
+from app.domain.accounting.facts import ClusterFacts
+from app.domain.accounting.pods import TERMINAL_PHASES
+from app.domain.findings.catalogue import finding
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
 _HARMLESS_VISIBLE = ("", "void", "none")

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.domain.accounting.pods import pod_key
 from app.domain.cluster import Manifest
-from app.domain.pods import pod_key
 from app.domain.report import DeviceAssignment, GpuReading
 from app.domain.snapshot import GpuProcess, PodSlots, SlotHolder
 

@@ -6,12 +6,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.domain.cluster import Manifest
-from app.domain.plugin import ConfigManagerRef, PluginSpec, StaticConfigRef, UnresolvedConfigRef
-from app.domain.plugin_config import (
+from app.domain.plugin.config import (
     PluginConfig,
     PluginConfigError,
     default_plugin_config,
     parse_plugin_config,
+)
+from app.domain.plugin.daemonset import (
+    ConfigManagerRef,
+    PluginSpec,
+    StaticConfigRef,
+    UnresolvedConfigRef,
 )
 
 CONFIG_INVALID = "config-invalid"

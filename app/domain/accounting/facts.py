@@ -6,12 +6,12 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from app.domain.accounting.gpus import GpuFacts, Visibility
+from app.domain.accounting.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
-from app.domain.effective_config import EffectiveConfig
-from app.domain.gpus import GpuFacts, Visibility
 from app.domain.kube_time import parse_time
-from app.domain.plugin import PluginSpec
-from app.domain.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
+from app.domain.plugin.daemonset import PluginSpec
+from app.domain.plugin.effective import EffectiveConfig
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import AgentState, Finding, Mode, NodeState, PluginPod, PodSlots
 

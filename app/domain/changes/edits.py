@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from app.domain.cluster import Manifest
-from app.domain.plugin_config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
+from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
 
 VOLUME_NAME = "nvidia-device-plugin-config"
 MOUNT_DIR = "/etc/nvidia-device-plugin"

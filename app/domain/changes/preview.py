@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.domain.change_models import PREVIOUS_ANNOTATION, PluginSettings
+from app.domain.changes.edits import dump_yaml
+from app.domain.changes.models import PREVIOUS_ANNOTATION, PluginSettings
 from app.domain.cluster import Manifest
 from app.domain.kube_time import parse_time
-from app.domain.plugin_edits import dump_yaml
 from app.domain.snapshot import Mode, Snapshot
 
 _NOISE = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp")

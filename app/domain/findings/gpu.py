@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.domain.facts import ClusterFacts, NodeFacts
-from app.domain.findings_base import finding
-from app.domain.gpus import GpuFacts
-from app.domain.pods import pod_key
+from app.domain.accounting.facts import ClusterFacts, NodeFacts
+from app.domain.accounting.gpus import GpuFacts
+from app.domain.accounting.pods import pod_key
+from app.domain.findings.catalogue import finding
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
 HOST_MEMORY_MIN_MIB = 1024

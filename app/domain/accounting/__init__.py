@@ -1,0 +1,1 @@
+"""The accounting engine: nodes, pods, GPUs and agent reports -> the snapshot."""

@@ -1,0 +1,337 @@
+"""The accounting engine: one cluster view plus agent reports -> the snapshot the pages show.
+
+Pure: no I/O, no clock (`now` is an argument). Linear in nodes + pods: pods are indexed by
+node and by UID once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from app.domain.accounting.facts import (
+    ClusterFacts,
+    EngineMemo,
+    NodeEntry,
+    NodeFacts,
+    agent_state,
+    context_key,
+    is_plugin_pod,
+    node_key,
+    pod_refs,
+)
+from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name
+from app.domain.accounting.pods import PodFacts, read_pod
+from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.dra.findings_cluster import dra_cluster_findings
+from app.domain.dra.findings_node import dra_node_findings
+from app.domain.dra.inventory import DraView, read_dra
+from app.domain.dra.ledger import apply_dra, dra_node_state, dra_summary
+from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK, sort_key
+from app.domain.findings.cluster import cluster_findings
+from app.domain.findings.gpu import gpu_findings
+from app.domain.findings.node import node_findings
+from app.domain.findings.pods import pod_findings
+from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec, read_plugin_spec
+from app.domain.plugin.effective import EffectiveConfig, resolve_config
+from app.domain.snapshot import (
+    Finding,
+    GpuState,
+    Mode,
+    NodeState,
+    PluginState,
+    Snapshot,
+    Totals,
+)
+
+
+@dataclass
+class _PodIndex:
+    """The cluster's pods read once: by UID, by node, and the plugin's own pods."""
+
+    pods_by_uid: dict[str, Manifest] = field(default_factory=dict)
+    slots_by_uid: dict[str, Mapping[str, int]] = field(default_factory=dict)
+    facts_by_uid: dict[str, PodFacts] = field(default_factory=dict)
+    pods_by_node: dict[str, list[PodFacts]] = field(default_factory=dict)
+    plugin_by_node: dict[str, Manifest] = field(default_factory=dict)
+    plugin_pods: list[Manifest] = field(default_factory=list)
+
+
+def build_snapshot(
+    state: ClusterState,
+    *,
+    options: AccountingOptions,
+    now: datetime,
+    memo: EngineMemo | None = None,
+) -> Snapshot:
+    """Compute every figure and finding of the dashboard from one consistent cluster view.
+
+    `memo` (kept by the caller from one snapshot to the next) saves re-reading pods and
+    recomputing nodes that did not change (see EngineMemo); the result is the same with or
+    without it.
+    """
+    spec = read_plugin_spec(state.daemonset) if state.daemonset is not None else None
+    default_config = resolve_config(spec, state.configmaps)
+    dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
+    index = _index_pods(state, spec, memo)
+    inputs = NodeInputs(
+        spec=spec,
+        default_config=default_config,
+        state=state,
+        options=options,
+        now=now,
+        slots_by_uid=index.slots_by_uid,
+        pods_by_uid=index.pods_by_uid,
+    )
+    nodes, entries, reused = _all_node_facts(inputs, index, memo, dra)
+    facts = ClusterFacts(
+        state=state,
+        options=options,
+        now=now,
+        spec=spec,
+        default_config=default_config,
+        nodes=nodes,
+        pods_by_uid=index.pods_by_uid,
+        slots_by_uid=index.slots_by_uid,
+        plugin_pods=index.plugin_pods,
+        pod_facts=index.facts_by_uid,
+    )
+    findings = list(cluster_findings(facts)) + list(pod_findings(facts))
+    findings += dra_cluster_findings(dra, facts)
+    node_states = []
+    for node_facts in nodes:
+        own, node_state = _node_result(facts, node_facts, entries, reused, dra)
+        node_states.append(node_state)
+        findings.extend(own)
+    node_states = _with_pod_findings(node_states, findings)
+    findings.sort(key=sort_key)
+    return Snapshot(
+        generated_at=now,
+        plugin=_plugin_state(spec, default_config, options),
+        totals=_totals(node_states),
+        nodes=node_states,
+        findings=findings,
+        dra=dra_summary(dra, state.nodes),
+    )
+
+
+def _index_pods(state: ClusterState, spec: PluginSpec | None, memo: EngineMemo | None) -> _PodIndex:
+    index = _PodIndex()
+    read = memo.pods.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
+    for pod, pod_facts_ in zip(state.pods, read, strict=True):
+        uid = pod_facts_.uid
+        index.pods_by_uid[uid] = pod
+        index.slots_by_uid[uid] = pod_facts_.slots
+        index.facts_by_uid[uid] = pod_facts_
+        node = pod_facts_.node
+        if node is None:
+            continue
+        if pod_facts_.holds:
+            index.pods_by_node.setdefault(node, []).append(pod_facts_)
+        if (
+            spec is not None
+            and pod_facts_.namespace == spec.namespace
+            and is_plugin_pod(pod, name=spec.name, namespace=spec.namespace, selector=spec.selector)
+        ):
+            index.plugin_pods.append(pod)
+            if _newer(pod, index.plugin_by_node.get(node)):
+                index.plugin_by_node[node] = pod
+    return index
+
+
+def _all_node_facts(
+    inputs: NodeInputs, index: _PodIndex, memo: EngineMemo | None, dra: DraView | None
+) -> tuple[list[NodeFacts], dict[str, NodeEntry], set[str]]:
+    """Every node's facts, reusing the memo's entry of a node whose inputs did not change."""
+    state, options, now = inputs.state, inputs.options, inputs.now
+    context = context_key(state, options) if memo is not None else None
+    if len({node_name(n) for n in state.nodes}) != len(state.nodes):
+        context = None  # two nodes of one name: nothing to key them by
+    if context is not None and dra is not None:
+        context = (context, dra.version)  # any DRA change recomputes every node
+    previous = memo.nodes if memo is not None else {}
+    entries: dict[str, NodeEntry] = {}
+    reused: set[str] = set()
+    nodes: list[NodeFacts] = []
+    for manifest in sorted(state.nodes, key=node_name):
+        name = node_name(manifest)
+        pods = index.pods_by_node.get(name, [])
+        plugin_pod = index.plugin_by_node.get(name)
+        received = state.reports.get(name)
+        agent = (
+            agent_state(received, now=now, stale_after_s=options.agent_stale_after_s)
+            if received is not None
+            else None
+        )
+        key = node_key(manifest, plugin_pod, agent, context) if context is not None else None
+        entry = None
+        if key is not None:
+            process_pods = pod_refs(received, index.facts_by_uid)
+            old = previous.get(name)
+            if old is not None and old.reusable(key, received, pods, process_pods):
+                assert old.state is not None
+                entry = NodeEntry(
+                    key,
+                    received,
+                    pods,
+                    process_pods,
+                    replace(old.facts, agent=agent),
+                    old.findings,
+                    old.state.model_copy(update={"agent": agent}),
+                )
+                reused.add(name)
+        node_facts = (
+            entry.facts
+            if entry is not None
+            else build_node_facts(manifest, inputs, pods=pods, plugin_pod=plugin_pod)
+        )
+        if entry is None:
+            apply_dra(dra, node_facts)
+        if key is not None and entry is None:
+            entry = NodeEntry(key, received, pods, process_pods, node_facts)
+        if entry is not None:
+            entries[name] = entry
+        nodes.append(node_facts)
+    if memo is not None:
+        memo.nodes = entries
+        memo.reused = len(reused)
+    return nodes, entries, reused
+
+
+def _node_result(
+    facts: ClusterFacts,
+    node_facts: NodeFacts,
+    entries: Mapping[str, NodeEntry],
+    reused: set[str],
+    dra: DraView | None = None,
+) -> tuple[list[Finding], NodeState]:
+    """A node's own findings (node + GPU) and state, from the memo when it was reused."""
+    entry = entries.get(node_facts.name)
+    if entry is not None and node_facts.name in reused and entry.state is not None:
+        return entry.findings, entry.state
+    own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
+    own = dra_node_findings(dra, facts, node_facts, own)
+    own.sort(key=sort_key)
+    node_state = dra_node_state(dra, node_facts, _node_state(node_facts, own))
+    if entry is not None:
+        entry.findings, entry.state = own, node_state
+    return own, node_state
+
+
+def _with_pod_findings(node_states: list[NodeState], findings: list[Finding]) -> list[NodeState]:
+    """Node states with the pod-scoped findings of their pods merged into their own."""
+    by_node: dict[str, list[Finding]] = {}
+    for item in findings:
+        if item.node is not None and item.scope.value == "pod":
+            by_node.setdefault(item.node, []).append(item)
+    if not by_node:
+        return node_states
+    return [
+        n.model_copy(update={"findings": sorted([*n.findings, *by_node[n.name]], key=sort_key)})
+        if n.name in by_node
+        else n
+        for n in node_states
+    ]
+
+
+def _newer(pod: Manifest, current: Manifest | None) -> bool:
+    if current is None:
+        return True
+    created = str((pod.get("metadata") or {}).get("creationTimestamp", ""))
+    return created > str((current.get("metadata") or {}).get("creationTimestamp", ""))
+
+
+def _node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
+    per_gpu: dict[str, list[Finding]] = {}
+    for item in findings:
+        if item.gpu_uuid is not None:
+            per_gpu.setdefault(item.gpu_uuid, []).append(item)
+    gpus = []
+    for gpu in facts.gpus:
+        own = per_gpu.get(gpu.uuid, [])
+        worst = min((f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None)
+        reading = gpu.reading
+        gpus.append(
+            GpuState(
+                index=reading.index,
+                uuid=reading.uuid,
+                name=reading.name,
+                role=gpu.role,
+                slots=gpu.slots,
+                held_slots=sum(h.slots for h in gpu.holders),
+                holders=gpu.holders,
+                memory_total_mib=reading.memory_total_mib,
+                memory_used_mib=reading.memory_used_mib,
+                memory_pods_mib=gpu.memory_pods_mib,
+                memory_host_mib=gpu.memory_host_mib,
+                utilization_pct=reading.utilization_pct,
+                mig_mode=reading.mig_mode,
+                processes=gpu.processes,
+                finding_codes=sorted({f.code for f in own}),
+                worst_severity=worst,
+            )
+        )
+    return NodeState(
+        name=facts.name,
+        ready=facts.ready,
+        gpu_node=facts.gpu_node,
+        k3s=facts.k3s,
+        mode=facts.mode,
+        resource=facts.resource,
+        replicas=facts.replicas,
+        physical_gpus=facts.physical_gpus,
+        visible_gpus=facts.visible_gpus,
+        host_gpus=facts.host_gpus,
+        expected_slots=facts.expected_slots,
+        capacity=facts.capacity,
+        allocatable=facts.allocatable,
+        requested=facts.requested,
+        free=facts.free,
+        plugin_pod=facts.plugin_pod_state,
+        agent=facts.agent,
+        gpus=gpus,
+        pods=facts.pods,
+        findings=findings,
+    )
+
+
+def _plugin_state(
+    spec: PluginSpec | None, default: EffectiveConfig, options: AccountingOptions
+) -> PluginState:
+    config = default.config
+    source = default.source
+    if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
+        source = (
+            f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
+        )
+    return PluginState(
+        name=spec.name if spec else options.plugin_name,
+        namespace=spec.namespace if spec else options.plugin_namespace,
+        found=spec is not None,
+        image=spec.image if spec else None,
+        version=spec.version_text if spec else None,
+        ready=spec.ready if spec else 0,
+        desired=spec.desired if spec else 0,
+        config_source=source,
+        operator_managed=spec.operator_managed if spec else False,
+        mode=config.mode if config and spec else Mode.UNKNOWN,
+        replicas=config.replicas if config else 1,
+        resource=config.resource if config else options.serving_resource,
+        rename_by_default=config.rename_by_default if config else False,
+        fail_requests_greater_than_one=config.fail_requests_greater_than_one if config else False,
+    )
+
+
+def _totals(nodes: list[NodeState]) -> Totals:
+    return Totals(
+        physical_gpus=sum(n.physical_gpus or 0 for n in nodes),
+        visible_gpus=sum(n.visible_gpus or 0 for n in nodes),
+        host_gpus=sum(n.host_gpus or 0 for n in nodes),
+        allocatable=sum(n.allocatable or 0 for n in nodes),
+        requested=sum(n.requested for n in nodes),
+        free=sum(n.free or 0 for n in nodes),
+    )
+
+
+__all__ = ["CATALOGUE", "build_snapshot"]

@@ -1,0 +1,1 @@
+"""Change planning: a mode change request -> the exact objects to write, its preview, rollback."""

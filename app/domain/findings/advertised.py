@@ -1,0 +1,241 @@
+"""Findings about what one node advertises: one function per rule, each returning 0 or 1 finding.
+
+Split out of the node findings so each rule can be read, and tested, on its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from app.domain.accounting.facts import NodeFacts
+from app.domain.findings.catalogue import finding
+from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
+from app.domain.plugin.daemonset import UNIFIED_MEMORY_FIX, PluginSpec
+from app.domain.snapshot import Finding
+
+Rule = Callable[[PluginSpec, NodeFacts], Finding | None]
+
+
+def advertised_findings(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
+    """Every advertised-capacity finding of a GPU node, in catalogue order."""
+    found = [item for rule in _RULES if (item := rule(spec, node)) is not None]
+    found += _visible_missing(spec, node)
+    return found
+
+
+def _runtime_class_missing(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    allocatable = node.allocatable or 0
+    capacity = node.capacity or 0
+    expected = node.expected_slots
+    short = expected is not None and allocatable < expected
+    if not (node.k3s and spec.runtime_class_name is None and (short or capacity == 0)):
+        return None
+    return finding(
+        "runtime-class-missing",
+        f"k3s node {node.name}: the plugin has no runtimeClassName nvidia and "
+        f"advertises {allocatable}",
+        evidence={
+            "kubelet_version": str(
+                ((node.manifest.get("status") or {}).get("nodeInfo") or {}).get(
+                    "kubeletVersion", ""
+                )
+            ),
+            "runtime_class_name": None,
+            "allocatable": allocatable,
+            "expected_slots": expected,
+        },
+        remedy=(
+            f"kubectl -n {spec.namespace} patch daemonset {spec.name} --type merge -p "
+            '\'{"spec":{"template":{"spec":{"runtimeClassName":"nvidia"}}}}\''
+        ),
+        node=node.name,
+    )
+
+
+def _unified_memory(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    no_memory = [g for g in node.gpus if g.reading.memory_total_mib is None]
+    if not no_memory or spec.version is None or spec.version >= UNIFIED_MEMORY_FIX:
+        return None
+    return finding(
+        "unified-memory-unsupported",
+        f"Plugin {spec.version_text} crashes on {node.name}: its GPU memory is "
+        "Not Supported (unified memory) and the fix is in v0.17.4 / v0.18.0+",
+        evidence={
+            "version": spec.version_text,
+            "gpu": no_memory[0].reading.name,
+            "memory_total_mib": None,
+            "fixed_in": "v0.17.4",
+        },
+        remedy=f"kubectl set image {ds_ref(spec)} {spec.container}={FIXED_IMAGE}",
+        node=node.name,
+    )
+
+
+def _privileged_ignores_visible(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    vis = node.visibility
+    physical = node.physical_gpus
+    capacity = node.capacity or 0
+    if not (
+        spec.privileged
+        and vis is not None
+        and vis.restricted
+        and physical is not None
+        and node.visible_gpus is not None
+        and physical != node.visible_gpus
+        and capacity == physical * node.replicas
+    ):
+        return None
+    return finding(
+        "privileged-visible-devices-ignored",
+        f"{node.name} advertises all {physical} GPUs: the privileged plugin ignores "
+        "its NVIDIA_VISIBLE_DEVICES",
+        evidence={
+            "privileged": True,
+            "NVIDIA_VISIBLE_DEVICES": spec.visible_devices,
+            "visible_gpus": node.visible_gpus,
+            "physical_gpus": physical,
+            "capacity": capacity,
+        },
+        remedy=(
+            f"kubectl -n {spec.namespace} patch daemonset {spec.name} --type json -p "
+            '\'[{"op":"remove","path":"/spec/template/spec/containers/0/'
+            "securityContext/privileged\"}]'"
+        ),
+        node=node.name,
+    )
+
+
+def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    config = node.config.config
+    pod = node.plugin_pod_state
+    capacity = node.capacity or 0
+    physical = node.physical_gpus
+    has_gpus = (physical or 0) > 0 or node.labels.get("nvidia.com/gpu.present") == "true"
+    if not (
+        config is not None
+        and not config.fail_on_init_error
+        and pod is not None
+        and pod.phase == "Running"
+        and capacity == 0
+        and has_gpus
+    ):
+        return None
+    return finding(
+        "fail-on-init-silent-zero",
+        f"Plugin on {node.name} is Running but advertises nothing "
+        "(FAIL_ON_INIT_ERROR=false hides its init error)",
+        evidence={
+            "fail_on_init_error": False,
+            "phase": pod.phase,
+            "capacity": capacity,
+            "physical_gpus": physical,
+        },
+        remedy=(
+            f"kubectl -n {spec.namespace} logs {pod.name}  # then: kubectl set env "
+            f"{ds_ref(spec)} -c {spec.container} FAIL_ON_INIT_ERROR=true"
+        ),
+        node=node.name,
+    )
+
+
+def _has_unhealthy(node: NodeFacts) -> bool:
+    return (
+        node.capacity is not None
+        and node.allocatable is not None
+        and node.capacity > node.allocatable
+    )
+
+
+def _unhealthy(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    if not _has_unhealthy(node):
+        return None
+    capacity = node.capacity or 0
+    allocatable = node.allocatable or 0
+    pod = node.plugin_pod_state
+    pod_name = pod.name if pod else "<plugin pod>"
+    return finding(
+        "unhealthy-devices",
+        f"{node.name}: {capacity - allocatable} of {capacity} {node.resource} "
+        "devices are unhealthy",
+        evidence={"capacity": capacity, "allocatable": allocatable, "resource": node.resource},
+        remedy=(
+            f"check XID errors: kubectl -n {spec.namespace} logs {pod_name}; then: "
+            f"kubectl -n {spec.namespace} delete pod {pod_name}  # unhealthy is permanent "
+            "until the plugin restarts"
+        ),
+        node=node.name,
+    )
+
+
+def _allocatable_mismatch(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    allocatable = node.allocatable or 0
+    expected = node.expected_slots
+    explained = _has_unhealthy(node) and (node.capacity or 0) == expected
+    if expected is None or allocatable == expected or explained:
+        return None
+    return finding(
+        "allocatable-mismatch",
+        f"{node.name} advertises {allocatable} {node.resource}, expected {expected}",
+        evidence={
+            "allocatable": allocatable,
+            "expected_slots": expected,
+            "visible_gpus": node.visible_gpus,
+            "replicas": node.replicas,
+            "resource": node.resource,
+        },
+        remedy=f"kubectl rollout restart {ds_ref(spec)}  # after fixing the cause above",
+        node=node.name,
+    )
+
+
+def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:
+    if node.allocatable is None or node.requested <= node.allocatable:
+        return None
+    return finding(
+        "requested-above-allocatable",
+        f"Pods on {node.name} hold {node.requested} {node.resource}, "
+        f"more than the {node.allocatable} allocatable",
+        evidence={
+            "requested": node.requested,
+            "allocatable": node.allocatable,
+            "resource": node.resource,
+        },
+        remedy=(
+            f"kubectl get pods -A --field-selector spec.nodeName={node.name}  "
+            "# drain and reschedule the pods started before the config change"
+        ),
+        node=node.name,
+    )
+
+
+def _visible_missing(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
+    vis = node.visibility
+    if vis is None or not vis.unmatched or not node.has_gpu_data:
+        return []
+    return [
+        finding(
+            "visible-device-not-on-node",
+            f"NVIDIA_VISIBLE_DEVICES lists {len(vis.unmatched)} device(s) not on {node.name}: "
+            "the plugin container cannot start there",
+            evidence={
+                "missing": ",".join(vis.unmatched),
+                "node_gpus": ",".join(g.uuid for g in node.gpus),
+            },
+            remedy=(
+                f"kubectl set env {ds_ref(spec)} -c {spec.container} NVIDIA_VISIBLE_DEVICES="
+                + (",".join(sorted(vis.uuids)) or "<this node's GPU UUIDs>")
+            ),
+            node=node.name,
+        )
+    ]
+
+
+_RULES: tuple[Rule, ...] = (
+    _runtime_class_missing,
+    _unified_memory,
+    _privileged_ignores_visible,
+    _silent_zero,
+    _unhealthy,
+    _allocatable_mismatch,
+    _requested_above,
+)

@@ -1,0 +1,185 @@
+"""Findings about one node: its plugin pod, what it advertises, its labels and its agent."""
+
+from __future__ import annotations
+
+from app.domain.accounting.facts import ClusterFacts, NodeFacts
+from app.domain.cluster import Manifest
+from app.domain.findings.advertised import advertised_findings
+from app.domain.findings.catalogue import finding
+from app.domain.findings.cluster import ds_ref
+from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
+from app.domain.snapshot import Finding, Mode
+
+_STRATEGY_LABEL = {Mode.BASIC: "none", Mode.TIME_SLICING: "time-slicing", Mode.MPS: "mps"}
+
+
+def node_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
+    found = _agent(facts, node)
+    spec = facts.spec
+    if spec is None or not node.gpu_node:
+        return found
+    found += _plugin_pod(spec, node)
+    found += _config(spec, node)
+    found += advertised_findings(spec, node)
+    found += _labels(node)
+    return found
+
+
+def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
+    if not node.gpu_node:
+        return []
+    ns = facts.spec.namespace if facts.spec else facts.options.plugin_namespace
+    if node.agent is None:
+        return [
+            finding(
+                "agent-report-missing",
+                f"No agent report from {node.name}: physical GPUs and processes are unknown",
+                evidence={"node": node.name, "report": None},
+                remedy=(
+                    "deploy the gpu-slots agent on this node (chart value agent.enabled=true) "
+                    "and check: kubectl get pods -A -o wide "
+                    f"--field-selector spec.nodeName={node.name}"
+                ),
+                node=node.name,
+            )
+        ]
+    found = []
+    if not node.agent.fresh:
+        found.append(
+            finding(
+                "agent-report-stale",
+                f"Agent report from {node.name} is {int(node.agent.age_s)} s old",
+                evidence={
+                    "age_s": round(node.agent.age_s, 1),
+                    "stale_after_s": facts.options.agent_stale_after_s,
+                    "received_at": node.agent.received_at.isoformat(),
+                },
+                remedy=(
+                    f"check the agent pod on {node.name}: kubectl get pods -A -o wide "
+                    f"--field-selector spec.nodeName={node.name}  # (plugin namespace: {ns})"
+                ),
+                node=node.name,
+            )
+        )
+    if node.agent.source == "none":
+        found.append(
+            finding(
+                "agent-report-error",
+                f"The agent on {node.name} could not read its GPUs",
+                evidence={"source": "none", "error": node.agent.error or "unknown"},
+                remedy="check the NVIDIA driver on the node: nvidia-smi; and the agent's logs",
+                node=node.name,
+            )
+        )
+    return found
+
+
+def _waiting_reason(pod: Manifest) -> str | None:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        waiting = (status.get("state") or {}).get("waiting")
+        if waiting:
+            return str(waiting.get("reason", "Waiting"))
+    return None
+
+
+def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
+    pod = node.plugin_pod_state
+    if pod is None:
+        return [
+            finding(
+                "plugin-missing-on-node",
+                f"GPU node {node.name} has no {spec.name} pod: it advertises no GPUs",
+                evidence={
+                    "node": node.name,
+                    "plugin_pod": None,
+                    "ready": spec.ready,
+                    "desired": spec.desired,
+                },
+                remedy=(
+                    f"kubectl -n {spec.namespace} get daemonset {spec.name} -o "
+                    "jsonpath='{.spec.template.spec.nodeSelector}'  # and compare with: "
+                    f"kubectl get node {node.name} --show-labels"
+                ),
+                node=node.name,
+            )
+        ]
+    if pod.ready:
+        return []
+    return [
+        finding(
+            "plugin-pod-not-ready",
+            f"Plugin pod {pod.name} on {node.name} is not ready ({pod.phase})",
+            evidence={
+                "pod": pod.name,
+                "phase": pod.phase,
+                "ready": False,
+                "waiting_reason": _waiting_reason(node.plugin_pod) if node.plugin_pod else None,
+            },
+            remedy=f"kubectl -n {spec.namespace} logs {pod.name} --all-containers",
+            node=node.name,
+        )
+    ]
+
+
+def _config(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
+    ref = spec.config_ref
+    if not isinstance(ref, ConfigManagerRef) or node.config.error_code is None:
+        return []
+    config = node.config
+    label = node.labels.get(ref.node_label)
+    if config.error_code == "config-label-unknown":
+        return [
+            finding(
+                "config-label-unknown",
+                f"{node.name} is labelled {ref.node_label}={label}, which {ref.configmap} lacks",
+                evidence={"label": label, "configmap": ref.configmap, "error": config.error},
+                remedy=(
+                    f"kubectl label node {node.name} {ref.node_label}=<existing key> --overwrite"
+                ),
+                node=node.name,
+            )
+        ]
+    return [
+        finding(
+            config.error_code or "config-invalid",
+            f"The plugin on {node.name} cannot start with its config",
+            evidence={"source": config.source, "key": config.key, "error": config.error},
+            remedy=(
+                f"kubectl -n {spec.namespace} edit configmap {ref.configmap}  "
+                f"# then: kubectl rollout restart {ds_ref(spec)}"
+            ),
+            node=node.name,
+        )
+    ]
+
+
+def _labels(node: NodeFacts) -> list[Finding]:
+    config = node.config.config
+    if config is None or any(g.reading.mig_mode == "enabled" for g in node.gpus):
+        return []
+    replicas = node.labels.get("nvidia.com/gpu.replicas")
+    strategy = node.labels.get("nvidia.com/gpu.sharing-strategy")
+    want_strategy = _STRATEGY_LABEL.get(config.mode, "none")
+    if config.replicas == 1:
+        want_strategy = "none"
+    bad_replicas = replicas is not None and replicas != str(config.replicas)
+    bad_strategy = strategy is not None and strategy != want_strategy
+    if not (bad_replicas or bad_strategy):
+        return []
+    return [
+        finding(
+            "gfd-labels-disagree",
+            f"{node.name}'s GPU feature discovery labels describe another config",
+            evidence={
+                "label_replicas": replicas,
+                "config_replicas": config.replicas,
+                "label_sharing_strategy": strategy,
+                "config_sharing_strategy": want_strategy,
+            },
+            remedy=(
+                "restart gpu-feature-discovery so it reloads the config: kubectl rollout "
+                "restart -n <gfd namespace> daemonset/gpu-feature-discovery"
+            ),
+            node=node.name,
+        )
+    ]
