@@ -34,6 +34,15 @@ READ_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "configmaps", "list", "plugin-namespace", "plugin-configmap"),
     ApiCall("", "configmaps", "watch", "plugin-namespace", "plugin-configmap"),
     ApiCall("", "configmaps", "get", "plugin-namespace", "plugin-configmap"),
+    # Dynamic Resource Allocation (resource.k8s.io/v1); a cluster without it answers 404.
+    ApiCall("resource.k8s.io", "deviceclasses", "list", "cluster"),
+    ApiCall("resource.k8s.io", "deviceclasses", "watch", "cluster"),
+    ApiCall("resource.k8s.io", "resourceslices", "list", "cluster"),
+    ApiCall("resource.k8s.io", "resourceslices", "watch", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaims", "list", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaims", "watch", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaimtemplates", "list", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaimtemplates", "watch", "cluster"),
 )
 
 WRITE_CALLS: tuple[ApiCall, ...] = (

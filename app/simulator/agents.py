@@ -73,6 +73,7 @@ def build_report(
                 memory_total_mib=gpu.memory_total_mib if gpu.memory_supported else None,
                 memory_used_mib=min(used, gpu.memory_total_mib) if gpu.memory_supported else None,
                 utilization_pct=min(100, 45 * len(on_gpu)),
+                mig_mode="enabled" if gpu.mig_profiles else None,
                 processes=readings,
             )
         )

@@ -140,8 +140,8 @@ class KubeApi:
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["api", "v1"]:
             target = _parse_target("", parts[2:])
-        elif parts[:3] == ["apis", "apps", "v1"]:
-            target = _parse_target("apps", parts[3:])
+        elif len(parts) >= 3 and parts[0] == "apis" and parts[1] in res.GROUPS and parts[2] == "v1":
+            target = _parse_target(parts[1], parts[3:])
         else:
             raise ApiError("NotFound", "the server could not find the requested resource")
         if target.subresource not in (None, "status") or (
@@ -220,12 +220,13 @@ class KubeApi:
             return res.api_versions()
         if path == "/apis":
             return res.api_group_list()
-        if path == "/apis/apps":
-            return res.api_group("apps")
         if path == "/api/v1":
             return res.api_resource_list("")
-        if path == "/apis/apps/v1":
-            return res.api_resource_list("apps")
+        for group in res.GROUPS:
+            if path == f"/apis/{group}":
+                return res.api_group(group)
+            if path == f"/apis/{group}/v1":
+                return res.api_resource_list(group)
         return None
 
     def _table(self, target: Target, objects: list[JsonObject], rv: int) -> Response | None:

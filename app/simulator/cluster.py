@@ -54,6 +54,7 @@ from app.simulator.agents import SimulatedAgents, build_report
 from app.simulator.api import create_app
 from app.simulator.apierrors import ApiError
 from app.simulator.controller import PluginController
+from app.simulator.dra import DraDriver
 from app.simulator.faults import Faults
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
@@ -66,7 +67,17 @@ from app.simulator.workload import Timeline, Workload
 log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_LOAD_ORDER = ("Namespace", "Node", "ConfigMap", "DaemonSet", "Pod", "Event")
+_LOAD_ORDER = (
+    "Namespace",
+    "Node",
+    "ConfigMap",
+    "DaemonSet",
+    "DeviceClass",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+    "Pod",
+    "Event",
+)
 
 
 class SimulatedCluster:
@@ -92,7 +103,9 @@ class SimulatedCluster:
             name=self.scenario.plugin_name,
             namespace=self.scenario.plugin_namespace,
         )
+        self.dra = DraDriver(self.registry, self.inventories, start_process=self.workload.start)
         self.store.add_listener(self.controller.on_change)
+        self.store.add_listener(self.dra.on_change)
         self.store.add_listener(self.workload.on_change)
         self.workload.add_listener(self._poke_agents)
         self.timeline = Timeline(
@@ -133,6 +146,7 @@ class SimulatedCluster:
             for process in scenario.processes:
                 self.workload.start(process)
             self.controller.sync_all()
+            self.dra.sync_all()
             for obj in scenario.edits:
                 self._apply_edit(obj)
         except ApiError as exc:

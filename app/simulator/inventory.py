@@ -15,6 +15,7 @@ class SimGpu:
     memory_total_mib: int = 81920
     memory_supported: bool = True  # False: unified memory, NVML answers Not Supported
     healthy: bool = True
+    mig_profiles: tuple[str, ...] = ()  # MIG devices (e.g. "3g.40gb"); MIG mode on when set
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class NodeInventory:
     k3s: bool = False
     gfd: bool = False
     pod_resources: bool = False
+    dra: bool = False  # NVIDIA's DRA driver, not the device plugin, serves this node
 
 
 @dataclass(frozen=True)

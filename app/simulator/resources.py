@@ -50,7 +50,41 @@ EVENT = ResourceType("", "v1", "events", "event", "Event", True, ("ev",), False)
 NAMESPACE = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), True)
 DAEMONSET = ResourceType("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, ("ds",), True)
 
-RESOURCES: tuple[ResourceType, ...] = (NODE, POD, CONFIGMAP, EVENT, NAMESPACE, DAEMONSET)
+# Dynamic Resource Allocation, GA in Kubernetes 1.34 (app/simulator/dra.py plays its driver).
+DRA_GROUP = "resource.k8s.io"
+DEVICECLASS = ResourceType(
+    DRA_GROUP, "v1", "deviceclasses", "deviceclass", "DeviceClass", False, (), False
+)
+RESOURCESLICE = ResourceType(
+    DRA_GROUP, "v1", "resourceslices", "resourceslice", "ResourceSlice", False, (), False
+)
+RESOURCECLAIM = ResourceType(
+    DRA_GROUP, "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True, (), True
+)
+RESOURCECLAIMTEMPLATE = ResourceType(
+    DRA_GROUP,
+    "v1",
+    "resourceclaimtemplates",
+    "resourceclaimtemplate",
+    "ResourceClaimTemplate",
+    True,
+    (),
+    False,
+)
+
+RESOURCES: tuple[ResourceType, ...] = (
+    NODE,
+    POD,
+    CONFIGMAP,
+    EVENT,
+    NAMESPACE,
+    DAEMONSET,
+    DEVICECLASS,
+    RESOURCESLICE,
+    RESOURCECLAIM,
+    RESOURCECLAIMTEMPLATE,
+)
+GROUPS: tuple[str, ...] = ("apps", DRA_GROUP)
 BY_KIND: dict[str, ResourceType] = {r.kind: r for r in RESOURCES}
 
 
@@ -88,7 +122,7 @@ def _group(name: str) -> dict[str, Any]:
 
 def api_group_list() -> dict[str, Any]:
     """`GET /apis`."""
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group("apps")]}
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in GROUPS]}
 
 
 def api_group(name: str) -> dict[str, Any]:

@@ -271,6 +271,9 @@ class SnapshotService:
             nodes=self._source.items("nodes"),
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
+            device_classes=self._source.items("deviceclasses"),
+            resource_slices=self._source.items("resourceslices"),
+            resource_claims=self._source.items("resourceclaims"),
         )
         snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
         self._reported_nodes = len(state.reports)

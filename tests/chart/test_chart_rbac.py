@@ -161,11 +161,13 @@ def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
     }
 
     assert namespaced == {"nvidia-device-plugin"}
+    dra = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
     assert cluster_wide == {
         ("nodes", "list"),
         ("nodes", "watch"),
         ("pods", "list"),
         ("pods", "watch"),
+        *((resource, verb) for resource in dra for verb in ("list", "watch")),
     }
 
 
