@@ -314,7 +314,7 @@ class DraDriver:
         }
         new_pod = copy.deepcopy(pod)
         claim_statuses = []
-        for (ref_name, claim, _exists), results in zip(needs, picks, strict=True):
+        for (ref_name, claim, exists), results in zip(needs, picks, strict=True):
             claim = copy.deepcopy(claim)
             status = claim.setdefault("status", {})
             if not status.get("allocation"):
@@ -354,7 +354,7 @@ class DraDriver:
                         for r in requests
                     ],
                 }
-            elif ref_name:
+            elif ref_name and not exists:  # generated from a template
                 claim_statuses.append({"name": ref_name, "resourceClaimName": name})
         new_pod["spec"]["nodeName"] = node
         extended = (new_pod.get("status") or {}).get("extendedResourceClaimStatus")
@@ -375,7 +375,11 @@ class DraDriver:
     def _run(self, pod: JsonObject, node: str, results: Sequence[JsonObject]) -> None:
         """Start the pod's simulated GPU process on each GPU its claims got."""
         annotations = pod["metadata"].get("annotations") or {}
-        if self._start_process is None or MEMORY_ANNOTATION not in annotations:
+        try:
+            memory_mib = int(annotations.get(MEMORY_ANNOTATION, ""))
+        except ValueError:
+            return  # no (or no valid) simulated process asked for
+        if self._start_process is None or memory_mib < 0:
             return
         by_uuid = {g.uuid: g.index for g in self.inventories[node].gpus}
         entry = self.registry.store.get(RESOURCESLICE, None, f"{node}-{DRIVER}")
@@ -394,7 +398,7 @@ class DraDriver:
                     node=node,
                     gpu_index=index,
                     pid=0,
-                    used_memory_mib=int(annotations[MEMORY_ANNOTATION]),
+                    used_memory_mib=memory_mib,
                     command=str(annotations.get(COMMAND_ANNOTATION, "")),
                     pod_namespace=pod["metadata"].get("namespace", "default"),
                     pod_name=pod["metadata"]["name"],

@@ -26,6 +26,7 @@ def summary_of(snapshot: Snapshot) -> SummaryOut:
         resource=plugin.resource,
         plugin=plugin,
         totals=snapshot.totals,
+        dra=snapshot.dra,
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,
         stale_age_s=snapshot.stale_age_s,

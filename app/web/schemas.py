@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.domain.dra.models import DraSummary
 from app.domain.snapshot import Finding, NodeState, PluginState, Totals
 
 
@@ -17,7 +18,8 @@ class SummaryOut(BaseModel):
     replicas: int
     resource: str = Field(description="Advertised resource name, e.g. nvidia.com/gpu")
     plugin: PluginState
-    totals: Totals
+    totals: Totals = Field(description="Device-plugin slots (DRA devices are in `dra`)")
+    dra: DraSummary = Field(description="Devices handed out by Dynamic Resource Allocation")
     findings: dict[str, int] = Field(description="Finding counts by severity")
     stale: bool = Field(description="True while the API server cannot be reached")
     stale_age_s: float | None = Field(description="Seconds since the API server was last reachable")
