@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 from starlette.requests import Request
 
+from app.web.catalog_dra import DRA_EN, DRA_KO
 from app.web.catalog_en import EN
 from app.web.catalog_ko import KO
 
@@ -19,7 +20,7 @@ LANGUAGES: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
 
-CATALOGS: Mapping[str, Mapping[str, str]] = {"en": EN, "ko": KO}
+CATALOGS: Mapping[str, Mapping[str, str]] = {"en": {**EN, **DRA_EN}, "ko": {**KO, **DRA_KO}}
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from markupsafe import Markup, escape
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity, Snapshot
 from app.web import docs_page
 from app.web.deps import RuntimeDep
+from app.web.dra_views import claim_lines, dra_grid, dra_held
 from app.web.i18n import CATALOGS, LANG_COOKIE, Translator, language_of, supported
 from app.web.runtime import Runtime
 
@@ -152,7 +153,7 @@ def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
     """The node's GPUs by role, advertised first; empty groups left out."""
     groups = [
         (role, [gpu for gpu in node.gpus if gpu.role == role])
-        for role in ("advertised", "host", "unknown")
+        for role in ("advertised", "dra", "host", "unknown")
     ]
     return [(role, gpus) for role, gpus in groups if gpus]
 
@@ -189,6 +190,9 @@ views = SimpleNamespace(
     gpu_groups=gpu_groups,
     where=where,
     unplaced_pods=unplaced_pods,
+    dra_grid=dra_grid,
+    dra_held=dra_held,
+    claim_lines=claim_lines,
 )
 
 
