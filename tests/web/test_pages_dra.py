@@ -1,4 +1,4 @@
-"""The pages draw DRA GPUs with their claims, say "Dynamic Resource Allocation", show both totals."""
+"""Pages: DRA GPUs drawn with their claims, "Dynamic Resource Allocation", both totals."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_dra_node_card_says_dynamic_resource_allocation_and_draws_claims() -> No
     page = parse(html)
     assert page.text("allocation-dra-1") == "Dynamic Resource Allocation"
     assert page.by_testid("allocation-gpu-1") == []  # the plugin node shows its mode instead
-    assert page.text("dra-gpus-dra-1").startswith("Handed out through DRA claims ×4")
+    assert page.text("dra-gpus-dra-1").startswith("Handed out through DRA claims \u00d74")
     cells = [
         (c["data-device"], c["data-held"], c["class"]) for c in page.by_testid("dra-device-cell")
     ]
@@ -88,7 +88,8 @@ def test_dra_node_card_says_dynamic_resource_allocation_and_draws_claims() -> No
     assert page.text("dra-total-shared") == "Shared 1"
     assert page.text("dra-total-free") == "Free 2"
     assert page.text("dra-total-pending_claims") == "Pending claims 0"
-    assert page.text("total-allocatable") == "Allocatable slots 4"  # plugin slots, not added together
+    # Plugin slots stay apart: DRA devices are not added in.
+    assert page.text("total-allocatable") == "Allocatable slots 4"
 
 
 def test_dra_parts_of_the_pages_in_korean() -> None:
