@@ -114,3 +114,28 @@ def test_deleting_pods_releases_their_claims(dra: Stack) -> None:
     assert gpus[0]["holders"] == []
     assert [h["pod"] for h in gpus[1]["holders"]] == ["ml/notebook-b"]
     assert dra.summary()["dra"]["free"] == 3  # type: ignore[index]
+
+
+def test_demo_has_a_dra_node_beside_the_plugin_nodes(make_stack: Any) -> None:
+    demo: Stack = make_stack("demo")
+    demo.wait(
+        lambda: demo.summary()["dra"]["allocated"] == 3,  # type: ignore[index]
+        what="the demo's DRA claims",
+    )
+    assert demo.summary()["dra"] == {
+        "drivers": ["gpu.nvidia.com"],
+        "devices": 5,
+        "allocated": 3,
+        "shared": 1,
+        "free": 2,
+        "stranded": 0,
+        "pending_claims": 0,
+        "extended_resources": ["nvidia.com/gpu"],
+    }
+    nodes = _nodes(demo)
+    assert nodes["gpu-server-6"]["allocation"] == "dra"
+    assert {n["allocation"] for name, n in nodes.items() if name != "gpu-server-6"} == {
+        "device-plugin"
+    }
+    page = demo.client.get("/").text
+    assert 'data-testid="allocation-gpu-server-6" data-allocation="dra"' in page
