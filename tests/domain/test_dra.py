@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+from app.domain.accounting.engine import build_snapshot
+from app.domain.accounting.facts import EngineMemo
+from app.domain.cluster import ClusterState
 from app.domain.snapshot import NodeState, Snapshot
 from tests import factories as f
 from tests.domain.dra_worlds import (
@@ -388,3 +392,21 @@ def test_no_dra_objects_keep_every_node_on_the_plugin_and_an_empty_dra_summary()
         "pending_claims": 0,
         "extended_resources": [],
     }
+
+
+def test_dra_change_recomputes_memoised_nodes_to_the_plain_answer() -> None:
+    def versioned(state: ClusterState) -> ClusterState:
+        for obj in [*state.nodes, *state.pods, state.daemonset or {"metadata": {}}]:
+            obj["metadata"]["resourceVersion"] = "7"
+        return state
+
+    memo = EngineMemo()
+    before = versioned(dra_world(pods=[claim_pod("a", "c1")]))
+    build_snapshot(before, options=f.OPTIONS, now=f.NOW, memo=memo)
+    build_snapshot(before, options=f.OPTIONS, now=f.NOW, memo=memo)
+    assert memo.reused == 2  # nothing changed: both nodes reused
+    after = replace(before, resource_claims=[claim("c1", devices=["gpu-0"], reserved=["a"])])
+    with_memo = build_snapshot(after, options=f.OPTIONS, now=f.NOW, memo=memo)
+    assert memo.reused == 0
+    assert with_memo == build_snapshot(after, options=f.OPTIONS, now=f.NOW)
+    assert [h.claim for h in _node(with_memo).gpus[0].holders] == ["ml/c1"]
