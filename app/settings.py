@@ -21,6 +21,8 @@ class Settings(BaseSettings):
     serving_gpu_resource: str = "nvidia.com/gpu"
     # The ConfigMap holding the plugin's config.yaml: the only one GPU Slots reads or writes.
     plugin_configmap_name: str = "nvidia-device-plugin-config"
+    # Other namespaces whose ConfigMaps plugin DaemonSets there may mount (JSON list).
+    plugin_config_namespaces: list[str] = Field(default_factory=list)
 
     agent_token: str | None = Field(default=None, repr=False)
     agent_token_file: Path | None = None
@@ -52,6 +54,13 @@ class Settings(BaseSettings):
     def _dns_name(cls, value: str) -> str:
         if not value or len(value) > 253 or value != value.lower() or " " in value:
             raise ValueError("must be a lower-case Kubernetes object name")
+        return value
+
+    @field_validator("plugin_config_namespaces")
+    @classmethod
+    def _dns_names(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            cls._dns_name(entry)
         return value
 
     @field_validator("trusted_proxies")

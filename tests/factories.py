@@ -399,14 +399,23 @@ def cluster(
     nodes: Sequence[Manifest] = (),
     pods: Sequence[Manifest] = (),
     reports: Sequence[ReceivedReport] = (),
+    daemonsets: Sequence[Manifest] = (),
 ) -> ClusterState:
+    """ConfigMaps of the plugin namespace by name, others by namespace/name (as the cache)."""
     return ClusterState(
         daemonset=daemonset,
-        configmaps={c["metadata"]["name"]: c for c in configmaps},
+        configmaps={_cm_key(c): c for c in configmaps},
         nodes=list(nodes),
         pods=list(pods),
         reports={r.report.node: r for r in reports},
+        daemonsets=list(daemonsets),
     )
+
+
+def _cm_key(configmap: Manifest) -> str:
+    meta = configmap["metadata"]
+    namespace = meta.get("namespace", PLUGIN_NAMESPACE)
+    return meta["name"] if namespace == PLUGIN_NAMESPACE else f"{namespace}/{meta['name']}"
 
 
 def host_split_uuids(node_name: str = "gpu-1") -> str:

@@ -10,16 +10,18 @@ from typing import Protocol
 from pydantic import ValidationError
 
 from app.agent.attribution import ProcessOwner, read_process
-from app.agent.readings import RawGpu, RawReadings, ReaderUnavailableError
+from app.agent.readings import RawGpu, RawProcess, RawReadings, ReaderUnavailableError
 from app.domain.report import (
     AgentReport,
     DeviceAssignment,
     GpuReading,
+    MigDeviceReading,
     ProcessReading,
 )
 
 MAX_GPUS = 64
 MAX_PROCESSES_PER_GPU = 4096
+MAX_MIG_DEVICES = 64
 _ERROR_MAX_CHARS = 2048
 
 
@@ -107,8 +109,37 @@ class Collector:
     def _gpu(
         self, raw: RawGpu, owners: dict[int, ProcessOwner], users: dict[int, str]
     ) -> GpuReading:
+        return GpuReading(
+            index=raw.index,
+            uuid=raw.uuid,
+            name=raw.name[:256],
+            memory_total_mib=raw.memory_total_mib,
+            memory_used_mib=raw.memory_used_mib,
+            utilization_pct=raw.utilization_pct,
+            mig_mode=raw.mig_mode,
+            processes=self._processes(raw.processes, owners, users),
+            mig_devices=[
+                MigDeviceReading(
+                    uuid=mig.uuid[:128],
+                    profile=mig.profile,
+                    gpu_instance=mig.gpu_instance,
+                    compute_instance=mig.compute_instance,
+                    memory_total_mib=mig.memory_total_mib,
+                    memory_used_mib=mig.memory_used_mib,
+                    processes=self._processes(mig.processes, owners, users),
+                )
+                for mig in raw.mig_devices[:MAX_MIG_DEVICES]
+            ],
+        )
+
+    def _processes(
+        self,
+        raw_processes: tuple[RawProcess, ...],
+        owners: dict[int, ProcessOwner],
+        users: dict[int, str],
+    ) -> list[ProcessReading]:
         processes: list[ProcessReading] = []
-        for process in raw.processes[:MAX_PROCESSES_PER_GPU]:
+        for process in raw_processes[:MAX_PROCESSES_PER_GPU]:
             owner = owners.get(process.pid)
             if owner is None:
                 owner = owners[process.pid] = read_process(
@@ -125,16 +156,7 @@ class Collector:
                     visible=owner.visible,
                 )
             )
-        return GpuReading(
-            index=raw.index,
-            uuid=raw.uuid,
-            name=raw.name[:256],
-            memory_total_mib=raw.memory_total_mib,
-            memory_used_mib=raw.memory_used_mib,
-            utilization_pct=raw.utilization_pct,
-            mig_mode=raw.mig_mode,
-            processes=processes,
-        )
+        return processes
 
 
 def no_reader_message(reasons: Sequence[ReaderUnavailableError]) -> str:

@@ -74,7 +74,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="PATH",
-        help="Kubelet PodResources socket (not read by this build)",
+        help="Kubelet PodResources socket (exact slot holders; inferred without it)",
     )
     parser.add_argument(
         "--proc-root",

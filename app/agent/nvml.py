@@ -17,7 +17,14 @@ import importlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from app.agent.readings import MigMode, RawGpu, RawProcess, RawReadings, ReaderUnavailableError
+from app.agent.readings import (
+    MigMode,
+    RawGpu,
+    RawMig,
+    RawProcess,
+    RawReadings,
+    ReaderUnavailableError,
+)
 
 _MIB = 1024 * 1024
 _T = TypeVar("_T")
@@ -95,6 +102,38 @@ class NvmlReader:
             utilization_pct=_percent(getattr(rates, "gpu", None)),
             mig_mode=_mig_mode(nvml, mig),
             processes=self._processes(nvml, handle),
+            mig_devices=self._mig_devices(nvml, handle)
+            if _mig_mode(nvml, mig) == "enabled"
+            else (),
+        )
+
+    def _mig_devices(self, nvml: Any, handle: Any) -> tuple[RawMig, ...]:
+        """The MIG devices of a MIG-enabled GPU; empty slots and unreadable ones are skipped."""
+        count = _optional(nvml, lambda: int(nvml.nvmlDeviceGetMaxMigDeviceCount(handle))) or 0
+        found = []
+        for slot in range(count):
+            mig = self._read_mig(nvml, handle, slot)
+            if mig is not None:
+                found.append(mig)
+        return tuple(found)
+
+    def _read_mig(self, nvml: Any, parent: Any, slot: int) -> RawMig | None:
+        mig = _optional(nvml, lambda: nvml.nvmlDeviceGetMigDeviceHandleByIndex(parent, slot))
+        if mig is None:
+            return None
+        uuid = _optional(nvml, lambda: _text(nvml.nvmlDeviceGetUUID(mig)))
+        attributes = _optional(nvml, lambda: nvml.nvmlDeviceGetAttributes(mig))
+        if not uuid or attributes is None:
+            return None
+        memory = _optional(nvml, lambda: nvml.nvmlDeviceGetMemoryInfo(mig))
+        return RawMig(
+            uuid=uuid,
+            profile=mig_profile(attributes),
+            gpu_instance=_optional(nvml, lambda: int(nvml.nvmlDeviceGetGpuInstanceId(mig))),
+            compute_instance=_optional(nvml, lambda: int(nvml.nvmlDeviceGetComputeInstanceId(mig))),
+            memory_total_mib=_mib(getattr(memory, "total", None)),
+            memory_used_mib=_mib(getattr(memory, "used", None)),
+            processes=self._processes(nvml, mig),
         )
 
     def _processes(self, nvml: Any, handle: Any) -> tuple[RawProcess, ...]:
@@ -139,3 +178,18 @@ def _mig_mode(nvml: Any, modes: Any) -> MigMode | None:
     if not modes:
         return None
     return "enabled" if modes[0] == nvml.NVML_DEVICE_MIG_ENABLE else "disabled"
+
+
+def mig_profile(attributes: Any) -> str:
+    """The profile name from NVML MIG attributes: `<G>g.<GB>gb`, `<C>c.<G>g.<GB>gb` if C != G.
+
+    The memory part is the device memory rounded up to whole GB, as profile names show it
+    (A100-80GB 1g: 9856 MB -> 1g.10gb). Attribute suffixes (+me, +gfx) are not in NVML's
+    attributes and are not reported.
+    """
+    slices = int(getattr(attributes, "gpuInstanceSliceCount", 0) or 0)
+    compute = int(getattr(attributes, "computeInstanceSliceCount", 0) or 0) or slices
+    memory_mb = int(getattr(attributes, "memorySizeMB", 0) or 0)
+    gb = -(-memory_mb // 1024)
+    base = f"{slices}g.{gb}gb"
+    return base if compute == slices else f"{compute}c.{base}"

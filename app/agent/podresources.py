@@ -1,38 +1,128 @@
-"""Kubelet PodResources assignments: not read by this build; `assignments` stays null.
+"""Kubelet PodResources: which pod container holds which GPU devices, exactly.
 
-The kubelet serves `v1.PodResourcesLister/List` over gRPC on a unix socket
-(`/var/lib/kubelet/pod-resources/kubelet.sock`). Speaking it needs HTTP/2 and protobuf;
-`grpcio` is a heavy native dependency and a hand-rolled HTTP/2 client is more code than
-this optional reading is worth, so the agent leaves `assignments` null and says so once
-in its log. The dashboard then derives slots from pod requests alone.
+The kubelet serves `v1.PodResourcesLister` over gRPC on a unix socket
+(`/var/lib/kubelet/pod-resources/kubelet.sock`; the chart mounts its directory read-only).
+`List` gives every container's device ids per resource (GPU UUIDs, `MIG-...` UUIDs, or
+time-sliced replicas `<UUID>::<n>`); `GetAllocatableResources` gives the healthy device ids
+the kubelet knows. Without the socket the agent says so once and reports `assignments`
+null, and the dashboard keeps inferring holders from pod requests.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+import grpc
 
 from app.agent.logs import fields
+from app.agent.podresources_proto import ALLOCATABLE_METHOD, LIST_METHOD, message_classes
 from app.domain.report import DeviceAssignment
+
+GPU_PREFIX = "nvidia.com/"
+TIMEOUT_S = 5.0
+MAX_ASSIGNMENTS = 4096  # per report; a node runs far fewer GPU containers
+MAX_IDS = 1024  # per container and resource, as the report model bounds it
+
+
+class PodResourcesClient:
+    """The two RPCs over the kubelet's unix socket (one channel, opened on first use)."""
+
+    def __init__(self, socket_path: Path, *, timeout_s: float = TIMEOUT_S) -> None:
+        self._target = f"unix://{socket_path}"
+        self._timeout_s = timeout_s
+        self._messages = message_classes()
+        self._channel: Any = None
+
+    def _call(self, method: str, request: str, response: str) -> Any:
+        if self._channel is None:
+            self._channel = grpc.insecure_channel(self._target)
+        stub: Callable[..., Any] = self._channel.unary_unary(
+            method,
+            request_serializer=lambda m: m.SerializeToString(),
+            response_deserializer=self._messages[response].FromString,
+        )
+        return stub(self._messages[request](), timeout=self._timeout_s)
+
+    def list_assignments(self) -> list[DeviceAssignment]:
+        """Every container's nvidia.com/ devices (v1 List)."""
+        reply = self._call(LIST_METHOD, "ListPodResourcesRequest", "ListPodResourcesResponse")
+        found: list[DeviceAssignment] = []
+        for pod in reply.pod_resources:
+            for container in pod.containers:
+                for devices in container.devices:
+                    if not devices.resource_name.startswith(GPU_PREFIX) or not devices.device_ids:
+                        continue
+                    found.append(
+                        DeviceAssignment(
+                            namespace=pod.namespace,
+                            pod=pod.name,
+                            container=container.name,
+                            resource=devices.resource_name,
+                            device_ids=list(devices.device_ids)[:MAX_IDS],
+                        )
+                    )
+        return found[:MAX_ASSIGNMENTS]
+
+    def allocatable(self) -> dict[str, list[str]]:
+        """Healthy device ids per nvidia.com/ resource (v1 GetAllocatableResources)."""
+        reply = self._call(
+            ALLOCATABLE_METHOD, "AllocatableResourcesRequest", "AllocatableResourcesResponse"
+        )
+        found: dict[str, list[str]] = {}
+        for devices in reply.devices:
+            if devices.resource_name.startswith(GPU_PREFIX):
+                found.setdefault(devices.resource_name, []).extend(devices.device_ids)
+        return found
+
+    def close(self) -> None:
+        if self._channel is not None:
+            self._channel.close()
+            self._channel = None
 
 
 class PodResourcesReader:
-    """Reports None (unknown) for the kubelet's device assignments; logs that once."""
+    """The kubelet's device assignments for the report, or None (unknown) when unreadable.
+
+    Each state change is logged once: socket missing, socket unreadable (with the gRPC
+    status), readable again.
+    """
 
     def __init__(self, *, socket_path: Path | None, log: logging.Logger) -> None:
         self._socket_path = socket_path
         self._log = log
-        self._told = False
+        self._client = PodResourcesClient(socket_path) if socket_path is not None else None
+        self._state = ""
+        self.allocatable_ids: dict[str, int] = {}
+
+    def _tell(self, state: str, message: str, **extra: Any) -> None:
+        if state != self._state:
+            self._state = state
+            level = logging.INFO if state == "ok" else logging.WARNING
+            self._log.log(level, message, extra=fields(socket=str(self._socket_path), **extra))
 
     def read(self) -> list[DeviceAssignment] | None:
-        """Always None in this build; see the module docstring."""
-        if self._socket_path is not None and not self._told:
-            self._told = True
-            self._log.info(
-                "PodResources reading is not supported by this agent build; "
-                "device assignments are left null",
-                extra=fields(
-                    socket=str(self._socket_path), socket_exists=self._socket_path.exists()
-                ),
+        """The assignments now; None while the socket is not mounted or does not answer."""
+        if self._client is None or self._socket_path is None:
+            return None  # not asked for (--pod-resources-socket unset): nothing to say
+        if not self._socket_path.exists():
+            self._tell("missing", "PodResources socket not mounted: slot holders stay inferred")
+            return None
+        try:
+            assignments = self._client.list_assignments()
+            self.allocatable_ids = {
+                name: len(ids) for name, ids in self._client.allocatable().items()
+            }
+        except grpc.RpcError as exc:
+            code = exc.code() if hasattr(exc, "code") else None
+            self._tell(
+                f"error:{code}",
+                "PodResources socket did not answer: slot holders stay inferred",
+                status=str(code),
             )
-        return None
+            self._client.close()
+            return None
+        self._tell("ok", "reading the kubelet's device assignments", containers=len(assignments))
+        return assignments

@@ -24,6 +24,19 @@ class RawProcess:
 
 
 @dataclass(frozen=True, slots=True)
+class RawMig:
+    """One MIG device of a MIG-enabled GPU (NVML MIG device handle)."""
+
+    uuid: str
+    profile: str
+    gpu_instance: int | None
+    compute_instance: int | None
+    memory_total_mib: int | None
+    memory_used_mib: int | None
+    processes: tuple[RawProcess, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class RawGpu:
     """One physical GPU; a value the reader could not get is None."""
 
@@ -35,6 +48,7 @@ class RawGpu:
     utilization_pct: int | None
     mig_mode: MigMode | None
     processes: tuple[RawProcess, ...] = ()
+    mig_devices: tuple[RawMig, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

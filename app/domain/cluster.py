@@ -36,3 +36,7 @@ class ClusterState:
     device_classes: Sequence[Manifest] = ()
     resource_slices: Sequence[Manifest] = ()
     resource_claims: Sequence[Manifest] = ()
+    # Every DaemonSet the cache sees (issue 12): other plugin installs (Helm chart, GPU
+    # Operator, per node group) are found among them; `daemonset` stays the configured one.
+    # ConfigMaps of other namespaces are keyed "namespace/name" in `configmaps`.
+    daemonsets: Sequence[Manifest] = ()

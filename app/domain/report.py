@@ -55,6 +55,29 @@ class ProcessReading(_Strict):
     )
 
 
+# --- MIG devices (issue 12): a MIG-enabled GPU reports the devices carved out of it. ---
+
+
+class MigDeviceReading(_Strict):
+    """One MIG device on its parent GPU (nvidia-smi -L / NVML MIG device handles)."""
+
+    uuid: str = Field(min_length=1, max_length=128, description="MIG UUID, e.g. MIG-<uuid>")
+    profile: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[0-9a-z.+-]+$",
+        description="MIG profile, e.g. 1g.10gb, 1g.24gb+me, 1c.2g.20gb",
+    )
+    gpu_instance: Count | None = Field(default=None, description="GPU instance ID")
+    compute_instance: Count | None = Field(default=None, description="Compute instance ID")
+    memory_total_mib: Count | None = Field(default=None, description="Memory of the device")
+    memory_used_mib: Count | None = Field(default=None, description="Memory used on it")
+    processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+
+
+# --- end of the MIG block ---
+
+
 class GpuReading(_Strict):
     """One physical GPU as NVML or nvidia-smi reports it."""
 
@@ -72,6 +95,9 @@ class GpuReading(_Strict):
         default=None, description="mig.mode.current; null where the GPU has no MIG"
     )
     processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+    mig_devices: list[MigDeviceReading] = Field(
+        default_factory=list, max_length=64, description="MIG devices (issue 12 block above)"
+    )
 
 
 class DeviceAssignment(_Strict):

@@ -69,19 +69,57 @@ class GpuProcess(_Out):
 
 
 class SlotHolder(_Out):
-    """A pod holding slots of one GPU, or a device of it through a DRA claim."""
+    """A pod holding slots of one GPU (or of one MIG device on it), or a DRA claim's device."""
 
     pod: str = Field(description="namespace/name")
     slots: int
     assigned: bool = Field(
         description="True when the kubelet's assignment is known; False when inferred"
     )
+    assignment: Literal["kubelet", "inferred", "claim"] = Field(
+        default="inferred",
+        description="kubelet: from the PodResources API via the agent; inferred: from requests; "
+        "claim: from a DRA claim's allocation and reservedFor",
+    )
+    resource: str = Field(
+        default="nvidia.com/gpu",
+        description="The resource the slots are of (DRA: the DeviceClass of the request)",
+    )
     source: Literal["device-plugin", "dra"] = Field(
-        default="device-plugin", description="device-plugin slots or a DRA claim"
+        default="device-plugin", description="How the GPU is handed out"
+    )
+    container: str | None = Field(default=None, description="Container, when the kubelet says")
+    replicas: list[int] = Field(
+        default_factory=list, description="Replica numbers n of <UUID>::n ids (kubelet only)"
     )
     claim: str | None = Field(default=None, description="DRA: the claim's namespace/name")
     sharing: DraSharing | None = Field(default=None, description="DRA: how the claim shares")
     device: str | None = Field(default=None, description="DRA: the device, e.g. gpu-0")
+
+
+class MigDeviceState(_Out):
+    """A MIG device on its parent GPU: the resource it is advertised under and who holds it."""
+
+    uuid: str
+    profile: str
+    resource: str | None = Field(
+        description="e.g. nvidia.com/mig-1g.10gb; null when the MIG strategy hides it"
+    )
+    slots: int = Field(description="Slots this device gives Kubernetes")
+    held_slots: int
+    holders: list[SlotHolder]
+    memory_total_mib: int | None
+    memory_used_mib: int | None
+    processes: list[GpuProcess]
+
+
+class ResourceState(_Out):
+    """One extended resource on a node or in the cluster."""
+
+    allocatable: int = Field(description="status.allocatable (0 when absent)")
+    requested: int = Field(description="Held by pods bound to the node")
+    free: int = Field(description="Schedulable free: never negative, 0 on unschedulable nodes")
+    stranded: int = Field(description="Free but on a node no new pod can be scheduled on")
 
 
 class GpuState(_Out):
@@ -111,6 +149,7 @@ class GpuState(_Out):
     dra_devices: list[DraDeviceState] = Field(
         default_factory=list, description="DRA devices published for this GPU (MIG: several)"
     )
+    mig_devices: list[MigDeviceState] = Field(default_factory=list)
 
 
 class AgentState(_Out):
@@ -145,6 +184,18 @@ class PodSlots(_Out):
     resource: str
 
 
+class NodeConfig(_Out):
+    """Where a node's plugin config comes from."""
+
+    daemonset: str | None = Field(description="namespace/name of the plugin DaemonSet")
+    managed_by: Literal["gpu-operator", "helm", "other"] | None
+    source: str | None = Field(description="e.g. configmap/nvidia-device-plugin-config#config.yaml")
+    configmap: str | None
+    key: str | None
+    label: str | None = Field(description="The node's nvidia.com/device-plugin.config value")
+    mig_strategy: str | None
+
+
 class NodeState(_Out):
     """One node's accounting next to its reality."""
 
@@ -174,6 +225,15 @@ class NodeState(_Out):
     dra_devices: list[DraDeviceState] = Field(
         default_factory=list, description="DRA devices of GPUs the agent did not report"
     )
+    schedulable: bool = True
+    unschedulable_reason: str | None = Field(
+        default=None, description="NotReady, cordoned or tainted <key>=<value>:<effect>"
+    )
+    config: NodeConfig | None = None
+    resources: dict[str, ResourceState] = Field(
+        default_factory=dict, description="Every GPU resource the node advertises or pods hold"
+    )
+    stranded: int = Field(default=0, description="Free slots of the node's resource stranded")
 
 
 class PluginState(_Out):
@@ -204,6 +264,18 @@ class Totals(_Out):
     allocatable: int
     requested: int
     free: int
+    stranded: int = Field(default=0, description="Free slots on unschedulable nodes")
+    pending: int = Field(default=0, description="Slots wanted by pods not yet scheduled")
+
+
+class PendingDemand(_Out):
+    """Pods not yet bound that want a GPU resource, and why they cannot fit now."""
+
+    resource: str
+    pods: int
+    slots: int
+    oldest_s: float
+    reason: str
 
 
 class Snapshot(_Out):
@@ -217,6 +289,11 @@ class Snapshot(_Out):
     nodes: list[NodeState]
     findings: list[Finding]
     dra: DraSummary = EMPTY_SUMMARY
+    mode: str = Field(
+        default="unknown", description="basic | time-slicing | mps | mixed | unknown (per node)"
+    )
+    resources: dict[str, ResourceState] = Field(default_factory=dict)
+    pending_demand: list[PendingDemand] = Field(default_factory=list)
 
     def severity_counts(self) -> dict[str, int]:
         counts = {severity.value: 0 for severity in Severity}

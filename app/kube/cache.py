@@ -218,7 +218,12 @@ class Reflector:
 
 
 class ClusterCache:
-    """Nodes, pods, the plugin DaemonSet and its ConfigMap, kept current by watches."""
+    """Nodes, pods, every DaemonSet and the plugin namespaces' ConfigMaps, kept current.
+
+    DaemonSets are watched cluster-wide so every plugin install is found wherever it runs
+    (a Helm release namespace, the GPU Operator's namespace, per node group); ConfigMaps
+    only in the plugin namespace and `config_namespaces` (see docs/ARCHITECTURE.md).
+    """
 
     def __init__(
         self,
@@ -227,6 +232,7 @@ class ClusterCache:
         plugin_name: str,
         plugin_namespace: str,
         configmap_name: str,
+        config_namespaces: tuple[str, ...] = (),
         watch_timeout_s: int = 300,
         retry_delay_s: float = 1.0,
         probe_interval_s: float = 10.0,
@@ -241,17 +247,9 @@ class ClusterCache:
         targets = {
             "nodes": WatchTarget("nodes", core.list_node),
             "pods": WatchTarget("pods", core.list_pod_for_all_namespaces),
-            "daemonsets": WatchTarget(
-                "daemonsets",
-                apps.list_namespaced_daemon_set,
-                (plugin_namespace,),
-                f"metadata.name={plugin_name}",
-            ),
+            "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(
-                "configmaps",
-                core.list_namespaced_config_map,
-                (plugin_namespace,),
-                f"metadata.name={configmap_name}",
+                "configmaps", core.list_namespaced_config_map, (plugin_namespace,)
             ),
             # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+): optional.
             "deviceclasses": WatchTarget("deviceclasses", dra.list_device_class, optional=True),
@@ -265,6 +263,12 @@ class ClusterCache:
                 optional=True,
             ),
         }
+        del plugin_name, configmap_name  # found among all of them (app/web/snapshots.py)
+        for namespace in config_namespaces:
+            if namespace != plugin_namespace:
+                targets[f"configmaps@{namespace}"] = WatchTarget(
+                    f"configmaps@{namespace}", core.list_namespaced_config_map, (namespace,)
+                )
         self._stop = threading.Event()
         self._changed = threading.Condition()
         self.generation = 0
@@ -325,7 +329,13 @@ class ClusterCache:
             return self.generation
 
     def items(self, name: str) -> list[Manifest]:
-        return self._reflectors[name].items()
+        """A collection's objects; "configmaps" holds those of every watched namespace."""
+        found = self._reflectors[name].items()
+        if name == "configmaps":
+            for key, reflector in self._reflectors.items():
+                if key.startswith("configmaps@"):
+                    found = found + reflector.items()
+        return found
 
     def absent(self) -> set[str]:
         """Collections whose (optional) API the server does not serve."""

@@ -17,7 +17,8 @@ class ApiCall:
     api_group: str  # "" for core
     resource: str
     verb: str
-    scope: Literal["cluster", "plugin-namespace"]
+    # config-namespaces: each of GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES (chart plugin.configNamespaces)
+    scope: Literal["cluster", "plugin-namespace", "config-namespaces"]
     named: Literal["plugin-daemonset", "plugin-configmap"] | None = None
     writes: bool = False
 
@@ -27,13 +28,18 @@ READ_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "nodes", "watch", "cluster"),
     ApiCall("", "pods", "list", "cluster"),
     ApiCall("", "pods", "watch", "cluster"),
-    # list/watch with fieldSelector metadata.name=<name>, which RBAC resourceNames allow.
-    ApiCall("apps", "daemonsets", "list", "plugin-namespace", "plugin-daemonset"),
-    ApiCall("apps", "daemonsets", "watch", "plugin-namespace", "plugin-daemonset"),
+    # Every DaemonSet, cluster-wide: plugin installs are found by what they run, wherever
+    # they are (Helm release namespace, GPU Operator namespace, one per node group).
+    ApiCall("apps", "daemonsets", "list", "cluster"),
+    ApiCall("apps", "daemonsets", "watch", "cluster"),
     ApiCall("apps", "daemonsets", "get", "plugin-namespace", "plugin-daemonset"),
-    ApiCall("", "configmaps", "list", "plugin-namespace", "plugin-configmap"),
-    ApiCall("", "configmaps", "watch", "plugin-namespace", "plugin-configmap"),
-    ApiCall("", "configmaps", "get", "plugin-namespace", "plugin-configmap"),
+    # ConfigMaps of the plugin namespace, whatever their names: a DaemonSet may mount any.
+    ApiCall("", "configmaps", "list", "plugin-namespace"),
+    ApiCall("", "configmaps", "watch", "plugin-namespace"),
+    ApiCall("", "configmaps", "get", "plugin-namespace"),
+    # ... and of the other namespaces plugin installs run in, when the admin lists them.
+    ApiCall("", "configmaps", "list", "config-namespaces"),
+    ApiCall("", "configmaps", "watch", "config-namespaces"),
     # Dynamic Resource Allocation (resource.k8s.io/v1); a cluster without it answers 404.
     ApiCall("resource.k8s.io", "deviceclasses", "list", "cluster"),
     ApiCall("resource.k8s.io", "deviceclasses", "watch", "cluster"),

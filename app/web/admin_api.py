@@ -214,11 +214,19 @@ def apply_plan(
 
 def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
     """The DaemonSet and ConfigMap as the watch cache holds them (no API call)."""
-    daemonsets = runtime.source.items("daemonsets")
+    settings = runtime.settings
+    namespace = settings.kubernetes_device_plugin_namespace
+    daemonsets = [
+        ds
+        for ds in runtime.source.items("daemonsets")
+        if (ds.get("metadata") or {}).get("name") == settings.kubernetes_device_plugin_name
+        and (ds.get("metadata") or {}).get("namespace") in (None, namespace)
+    ]
     configmaps = [
         cm
         for cm in runtime.source.items("configmaps")
-        if (cm.get("metadata") or {}).get("name") == runtime.settings.plugin_configmap_name
+        if (cm.get("metadata") or {}).get("name") == settings.plugin_configmap_name
+        and (cm.get("metadata") or {}).get("namespace") in (None, namespace)
     ]
     return (daemonsets[0] if daemonsets else None), (configmaps[0] if configmaps else None)
 

@@ -21,12 +21,14 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 def summary_of(snapshot: Snapshot) -> SummaryOut:
     plugin = snapshot.plugin
     return SummaryOut(
-        mode=plugin.mode.value,
+        mode=snapshot.mode,
         replicas=plugin.replicas,
         resource=plugin.resource,
         plugin=plugin,
+        resources=snapshot.resources,
         totals=snapshot.totals,
         dra=snapshot.dra,
+        pending_demand=snapshot.pending_demand,
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,
         stale_age_s=snapshot.stale_age_s,

@@ -8,18 +8,31 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.domain.dra.models import DraSummary
-from app.domain.snapshot import Finding, NodeState, PluginState, Totals
+from app.domain.snapshot import (
+    Finding,
+    NodeState,
+    PendingDemand,
+    PluginState,
+    ResourceState,
+    Totals,
+)
 
 
 class SummaryOut(BaseModel):
     """GET /api/v1/summary: the cluster at a glance."""
 
-    mode: str = Field(description="basic | time-slicing | mps | unknown")
+    mode: str = Field(description="basic | time-slicing | mps | mixed (GPU nodes differ) | unknown")
     replicas: int
     resource: str = Field(description="Advertised resource name, e.g. nvidia.com/gpu")
     plugin: PluginState
+    resources: dict[str, ResourceState] = Field(
+        description="Every GPU resource in the cluster: allocatable, requested, free, stranded"
+    )
     totals: Totals = Field(description="Device-plugin slots (DRA devices are in `dra`)")
     dra: DraSummary = Field(description="Devices handed out by Dynamic Resource Allocation")
+    pending_demand: list[PendingDemand] = Field(
+        description="Unscheduled pods wanting GPU resources, per resource, with the reason"
+    )
     findings: dict[str, int] = Field(description="Finding counts by severity")
     stale: bool = Field(description="True while the API server cannot be reached")
     stale_age_s: float | None = Field(description="Seconds since the API server was last reachable")

@@ -61,6 +61,7 @@ def build_app(
         plugin_name=settings.kubernetes_device_plugin_name,
         plugin_namespace=settings.kubernetes_device_plugin_namespace,
         configmap_name=settings.plugin_configmap_name,
+        config_namespaces=tuple(settings.plugin_config_namespaces),
         watch_timeout_s=settings.watch_timeout_s,
         retry_delay_s=retry_delay_s,
         probe_interval_s=probe_interval_s,

@@ -263,17 +263,17 @@ class SnapshotService:
         now = self._clock()
         daemonsets = self._source.items("daemonsets")
         state = ClusterState(
-            daemonset=daemonsets[0] if daemonsets else None,
-            configmaps={
-                cm.get("metadata", {}).get("name", ""): cm
-                for cm in self._source.items("configmaps")
-            },
+            daemonset=configured_daemonset(daemonsets, self._options),
+            configmaps=configmaps_by_key(
+                self._source.items("configmaps"), self._options.plugin_namespace
+            ),
             nodes=self._source.items("nodes"),
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
             device_classes=self._source.items("deviceclasses"),
             resource_slices=self._source.items("resourceslices"),
             resource_claims=self._source.items("resourceclaims"),
+            daemonsets=daemonsets,
         )
         snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
         self._reported_nodes = len(state.reports)
@@ -335,3 +335,25 @@ class SnapshotService:
             if self._source.wait_for_change(seen, step_s) != seen:
                 return
             waited_s += step_s
+
+
+def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
+    """The DaemonSet GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME names, among all watched ones."""
+    for daemonset in daemonsets:
+        meta = daemonset.get("metadata") or {}
+        if meta.get("name") == options.plugin_name and (
+            meta.get("namespace") in (None, options.plugin_namespace)
+        ):
+            return daemonset
+    return None
+
+
+def configmaps_by_key(configmaps: list[Manifest], plugin_namespace: str) -> dict[str, Manifest]:
+    """The plugin namespace's ConfigMaps by name, other namespaces' by namespace/name."""
+    found: dict[str, Manifest] = {}
+    for configmap in configmaps:
+        meta = configmap.get("metadata") or {}
+        namespace = meta.get("namespace") or plugin_namespace
+        name = str(meta.get("name", ""))
+        found[name if namespace == plugin_namespace else f"{namespace}/{name}"] = configmap
+    return found

@@ -28,6 +28,26 @@ class FakeGpu:
     mig_current: int | None = None
     processes: list[tuple[int, int | None]] = field(default_factory=list)
     lost: bool = False
+    mig_devices: list[FakeMig | None] = field(default_factory=list)  # None: an empty slot
+
+
+@dataclass
+class FakeMig:
+    """One MIG device: NVML answers its UUID, memory, processes and attributes."""
+
+    uuid: str
+    gpu_slices: int
+    compute_slices: int
+    memory_size_mb: int
+    gpu_instance: int
+    compute_instance: int = 0
+    memory_used_bytes: int | None = 0
+    processes: list[tuple[int, int | None]] = field(default_factory=list)
+    lost: bool = False
+
+    @property
+    def memory_total_bytes(self) -> int:
+        return self.memory_size_mb * MIB
 
 
 class FakeNvml:
@@ -116,6 +136,35 @@ class FakeNvml:
         if handle.mig_current is None:
             raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
         return [handle.mig_current, handle.mig_current]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, handle: FakeGpu) -> int:
+        self._check()
+        return 7 if handle.mig_devices else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, handle: FakeGpu, index: int) -> FakeMig:
+        self._check()
+        slots = handle.mig_devices
+        if index >= len(slots) or slots[index] is None:
+            raise real.NVMLError(real.NVML_ERROR_NOT_FOUND)
+        found = slots[index]
+        assert found is not None
+        return found
+
+    def nvmlDeviceGetAttributes(self, handle: FakeMig) -> Any:
+        self._check()
+        return SimpleNamespace(
+            gpuInstanceSliceCount=handle.gpu_slices,
+            computeInstanceSliceCount=handle.compute_slices,
+            memorySizeMB=handle.memory_size_mb,
+        )
+
+    def nvmlDeviceGetGpuInstanceId(self, handle: FakeMig) -> int:
+        self._check()
+        return handle.gpu_instance
+
+    def nvmlDeviceGetComputeInstanceId(self, handle: FakeMig) -> int:
+        self._check()
+        return handle.compute_instance
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeGpu) -> list[Any]:
         self._check()

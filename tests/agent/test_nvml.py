@@ -7,7 +7,7 @@ import pytest
 
 from app.agent.nvml import NvmlReader
 from app.agent.readings import RawProcess, ReaderUnavailableError
-from tests.agent.fake_nvml import GIB, MIB, FakeGpu, FakeNvml, uuid_for
+from tests.agent.fake_nvml import GIB, MIB, FakeGpu, FakeMig, FakeNvml, uuid_for
 
 
 def test_read_plain_gpu_reports_memory_in_mib_and_processes() -> None:
@@ -167,3 +167,29 @@ def test_read_bytes_from_old_bindings_are_decoded() -> None:
 
     assert readings.gpus[0].name == "Tesla T4"
     assert readings.driver_version == "470.223.02"
+
+
+def test_read_mig_gpu_lists_its_devices_with_profiles_and_processes() -> None:
+    migs: list[FakeMig | None] = [
+        FakeMig("MIG-aaaa", 1, 1, 9856, gpu_instance=7, processes=[(501, 2 * GIB)]),
+        None,  # an empty slot of the GPU's 7
+        FakeMig("MIG-bbbb", 3, 3, 40192, gpu_instance=1),
+        FakeMig("MIG-cccc", 2, 1, 19968, gpu_instance=5),
+    ]
+    nvml = FakeNvml(
+        [FakeGpu(uuid_for(0), mig_current=pynvml.NVML_DEVICE_MIG_ENABLE, mig_devices=migs)]
+    )
+    gpu = NvmlReader(nvml=nvml).read().gpus[0]
+    assert [
+        (m.uuid, m.profile, m.gpu_instance, m.memory_total_mib, m.processes)
+        for m in gpu.mig_devices
+    ] == [
+        ("MIG-aaaa", "1g.10gb", 7, 9856, (RawProcess(501, 2048),)),
+        ("MIG-bbbb", "3g.40gb", 1, 40192, ()),
+        ("MIG-cccc", "1c.2g.20gb", 5, 19968, ()),
+    ]
+
+
+def test_read_mig_disabled_gpu_lists_no_devices() -> None:
+    nvml = FakeNvml([FakeGpu(uuid_for(0), mig_current=pynvml.NVML_DEVICE_MIG_DISABLE)])
+    assert NvmlReader(nvml=nvml).read().gpus[0].mig_devices == ()

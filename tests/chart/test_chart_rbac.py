@@ -68,13 +68,19 @@ def _call_names(call: ApiCall, values: dict[str, Any]) -> frozenset[str] | None:
     return None
 
 
+def _call_namespaces(call: ApiCall, values: dict[str, Any]) -> set[str]:
+    if call.scope == "plugin-namespace":
+        return {values["plugin"]["namespace"]}
+    if call.scope == "config-namespaces":
+        return set(values["plugin"]["configNamespaces"]) - {values["plugin"]["namespace"]}
+    return set()
+
+
 def allows(grant: Grant, call: ApiCall, values: dict[str, Any]) -> bool:
     """Whether the API server would let the call through under this grant."""
     if (grant.api_group, grant.resource, grant.verb) != (call.api_group, call.resource, call.verb):
         return False
-    if grant.namespace is not None and (
-        call.scope == "cluster" or grant.namespace != values["plugin"]["namespace"]
-    ):
+    if grant.namespace is not None and grant.namespace not in _call_namespaces(call, values):
         return False
     wanted = _call_names(call, values)
     return grant.names is None or (wanted is not None and wanted <= grant.names)
@@ -83,7 +89,7 @@ def allows(grant: Grant, call: ApiCall, values: dict[str, Any]) -> bool:
 def matches_exactly(grant: Grant, call: ApiCall, values: dict[str, Any]) -> bool:
     """Whether the grant is no wider than the declared call (same scope, same names)."""
     scope_ok = (grant.namespace is None) == (call.scope == "cluster") and (
-        grant.namespace in (None, values["plugin"]["namespace"])
+        grant.namespace is None or grant.namespace in _call_namespaces(call, values)
     )
     same_call = (grant.api_group, grant.resource, grant.verb) == (
         call.api_group,
@@ -95,7 +101,8 @@ def matches_exactly(grant: Grant, call: ApiCall, values: dict[str, Any]) -> bool
 
 def needed_calls(values: dict[str, Any]) -> list[ApiCall]:
     """The calls this install must allow: writes unless read-only, impersonation with proxy."""
-    calls = list(READ_CALLS)
+    extra = set(values["plugin"]["configNamespaces"]) - {values["plugin"]["namespace"]}
+    calls = [c for c in READ_CALLS if c.scope != "config-namespaces" or extra]
     if not values["rbac"]["readOnly"]:
         calls += [
             c for c in WRITE_CALLS if c.verb != "impersonate" or values["auth"]["proxy"]["enabled"]
@@ -107,6 +114,7 @@ PROXY = {"enabled": True, "trustedProxies": ["10.42.0.0/16"]}
 CASES: dict[str, dict[str, Any]] = {
     "defaults": {},
     "custom-plugin-names": {"plugin": PLUGIN},
+    "config-namespaces": {"plugin": {"configNamespaces": ["gpu-operator", "kube-system"]}},
     "proxy-auth": {"auth": {"proxy": PROXY}},
     "read-only": {"rbac": {"readOnly": True}},
     "read-only-with-proxy": {"rbac": {"readOnly": True}, "auth": {"proxy": PROXY}},
@@ -168,7 +176,17 @@ def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
         ("pods", "list"),
         ("pods", "watch"),
         *((resource, verb) for resource in dra for verb in ("list", "watch")),
+        ("daemonsets", "list"),
+        ("daemonsets", "watch"),
     }
+
+
+def test_rbac_config_namespaces_get_configmap_reads_only() -> None:
+    rendered = render({"plugin": {"configNamespaces": ["gpu-operator"]}})
+    grants = {
+        (g.resource, g.verb) for g in _dashboard_grants(rendered) if g.namespace == "gpu-operator"
+    }
+    assert grants == {("configmaps", "list"), ("configmaps", "watch")}
 
 
 def test_rbac_agent_account_is_bound_to_nothing() -> None:

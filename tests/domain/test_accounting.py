@@ -125,6 +125,8 @@ def test_build_snapshot_host_split_counts_four_two_two_and_no_error() -> None:
         "allocatable": 2,
         "requested": 1,
         "free": 1,
+        "stranded": 0,
+        "pending": 0,
     }
     assert result.severity_counts()["error"] == 0
     assert result.findings == []
@@ -161,9 +163,11 @@ def test_build_snapshot_pods_holding_slots_fill_requested_and_free() -> None:
     assert [(p.pod, p.slots) for p in node.pods] == [("ml/a", 1), ("ml/b", 2)]
 
 
-def test_build_snapshot_free_may_go_negative_after_config_change() -> None:
-    node = snap(world(allocatable=1, pods=[f.pod("a"), f.pod("b")])).nodes[0]
-    assert (node.allocatable, node.requested, node.free) == (1, 2, -1)
+def test_build_snapshot_free_never_negative_after_config_change() -> None:
+    result = snap(world(allocatable=1, pods=[f.pod("a"), f.pod("b")]))
+    node = result.nodes[0]
+    assert (node.allocatable, node.requested, node.free) == (1, 2, 0)
+    assert "requested-above-allocatable" in {x.code for x in node.findings}
 
 
 def test_build_snapshot_renamed_counts_only_shared_requests() -> None:
@@ -263,6 +267,8 @@ def test_build_snapshot_totals_treat_unknown_as_zero() -> None:
         "allocatable": 4,
         "requested": 2,
         "free": 3,
+        "stranded": 0,
+        "pending": 0,
     }
     assert result.nodes[1].free is None
 

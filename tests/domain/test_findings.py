@@ -243,7 +243,42 @@ CASES: list[tuple[str, Builder, Builder]] = [
         lambda: ts_world(4, pods=[f.pod("big", gpus=2)]),
         lambda: ts_world(4, pods=[f.pod("big", gpus=1)]),
     ),
+    ("slots-stranded", lambda: _cordoned(True), lambda: _cordoned(False)),
+    (
+        "gpu-double-booked",
+        lambda: _renamed([f.pod("old")]),
+        lambda: _renamed([f.pod("new", resource="nvidia.com/gpu.shared")]),
+    ),
+    (
+        "mps-daemon-missing",
+        lambda: ts_world(2, mps=True, fail_gt_one=True, allocatable=0),
+        lambda: ts_world(
+            2,
+            mps=True,
+            fail_gt_one=True,
+            allocatable=0,
+            node_labels={"nvidia.com/mps.capable": "true"},
+        ),
+    ),
+    (
+        "gpu-demand-pending",
+        lambda: world(pods=[f.pod("wide", node=None, gpus=5, phase="Pending")]),
+        lambda: world(pods=[f.pod("wide", node=None, gpus=1, phase="Pending")]),
+    ),
 ]
+
+
+def _cordoned(cordoned: bool) -> ClusterState:
+    node = f.node("gpu-1", allocatable=4)
+    node["spec"] = {"unschedulable": cordoned}
+    return world(nodes=[node])
+
+
+def _renamed(pods: list[f.Manifest]) -> ClusterState:
+    node = f.node("gpu-1", allocatable=16, resource="nvidia.com/gpu.shared")
+    for key in ("capacity", "allocatable"):
+        node["status"][key]["nvidia.com/gpu"] = "0"
+    return ts_world(4, rename=True, nodes=[node], pods=pods)
 
 
 CASES += DRA_CASES

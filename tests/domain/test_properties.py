@@ -118,12 +118,14 @@ _SETTINGS = settings(
 
 @_SETTINGS
 @given(clusters())
-def test_free_is_allocatable_minus_requested_where_known(state: ClusterState) -> None:
+def test_free_is_schedulable_spare_never_negative(state: ClusterState) -> None:
     for node in _snap(state).nodes:
         if node.allocatable is None:
             assert node.free is None
         else:
-            assert node.free == node.allocatable - node.requested
+            spare = max(node.allocatable - node.requested, 0)
+            assert node.free == (spare if node.schedulable else 0)
+            assert node.stranded == (0 if node.schedulable else spare)
 
 
 @_SETTINGS

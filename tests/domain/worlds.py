@@ -29,6 +29,7 @@ def world(
     report_kwargs: Mapping[str, Any] | None = None,
     plugin_pods: Sequence[f.Manifest] | None = None,
     plugin_pod_kwargs: Mapping[str, Any] | None = None,
+    daemonsets: Sequence[f.Manifest] = (),
 ) -> ClusterState:
     """One k3s node gpu-1 with 4 A100s in basic mode, plugin v0.18.2 Ready, fresh report."""
     if nodes is None:
@@ -55,6 +56,7 @@ def world(
         nodes=nodes,
         pods=[*plugin_pods, *pods],
         reports=reports,
+        daemonsets=daemonsets,
     )
 
 

@@ -59,16 +59,19 @@ def test_cache_lists_nodes_pods_and_the_named_daemonset(cache: ClusterCache) -> 
     assert any(pod["spec"].get("nodeName") == "gpu-server-1" for pod in cache.items("pods"))
 
 
-def test_cache_watches_only_the_named_configmap(
+def test_cache_watches_the_plugin_namespace_configmaps_only(
     cache: ClusterCache, simulator: SimulatedCluster
 ) -> None:
     core = client.CoreV1Api(make_api_client(host=simulator.url))
-    core.create_namespaced_config_map("kube-system", configmap("unrelated", 2))
+    elsewhere = configmap("elsewhere", 2)
+    elsewhere.metadata.namespace = "default"
+    core.create_namespaced_config_map("default", elsewhere)
+    core.create_namespaced_config_map("kube-system", configmap("helm-configs", 2))
     core.create_namespaced_config_map("kube-system", configmap("nvidia-device-plugin-config", 4))
     wait_for(lambda: "nvidia-device-plugin-config" in cached_names(cache, "configmaps"))
-    assert cached_names(cache, "configmaps") == {"nvidia-device-plugin-config"}
+    assert cached_names(cache, "configmaps") == {"helm-configs", "nvidia-device-plugin-config"}
     core.delete_namespaced_config_map("nvidia-device-plugin-config", "kube-system")
-    wait_for(lambda: not cached_names(cache, "configmaps"), what="delete seen")
+    wait_for(lambda: cached_names(cache, "configmaps") == {"helm-configs"}, what="delete seen")
 
 
 def test_cache_after_410_gone_relists_and_misses_no_change(

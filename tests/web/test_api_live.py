@@ -44,7 +44,13 @@ def test_summary_host_split_counts_four_physical_two_visible_two_host(host_split
         "allocatable": 2,
         "requested": 1,
         "free": 1,
+        "stranded": 0,
+        "pending": 0,
     }
+    assert summary["resources"] == {
+        "nvidia.com/gpu": {"allocatable": 2, "requested": 1, "free": 1, "stranded": 0}
+    }
+    assert summary["pending_demand"] == []
     assert summary["findings"]["error"] == 0
     assert summary["stale"] is False
 

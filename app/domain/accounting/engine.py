@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from app.domain.accounting.demand import NodeOffer, pending_demand
 from app.domain.accounting.facts import (
     ClusterFacts,
     EngineMemo,
@@ -21,28 +22,37 @@ from app.domain.accounting.facts import (
     node_key,
     pod_refs,
 )
+from app.domain.accounting.ledger import sum_resources
 from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name
 from app.domain.accounting.pods import PodFacts, read_pod
+from app.domain.accounting.states import (
+    build_node_state,
+    cluster_mode,
+    plugin_state,
+    totals_of,
+)
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.dra.findings_cluster import dra_cluster_findings
 from app.domain.dra.findings_node import dra_node_findings
 from app.domain.dra.inventory import DraView, read_dra
 from app.domain.dra.ledger import apply_dra, dra_node_state, dra_summary
-from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK, sort_key
+from app.domain.findings.catalogue import CATALOGUE, sort_key
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.gpu import gpu_findings
 from app.domain.findings.node import node_findings
 from app.domain.findings.pods import pod_findings
-from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec, read_plugin_spec
-from app.domain.plugin.effective import EffectiveConfig, resolve_config
+from app.domain.findings.resources import demand_findings
+from app.domain.plugin.daemonset import (
+    PluginSpec,
+    is_plugin_daemonset,
+    read_plugin_spec,
+)
+from app.domain.plugin.effective import resolve_config
 from app.domain.snapshot import (
     Finding,
-    GpuState,
-    Mode,
     NodeState,
-    PluginState,
+    PendingDemand,
     Snapshot,
-    Totals,
 )
 
 
@@ -55,7 +65,9 @@ class _PodIndex:
     facts_by_uid: dict[str, PodFacts] = field(default_factory=dict)
     pods_by_node: dict[str, list[PodFacts]] = field(default_factory=dict)
     plugin_by_node: dict[str, Manifest] = field(default_factory=dict)
-    plugin_pods: list[Manifest] = field(default_factory=list)
+    plugin_pods: list[Manifest] = field(default_factory=list)  # of the main DaemonSet
+    owner_by_node: dict[str, PluginSpec] = field(default_factory=dict)  # whose pod runs there
+    specs: list[PluginSpec] = field(default_factory=list)
 
 
 def build_snapshot(
@@ -71,10 +83,11 @@ def build_snapshot(
     recomputing nodes that did not change (see EngineMemo); the result is the same with or
     without it.
     """
-    spec = read_plugin_spec(state.daemonset) if state.daemonset is not None else None
+    specs = plugin_specs(state)
+    spec = specs[0] if specs else None
     default_config = resolve_config(spec, state.configmaps)
     dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
-    index = _index_pods(state, spec, memo)
+    index = _index_pods(state, specs, memo)
     inputs = NodeInputs(
         spec=spec,
         default_config=default_config,
@@ -104,20 +117,40 @@ def build_snapshot(
         own, node_state = _node_result(facts, node_facts, entries, reused, dra)
         node_states.append(node_state)
         findings.extend(own)
+    demand = _demand(facts)
+    findings += demand_findings(demand)
     node_states = _with_pod_findings(node_states, findings)
     findings.sort(key=sort_key)
+    plugin = plugin_state(spec, default_config, options)
     return Snapshot(
         generated_at=now,
-        plugin=_plugin_state(spec, default_config, options),
-        totals=_totals(node_states),
+        plugin=plugin,
+        totals=totals_of(node_states, demand),
         nodes=node_states,
         findings=findings,
         dra=dra_summary(dra, state.nodes),
+        mode=cluster_mode(nodes, default=plugin.mode),
+        resources=sum_resources([n.resources for n in nodes]),
+        pending_demand=demand,
     )
 
 
-def _index_pods(state: ClusterState, spec: PluginSpec | None, memo: EngineMemo | None) -> _PodIndex:
-    index = _PodIndex()
+def plugin_specs(state: ClusterState) -> list[PluginSpec]:
+    """Every plugin DaemonSet, the configured one first (or the first found without it)."""
+    specs = [read_plugin_spec(state.daemonset)] if state.daemonset is not None else []
+    seen = {s.ref for s in specs}
+    for daemonset in state.daemonsets:
+        if not is_plugin_daemonset(daemonset):
+            continue
+        found = read_plugin_spec(daemonset)
+        if found.ref not in seen:
+            seen.add(found.ref)
+            specs.append(found)
+    return specs
+
+
+def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo | None) -> _PodIndex:
+    index = _PodIndex(specs=specs)
     read = memo.pods.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
     for pod, pod_facts_ in zip(state.pods, read, strict=True):
         uid = pod_facts_.uid
@@ -129,15 +162,45 @@ def _index_pods(state: ClusterState, spec: PluginSpec | None, memo: EngineMemo |
             continue
         if pod_facts_.holds:
             index.pods_by_node.setdefault(node, []).append(pod_facts_)
-        if (
-            spec is not None
-            and pod_facts_.namespace == spec.namespace
-            and is_plugin_pod(pod, name=spec.name, namespace=spec.namespace, selector=spec.selector)
-        ):
-            index.plugin_pods.append(pod)
+        owner = _pod_owner(pod, pod_facts_.namespace, specs)
+        if owner is not None:
+            if owner is specs[0]:
+                index.plugin_pods.append(pod)
             if _newer(pod, index.plugin_by_node.get(node)):
                 index.plugin_by_node[node] = pod
+                index.owner_by_node[node] = owner
     return index
+
+
+def _pod_owner(pod: Manifest, namespace: str, specs: list[PluginSpec]) -> PluginSpec | None:
+    """The plugin DaemonSet a pod belongs to: by owner reference, else by selector."""
+    mine = [s for s in specs if s.namespace == namespace]
+    if not mine:
+        return None
+    owners = {
+        o.get("name")
+        for o in (pod.get("metadata") or {}).get("ownerReferences") or []
+        if o.get("kind") == "DaemonSet"
+    }
+    for spec in mine:
+        if spec.name in owners:
+            return spec
+    for spec in mine:
+        if is_plugin_pod(pod, name=spec.name, namespace=spec.namespace, selector=spec.selector):
+            return spec
+    return None
+
+
+def _owner(index: _PodIndex, node: Manifest) -> PluginSpec | None:
+    """The DaemonSet whose pod runs on the node, else the one whose nodeSelector fits it."""
+    found = index.owner_by_node.get(node_name(node))
+    if found is not None or len(index.specs) < 2:
+        return found
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    for spec in index.specs:
+        if spec.node_selector and all(labels.get(k) == v for k, v in spec.node_selector.items()):
+            return spec
+    return None
 
 
 def _all_node_facts(
@@ -184,7 +247,9 @@ def _all_node_facts(
         node_facts = (
             entry.facts
             if entry is not None
-            else build_node_facts(manifest, inputs, pods=pods, plugin_pod=plugin_pod)
+            else build_node_facts(
+                manifest, inputs, pods=pods, plugin_pod=plugin_pod, spec=_owner(index, manifest)
+            )
         )
         if entry is None:
             apply_dra(dra, node_facts)
@@ -213,7 +278,7 @@ def _node_result(
     own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
     own = dra_node_findings(dra, facts, node_facts, own)
     own.sort(key=sort_key)
-    node_state = dra_node_state(dra, node_facts, _node_state(node_facts, own))
+    node_state = dra_node_state(dra, node_facts, build_node_state(node_facts, own))
     if entry is not None:
         entry.findings, entry.state = own, node_state
     return own, node_state
@@ -242,96 +307,21 @@ def _newer(pod: Manifest, current: Manifest | None) -> bool:
     return created > str((current.get("metadata") or {}).get("creationTimestamp", ""))
 
 
-def _node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
-    per_gpu: dict[str, list[Finding]] = {}
-    for item in findings:
-        if item.gpu_uuid is not None:
-            per_gpu.setdefault(item.gpu_uuid, []).append(item)
-    gpus = []
-    for gpu in facts.gpus:
-        own = per_gpu.get(gpu.uuid, [])
-        worst = min((f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None)
-        reading = gpu.reading
-        gpus.append(
-            GpuState(
-                index=reading.index,
-                uuid=reading.uuid,
-                name=reading.name,
-                role=gpu.role,
-                slots=gpu.slots,
-                held_slots=sum(h.slots for h in gpu.holders),
-                holders=gpu.holders,
-                memory_total_mib=reading.memory_total_mib,
-                memory_used_mib=reading.memory_used_mib,
-                memory_pods_mib=gpu.memory_pods_mib,
-                memory_host_mib=gpu.memory_host_mib,
-                utilization_pct=reading.utilization_pct,
-                mig_mode=reading.mig_mode,
-                processes=gpu.processes,
-                finding_codes=sorted({f.code for f in own}),
-                worst_severity=worst,
-            )
+def _demand(facts: ClusterFacts) -> list[PendingDemand]:
+    offers = [
+        NodeOffer(
+            resources=n.resources,
+            refuses_above_one=frozenset(
+                name
+                for name in n.resources
+                if n.config.config is not None
+                and n.config.config.fail_requests_greater_than_one
+                and name == n.resource
+            ),
         )
-    return NodeState(
-        name=facts.name,
-        ready=facts.ready,
-        gpu_node=facts.gpu_node,
-        k3s=facts.k3s,
-        mode=facts.mode,
-        resource=facts.resource,
-        replicas=facts.replicas,
-        physical_gpus=facts.physical_gpus,
-        visible_gpus=facts.visible_gpus,
-        host_gpus=facts.host_gpus,
-        expected_slots=facts.expected_slots,
-        capacity=facts.capacity,
-        allocatable=facts.allocatable,
-        requested=facts.requested,
-        free=facts.free,
-        plugin_pod=facts.plugin_pod_state,
-        agent=facts.agent,
-        gpus=gpus,
-        pods=facts.pods,
-        findings=findings,
-    )
-
-
-def _plugin_state(
-    spec: PluginSpec | None, default: EffectiveConfig, options: AccountingOptions
-) -> PluginState:
-    config = default.config
-    source = default.source
-    if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
-        source = (
-            f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
-        )
-    return PluginState(
-        name=spec.name if spec else options.plugin_name,
-        namespace=spec.namespace if spec else options.plugin_namespace,
-        found=spec is not None,
-        image=spec.image if spec else None,
-        version=spec.version_text if spec else None,
-        ready=spec.ready if spec else 0,
-        desired=spec.desired if spec else 0,
-        config_source=source,
-        operator_managed=spec.operator_managed if spec else False,
-        mode=config.mode if config and spec else Mode.UNKNOWN,
-        replicas=config.replicas if config else 1,
-        resource=config.resource if config else options.serving_resource,
-        rename_by_default=config.rename_by_default if config else False,
-        fail_requests_greater_than_one=config.fail_requests_greater_than_one if config else False,
-    )
-
-
-def _totals(nodes: list[NodeState]) -> Totals:
-    return Totals(
-        physical_gpus=sum(n.physical_gpus or 0 for n in nodes),
-        visible_gpus=sum(n.visible_gpus or 0 for n in nodes),
-        host_gpus=sum(n.host_gpus or 0 for n in nodes),
-        allocatable=sum(n.allocatable or 0 for n in nodes),
-        requested=sum(n.requested for n in nodes),
-        free=sum(n.free or 0 for n in nodes),
-    )
+        for n in facts.nodes
+    ]
+    return pending_demand(facts.pod_facts.values(), offers, now=facts.now)
 
 
 __all__ = ["CATALOGUE", "build_snapshot"]

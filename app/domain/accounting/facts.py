@@ -13,7 +13,15 @@ from app.domain.kube_time import parse_time
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.report import ReceivedReport
-from app.domain.snapshot import AgentState, Finding, Mode, NodeState, PluginPod, PodSlots
+from app.domain.snapshot import (
+    AgentState,
+    Finding,
+    Mode,
+    NodeState,
+    PluginPod,
+    PodSlots,
+    ResourceState,
+)
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -45,6 +53,23 @@ class NodeFacts:
     free: int | None
     plugin_pod: Manifest | None
     plugin_pod_state: PluginPod | None
+    # The ledger (issue 12): the DaemonSet that owns the node, schedulability, every resource.
+    spec: PluginSpec | None = None
+    unschedulable_reason: str | None = None
+    resources: dict[str, ResourceState] = field(default_factory=dict)
+    expected_by_resource: dict[str, int] = field(default_factory=dict)
+    held_by_resource: dict[str, list[PodSlots]] = field(default_factory=dict)
+    stranded: int = 0
+
+    @property
+    def schedulable(self) -> bool:
+        return self.unschedulable_reason is None
+
+    @property
+    def gpu_capacity_total(self) -> int:
+        """Capacity of every nvidia.com/ resource together."""
+        values = (self.manifest.get("status") or {}).get("capacity") or {}
+        return sum(parse_count(v) for k, v in values.items() if str(k).startswith("nvidia.com/"))
 
     @property
     def has_gpu_data(self) -> bool:
@@ -132,7 +157,13 @@ def context_key(state: ClusterState, options: AccountingOptions) -> Hashable | N
         if not version:
             return None
         configmaps.append((name, version))
-    return (daemonset, tuple(configmaps), options)
+    others = []
+    for other in state.daemonsets:
+        version = version_of(other)
+        if not version:
+            return None
+        others.append(version)
+    return (daemonset, tuple(configmaps), options, tuple(others))
 
 
 def node_key(

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from app.domain.accounting.pods import pod_key
+
+if TYPE_CHECKING:
+    from app.domain.accounting.ledger import MigFacts
 from app.domain.cluster import Manifest
-from app.domain.report import DeviceAssignment, GpuReading
+from app.domain.report import DeviceAssignment, GpuReading, MigDeviceReading
 from app.domain.snapshot import GpuProcess, PodSlots, SlotHolder
 
 Role = Literal["advertised", "dra", "host", "unknown"]
@@ -35,6 +38,7 @@ class GpuFacts:
     processes: list[GpuProcess] = field(default_factory=list)
     memory_pods_mib: int = 0
     memory_host_mib: int = 0
+    mig_devices: list[MigFacts] = field(default_factory=list)  # under a MIG strategy
 
     @property
     def uuid(self) -> str:
@@ -76,7 +80,7 @@ def resolve_visibility(value: str | None, gpus: Sequence[GpuReading]) -> Visibil
 
 
 def gpu_processes(
-    reading: GpuReading, pods_by_uid: Mapping[str, Manifest]
+    reading: GpuReading | MigDeviceReading, pods_by_uid: Mapping[str, Manifest]
 ) -> tuple[list[GpuProcess], int, int]:
     """A GPU's processes with their owners, and the MiB held by pods and by everything else."""
     processes: list[GpuProcess] = []

@@ -22,18 +22,24 @@ from app.domain.accounting.gpus import (
     GpuFacts,
     Role,
     Visibility,
-    assigned_holders,
     gpu_processes,
     holder_list,
     inferred_holders,
     resolve_visibility,
 )
+from app.domain.accounting.ledger import (
+    infer_mig_holders,
+    kubelet_holders,
+    mig_facts,
+    node_resources,
+)
 from app.domain.accounting.pods import PodFacts, is_ready
+from app.domain.accounting.schedulable import unschedulable_reason
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig, resolve_config
 from app.domain.report import GpuReading, ReceivedReport
-from app.domain.snapshot import Mode, PodSlots
+from app.domain.snapshot import Mode, PodSlots, SlotHolder
 
 _MIG_STRATEGIES_COUNTING_MIG = ("single", "mixed")
 
@@ -61,9 +67,13 @@ def build_node_facts(
     *,
     pods: list[PodFacts],
     plugin_pod: Manifest | None,
+    spec: PluginSpec | None = None,
 ) -> NodeFacts:
-    """Everything the engine concludes about one node before any finding."""
-    spec = inputs.spec
+    """Everything the engine concludes about one node before any finding.
+
+    `spec` is the plugin DaemonSet that owns the node (default: the engine's main one).
+    """
+    spec = spec if spec is not None else inputs.spec
     name = node_name(node)
     labels: dict[str, str] = dict((node.get("metadata") or {}).get("labels") or {})
     config = _node_config(spec, inputs, labels)
@@ -73,19 +83,30 @@ def build_node_facts(
     readings = sorted(received.report.gpus, key=lambda g: g.index) if gpu_data and received else []
     visibility = resolve_visibility(spec.visible_devices, readings) if spec is not None else None
     gpus = _gpu_facts(readings, visibility, replicas, inputs.pods_by_uid)
-    pod_slots_list = _pod_slots(pods, inputs.slots_by_uid, resource)
-    _fill_holders(gpus, pod_slots_list, received, resource)
+    _add_mig_devices(gpus, config, spec, inputs.pods_by_uid)
+    held = _held_by_resource(pods, inputs.slots_by_uid)
+    pod_slots_list = held.get(resource, [])
+    _fill_holders(gpus, held, received, resource, config)
 
     physical = len(readings) if gpu_data else None
     visible = len([g for g in gpus if g.role == "advertised"]) if gpu_data and spec else None
     host = physical - visible if physical is not None and visible is not None else None
     allocatable = resource_count(node, "allocatable", resource)
     requested = sum(p.slots for p in pod_slots_list)
+    ready = is_ready(node)
+    reason = unschedulable_reason(node, ready=ready)
+    resources = node_resources(
+        node,
+        {name_: sum(p.slots for p in group) for name_, group in held.items()},
+        schedulable=reason is None,
+    )
+    spare = max(allocatable - requested, 0) if allocatable is not None else None
+    expected_by_resource = _expected_by_resource(gpus, config) if visible is not None else {}
     return NodeFacts(
         name=name,
         manifest=node,
         labels=labels,
-        ready=is_ready(node),
+        ready=ready,
         k3s=is_k3s(node),
         gpu_node=_is_gpu_node(node, labels, readings, plugin_pod),
         config=config,
@@ -108,9 +129,15 @@ def build_node_facts(
         allocatable=allocatable,
         pods=pod_slots_list,
         requested=requested,
-        free=allocatable - requested if allocatable is not None else None,
+        free=(spare if reason is None else 0) if spare is not None else None,
         plugin_pod=plugin_pod,
         plugin_pod_state=plugin_pod_state(plugin_pod) if plugin_pod is not None else None,
+        spec=spec,
+        unschedulable_reason=reason,
+        resources=resources,
+        expected_by_resource=expected_by_resource,
+        held_by_resource=held,
+        stranded=(spare or 0) if reason is not None else 0,
     )
 
 
@@ -120,6 +147,8 @@ def _node_config(
     """The node's own config where the config-manager picks one per node label."""
     if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
         return resolve_config(spec, inputs.state.configmaps, node_labels=labels)
+    if spec is not inputs.spec:  # another plugin DaemonSet owns this node
+        return resolve_config(spec, inputs.state.configmaps)
     return inputs.default_config
 
 
@@ -161,43 +190,115 @@ def _gpu_facts(
     return gpus
 
 
-def _pod_slots(
-    pods: list[PodFacts], slots_by_uid: Mapping[str, Mapping[str, int]], resource: str
-) -> list[PodSlots]:
-    found = []
+def _held_by_resource(
+    pods: list[PodFacts], slots_by_uid: Mapping[str, Mapping[str, int]]
+) -> dict[str, list[PodSlots]]:
+    """The pods holding each nvidia.com/ resource on the node, by pod name."""
+    held: dict[str, list[PodSlots]] = {}
     for pod in pods:
-        count = slots_by_uid.get(pod.uid, {}).get(resource, 0)
-        if count:
-            found.append(
-                PodSlots(pod=pod.key, uid=pod.uid, phase=pod.phase, slots=count, resource=resource)
+        for resource, count in slots_by_uid.get(pod.uid, {}).items():
+            if count:
+                held.setdefault(resource, []).append(
+                    PodSlots(
+                        pod=pod.key, uid=pod.uid, phase=pod.phase, slots=count, resource=resource
+                    )
+                )
+    for group in held.values():
+        group.sort(key=lambda p: p.pod)
+    return held
+
+
+def _uses_mig(gpu: GpuFacts, config: EffectiveConfig) -> bool:
+    return (
+        gpu.role == "advertised"
+        and gpu.reading.mig_mode == "enabled"
+        and config.config is not None
+        and config.config.mig_strategy in _MIG_STRATEGIES_COUNTING_MIG
+    )
+
+
+def _add_mig_devices(
+    gpus: list[GpuFacts],
+    config: EffectiveConfig,
+    spec: PluginSpec | None,
+    pods_by_uid: Mapping[str, Manifest],
+) -> None:
+    """Under the single or mixed strategy a MIG-enabled GPU's slots are its MIG devices'."""
+    if config.config is None:
+        return
+    for gpu in gpus:
+        if _uses_mig(gpu, config):
+            gpu.mig_devices = mig_facts(
+                gpu.uuid,
+                gpu.reading.mig_devices,
+                config=config.config,
+                version=spec.version if spec is not None else None,
+                pods_by_uid=pods_by_uid,
             )
-    found.sort(key=lambda p: p.pod)
-    return found
+            gpu.slots = sum(d.slots for d in gpu.mig_devices)
 
 
 def _fill_holders(
-    gpus: list[GpuFacts], pods: list[PodSlots], received: ReceivedReport | None, resource: str
+    gpus: list[GpuFacts],
+    held: Mapping[str, list[PodSlots]],
+    received: ReceivedReport | None,
+    resource: str,
+    config: EffectiveConfig,
 ) -> None:
+    """Holders of every GPU and MIG device: the kubelet's when reported, else inferred."""
     assignments = received.report.assignments if received is not None else None
+    devices = [d for g in gpus for d in g.mig_devices]
+    whole = [g for g in gpus if not _uses_mig(g, config)]
     if assignments is not None:
-        held = assigned_holders(assignments, resource)
-        assigned = True
+        by_uuid: dict[str, list[SlotHolder]] = {}
+        for name in sorted({a.resource for a in assignments}):
+            for uuid, holders in kubelet_holders(assignments, name).items():
+                by_uuid.setdefault(uuid, []).extend(holders)
+        for gpu in gpus:
+            gpu.holders = by_uuid.get(gpu.uuid, [])
+        for device in devices:
+            device.holders = by_uuid.get(device.uuid, [])
     else:
-        held = inferred_holders(gpus, pods)
-        assigned = False
+        inferred = inferred_holders(whole, held.get(resource, []))
+        for gpu in whole:
+            gpu.holders = holder_list(inferred.get(gpu.uuid, {}), assigned=False)
+        infer_mig_holders(devices, [p for group in held.values() for p in group])
     for gpu in gpus:
-        gpu.holders = holder_list(held.get(gpu.uuid, {}), assigned=assigned)
+        if gpu.mig_devices:
+            gpu.holders = [h for d in gpu.mig_devices for h in d.holders]
 
 
 def _expected_slots(
     visible: int | None, config: EffectiveConfig, gpus: list[GpuFacts]
 ) -> int | None:
+    """Slots of the node's own resource the plugin should advertise (None: cannot say)."""
     if visible is None or config.config is None:
         return None
-    counts_mig = config.config.mig_strategy in _MIG_STRATEGIES_COUNTING_MIG and any(
-        g.reading.mig_mode == "enabled" for g in gpus if g.role == "advertised"
-    )
-    return None if counts_mig else visible * config.config.replicas
+    mig = [g for g in gpus if _uses_mig(g, config)]
+    if not mig:
+        return visible * config.config.replicas
+    if config.config.mig_strategy == "mixed":
+        return (visible - len(mig)) * config.config.replicas
+    if any(not g.reading.mig_devices for g in mig):
+        return None  # single strategy, MIG devices not reported: unknown
+    return sum(g.slots for g in gpus if g.role == "advertised")
+
+
+def _expected_by_resource(gpus: list[GpuFacts], config: EffectiveConfig) -> dict[str, int]:
+    """Expected slots of every resource the node's advertised GPUs and MIG devices give."""
+    if config.config is None:
+        return {}
+    expected: dict[str, int] = {}
+    for gpu in gpus:
+        if gpu.role != "advertised":
+            continue
+        if _uses_mig(gpu, config):
+            for device in gpu.mig_devices:
+                if device.resource is not None:
+                    expected[device.resource] = expected.get(device.resource, 0) + device.slots
+        else:
+            expected[config.config.resource] = expected.get(config.config.resource, 0) + gpu.slots
+    return expected
 
 
 def _is_gpu_node(

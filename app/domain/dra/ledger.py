@@ -48,12 +48,17 @@ def dra_holders(view: DraView, devices: Sequence[Device]) -> list[SlotHolder]:
     for device in devices:
         for claim in view.claims_by_device.get(device.key, []):
             sharing = claim.sharing()
+            classes = {r.name: r.device_class for r in claim.requests}
+            requests = [r.request for r in claim.results if r.key == device.key]
+            resource = classes.get(requests[0], "") if requests else ""
             for pod in claim.reserved_for:
                 holders.append(
                     SlotHolder(
                         pod=pod,
                         slots=1,
                         assigned=True,
+                        assignment="claim",
+                        resource=resource,
                         source="dra",
                         claim=claim.key,
                         sharing=sharing,
@@ -82,6 +87,7 @@ def apply_dra(view: DraView | None, node: NodeFacts) -> None:
             gpu.role = "dra" if mine else "host"
             gpu.slots = 0
             gpu.holders = holders
+            gpu.mig_devices = []  # MIG devices are DRA devices here, not plugin resources
         elif mine:
             gpu.holders = [*gpu.holders, *holders]
     if allocation == "dra":
@@ -92,6 +98,11 @@ def apply_dra(view: DraView | None, node: NodeFacts) -> None:
         node.pods = []
         node.requested = 0
         node.free = None
+        # Requests of nvidia.com/gpu on this node are served by (auto-created) claims.
+        node.resources = {}
+        node.held_by_resource = {}
+        node.expected_by_resource = {}
+        node.stranded = 0
 
 
 def device_state(view: DraView, device: Device) -> DraDeviceState:

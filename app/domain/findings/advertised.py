@@ -10,6 +10,7 @@ from collections.abc import Callable
 from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
+from app.domain.findings.resources import mps_daemon_missing
 from app.domain.plugin.daemonset import UNIFIED_MEMORY_FIX, PluginSpec
 from app.domain.snapshot import Finding
 
@@ -108,8 +109,10 @@ def _privileged_ignores_visible(spec: PluginSpec, node: NodeFacts) -> Finding | 
 def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
     config = node.config.config
     pod = node.plugin_pod_state
-    capacity = node.capacity or 0
+    capacity = node.gpu_capacity_total  # a MIG node advertises nvidia.com/mig-* only
     physical = node.physical_gpus
+    if mps_daemon_missing(node):
+        return None  # the missing MPS daemon is the cause, not NVML
     has_gpus = (physical or 0) > 0 or node.labels.get("nvidia.com/gpu.present") == "true"
     if not (
         config is not None

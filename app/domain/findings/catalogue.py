@@ -56,6 +56,11 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("agent-report-missing", _W, _N, "GPU node without an agent report"),
         _kind("agent-report-stale", _W, _N, "Agent report is stale"),
         _kind("agent-report-error", _W, _N, "Agent could not read the GPUs"),
+        # The per-resource ledger (issue 12).
+        _kind("slots-stranded", _I, _N, "Free slots on a node no new pod can be scheduled on"),
+        _kind("gpu-double-booked", _E, _N, "Pods hold a GPU resource the node stopped advertising"),
+        _kind("mps-daemon-missing", _E, _N, "MPS configured but no MPS control daemon runs"),
+        _kind("gpu-demand-pending", _W, _C, "Pods wanting GPU resources cannot be scheduled"),
         # Per GPU.
         # Error: a pod scheduled onto this "free" GPU meets the host's memory and dies (OOM).
         _kind("host-process-on-advertised-gpu", _E, _G, "Host process on an advertised GPU"),

@@ -7,6 +7,7 @@ from app.domain.cluster import Manifest
 from app.domain.findings.advertised import advertised_findings
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import ds_ref
+from app.domain.findings.resources import resource_findings
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
 from app.domain.snapshot import Finding, Mode
 
@@ -15,12 +16,13 @@ _STRATEGY_LABEL = {Mode.BASIC: "none", Mode.TIME_SLICING: "time-slicing", Mode.M
 
 def node_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
     found = _agent(facts, node)
-    spec = facts.spec
+    spec = node.spec or facts.spec
     if spec is None or not node.gpu_node:
         return found
     found += _plugin_pod(spec, node)
     found += _config(spec, node)
     found += advertised_findings(spec, node)
+    found += resource_findings(spec, node)
     found += _labels(node)
     return found
 

@@ -90,6 +90,12 @@ class PluginSpec:
     desired: int
     selector: Mapping[str, str] = field(default_factory=dict)
     template_annotations: Mapping[str, str] = field(default_factory=dict)
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    managed_by: str = "other"  # gpu-operator | helm | other
+
+    @property
+    def ref(self) -> str:
+        return f"{self.namespace}/{self.name}"
 
     @property
     def version_text(self) -> str | None:
@@ -150,7 +156,36 @@ def read_plugin_spec(daemonset: Manifest) -> PluginSpec:
         desired=int(status.get("desiredNumberScheduled") or 0),
         selector=dict((spec.get("selector") or {}).get("matchLabels") or {}),
         template_annotations=dict((template.get("metadata") or {}).get("annotations") or {}),
+        node_selector={str(k): str(v) for k, v in (pod_spec.get("nodeSelector") or {}).items()},
+        managed_by=_managed_by(daemonset),
     )
+
+
+def _managed_by(daemonset: Manifest) -> str:
+    if is_operator_managed(daemonset):
+        return "gpu-operator"
+    labels = (daemonset.get("metadata") or {}).get("labels") or {}
+    return "helm" if labels.get("app.kubernetes.io/managed-by") == "Helm" else "other"
+
+
+_NOT_THE_PLUGIN = ("gpu-feature-discovery", "mps-control-daemon", "config-manager")
+
+
+def is_plugin_daemonset(daemonset: Manifest) -> bool:
+    """A DaemonSet running the device plugin itself (not GFD or the MPS daemon of its image)."""
+    meta = daemonset.get("metadata") or {}
+    if any(word in str(meta.get("name", "")) for word in _NOT_THE_PLUGIN[:2]):
+        return False
+    pod_spec = ((daemonset.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in pod_spec.get("containers") or []:
+        words = " ".join(map(str, (container.get("command") or []) + (container.get("args") or [])))
+        if any(word in words for word in _NOT_THE_PLUGIN):
+            continue
+        if container.get("name") in _PLUGIN_CONTAINERS or "k8s-device-plugin" in str(
+            container.get("image", "")
+        ):
+            return True
+    return False
 
 
 def is_operator_managed(daemonset: Manifest) -> bool:

@@ -55,7 +55,9 @@ def resolve_config(
             f"unable to read config file {ref.path}: {ref.reason}",
             source=f"file:{ref.path}",
         )
-    data = _data(configmaps.get(ref.configmap))
+    data = _data(
+        configmaps.get(f"{spec.namespace}/{ref.configmap}") or configmaps.get(ref.configmap)
+    )
     if isinstance(ref, StaticConfigRef):
         source = f"configmap/{ref.configmap}#{ref.key}"
         if data is None:

@@ -1,0 +1,165 @@
+"""The snapshot's output models built from the engine's facts: node, GPU, MIG, plugin, totals."""
+
+from __future__ import annotations
+
+from app.domain.accounting.facts import NodeFacts
+from app.domain.accounting.ledger import MigFacts
+from app.domain.cluster import AccountingOptions
+from app.domain.findings.catalogue import SEVERITY_RANK
+from app.domain.plugin.daemonset import NODE_CONFIG_LABEL, ConfigManagerRef, PluginSpec
+from app.domain.plugin.effective import EffectiveConfig
+from app.domain.snapshot import (
+    Finding,
+    GpuState,
+    MigDeviceState,
+    Mode,
+    NodeConfig,
+    NodeState,
+    PendingDemand,
+    PluginState,
+    Totals,
+)
+
+
+def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
+    per_gpu: dict[str, list[Finding]] = {}
+    for item in findings:
+        if item.gpu_uuid is not None:
+            per_gpu.setdefault(item.gpu_uuid, []).append(item)
+    gpus = []
+    for gpu in facts.gpus:
+        own = per_gpu.get(gpu.uuid, [])
+        worst = min((f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None)
+        reading = gpu.reading
+        gpus.append(
+            GpuState(
+                index=reading.index,
+                uuid=reading.uuid,
+                name=reading.name,
+                role=gpu.role,
+                slots=gpu.slots,
+                held_slots=sum(h.slots for h in gpu.holders),
+                holders=gpu.holders,
+                memory_total_mib=reading.memory_total_mib,
+                memory_used_mib=reading.memory_used_mib,
+                memory_pods_mib=gpu.memory_pods_mib,
+                memory_host_mib=gpu.memory_host_mib,
+                utilization_pct=reading.utilization_pct,
+                mig_mode=reading.mig_mode,
+                processes=gpu.processes,
+                finding_codes=sorted({f.code for f in own}),
+                worst_severity=worst,
+                mig_devices=[_mig_state(d) for d in gpu.mig_devices],
+            )
+        )
+    return NodeState(
+        name=facts.name,
+        ready=facts.ready,
+        gpu_node=facts.gpu_node,
+        k3s=facts.k3s,
+        mode=facts.mode,
+        resource=facts.resource,
+        replicas=facts.replicas,
+        physical_gpus=facts.physical_gpus,
+        visible_gpus=facts.visible_gpus,
+        host_gpus=facts.host_gpus,
+        expected_slots=facts.expected_slots,
+        capacity=facts.capacity,
+        allocatable=facts.allocatable,
+        requested=facts.requested,
+        free=facts.free,
+        plugin_pod=facts.plugin_pod_state,
+        agent=facts.agent,
+        gpus=gpus,
+        pods=facts.pods,
+        findings=findings,
+        schedulable=facts.schedulable,
+        unschedulable_reason=facts.unschedulable_reason,
+        config=_node_config(facts),
+        resources=facts.resources,
+        stranded=facts.stranded,
+    )
+
+
+def _mig_state(device: MigFacts) -> MigDeviceState:
+    reading = device.reading
+    return MigDeviceState(
+        uuid=reading.uuid,
+        profile=reading.profile,
+        resource=device.resource,
+        slots=device.slots,
+        held_slots=sum(h.slots for h in device.holders),
+        holders=device.holders,
+        memory_total_mib=reading.memory_total_mib,
+        memory_used_mib=reading.memory_used_mib,
+        processes=device.processes,
+    )
+
+
+def _node_config(facts: NodeFacts) -> NodeConfig | None:
+    spec = facts.spec
+    if spec is None:
+        return None
+    config = facts.config
+    label_key = (
+        spec.config_ref.node_label
+        if isinstance(spec.config_ref, ConfigManagerRef)
+        else NODE_CONFIG_LABEL
+    )
+    return NodeConfig(
+        daemonset=spec.ref,
+        managed_by=spec.managed_by,  # type: ignore[arg-type]
+        source=config.source,
+        configmap=config.configmap,
+        key=config.key,
+        label=facts.labels.get(label_key),
+        mig_strategy=config.config.mig_strategy if config.config else None,
+    )
+
+
+def plugin_state(
+    spec: PluginSpec | None, default: EffectiveConfig, options: AccountingOptions
+) -> PluginState:
+    config = default.config
+    source = default.source
+    if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
+        source = (
+            f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
+        )
+    return PluginState(
+        name=spec.name if spec else options.plugin_name,
+        namespace=spec.namespace if spec else options.plugin_namespace,
+        found=spec is not None,
+        image=spec.image if spec else None,
+        version=spec.version_text if spec else None,
+        ready=spec.ready if spec else 0,
+        desired=spec.desired if spec else 0,
+        config_source=source,
+        operator_managed=spec.operator_managed if spec else False,
+        mode=config.mode if config and spec else Mode.UNKNOWN,
+        replicas=config.replicas if config else 1,
+        resource=config.resource if config else options.serving_resource,
+        rename_by_default=config.rename_by_default if config else False,
+        fail_requests_greater_than_one=config.fail_requests_greater_than_one if config else False,
+    )
+
+
+def totals_of(nodes: list[NodeState], demand: list[PendingDemand]) -> Totals:
+    return Totals(
+        physical_gpus=sum(n.physical_gpus or 0 for n in nodes),
+        visible_gpus=sum(n.visible_gpus or 0 for n in nodes),
+        host_gpus=sum(n.host_gpus or 0 for n in nodes),
+        allocatable=sum(n.allocatable or 0 for n in nodes),
+        requested=sum(n.requested for n in nodes),
+        free=sum(n.free or 0 for n in nodes),
+        stranded=sum(n.stranded for n in nodes),
+        pending=sum(d.slots for d in demand),
+    )
+
+
+def cluster_mode(nodes: list[NodeFacts], *, default: Mode) -> str:
+    """The one mode every GPU node runs, `mixed` when they differ; `default` when none says."""
+    modes = {n.mode for n in nodes if n.gpu_node and n.mode is not Mode.UNKNOWN}
+    if not modes:
+        return default.value
+    return modes.pop().value if len(modes) == 1 else "mixed"
