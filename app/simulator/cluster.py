@@ -324,7 +324,14 @@ class SimulatedCluster:
             for p in self.store.objects(POD)
             if p.get("spec", {}).get("nodeName") == node
         }
-        return build_report(inventory, processes, pods, self.plugin_outcome(node), now=self.clock())
+        return build_report(
+            inventory,
+            processes,
+            pods,
+            self.plugin_outcome(node),
+            now=self.clock(),
+            dra_assignments=self.dra.assignments(node),
+        )
 
     # agents --------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from app.domain.report import DraAssignment
 from app.simulator.dra_slices import DRIVER, device_classes, slice_devices
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
@@ -83,6 +84,41 @@ class DraDriver:
     @property
     def active(self) -> bool:
         return bool(self.inventories)
+
+    def assignments(self, node: str) -> list[DraAssignment]:
+        """What the node's kubelet lists in PodResources `dynamic_resources` now."""
+        if node not in self.inventories:
+            return []
+        pods = {
+            (p["metadata"].get("namespace", ""), p["metadata"]["name"]): p
+            for p in self.registry.store.objects(POD)
+            if (p.get("spec") or {}).get("nodeName") == node
+            and (p.get("status") or {}).get("phase") == "Running"
+        }
+        found = []
+        for claim in self.registry.store.objects(RESOURCECLAIM):
+            status = claim.get("status") or {}
+            results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+            namespace = claim["metadata"].get("namespace", "")
+            for reserved in status.get("reservedFor") or []:
+                pod = pods.get((namespace, reserved.get("name", "")))
+                if pod is None:
+                    continue
+                containers = (pod.get("spec") or {}).get("containers") or [{}]
+                for result in results:
+                    found.append(
+                        DraAssignment(
+                            namespace=namespace,
+                            pod=pod["metadata"]["name"],
+                            container=str(containers[0].get("name", "")),
+                            claim_namespace=namespace,
+                            claim=claim["metadata"]["name"],
+                            driver=str(result.get("driver", "")),
+                            pool=str(result.get("pool", "")),
+                            device=str(result.get("device", "")),
+                        )
+                    )
+        return found
 
     # the driver ----------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from typing import Any
 from app.domain.accounting.engine import build_snapshot
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import ClusterState
+from app.domain.report import DraAssignment
 from app.domain.snapshot import NodeState, Snapshot
 from tests import factories as f
 from tests.domain.dra_worlds import (
@@ -422,3 +423,29 @@ def test_dra_change_recomputes_memoised_nodes_to_the_plain_answer() -> None:
     assert memo.reused == 0
     assert with_memo == build_snapshot(after, options=f.OPTIONS, now=f.NOW)
     assert [h.claim for h in _node(with_memo).gpus[0].holders] == ["ml/c1"]
+
+
+def test_dra_holder_confirmed_by_the_kubelet_names_its_container() -> None:
+    state = dra_world(
+        claims=[claim("c1", devices=["gpu-0"], reserved=["a", "b"])],
+        pods=[claim_pod("a", "c1"), claim_pod("b", "c1")],
+        readings=dra_readings({0: [pod_proc("a", pid=1), pod_proc("b", pid=2)]}),
+    )
+    received = state.reports["dra-1"]
+    listed = DraAssignment(
+        namespace="ml",
+        pod="a",
+        container="trainer",
+        claim_namespace="ml",
+        claim="c1",
+        driver="gpu.nvidia.com",
+        pool="dra-1",
+        device="gpu-0",
+    )
+    report = received.report.model_copy(update={"dra_assignments": [listed]})
+    reports = {**state.reports, "dra-1": received.model_copy(update={"report": report})}
+    snapshot = snap(replace(state, reports=reports))
+    assert [(h.pod, h.assignment, h.container) for h in _node(snapshot).gpus[0].holders] == [
+        ("ml/a", "kubelet", "trainer"),
+        ("ml/b", "claim", None),  # the kubelet does not list it (yet): the claim says so
+    ]

@@ -47,6 +47,11 @@ def test_summary_shows_dra_devices_beside_plugin_slots(dra: Stack) -> None:
         "allocatable": 4,
         "requested": 1,
         "free": 3,
+        "stranded": 0,
+        "pending": 0,
+    }
+    assert summary["resources"] == {
+        "nvidia.com/gpu": {"allocatable": 4, "requested": 1, "free": 3, "stranded": 0}
     }
     assert summary["findings"]["error"] == 0
 
@@ -73,6 +78,20 @@ def test_nodes_say_how_their_gpus_are_handed_out_and_who_holds_them(dra: Stack) 
     assert claims[3] == {next(iter(claims[3]))} and next(iter(claims[3])).startswith(
         "ml/embed-0-extended-resources-"
     )
+    # dra-a100-1's agent reads the kubelet's dynamic_resources: holders it confirms say so.
+    confirmed = {
+        (h["pod"], h["assignment"], h["container"])
+        for g in nodes[A100]["gpus"]
+        for h in g["holders"]
+    }
+    assert confirmed == {
+        ("ml/train-0", "kubelet", "trainer"),
+        ("ml/notebook-a", "kubelet", "notebook"),
+        ("ml/notebook-b", "kubelet", "notebook"),
+        ("ml/infer-mps-0", "kubelet", "server"),
+        ("ml/embed-0", "kubelet", "embed"),
+    }
+    assert [h["assignment"] for h in nodes[MIG]["gpus"][1]["holders"]] == ["claim"]
     mps = nodes[A100]["gpus"][2]["holders"][0]["sharing"]
     assert (mps["active_thread_pct"], mps["pinned_memory_limit"]) == (50, "20Gi")
     mig_gpu = nodes[MIG]["gpus"][1]

@@ -42,8 +42,34 @@ def node_allocation(view: DraView | None, node: NodeFacts) -> Allocation:
     return "device-plugin" if plugin else "none"
 
 
-def dra_holders(view: DraView, devices: Sequence[Device]) -> list[SlotHolder]:
-    """One holder per pod reserving a claim allocated on these devices."""
+KubeletKey = tuple[str, str, str, str, str]  # pod, claim, driver, pool, device
+
+
+def kubelet_dra(node: NodeFacts) -> dict[KubeletKey, str] | None:
+    """The DRA devices the kubelet prepared (agent's PodResources), with their container."""
+    if node.report is None or node.report.report.dra_assignments is None:
+        return None
+    return {
+        (
+            f"{a.namespace}/{a.pod}",
+            f"{a.claim_namespace}/{a.claim}",
+            a.driver,
+            a.pool,
+            a.device,
+        ): a.container
+        for a in node.report.report.dra_assignments
+    }
+
+
+def dra_holders(
+    view: DraView, devices: Sequence[Device], kubelet: dict[KubeletKey, str] | None = None
+) -> list[SlotHolder]:
+    """One holder per pod reserving a claim allocated on these devices.
+
+    The claim's status says who holds a device (`assignment: claim`); where the agent read
+    the kubelet's PodResources and the kubelet lists the same pod, claim and device, the
+    holder is `kubelet` and names the container.
+    """
     holders = []
     for device in devices:
         for claim in view.claims_by_device.get(device.key, []):
@@ -52,12 +78,15 @@ def dra_holders(view: DraView, devices: Sequence[Device]) -> list[SlotHolder]:
             requests = [r.request for r in claim.results if r.key == device.key]
             resource = classes.get(requests[0], "") if requests else ""
             for pod in claim.reserved_for:
+                key = (pod, claim.key, *device.key)
+                container = kubelet.get(key) if kubelet is not None else None
                 holders.append(
                     SlotHolder(
                         pod=pod,
                         slots=1,
                         assigned=True,
-                        assignment="claim",
+                        assignment="kubelet" if container is not None else "claim",
+                        container=container,
                         resource=resource,
                         source="dra",
                         claim=claim.key,
@@ -80,9 +109,10 @@ def apply_dra(view: DraView | None, node: NodeFacts) -> None:
     if allocation not in ("dra", "both"):
         return
     devices = view.devices_on(node.name)
+    kubelet = kubelet_dra(node)
     for gpu in node.gpus:
         mine = [d for d in devices if d.gpu_uuid == gpu.uuid]
-        holders = dra_holders(view, mine)
+        holders = dra_holders(view, mine, kubelet)
         if allocation == "dra":
             gpu.role = "dra" if mine else "host"
             gpu.slots = 0
