@@ -26,6 +26,7 @@ GPU_PREFIX = "nvidia.com/"
 TIMEOUT_S = 5.0
 MAX_ASSIGNMENTS = 4096  # per report; a node runs far fewer GPU containers
 MAX_IDS = 1024  # per container and resource, as the report model bounds it
+MAX_DRA = 256  # DRA devices per report, as the report model bounds them (1 MiB body)
 
 
 class PodResourcesClient:
@@ -105,7 +106,7 @@ def _dra_assignments(reply: Any) -> list[DraAssignment]:
                             device=resource.device_name,
                         )
                     )
-    return found[:MAX_ASSIGNMENTS]
+    return found[:MAX_DRA]
 
 
 class PodResourcesReader:

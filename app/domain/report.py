@@ -146,7 +146,7 @@ class AgentReport(_Strict):
     agent_version: str | None = Field(default=None, max_length=64)
     dra_assignments: list[DraAssignment] | None = Field(
         default=None,
-        max_length=4096,
+        max_length=256,
         description="DRA devices per pod container from the kubelet's PodResources "
         "(dynamic_resources); null when the socket is not read",
     )
