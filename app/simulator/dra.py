@@ -13,9 +13,8 @@ and started there. Pods that reference one claim share its device (time-slicing 
 the claim's GpuConfig). When a pod is gone or finished, its reservation is released; a
 claim generated for it is deleted and a claim nobody reserves any more is deallocated.
 
-A pod with the annotation `sim.gpu-slots.io/used-memory-mib` (and optionally
-`sim.gpu-slots.io/command`) starts one simulated process on each GPU its claims got (a MIG
-device's parent GPU), so scenarios need not guess which device the scheduler picks.
+The kubelet's side (PodResources `dynamic_resources`, the pods' simulated GPU processes
+from the annotation `sim.gpu-slots.io/used-memory-mib`) is in `dra_kubelet.py`.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.domain.report import DraAssignment
+from app.simulator.dra_kubelet import kubelet_assignments, start_pod_processes
 from app.simulator.dra_slices import DRIVER, device_classes, slice_devices
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
@@ -46,8 +46,6 @@ AUTO_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 _DRIVER_RE = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
 _TYPE_RE = re.compile(r"\.type\s*==\s*['\"]([A-Za-z0-9_.-]+)['\"]")
 _TERMINAL = ("Succeeded", "Failed")
-MEMORY_ANNOTATION = "sim.gpu-slots.io/used-memory-mib"
-COMMAND_ANNOTATION = "sim.gpu-slots.io/command"
 
 
 def _class_match(device_class: JsonObject | None) -> tuple[str | None, str | None] | None:
@@ -89,36 +87,7 @@ class DraDriver:
         """What the node's kubelet lists in PodResources `dynamic_resources` now."""
         if node not in self.inventories:
             return []
-        pods = {
-            (p["metadata"].get("namespace", ""), p["metadata"]["name"]): p
-            for p in self.registry.store.objects(POD)
-            if (p.get("spec") or {}).get("nodeName") == node
-            and (p.get("status") or {}).get("phase") == "Running"
-        }
-        found = []
-        for claim in self.registry.store.objects(RESOURCECLAIM):
-            status = claim.get("status") or {}
-            results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
-            namespace = claim["metadata"].get("namespace", "")
-            for reserved in status.get("reservedFor") or []:
-                pod = pods.get((namespace, reserved.get("name", "")))
-                if pod is None:
-                    continue
-                containers = (pod.get("spec") or {}).get("containers") or [{}]
-                for result in results:
-                    found.append(
-                        DraAssignment(
-                            namespace=namespace,
-                            pod=pod["metadata"]["name"],
-                            container=str(containers[0].get("name", "")),
-                            claim_namespace=namespace,
-                            claim=claim["metadata"]["name"],
-                            driver=str(result.get("driver", "")),
-                            pool=str(result.get("pool", "")),
-                            device=str(result.get("device", "")),
-                        )
-                    )
-        return found
+        return kubelet_assignments(self.registry, node)
 
     # the driver ----------------------------------------------------------------------------
 
@@ -406,40 +375,13 @@ class DraDriver:
         if claim_statuses:
             new_pod["status"]["resourceClaimStatuses"] = claim_statuses
         self.registry.put(POD, new_pod)
-        self._run(new_pod, node, [r for results in picks for r in results])
-
-    def _run(self, pod: JsonObject, node: str, results: Sequence[JsonObject]) -> None:
-        """Start the pod's simulated GPU process on each GPU its claims got."""
-        annotations = pod["metadata"].get("annotations") or {}
-        try:
-            memory_mib = int(annotations.get(MEMORY_ANNOTATION, ""))
-        except ValueError:
-            return  # no (or no valid) simulated process asked for
-        if self._start_process is None or memory_mib < 0:
-            return
-        by_uuid = {g.uuid: g.index for g in self.inventories[node].gpus}
-        entry = self.registry.store.get(RESOURCESLICE, None, f"{node}-{DRIVER}")
-        listed = (entry.obj.get("spec") or {}).get("devices") or [] if entry else []
-        devices = {d.get("name"): d for d in listed}
-        indexes: list[int] = []
-        for result in results:
-            attributes = (devices.get(result.get("device")) or {}).get("attributes") or {}
-            uuid = (attributes.get("parentUUID") or attributes.get("uuid") or {}).get("string")
-            if uuid in by_uuid and by_uuid[uuid] not in indexes:
-                indexes.append(by_uuid[uuid])
-        containers = (pod.get("spec") or {}).get("containers") or [{}]
-        for index in indexes:
-            self._start_process(
-                GpuProcess(
-                    node=node,
-                    gpu_index=index,
-                    pid=0,
-                    used_memory_mib=memory_mib,
-                    command=str(annotations.get(COMMAND_ANNOTATION, "")),
-                    pod_namespace=pod["metadata"].get("namespace", "default"),
-                    pod_name=pod["metadata"]["name"],
-                    container=containers[0].get("name"),
-                )
+        if self._start_process is not None:
+            start_pod_processes(
+                self.registry,
+                self.inventories[node],
+                new_pod,
+                [r for results in picks for r in results],
+                self._start_process,
             )
 
     def _release(self, pod: JsonObject) -> bool:
