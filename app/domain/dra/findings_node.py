@@ -33,7 +33,7 @@ def dra_node_findings(
         found += _host_processes(node, gpu)
         found += _pressure(facts, node, gpu)
         if node.agent is not None and node.agent.fresh:
-            found += _idle(facts, node, gpu)
+            found += _idle(view, facts, node, gpu)
     return found
 
 
@@ -213,10 +213,14 @@ def _pressure(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Findi
     ]
 
 
-def _idle(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
+def _running(view: DraView, facts: ClusterFacts, pod: str) -> bool:
+    known = facts.pod_facts.get(view.uid_by_pod.get(pod, ""))
+    return known is not None and known.key == pod and known.phase == _RUNNING
+
+
+def _idle(view: DraView, facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
     found = []
     running_here = {p.pod for p in gpu.processes if p.owner == "pod" and p.pod}
-    by_key = {p.key: p for p in facts.pod_facts.values()}
     claims: dict[str, list[str]] = {}
     for holder in gpu.holders:
         if holder.source == "dra" and holder.claim:
@@ -224,7 +228,7 @@ def _idle(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
     for claim, pods in sorted(claims.items()):
         if any(p in running_here for p in pods):
             continue
-        running = [p for p in pods if (by_key.get(p) and by_key[p].phase == _RUNNING)]
+        running = [p for p in pods if _running(view, facts, p)]
         if not running:
             continue
         namespace, _, name = claim.partition("/")

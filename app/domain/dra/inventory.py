@@ -28,14 +28,14 @@ class DraView:
     claims_by_device: dict[tuple[str, str, str], list[Claim]] = field(default_factory=dict)
     gpus_by_pod: dict[str, set[str]] = field(default_factory=dict)  # pod -> GPU UUIDs it claims
     version: Hashable = ()
+    uid_by_pod: dict[str, str] = field(default_factory=dict)  # reserving pods: key -> UID
+    by_node: dict[str, list[Device]] = field(default_factory=dict)  # sorted by driver, name
 
     def devices_on(self, node: str) -> list[Device]:
-        return sorted(
-            (d for d in self.devices.values() if d.node == node), key=lambda d: (d.driver, d.name)
-        )
+        return self.by_node.get(node, [])
 
     def drivers_on(self, node: str) -> set[str]:
-        return {d.driver for d in self.devices.values() if d.node == node}
+        return {d.driver for d in self.by_node.get(node, [])}
 
     def device_of(self, claim: Claim) -> list[Device]:
         return [self.devices[r.key] for r in claim.results if r.key in self.devices]
@@ -104,7 +104,14 @@ def read_dra(
         tuple(sorted(_version(o) for o in group))
         for group in (device_classes, resource_slices, resource_claims)
     )
-    return DraView(classes, devices, claims, by_device, by_pod, versions)
+    by_node: dict[str, list[Device]] = {}
+    for device in sorted(devices.values(), key=lambda d: (d.driver, d.name)):
+        if device.node:
+            by_node.setdefault(device.node, []).append(device)
+    uids = {
+        pod: uid for c in claims for pod, uid in zip(c.reserved_for, c.reserved_uids, strict=True)
+    }
+    return DraView(classes, devices, claims, by_device, by_pod, versions, uids, by_node)
 
 
 def pod_claims(pods: Mapping[str, Manifest]) -> dict[str, list[str]]:
