@@ -26,6 +26,10 @@ DRA_EN: dict[str, str] = {
     "dra_total_free": "Free",
     "dra_total_pending_claims": "Pending claims",
     "node_dra_devices": "DRA devices",
+    "dra_claims_heading": "DRA claims on this node",
+    "col_claim": "Claim",
+    "col_sharing": "Sharing",
+    "col_pods": "Pods",
 }
 
 DRA_KO: dict[str, str] = {
@@ -52,4 +56,8 @@ DRA_KO: dict[str, str] = {
     "dra_total_free": "여유",
     "dra_total_pending_claims": "대기 중인 클레임",
     "node_dra_devices": "DRA 장치",
+    "dra_claims_heading": "이 노드의 DRA 클레임",
+    "col_claim": "클레임",
+    "col_sharing": "공유",
+    "col_pods": "파드",
 }

@@ -103,3 +103,13 @@ def test_dra_parts_of_the_pages_in_korean() -> None:
 def test_no_dra_totals_panel_without_dra_devices() -> None:
     app, _ = page_app(snap(dra_world(dra_node=False, slices=[], classes=[])))
     assert parse(get(app, "/").text).by_testid("dra-totals") == []
+
+
+def test_dra_node_detail_lists_its_claims() -> None:
+    app, _ = page_app(_snapshot())
+    page = parse(get(app, "/nodes/dra-1").text)
+    assert page.text("dra-claims") == (
+        "DRA claims on this node GPUClaimSharingPods 0ml/soloexclusiveml/a "
+        "1ml/<b>shared</b>time-slicingml/b, ml/c 3ml/sliceexclusiveml/d"
+    )
+    assert parse(get(app, "/nodes/gpu-1").text).by_testid("dra-claims") == []
