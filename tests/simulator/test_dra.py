@@ -48,7 +48,12 @@ def simulate_dra() -> Iterator[str]:
     )
     assert process.stdout is not None and process.stderr is not None
     line = process.stdout.readline()
-    yield next(word for word in line.split() if word.startswith("http://"))
+    url = next(word for word in line.split() if word.startswith("http://"))
+    assert process.stdout.readline() == (
+        "DRA nodes (gpu.nvidia.com): dra-a100-1, dra-mig-2  "
+        f"(kubectl --server={url} get resourceslices,resourceclaims,deviceclasses -A)\n"
+    )
+    yield url
     process.terminate()
     process.wait(timeout=10)
     process.stdout.close()
