@@ -41,7 +41,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"gpu-slots demo: {exc}")
         return 2
     simulator_url = simulator.start(host="127.0.0.1", port=0)
-    settings = Settings(agent_token=agent_token, admin_token=admin_token)
+    settings = Settings(
+        agent_token=agent_token,
+        admin_token=admin_token,
+        plugin_config_namespaces=simulator.scenario.daemonset_namespaces(),
+    )
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"
     simulator.configure_agents(

@@ -7,13 +7,21 @@ ignored and a field this nvidia-smi does not know is dropped from the query.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from app.agent.readings import MigMode, RawGpu, RawProcess, RawReadings, ReaderUnavailableError
+from app.agent.readings import (
+    MigMode,
+    RawGpu,
+    RawMig,
+    RawProcess,
+    RawReadings,
+    ReaderUnavailableError,
+)
 
 GPU_COLUMNS: tuple[str, ...] = (
     "index",
@@ -30,6 +38,8 @@ _NOT_AVAILABLE = {"", "n/a", "not supported", "unknown", "unknown error"}
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?")
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 _TIMEOUT_S = 15.0
+_LIST_GPU = re.compile(r"^GPU \d+: .*\(UUID: (GPU-[^)\s]+)\)")
+_LIST_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,33 @@ def gpus_from_csv(
     return RawReadings("nvidia-smi", driver, tuple(gpus), tuple(problems))
 
 
+def mig_devices_from_list(text: str) -> dict[str, tuple[RawMig, ...]]:
+    """MIG devices per parent GPU UUID from `nvidia-smi -L` (lines `  MIG <profile> Device n:`).
+
+    The list gives no memory or processes per MIG device: those stay None / empty.
+    """
+    found: dict[str, list[RawMig]] = {}
+    parent: str | None = None
+    for line in text.splitlines():
+        gpu = _LIST_GPU.match(line)
+        if gpu is not None:
+            parent = gpu.group(1)
+            continue
+        mig = _LIST_MIG.match(line)
+        if mig is not None and parent is not None:
+            found.setdefault(parent, []).append(
+                RawMig(
+                    uuid=mig.group(3),
+                    profile=mig.group(1).lower(),
+                    gpu_instance=None,
+                    compute_instance=None,
+                    memory_total_mib=None,
+                    memory_used_mib=None,
+                )
+            )
+    return {uuid: tuple(devices) for uuid, devices in found.items()}
+
+
 class SmiReader:
     """Runs nvidia-smi twice per pass (GPUs, then compute processes)."""
 
@@ -129,9 +166,29 @@ class SmiReader:
             raise ReaderUnavailableError("nvidia-smi not on PATH", driver_missing=True)
         gpu_text = self._query(binary, "--query-gpu", self._gpu_columns)
         apps_text = self._query(binary, "--query-compute-apps", self._app_columns)
-        return gpus_from_csv(
+        readings = gpus_from_csv(
             gpu_text, apps_text, gpu_columns=self._gpu_columns, app_columns=self._app_columns
         )
+        if not any(g.mig_mode == "enabled" for g in readings.gpus):
+            return readings
+        return self._with_mig(binary, readings)
+
+    def _with_mig(self, binary: str, readings: RawReadings) -> RawReadings:
+        """MIG devices of MIG-enabled GPUs from `nvidia-smi -L`; left out if it fails."""
+        try:
+            result = self._run([binary, "-L"])
+        except (OSError, subprocess.SubprocessError):
+            return readings
+        if result.returncode != 0:
+            return readings
+        devices = mig_devices_from_list(result.stdout)
+        gpus = tuple(
+            dataclasses.replace(g, mig_devices=devices.get(g.uuid, ()))
+            if g.mig_mode == "enabled"
+            else g
+            for g in readings.gpus
+        )
+        return dataclasses.replace(readings, gpus=gpus)
 
     def _query(self, binary: str, flag: str, columns: list[str]) -> str:
         """Output of one query; drops a column this nvidia-smi does not know, then retries."""

@@ -21,6 +21,8 @@ class AccountingOptions:
     serving_resource: str = "nvidia.com/gpu"
     agent_stale_after_s: float = 90.0
     memory_pressure_pct: float = 90.0
+    # Namespaces whose ConfigMaps the cache reads besides plugin_namespace; None: all.
+    config_namespaces: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

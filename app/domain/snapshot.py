@@ -194,6 +194,9 @@ class NodeConfig(_Out):
     key: str | None
     label: str | None = Field(description="The node's nvidia.com/device-plugin.config value")
     mig_strategy: str | None
+    change_with: str | None = Field(
+        default=None, description="How this install's config is changed (read-only ones)"
+    )
 
 
 class NodeState(_Out):

@@ -20,10 +20,12 @@ from app.domain.report import (
     DeviceAssignment,
     DraAssignment,
     GpuReading,
+    MigDeviceReading,
     ProcessReading,
 )
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
+from app.simulator.podstatus import requested
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +80,19 @@ def build_report(
                 memory_total_mib=gpu.memory_total_mib if gpu.memory_supported else None,
                 memory_used_mib=min(used, gpu.memory_total_mib) if gpu.memory_supported else None,
                 utilization_pct=min(100, 45 * len(on_gpu)),
-                mig_mode="enabled" if gpu.mig_profiles else None,
+                mig_mode="enabled" if gpu.mig_enabled else None,
                 processes=readings,
+                mig_devices=[
+                    MigDeviceReading(
+                        uuid=mig.uuid,
+                        profile=mig.profile,
+                        gpu_instance=n,
+                        compute_instance=0,
+                        memory_total_mib=mig.memory_total_mib,
+                        memory_used_mib=0,
+                    )
+                    for n, mig in enumerate(gpu.mig_devices)
+                ],
             )
         )
     return AgentReport.model_validate(
@@ -129,10 +142,49 @@ def _assignments(
         ids = devices.setdefault((key[0], key[1], proc.container or ""), [])
         if device not in ids:
             ids.append(device)
-    return [
+    found = [
         DeviceAssignment(namespace=ns, pod=pod, container=c, resource=resource, device_ids=ids)
         for (ns, pod, c), ids in devices.items()
     ]
+    return found + _allocated(pods, outcome, found)
+
+
+def _allocated(
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+    outcome: PluginOutcome | None,
+    known: list[DeviceAssignment],
+) -> list[DeviceAssignment]:
+    """The simulated kubelet's allocation for running containers without a GPU process.
+
+    Device ids of each resource the plugin serves go to those containers in pod order,
+    skipping ids already held by containers whose processes pinned them.
+    """
+    if outcome is None:
+        return []
+    taken = {i for a in known for i in a.device_ids}
+    seen = {(a.namespace, a.pod, a.container, a.resource) for a in known}
+    free = {name: [i for i in ids if i not in taken] for name, ids in outcome.devices.items()}
+    found = []
+    for (namespace, name), pod in sorted(pods.items()):
+        if pod.get("status", {}).get("phase") != "Running":
+            continue
+        for container in pod.get("spec", {}).get("containers") or []:
+            for resource, ids in free.items():
+                count = requested(container, resource)
+                key = (namespace, name, str(container.get("name", "")), resource)
+                if not count or key in seen or len(ids) < count:
+                    continue
+                chosen, free[resource] = ids[:count], ids[count:]
+                found.append(
+                    DeviceAssignment(
+                        namespace=namespace,
+                        pod=name,
+                        container=key[2],
+                        resource=resource,
+                        device_ids=chosen,
+                    )
+                )
+    return found
 
 
 class SimulatedAgents:

@@ -1,8 +1,11 @@
 """The simulated DaemonSet controller and kubelet for the NVIDIA device plugin.
 
-When the plugin DaemonSet's pod template changes (or at start), its pods are deleted and
-recreated on every matching node with a simulated inventory, and each node's capacity and
-allocatable are recomputed with `plugin.advertised`. A ConfigMap change alone does
+Every DaemonSet that runs the plugin is controlled (the configured one, a Helm release's,
+one per node group): each GPU node runs the pod of the first of them, by namespace/name
+with the configured one first, whose nodeSelector matches it. When a plugin DaemonSet's
+pod template changes (or at start), its pods are deleted and recreated on every matching
+node with a simulated inventory, and each node's capacity and allocatable are recomputed
+with `plugin.advertised` (config-manager reads a node label). A ConfigMap change alone does
 nothing, exactly like the real cluster. A resource the plugin no longer serves stays in
 the node status as "0": the kubelet keeps the key of a device-plugin resource and zeroes
 it (after a grace period the simulator skips) rather than removing it.
@@ -15,11 +18,11 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.simulator.inventory import NodeInventory
-from app.simulator.plugin import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome, advertised
+from app.simulator.plugin import PluginOutcome, advertised
 from app.simulator.podstatus import pod_ready, pod_status, requested
 from app.simulator.registry import Registry, random_suffix, timestamp
 from app.simulator.resources import CONFIGMAP, DAEMONSET, EVENT, NODE, POD
@@ -64,7 +67,7 @@ class PluginController:
         obj = change.entry.obj
         meta = obj["metadata"]
         if change.resource is DAEMONSET:
-            if meta["name"] != self.name or meta.get("namespace") != self.namespace:
+            if not self._runs_plugin(obj) and not self._is_main(obj):
                 return
             old_template = (change.old or {}).get("spec", {}).get("template")
             if change.type == "DELETED" or obj.get("spec", {}).get("template") != old_template:
@@ -87,11 +90,34 @@ class PluginController:
         elif change.type == "ADDED" and not self._is_plugin_pod(pod):
             self._start_pod(pod)
 
-    def _is_plugin_pod(self, pod: JsonObject) -> bool:
-        return pod["metadata"].get("namespace") == self.namespace and any(
-            ref.get("kind") == "DaemonSet" and ref.get("name") == self.name
-            for ref in pod["metadata"].get("ownerReferences") or []
+    def _is_main(self, ds: JsonObject) -> bool:
+        meta = ds["metadata"]
+        return bool(meta["name"] == self.name and meta.get("namespace") == self.namespace)
+
+    @staticmethod
+    def _runs_plugin(ds: JsonObject) -> bool:
+        """A DaemonSet running the device plugin itself (not GFD or the MPS daemon)."""
+        name = str(ds["metadata"]["name"])
+        if "gpu-feature-discovery" in name or "mps-control-daemon" in name:
+            return False
+        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+        return any(
+            "k8s-device-plugin" in str(c.get("image", ""))
+            and "config-manager" not in (c.get("command") or [])
+            for c in spec.get("containers") or []
         )
+
+    def _is_plugin_pod(self, pod: JsonObject) -> bool:
+        namespace = pod["metadata"].get("namespace")
+        owners = {
+            ref.get("name")
+            for ref in pod["metadata"].get("ownerReferences") or []
+            if ref.get("kind") == "DaemonSet"
+        }
+        return any(
+            ds["metadata"]["name"] in owners and ds["metadata"].get("namespace") == namespace
+            for ds in self._daemonsets()
+        ) or (namespace == self.namespace and self.name in owners)
 
     # the DaemonSet controller ------------------------------------------------------------------
 
@@ -99,11 +125,28 @@ class PluginController:
         entry = self.registry.store.get(DAEMONSET, self.namespace, self.name)
         return entry.obj if entry else None
 
-    def _plugin_pods(self, node: str | None = None) -> list[JsonObject]:
+    def _daemonsets(self) -> list[JsonObject]:
+        """Every plugin DaemonSet, the configured one first, then by namespace/name."""
+        main = self._daemonset()
+        others = sorted(
+            (
+                ds
+                for ds in self.registry.store.objects(DAEMONSET)
+                if not self._is_main(ds) and self._runs_plugin(ds)
+            ),
+            key=lambda d: (d["metadata"].get("namespace", ""), d["metadata"]["name"]),
+        )
+        return ([main] if main is not None else []) + others
+
+    def _plugin_pods(
+        self, node: str | None = None, ds: JsonObject | None = None
+    ) -> list[JsonObject]:
         return [
             p
-            for p in self.registry.store.objects(POD, self.namespace)
-            if self._is_plugin_pod(p) and (node is None or p["spec"].get("nodeName") == node)
+            for p in self.registry.store.objects(POD)
+            if self._is_plugin_pod(p)
+            and (node is None or p["spec"].get("nodeName") == node)
+            and (ds is None or _owned_by(p, ds))
         ]
 
     def sync_all(self) -> None:
@@ -118,29 +161,48 @@ class PluginController:
             self._sync_node(node)
             self._write_daemonset_status()
 
+    def _owner(self, labels: Mapping[str, str]) -> JsonObject | None:
+        for ds in self._daemonsets():
+            spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
+            if match_label_map(spec.get("nodeSelector"), labels):
+                return ds
+        return None
+
     def _sync_node(self, node_name: str) -> None:
         inventory = self.inventories.get(node_name)
         node_entry = self.registry.store.get(NODE, None, node_name)
         if inventory is None or node_entry is None:
             return
-        ds = self._daemonset()
+        labels = node_entry.obj["metadata"].get("labels") or {}
+        ds = self._owner(labels)
         template = (ds or {}).get("spec", {}).get("template") or {}
         spec = template.get("spec") or {}
-        labels = node_entry.obj["metadata"].get("labels") or {}
-        desired = ds is not None and match_label_map(spec.get("nodeSelector"), labels)
+        desired = ds is not None
         current_hash = template_hash(template)
         pods = self._plugin_pods(node_name)
-        if desired and any(
-            p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash for p in pods
+        outcome = (
+            advertised(spec, inventory, self._configmaps_of(ds), node_labels=labels)
+            if ds is not None
+            else None
+        )
+        # config-manager re-links the config when the node label changes and signals the
+        # plugin, which restarts with it; without config-manager a label change does nothing.
+        reloads = _has_config_manager(spec)
+        if (
+            ds is not None
+            and (not reloads or outcome == self.outcomes.get(node_name))
+            and any(
+                _owned_by(p, ds) and p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash
+                for p in pods
+            )
         ):
             return
         for pod in pods:
-            self.registry.remove(POD, self.namespace, pod["metadata"]["name"])
-        if not desired or ds is None:
+            self.registry.remove(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if not desired or ds is None or outcome is None:
             self.outcomes.pop(node_name, None)
             self._write_node(node_name, None)
             return
-        outcome = advertised(spec, inventory, self._configmap)
         self.outcomes[node_name] = outcome
         pod = self._plugin_pod(ds, node_name, current_hash, outcome)
         self.registry.put(POD, pod)
@@ -151,9 +213,14 @@ class PluginController:
             self._event(pod, "FailedMount", outcome.message)
         self._write_node(node_name, outcome)
 
-    def _configmap(self, name: str) -> Mapping[str, Any] | None:
-        entry = self.registry.store.get(CONFIGMAP, self.namespace, name)
-        return entry.obj if entry else None
+    def _configmaps_of(self, ds: JsonObject) -> Callable[[str], Mapping[str, Any] | None]:
+        namespace = ds["metadata"].get("namespace", self.namespace)
+
+        def lookup(name: str) -> Mapping[str, Any] | None:
+            entry = self.registry.store.get(CONFIGMAP, namespace, name)
+            return entry.obj if entry else None
+
+        return lookup
 
     def _write_node(self, node_name: str, outcome: PluginOutcome | None) -> None:
         entry = self.registry.store.get(NODE, None, node_name)
@@ -164,7 +231,7 @@ class PluginController:
         capacity = status.setdefault("capacity", {})
         allocatable = status.setdefault("allocatable", {})
         served = self._served.setdefault(
-            node_name, {k for k in capacity if k in (GPU_RESOURCE, SHARED_RESOURCE)}
+            node_name, {k for k in capacity if str(k).startswith("nvidia.com/")}
         )
         new_capacity = outcome.capacity if outcome else {}
         for resource in served - set(new_capacity):
@@ -202,9 +269,11 @@ class PluginController:
         template = copy.deepcopy(ds["spec"]["template"])
         meta = template.get("metadata") or {}
         now = timestamp(self.registry.clock())
-        name = f"{self.name}-{random_suffix()}"
-        while self.registry.store.get(POD, self.namespace, name) is not None:
-            name = f"{self.name}-{random_suffix()}"  # 5 characters collide at 1,000s of nodes
+        ds_name = ds["metadata"]["name"]
+        namespace = ds["metadata"].get("namespace", self.namespace)
+        name = f"{ds_name}-{random_suffix()}"
+        while self.registry.store.get(POD, namespace, name) is not None:
+            name = f"{ds_name}-{random_suffix()}"  # 5 characters collide at 1,000s of nodes
         labels = {
             **(meta.get("labels") or {}),
             HASH_LABEL: revision,
@@ -220,15 +289,15 @@ class PluginController:
             "kind": "Pod",
             "metadata": {
                 "name": name,
-                "generateName": f"{self.name}-",
-                "namespace": self.namespace,
+                "generateName": f"{ds_name}-",
+                "namespace": namespace,
                 "labels": labels,
                 "annotations": dict(meta.get("annotations") or {}),
                 "ownerReferences": [
                     {
                         "apiVersion": "apps/v1",
                         "kind": "DaemonSet",
-                        "name": self.name,
+                        "name": ds_name,
                         "uid": ds["metadata"]["uid"],
                         "controller": True,
                         "blockOwnerDeletion": True,
@@ -249,10 +318,11 @@ class PluginController:
         return f"10.0.0.{10 + index % 240}"
 
     def _write_daemonset_status(self) -> None:
-        ds = self._daemonset()
-        if ds is None:
-            return
-        pods = self._plugin_pods()
+        for ds in self._daemonsets():
+            self._write_status_of(ds)
+
+    def _write_status_of(self, ds: JsonObject) -> None:
+        pods = self._plugin_pods(ds=ds)
         ready = sum(1 for p in pods if pod_ready(p))
         desired = len(pods)
         status = {
@@ -281,7 +351,7 @@ class PluginController:
             "kind": "Event",
             "metadata": {
                 "name": f"{meta['name']}.{random_suffix(10)}",
-                "namespace": self.namespace,
+                "namespace": meta.get("namespace") or self.namespace,
             },
             "involvedObject": {
                 "apiVersion": involved.get("apiVersion", "v1"),
@@ -341,3 +411,17 @@ class PluginController:
                 all_containers=True,
             )
         self.registry.put(POD, new)
+
+
+def _owned_by(pod: JsonObject, ds: JsonObject) -> bool:
+    return pod["metadata"].get("namespace") == ds["metadata"].get("namespace") and any(
+        ref.get("kind") == "DaemonSet" and ref.get("name") == ds["metadata"]["name"]
+        for ref in pod["metadata"].get("ownerReferences") or []
+    )
+
+
+def _has_config_manager(pod_spec: Mapping[str, Any]) -> bool:
+    return any(
+        any(e.get("name") == "CONFIG_FILE_DST" for e in c.get("env") or [])
+        for c in list(pod_spec.get("containers") or []) + list(pod_spec.get("initContainers") or [])
+    )

@@ -7,7 +7,6 @@ MIG devices one device per MIG device, `gpu-<index>-mig-<gi profile>-<start>-<si
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,7 +15,8 @@ from app.simulator.store import JsonObject
 
 DRIVER = "gpu.nvidia.com"
 DRIVER_VERSION = "580.65.6"
-# A100/H100 80GB MIG profiles: GPU instance profile id, memory slices, memory in MiB.
+# A100/H100 80GB MIG profiles: GPU instance profile id, memory slices, memory in MiB (the
+# device name uses the first two; the simulated GPU's MIG device gives UUID and memory).
 MIG_PROFILES: dict[str, tuple[int, int, int]] = {
     "1g.10gb": (19, 1, 9856),
     "2g.20gb": (14, 2, 19968),
@@ -61,7 +61,7 @@ def slice_devices(inventory: NodeInventory) -> list[JsonObject]:
             "driverVersion": {"version": DRIVER_VERSION},
             "cudaComputeCapability": {"version": "8.0.0"},
         }
-        if not gpu.mig_profiles:
+        if not gpu.mig_devices:
             devices.append(
                 {
                     "name": f"gpu-{gpu.index}",
@@ -80,22 +80,22 @@ def slice_devices(inventory: NodeInventory) -> list[JsonObject]:
 
 
 def _mig_devices(gpu: SimGpu, common: Mapping[str, Any]) -> list[JsonObject]:
+    """One device per MIG device, with the UUID and memory the simulated agent reports."""
     devices = []
     start = 0
-    for profile in gpu.mig_profiles:
-        gi, size, mib = MIG_PROFILES.get(profile, (9, 4, 40192))
-        mig_uuid = "MIG-" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"{gpu.uuid}/{start}"))
+    for mig in gpu.mig_devices:
+        gi, size, _ = MIG_PROFILES.get(mig.profile, (9, 4, mig.memory_total_mib))
         devices.append(
             {
                 "name": f"gpu-{gpu.index}-mig-{gi}-{start}-{size}",
                 "attributes": {
                     "type": {"string": "mig"},
-                    "uuid": {"string": mig_uuid},
+                    "uuid": {"string": mig.uuid},
                     "parentUUID": {"string": gpu.uuid},
-                    "profile": {"string": profile},
+                    "profile": {"string": mig.profile},
                     **common,
                 },
-                "capacity": {"memory": {"value": _gib(mib)}},
+                "capacity": {"memory": {"value": _gib(mig.memory_total_mib)}},
             }
         )
         start += size

@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
+class SimMig:
+    """One MIG device carved out of a simulated GPU."""
+
+    uuid: str
+    profile: str  # e.g. 1g.10gb, 3g.40gb, 1g.24gb+me
+    memory_total_mib: int = 9856
+
+
+@dataclass(frozen=True)
 class SimGpu:
     """One simulated physical GPU, as NVML would describe it."""
 
@@ -15,7 +24,11 @@ class SimGpu:
     memory_total_mib: int = 81920
     memory_supported: bool = True  # False: unified memory, NVML answers Not Supported
     healthy: bool = True
-    mig_profiles: tuple[str, ...] = ()  # MIG devices (e.g. "3g.40gb"); MIG mode on when set
+    mig_devices: tuple[SimMig, ...] = ()  # non-empty: MIG mode enabled
+
+    @property
+    def mig_enabled(self) -> bool:
+        return bool(self.mig_devices)
 
 
 @dataclass(frozen=True)

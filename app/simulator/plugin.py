@@ -28,6 +28,12 @@ from typing import Any, Literal
 import yaml
 
 from app.simulator.inventory import NodeInventory, SimGpu
+from app.simulator.plugin_more import (
+    ConfigManagerError,
+    base_devices,
+    config_manager_file,
+    mig_strategy,
+)
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
@@ -49,6 +55,8 @@ class PluginOutcome:
     strategy: str = "none"  # none | time-slicing | mps
     renamed: bool = False
     fail_requests_greater_than_one: bool = False
+    devices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kubelet device ids
+    mig_strategy: str = "none"
 
     @property
     def ready(self) -> bool:
@@ -223,6 +231,8 @@ def advertised(
     template_spec: Mapping[str, Any],
     inventory: NodeInventory,
     configmaps: ConfigMapLookup,
+    *,
+    node_labels: Mapping[str, str] | None = None,
 ) -> PluginOutcome:
     """The plugin's outcome on one node for this pod template."""
     container = plugin_container(template_spec)
@@ -230,16 +240,25 @@ def advertised(
     fail_on_init = env.get("FAIL_ON_INIT_ERROR", "true").strip().lower() not in ("false", "0")
     config_file = env.get("CONFIG_FILE")
     sharing = Sharing("none", 1, False, False)
+    content: str | None = None
     if config_file:
         content, mount_error = mounted_config(template_spec, container, config_file, configmaps)
         if mount_error:
             return PluginOutcome("pending", f"MountVolume.SetUp failed: {mount_error}")
+        handled = False
         if content is None:
+            try:
+                handled, content = config_manager_file(
+                    template_spec, config_file, configmaps, node_labels or {}
+                )
+            except ConfigManagerError as exc:
+                return PluginOutcome("crash", f"config-manager: {exc}")
+        if content is None and not handled:
             return PluginOutcome(
                 "crash", f"unable to load config: open {config_file}: no such file or directory"
             )
         try:
-            sharing = parse_sharing(content)
+            sharing = parse_sharing(content) if content is not None else sharing
         except PluginConfigError as exc:
             return PluginOutcome("crash", f"unable to load config: {exc}")
     else:
@@ -264,17 +283,39 @@ def advertised(
     image = str(container.get("image", ""))
     if not has_unified_memory_fix(image) and any(not g.memory_supported for g in visible):
         return PluginOutcome("crash", "error getting device memory: Not Supported")
-    name = SHARED_RESOURCE if sharing.renamed else GPU_RESOURCE
-    slots = len(visible) * sharing.replicas
-    unhealthy = sum(1 for g in visible if not g.healthy)
+    strategy = mig_strategy(env, content)
+    if sharing.strategy == "mps" and strategy == "mixed":
+        return PluginOutcome("crash", "using --mig-strategy=mixed is not supported with MPS")
+    try:
+        base = base_devices(visible, strategy, image)
+    except ValueError as exc:
+        return PluginOutcome("crash", str(exc))
+    capacity: dict[str, int] = {}
+    allocatable: dict[str, int] = {}
+    devices: dict[str, tuple[str, ...]] = {}
+    for resource, entries in base.items():
+        replicas = sharing.replicas if resource == GPU_RESOURCE else 1
+        name = SHARED_RESOURCE if resource == GPU_RESOURCE and sharing.renamed else resource
+        ids = (
+            [f"{i}::{n}" for _, i in entries for n in range(replicas)]
+            if replicas > 1
+            else [i for _, i in entries]
+        )
+        unhealthy = len({g.index for g, _ in entries if not g.healthy})
+        capacity[name] = len(ids)
+        allocatable[name] = len(ids) - unhealthy
+        devices[name] = tuple(ids)
+    names = ", ".join(f"'{n}'" for n in capacity)
     return PluginOutcome(
         "running",
-        f"Registered device plugin for '{name}' with Kubelet",
-        capacity={name: slots},
-        allocatable={name: slots - unhealthy},
+        f"Registered device plugin for {names} with Kubelet",
+        capacity=capacity,
+        allocatable=allocatable,
         visible=tuple(g.index for g in visible),
         replicas=sharing.replicas,
         strategy=sharing.strategy,
         renamed=sharing.renamed,
         fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+        devices=devices,
+        mig_strategy=strategy,
     )

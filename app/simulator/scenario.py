@@ -41,6 +41,7 @@ node is started by the simulated kubelet. Namespaces used by objects are created
 from __future__ import annotations
 
 import copy
+import re
 import uuid
 from dataclasses import dataclass, field
 from importlib import resources
@@ -50,9 +51,9 @@ from typing import Any
 import yaml
 
 from app.errors import ConfigError
-from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu
+from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu, SimMig
 
-BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "dra")
+BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "clusters", "dra")
 DEFAULT_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
 DEFAULT_PLUGIN_NAMESPACE = "kube-system"
 STEP_ACTIONS = ("start_process", "stop_process", "create_pod", "delete_pod")
@@ -80,6 +81,22 @@ class Scenario:
     edits: list[dict[str, Any]] = field(default_factory=list)
     steps: list[WorkloadStep] = field(default_factory=list)
     loop: bool = False
+
+    def daemonset_namespaces(self) -> list[str]:
+        """Namespaces of DaemonSets other than the plugin namespace (their ConfigMaps)."""
+        return _daemonset_namespaces(self)
+
+
+def _daemonset_namespaces(scenario: Scenario) -> list[str]:
+    return sorted(
+        {
+            str(o["metadata"].get("namespace"))
+            for o in scenario.objects
+            if o["kind"] == "DaemonSet"
+            and o["metadata"].get("namespace")
+            and o["metadata"].get("namespace") != scenario.plugin_namespace
+        }
+    )
 
 
 def gpu_uuid(node: str, index: int) -> str:
@@ -168,7 +185,7 @@ def _inventory(node: dict[str, Any]) -> NodeInventory:
                 memory_total_mib=int(gpu.get("memory_total_mib", 81920)),
                 memory_supported=bool(gpu.get("memory_supported", True)),
                 healthy=bool(gpu.get("healthy", True)),
-                mig_profiles=tuple(str(p) for p in gpu.get("mig") or ()),
+                mig_devices=_mig_devices(name, index, gpu.get("mig") or []),
             )
         )
     for index in range(len(gpus), int(node.get("gpu_count", 0))):
@@ -190,6 +207,25 @@ def _inventory(node: dict[str, Any]) -> NodeInventory:
     )
 
 
+def _mig_devices(node: str, index: int, profiles: list[Any]) -> tuple[SimMig, ...]:
+    """MIG devices from a list of profiles (`mig: [1g.10gb, 3g.40gb]`), memory from the name."""
+    found = []
+    for n, profile in enumerate(profiles):
+        text = str(profile)
+        match = re.search(r"(\d+)gb", text)
+        if match is None:
+            raise ValueError(f"MIG profile {text!r} of {node} GPU {index}: expected e.g. 1g.10gb")
+        key = f"{node}.gpu{index}.mig{n}.gpu-slots.sim"
+        found.append(
+            SimMig(
+                uuid="MIG-" + str(uuid.uuid5(uuid.NAMESPACE_DNS, key)),
+                profile=text,
+                memory_total_mib=int(match[1]) * 1024 - 384,
+            )
+        )
+    return tuple(found)
+
+
 def process_from(node: str, spec: dict[str, Any]) -> GpuProcess:
     """A GpuProcess from a scenario or `/_sim/` mapping (`pod: ns/name` for pod processes)."""
     pod = spec.get("pod")
@@ -208,6 +244,18 @@ def process_from(node: str, spec: dict[str, Any]) -> GpuProcess:
         pod_name=pod_name,
         container=str(spec.get("container")) if pod and spec.get("container") else None,
     )
+
+
+def _node_spec(node: dict[str, Any]) -> dict[str, Any]:
+    """`unschedulable: true` cordons the node (with the taint kubectl cordon leads to)."""
+    spec: dict[str, Any] = {}
+    taints = [dict(t) for t in node.get("taints") or []]
+    if node.get("unschedulable"):
+        spec["unschedulable"] = True
+        taints.append({"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"})
+    if taints:
+        spec["taints"] = taints
+    return spec
 
 
 def node_object(
@@ -239,7 +287,7 @@ def node_object(
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "labels": labels},
-        "spec": {},
+        "spec": _node_spec(node),
         "status": {
             "capacity": capacity,
             "allocatable": copy.deepcopy(capacity),

@@ -43,6 +43,7 @@ def accounting_options(settings: Settings) -> AccountingOptions:
         serving_resource=settings.serving_gpu_resource,
         agent_stale_after_s=settings.agent_stale_after_s,
         memory_pressure_pct=settings.memory_pressure_pct,
+        config_namespaces=tuple(settings.plugin_config_namespaces),
     )
 
 

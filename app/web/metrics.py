@@ -15,7 +15,7 @@ def render_metrics(snapshot: Snapshot) -> str:
     per_node = [
         ("gpu_slots_allocatable", "Slots the node advertises as allocatable", "allocatable"),
         ("gpu_slots_requested", "Slots held by pods on the node", "requested"),
-        ("gpu_slots_free", "Allocatable minus requested slots", "free"),
+        ("gpu_slots_free", "Schedulable free slots (never negative; 0 when unschedulable)", "free"),
         ("gpu_slots_expected", "Slots the plugin config should give the node", "expected_slots"),
         ("gpu_slots_physical_gpus", "GPUs the node's agent reports", "physical_gpus"),
         ("gpu_slots_host_gpus", "GPUs kept out of Kubernetes for host processes", "host_gpus"),
@@ -27,6 +27,7 @@ def render_metrics(snapshot: Snapshot) -> str:
             if value is not None:
                 labels = {"node": node.name, "resource": node.resource}
                 lines.append(_sample(metric, labels, value))
+    lines += _resource_lines(snapshot)
     lines += _header("gpu_slots_findings", "Open findings by node and severity", "gauge")
     for node in snapshot.nodes:
         counts: dict[str, int] = {}
@@ -58,6 +59,27 @@ def render_metrics(snapshot: Snapshot) -> str:
     lines += _header("gpu_slots_stale", "1 while the API server cannot be reached", "gauge")
     lines.append(_sample("gpu_slots_stale", {}, int(snapshot.stale)))
     return "\n".join(lines) + "\n"
+
+
+def _resource_lines(snapshot: Snapshot) -> list[str]:
+    """Every GPU resource per node (MIG ones too): schedulable free and stranded slots."""
+    lines: list[str] = []
+    for field in ("free", "stranded"):
+        metric = f"gpu_slots_resource_{field}"
+        help_text = (
+            "Schedulable free slots per node and GPU resource"
+            if field == "free"
+            else "Free slots on unschedulable nodes per node and GPU resource"
+        )
+        lines += _header(metric, help_text, "gauge")
+        for node in snapshot.nodes:
+            for name, figures in node.resources.items():
+                labels = {"node": node.name, "resource": name}
+                lines.append(_sample(metric, labels, getattr(figures, field)))
+    lines += _header("gpu_slots_pending", "Slots wanted by unscheduled pods per resource", "gauge")
+    for item in snapshot.pending_demand:
+        lines.append(_sample("gpu_slots_pending", {"resource": item.resource}, item.slots))
+    return lines
 
 
 def _header(metric: str, help_text: str, kind: str) -> Iterable[str]:

@@ -137,6 +137,7 @@ class _FakeSmi:
     """Answers nvidia-smi invocations from fixture text; knows only `known` GPU fields."""
 
     def __init__(self, model: str, *, known: Sequence[str] = GPU_COLUMNS) -> None:
+        self.model = model
         self.gpu_text, self.apps_text = _fixture(model)
         self.known = known
         self.calls: list[list[str]] = []
@@ -144,6 +145,11 @@ class _FakeSmi:
     def __call__(self, argv: Sequence[str]) -> CommandResult:
         self.calls.append(list(argv))
         query = argv[1]
+        if query == "-L":
+            listing = FIXTURES / self.model / "list.txt"
+            return (
+                CommandResult(0, listing.read_text()) if listing.exists() else CommandResult(9, "")
+            )
         if query.startswith("--query-compute-apps="):
             return CommandResult(0, self.apps_text)
         for column in query.split("=", 1)[1].split(","):
@@ -198,3 +204,26 @@ def test_smi_reader_failing_command_reports_its_first_line() -> None:
 
     with pytest.raises(ReaderUnavailableError, match=r"exit 9\): NVIDIA-SMI has failed"):
         reader.read()
+
+
+def test_smi_reader_lists_mig_devices_of_mig_enabled_gpus() -> None:
+    fake = _FakeSmi("a100-80gb-mig")
+
+    readings = SmiReader(run=fake, which=lambda name: name).read()
+
+    assert [call[1] for call in fake.calls][-1] == "-L"
+    assert [(m.profile, m.uuid) for m in readings.gpus[0].mig_devices] == [
+        ("3g.40gb", "MIG-7f3e1c2a-9b4d-5e6f-8a1b-2c3d4e5f6a70"),
+        ("2g.20gb", "MIG-1a2b3c4d-5e6f-5a7b-8c9d-0e1f2a3b4c5d"),
+        ("1g.10gb", "MIG-9d8c7b6a-5f4e-5d3c-9b2a-1f0e9d8c7b6a"),
+        ("1g.10gb", "MIG-0f1e2d3c-4b5a-5968-8776-5a4b3c2d1e0f"),
+    ]
+    assert readings.gpus[1].mig_devices == ()
+
+
+def test_smi_reader_without_mig_gpus_does_not_list() -> None:
+    fake = _FakeSmi("h100-80gb")
+
+    SmiReader(run=fake, which=lambda name: name).read()
+
+    assert "-L" not in [call[1] for call in fake.calls]

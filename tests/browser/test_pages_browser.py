@@ -244,11 +244,9 @@ def test_phone_width_has_no_horizontal_scroll(watched: Watched) -> None:
 def test_dra_node_draws_its_devices_and_claims(watched: Watched, demo_stack: Stack) -> None:
     watched.open("/")
     page = watched.page
-    node = page.get_by_test_id("node-gpu-server-6")
-    expect(node.get_by_test_id("allocation-gpu-server-6")).to_have_text(
-        "Dynamic Resource Allocation"
-    )
-    group = page.get_by_test_id("dra-gpus-gpu-server-6")
+    node = page.get_by_test_id("node-gpu-dra-9")
+    expect(node.get_by_test_id("allocation-gpu-dra-9")).to_have_text("Dynamic Resource Allocation")
+    group = page.get_by_test_id("dra-gpus-gpu-dra-9")
     # GPU 0, two MIG devices of GPU 1, GPUs 2 and 3: five device cells, three claimed.
     expect(group.get_by_test_id("dra-device-cell")).to_have_count(5)
     expect(group.locator('[data-testid="dra-device-cell"][data-held="true"]')).to_have_count(3)

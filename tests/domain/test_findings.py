@@ -66,7 +66,7 @@ def _pressure(mib: int) -> ClusterState:
     return ts_world(4, pods=pods, readings=[f.gpu(0, processes=procs), *f.gpus(4)[1:]])
 
 
-Builder = Callable[[], ClusterState]
+Builder = Callable[[], ClusterState | tuple[ClusterState, AccountingOptions]]
 
 CASES: list[tuple[str, Builder, Builder]] = [
     ("plugin-daemonset-missing", lambda: world(ds=False), lambda: world()),
@@ -261,11 +261,30 @@ CASES: list[tuple[str, Builder, Builder]] = [
         ),
     ),
     (
+        "config-namespace-not-read",
+        lambda: (_other_namespace(), AccountingOptions(config_namespaces=())),
+        lambda: (_other_namespace(), AccountingOptions(config_namespaces=("gpu-operator",))),
+    ),
+    (
         "gpu-demand-pending",
         lambda: world(pods=[f.pod("wide", node=None, gpus=5, phase="Pending")]),
         lambda: world(pods=[f.pod("wide", node=None, gpus=1, phase="Pending")]),
     ),
 ]
+
+
+def _other_namespace() -> ClusterState:
+    """The main DaemonSet runs nowhere; the GPU Operator's, in its namespace, owns gpu-1."""
+    ds = f.plugin_daemonset(
+        namespace="gpu-operator", configmap="ts", config_file="/config/config.yaml"
+    )
+    cm = f.configmap({"config.yaml": f.time_slicing_yaml(4)}, name="ts", namespace="gpu-operator")
+    plugin = f.plugin_pod("gpu-1", namespace="gpu-operator")
+    main = f.plugin_daemonset()
+    main["spec"]["template"]["spec"]["nodeSelector"] = {"pool": "none"}
+    return world(
+        daemonset=main, daemonsets=[ds], configmaps=[cm], plugin_pods=[plugin], allocatable=16
+    )
 
 
 def _cordoned(cordoned: bool) -> ClusterState:
@@ -284,7 +303,12 @@ def _renamed(pods: list[f.Manifest]) -> ClusterState:
 CASES += DRA_CASES
 
 
-def _codes(state: ClusterState, options: AccountingOptions = f.OPTIONS) -> set[str]:
+def _codes(
+    state: ClusterState | tuple[ClusterState, AccountingOptions],
+    options: AccountingOptions = f.OPTIONS,
+) -> set[str]:
+    if isinstance(state, tuple):
+        state, options = state
     return {item.code for item in snap(state, options=options).findings}
 
 
@@ -372,7 +396,9 @@ def test_findings_sorted_by_severity_then_node() -> None:
 
 def test_every_finding_has_evidence_and_remedy_in_broken_cases() -> None:
     for _, broken, _ in CASES:
-        for item in snap(broken()).findings:
+        built = broken()
+        state, options = built if isinstance(built, tuple) else (built, f.OPTIONS)
+        for item in snap(state, options=options).findings:
             assert item.evidence, item.code
             assert item.remedy, item.code
             assert item.title, item.code

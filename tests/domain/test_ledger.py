@@ -116,6 +116,11 @@ def test_helm_chart_install_is_found_through_its_daemonset() -> None:
         key="ts4",
         label=None,
         mig_strategy="none",
+        change_with=(
+            "helm upgrade <release> -n nvidia-device-plugin --reuse-values -f values.yaml  "
+            "# config.map / config.default; per node: kubectl label node gpu-1 "
+            "nvidia.com/device-plugin.config=<config key> --overwrite"
+        ),
     )
     assert codes(result) == []
 
@@ -139,6 +144,11 @@ def test_operator_static_config_under_its_own_name_is_read() -> None:
     assert (node.config.managed_by, node.config.source) == (
         "gpu-operator",
         "configmap/time-slicing-config#any",
+    )
+    assert node.config.change_with == (
+        "kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin.config (name, default); "
+        "per node: kubectl label node gpu-1 nvidia.com/device-plugin.config=<config key> "
+        "--overwrite"
     )
     assert (node.expected_slots, node.allocatable) == (8, 8)
     assert codes(result) == ["plugin-operator-managed"]
@@ -467,3 +477,40 @@ def test_mps_without_control_daemon_names_the_daemon() -> None:
         node_labels={"nvidia.com/mps.capable": "true"},
     )
     assert "mps-daemon-missing" not in codes(snap(labelled))
+
+
+def test_split_node_daemonset_owns_its_node_and_the_shared_one_the_rest() -> None:
+    """DESIGN's host split: gpu-2 gets its own DaemonSet pinned to it with its UUIDs."""
+    uuids = f"{f.gpu_uuid('gpu-2', 0)},{f.gpu_uuid('gpu-2', 1)}"
+    pinned = f.plugin_daemonset(
+        name="nvidia-device-plugin-gpu-2", env={"NVIDIA_VISIBLE_DEVICES": uuids}
+    )
+    pinned["spec"]["template"]["spec"]["nodeSelector"] = {"kubernetes.io/hostname": "gpu-2"}
+    shared = f.plugin_daemonset()
+    shared["spec"]["template"]["spec"]["nodeSelector"] = {"gpu-split": "false"}
+    nodes = [
+        f.node("gpu-1", allocatable=4, labels={"gpu-split": "false"}),
+        f.node("gpu-2", allocatable=2),
+        f.node("gpu-3", allocatable=4, labels={"gpu-split": "false"}),
+    ]
+    plugin_pods = [
+        f.plugin_pod("gpu-1"),
+        f.plugin_pod("gpu-2", daemonset="nvidia-device-plugin-gpu-2"),
+        f.plugin_pod("gpu-3"),
+    ]
+    result = snap(
+        world(
+            daemonset=shared,
+            daemonsets=[pinned],
+            nodes=nodes,
+            plugin_pods=plugin_pods,
+            reports=[f.report(n) for n in ("gpu-1", "gpu-2", "gpu-3")],
+        )
+    )
+    assert [(n.name, n.visible_gpus, n.host_gpus, n.expected_slots) for n in result.nodes] == [
+        ("gpu-1", 4, 0, 4),
+        ("gpu-2", 2, 2, 2),
+        ("gpu-3", 4, 0, 4),
+    ]
+    assert result.mode == "basic"
+    assert codes(result) == []

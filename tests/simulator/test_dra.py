@@ -163,7 +163,9 @@ def test_slice_publishes_gpus_and_mig_devices_like_nvidias_driver() -> None:
         "cudaComputeCapability": "8.0.0",
     }
     assert mig["attributes"]["uuid"]["string"].startswith("MIG-")
-    assert mig["capacity"] == {"memory": {"value": "40192Mi"}}
+    assert mig["capacity"] == {"memory": {"value": "40576Mi"}}
+    agent_migs = sim.report("dra-mig-2").gpus[1].mig_devices  # type: ignore[union-attr]
+    assert mig["attributes"]["uuid"]["string"] == agent_migs[0].uuid  # the agent's MIG UUID
     assert devices[0]["capacity"] == {"memory": {"value": "80Gi"}}
     assert only["spec"]["pool"] == {"name": "dra-mig-2", "generation": 1, "resourceSliceCount": 1}
 

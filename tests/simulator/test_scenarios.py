@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,56 @@ def test_simulate_command_bad_scenario_exits_2(capsys: pytest.CaptureFixture[str
     main.add_arguments(parser)
     assert main.run(parser.parse_args(["--scenario", "nope", "--port", "0"])) == 2
     assert "unknown scenario" in capsys.readouterr().err
+
+
+def test_clusters_two_installs_mig_mixed_config_label_and_cordon() -> None:
+    sim = SimulatedCluster("clusters")
+    gpu = {
+        name: {
+            k: v
+            for k, v in (sim.get("Node", name) or {})["status"]["allocatable"].items()
+            if k.startswith("nvidia.com/")
+        }
+        for name in sim.inventories
+    }
+    assert gpu == {
+        "gpu-basic-1": {"nvidia.com/gpu": "4"},
+        "gpu-cordoned-2": {"nvidia.com/gpu": "2"},
+        "gpu-ts-3": {"nvidia.com/gpu": "16"},
+        "gpu-mig-4": {
+            "nvidia.com/gpu": "1",
+            "nvidia.com/mig-1g.10gb": "7",
+            "nvidia.com/mig-3g.40gb": "2",
+        },
+    }
+    owners = {
+        p["spec"][
+            "nodeName"
+        ]: f"{p['metadata']['namespace']}/{p['metadata']['ownerReferences'][0]['name']}"
+        for p in sim.store.objects(RESOURCES[1])
+        if p["metadata"].get("ownerReferences", [{}])[0].get("kind") == "DaemonSet"
+    }
+    assert owners == {
+        "gpu-basic-1": "kube-system/nvidia-device-plugin-daemonset",
+        "gpu-cordoned-2": "kube-system/nvidia-device-plugin-daemonset",
+        "gpu-ts-3": "nvidia-device-plugin/nvidia-device-plugin",
+        "gpu-mig-4": "nvidia-device-plugin/nvidia-device-plugin",
+    }
+    cordoned = sim.get("Node", "gpu-cordoned-2")
+    assert cordoned is not None and cordoned["spec"]["unschedulable"] is True
+    report = sim.report("gpu-mig-4")
+    assert report is not None and report.assignments is not None
+    assert [len(g.mig_devices) for g in report.gpus] == [7, 2, 0]
+    assert [(a.pod, a.resource, a.device_ids) for a in report.assignments] == [
+        ("mig-small-0", "nvidia.com/mig-1g.10gb", [report.gpus[0].mig_devices[0].uuid])
+    ]
+
+
+def test_config_label_change_restarts_a_config_manager_plugin_with_the_new_key() -> None:
+    sim = SimulatedCluster("clusters")
+    node = copy.deepcopy(sim.get("Node", "gpu-ts-3"))
+    assert node is not None
+    node["metadata"]["labels"]["nvidia.com/device-plugin.config"] = "default"
+    sim.registry.put(RESOURCES[0], node)
+    updated = sim.get("Node", "gpu-ts-3")
+    assert updated is not None and updated["status"]["allocatable"]["nvidia.com/gpu"] == "4"

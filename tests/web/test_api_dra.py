@@ -164,10 +164,10 @@ def test_demo_has_a_dra_node_beside_the_plugin_nodes(make_stack: Any) -> None:
         "extended_resources": ["nvidia.com/gpu"],
     }
     nodes = _nodes(demo)
-    assert nodes["gpu-server-6"]["allocation"] == "dra"
-    assert {n["allocation"] for name, n in nodes.items() if name != "gpu-server-6"} == {
+    assert nodes["gpu-dra-9"]["allocation"] == "dra"
+    assert {n["allocation"] for name, n in nodes.items() if name != "gpu-dra-9"} == {
         "device-plugin"
     }
     # The overview page draws it as a DRA node (polled: a page render may trail the API).
-    marker = 'data-testid="allocation-gpu-server-6" data-allocation="dra"'
+    marker = 'data-testid="allocation-gpu-dra-9" data-allocation="dra"'
     demo.wait(lambda: marker in demo.client.get("/").text, what="the DRA node on the page")

@@ -23,7 +23,7 @@ from app.domain.accounting.facts import (
     pod_refs,
 )
 from app.domain.accounting.ledger import sum_resources
-from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name
+from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name, readable
 from app.domain.accounting.pods import PodFacts, read_pod
 from app.domain.accounting.states import (
     build_node_state,
@@ -85,7 +85,7 @@ def build_snapshot(
     """
     specs = plugin_specs(state)
     spec = specs[0] if specs else None
-    default_config = resolve_config(spec, state.configmaps)
+    default_config = resolve_config(spec, state.configmaps, readable=readable(options))
     dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
     index = _index_pods(state, specs, memo)
     inputs = NodeInputs(

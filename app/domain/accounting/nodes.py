@@ -146,10 +146,19 @@ def _node_config(
 ) -> EffectiveConfig:
     """The node's own config where the config-manager picks one per node label."""
     if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
-        return resolve_config(spec, inputs.state.configmaps, node_labels=labels)
+        return resolve_config(
+            spec, inputs.state.configmaps, node_labels=labels, readable=readable(inputs.options)
+        )
     if spec is not inputs.spec:  # another plugin DaemonSet owns this node
-        return resolve_config(spec, inputs.state.configmaps)
+        return resolve_config(spec, inputs.state.configmaps, readable=readable(inputs.options))
     return inputs.default_config
+
+
+def readable(options: AccountingOptions) -> frozenset[str] | None:
+    """Namespaces whose ConfigMaps the engine was given (None: all of them)."""
+    if options.config_namespaces is None:
+        return None
+    return frozenset({options.plugin_namespace, *options.config_namespaces})
 
 
 def _mode_replicas_resource(

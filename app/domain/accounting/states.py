@@ -114,7 +114,24 @@ def _node_config(facts: NodeFacts) -> NodeConfig | None:
         key=config.key,
         label=facts.labels.get(label_key),
         mig_strategy=config.config.mig_strategy if config.config else None,
+        change_with=_change_with(spec, label_key, facts.name),
     )
+
+
+def _change_with(spec: PluginSpec, label_key: str, node: str) -> str | None:
+    """The owner's own way to change the config; None where GPU Slots' admin page applies."""
+    per_node = f"kubectl label node {node} {label_key}=<config key> --overwrite"
+    if spec.managed_by == "gpu-operator":
+        return (
+            "kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin.config "
+            f"(name, default); per node: {per_node}"
+        )
+    if spec.managed_by == "helm":
+        return (
+            f"helm upgrade <release> -n {spec.namespace} --reuse-values -f values.yaml  "
+            f"# config.map / config.default; per node: {per_node}"
+        )
+    return None
 
 
 def plugin_state(

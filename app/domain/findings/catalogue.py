@@ -61,6 +61,7 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("gpu-double-booked", _E, _N, "Pods hold a GPU resource the node stopped advertising"),
         _kind("mps-daemon-missing", _E, _N, "MPS configured but no MPS control daemon runs"),
         _kind("gpu-demand-pending", _W, _C, "Pods wanting GPU resources cannot be scheduled"),
+        _kind("config-namespace-not-read", _W, _N, "Plugin config in a namespace not read"),
         # Per GPU.
         # Error: a pod scheduled onto this "free" GPU meets the host's memory and dies (OOM).
         _kind("host-process-on-advertised-gpu", _E, _G, "Host process on an advertised GPU"),

@@ -269,9 +269,10 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
             )
         )
     uuid_items = [i for i in items if not i.isdigit()]
-    plugin_nodes = sorted(n.name for n in facts.nodes if n.plugin_pod is not None or n.gpu_node)
+    owned = [n for n in facts.nodes if n.spec is None or n.spec is spec]  # not other installs'
+    plugin_nodes = sorted(n.name for n in owned if n.plugin_pod is not None or n.gpu_node)
     if uuid_items and len(plugin_nodes) > 1:
-        matching = [n.name for n in facts.nodes if n.visibility is not None and n.visibility.uuids]
+        matching = [n.name for n in owned if n.visibility is not None and n.visibility.uuids]
         found.append(
             finding(
                 "visible-devices-list-on-many-nodes",

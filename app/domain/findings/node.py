@@ -8,7 +8,7 @@ from app.domain.findings.advertised import advertised_findings
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import ds_ref
 from app.domain.findings.resources import resource_findings
-from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
+from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec, StaticConfigRef
 from app.domain.snapshot import Finding, Mode
 
 _STRATEGY_LABEL = {Mode.BASIC: "none", Mode.TIME_SLICING: "time-slicing", Mode.MPS: "mps"}
@@ -20,7 +20,7 @@ def node_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
     if spec is None or not node.gpu_node:
         return found
     found += _plugin_pod(spec, node)
-    found += _config(spec, node)
+    found += _config(spec, node, main=spec is facts.spec)
     found += advertised_findings(spec, node)
     found += resource_findings(spec, node)
     found += _labels(node)
@@ -123,13 +123,32 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
     ]
 
 
-def _config(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
+def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
     ref = spec.config_ref
-    if not isinstance(ref, ConfigManagerRef) or node.config.error_code is None:
-        return []
     config = node.config
-    label = node.labels.get(ref.node_label)
-    if config.error_code == "config-label-unknown":
+    if config.error_code is None:
+        return []
+    if config.error_code == "config-namespace-not-read":
+        return [
+            finding(
+                "config-namespace-not-read",
+                f"{node.name}'s plugin ({spec.ref}) reads its config from namespace "
+                f"{spec.namespace}, whose ConfigMaps GPU Slots does not read",
+                evidence={"daemonset": spec.ref, "source": config.source, "error": config.error},
+                remedy=(
+                    f"helm upgrade gpu-slots chart/ --reuse-values --set "
+                    f"'plugin.configNamespaces={{{spec.namespace}}}'  "
+                    "# or GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES"
+                ),
+                node=node.name,
+            )
+        ]
+    if not isinstance(ref, ConfigManagerRef) and main:
+        return []  # the main DaemonSet's static config errors are cluster findings
+    if not isinstance(ref, ConfigManagerRef | StaticConfigRef):
+        return []
+    if isinstance(ref, ConfigManagerRef) and config.error_code == "config-label-unknown":
+        label = node.labels.get(ref.node_label)
         return [
             finding(
                 "config-label-unknown",

@@ -22,6 +22,7 @@ from app.domain.plugin.daemonset import (
 CONFIG_INVALID = "config-invalid"
 CONFIG_KEY_MISSING = "config-key-missing"
 CONFIG_LABEL_UNKNOWN = "config-label-unknown"
+CONFIG_NAMESPACE_NOT_READ = "config-namespace-not-read"
 
 
 @dataclass(frozen=True)
@@ -42,11 +43,26 @@ def resolve_config(
     configmaps: Mapping[str, Manifest],
     *,
     node_labels: Mapping[str, str] | None = None,
+    readable: frozenset[str] | None = None,
 ) -> EffectiveConfig:
-    """The effective config for a node with these labels (None: the node-independent default)."""
+    """The effective config for a node with these labels (None: the node-independent default).
+
+    `readable`: namespaces whose ConfigMaps the caller holds (None: every namespace).
+    """
     if spec is None:
         return EffectiveConfig(config=default_plugin_config(), source=None)
     ref = spec.config_ref
+    if (
+        readable is not None
+        and spec.namespace not in readable
+        and isinstance(ref, StaticConfigRef | ConfigManagerRef)
+    ):
+        return _error(
+            CONFIG_NAMESPACE_NOT_READ,
+            f"ConfigMaps of namespace {spec.namespace} are not read: add it to "
+            "GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES (chart plugin.configNamespaces)",
+            source=f"configmap/{ref.configmap} (namespace {spec.namespace})",
+        )
     if ref is None:
         return _parsed(spec, None, None, None)
     if isinstance(ref, UnresolvedConfigRef):

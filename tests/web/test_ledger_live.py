@@ -1,0 +1,162 @@
+"""The ledger through the real dashboard on the `clusters` scenario (plain objects, over HTTP).
+
+Two plugin installs (the configured DaemonSet and one the way NVIDIA's Helm chart installs
+it, config-manager and all), a MIG node under the mixed strategy, a node picking its
+config by label, a cordoned node, and a pod waiting for more than any node has free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.conftest import Stack
+
+HELM = "nvidia-device-plugin/nvidia-device-plugin"
+MAIN = "kube-system/nvidia-device-plugin-daemonset"
+
+
+def rs(allocatable: int, requested: int, free: int, stranded: int = 0) -> dict[str, int]:
+    return {"allocatable": allocatable, "requested": requested, "free": free, "stranded": stranded}
+
+
+@pytest.fixture
+def clusters(make_stack: Callable[..., Stack]) -> Stack:
+    stack = make_stack("clusters", plugin_config_namespaces=["nvidia-device-plugin"])
+
+    def reported() -> bool:
+        summary = stack.summary()
+        return summary["totals"]["physical_gpus"] == 13  # type: ignore[index]
+
+    stack.wait(reported, what="every agent report")
+    return stack
+
+
+def node(stack: Stack, name: str) -> dict[str, Any]:
+    response = stack.client.get(f"/api/v1/nodes/{name}")
+    response.raise_for_status()
+    found: dict[str, Any] = response.json()["node"]
+    return found
+
+
+def test_summary_counts_every_resource_stranded_and_pending(clusters: Stack) -> None:
+    summary = clusters.summary()
+    assert summary["mode"] == "mixed"
+    assert summary["resources"] == {
+        "nvidia.com/gpu": rs(23, 3, 19, 1),
+        "nvidia.com/mig-1g.10gb": rs(7, 1, 6),
+        "nvidia.com/mig-3g.40gb": rs(2, 0, 2),
+    }
+    totals = summary["totals"]
+    assert {k: totals[k] for k in ("physical_gpus", "allocatable", "requested")} == {  # type: ignore[index]
+        "physical_gpus": 13,
+        "allocatable": 23,
+        "requested": 3,
+    }
+    assert {k: totals[k] for k in ("free", "stranded", "pending")} == {  # type: ignore[index]
+        "free": 19,
+        "stranded": 1,
+        "pending": 16,
+    }
+    [demand] = summary["pending_demand"]  # type: ignore[misc]
+    assert {k: demand[k] for k in ("resource", "pods", "slots", "reason")} == {
+        "resource": "nvidia.com/gpu",
+        "pods": 1,
+        "slots": 16,
+        "reason": "largest schedulable free is 15 nvidia.com/gpu, below the request of 16",
+    }
+    assert summary["findings"] == {"error": 0, "warning": 1, "info": 1}
+    codes = [
+        (f["code"], f["node"]) for f in clusters.client.get("/api/v1/findings").json()["findings"]
+    ]
+    assert codes == [("gpu-demand-pending", None), ("slots-stranded", "gpu-cordoned-2")]
+
+
+def test_helm_node_picks_its_config_by_label(clusters: Stack) -> None:
+    got = node(clusters, "gpu-ts-3")
+    assert (got["mode"], got["expected_slots"], got["allocatable"], got["free"]) == (
+        "time-slicing",
+        16,
+        16,
+        15,
+    )
+    assert got["config"] == {
+        "daemonset": HELM,
+        "managed_by": "helm",
+        "source": "configmap/nvidia-device-plugin-configs#ts4",
+        "configmap": "nvidia-device-plugin-configs",
+        "key": "ts4",
+        "label": "ts4",
+        "mig_strategy": "mixed",
+        "change_with": "helm upgrade <release> -n nvidia-device-plugin --reuse-values -f "
+        "values.yaml  # config.map / config.default; per node: kubectl label node gpu-ts-3 "
+        "nvidia.com/device-plugin.config=<config key> --overwrite",
+    }
+    holders = got["gpus"][0]["holders"]
+    assert [(h["pod"], h["assignment"], h["slots"]) for h in holders] == [
+        ("ml/share-0", "kubelet", 1)
+    ]
+
+
+def test_mig_node_shows_mig_devices_and_their_holders(clusters: Stack) -> None:
+    got = node(clusters, "gpu-mig-4")
+    assert got["resources"] == {
+        "nvidia.com/gpu": rs(1, 0, 1),
+        "nvidia.com/mig-1g.10gb": rs(7, 1, 6),
+        "nvidia.com/mig-3g.40gb": rs(2, 0, 2),
+    }
+    assert (got["config"]["key"], got["expected_slots"]) == ("default", 1)
+    assert [(g["slots"], len(g["mig_devices"])) for g in got["gpus"]] == [(7, 7), (2, 2), (1, 0)]
+    first = got["gpus"][0]["mig_devices"][0]
+    assert (first["profile"], first["resource"], first["slots"]) == (
+        "1g.10gb",
+        "nvidia.com/mig-1g.10gb",
+        1,
+    )
+    assert [(h["pod"], h["assignment"]) for h in first["holders"]] == [
+        ("ml/mig-small-0", "kubelet")
+    ]
+    assert got["findings"] == []
+
+
+def test_cordoned_node_is_not_schedulable_and_strands_its_free_slot(clusters: Stack) -> None:
+    got = node(clusters, "gpu-cordoned-2")
+    assert (got["schedulable"], got["unschedulable_reason"]) == (False, "cordoned")
+    assert (got["allocatable"], got["requested"], got["free"], got["stranded"]) == (2, 1, 0, 1)
+    assert got["resources"] == {"nvidia.com/gpu": rs(2, 1, 0, 1)}
+    assert got["config"]["daemonset"] == MAIN
+    assert [f["code"] for f in got["findings"]] == ["slots-stranded"]
+
+
+def test_without_the_helm_namespace_its_nodes_say_why_their_config_is_unknown(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack("clusters")
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 13,  # type: ignore[index]
+        what="every agent report",
+    )
+    got = node(stack, "gpu-ts-3")
+    assert (got["mode"], got["expected_slots"]) == ("unknown", None)
+    assert [f["code"] for f in got["findings"]] == ["config-namespace-not-read"]
+
+
+def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -> None:
+    overview = clusters.client.get("/").text
+    assert overview.count('data-testid="resource-row"') == 3
+    assert 'data-resource="nvidia.com/mig-3g.40gb"' in overview
+    assert 'data-testid="unschedulable-gpu-cordoned-2"' in overview
+    assert "Unschedulable: cordoned" in overview
+    assert "1 pending pod(s) want 16 nvidia.com/gpu" in overview
+    detail = clusters.client.get("/nodes/gpu-mig-4").text
+    assert detail.count('data-testid="mig-row"') == 9
+    assert "Plugin nvidia-device-plugin/nvidia-device-plugin, config " in detail
+
+
+def test_metrics_carry_every_resource_and_pending_demand(clusters: Stack) -> None:
+    text = clusters.client.get("/metrics").text
+    assert 'gpu_slots_resource_free{node="gpu-mig-4",resource="nvidia.com/mig-1g.10gb"} 6' in text
+    assert 'gpu_slots_resource_stranded{node="gpu-cordoned-2",resource="nvidia.com/gpu"} 1' in text
+    assert 'gpu_slots_pending{resource="nvidia.com/gpu"} 16' in text
