@@ -449,3 +449,9 @@ def test_dra_holder_confirmed_by_the_kubelet_names_its_container() -> None:
         ("ml/a", "kubelet", "trainer"),
         ("ml/b", "claim", None),  # the kubelet does not list it (yet): the claim says so
     ]
+
+
+def test_dra_only_node_is_not_blamed_for_a_missing_device_plugin() -> None:
+    without_dra = replace(dra_world(), device_classes=[], resource_slices=[], resource_claims=[])
+    assert ("plugin-missing-on-node", "dra-1", None) in _codes(snap(without_dra))
+    assert _codes(snap(dra_world())) == []

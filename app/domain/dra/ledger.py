@@ -27,6 +27,10 @@ PLUGIN_ONLY_CODES = frozenset(
         "gfd-labels-disagree",
         "visible-device-not-on-node",
         "config-label-unknown",
+        "config-namespace-not-read",
+        "slots-stranded",
+        "gpu-double-booked",
+        "mps-daemon-missing",
     }
 )
 
