@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from app.domain.snapshot import GpuState
+from app.domain.snapshot import GpuState, NodeState
 from app.web.i18n import Translator
 
 
@@ -69,3 +69,9 @@ def dra_grid(gpu: GpuState, t: Translator) -> Markup:
 
 def dra_held(gpu: GpuState) -> int:
     return len([d for d in gpu.dra_devices if d.claims])
+
+
+def node_dra_devices(node: NodeState) -> tuple[int, int]:
+    """The node's DRA devices and how many of them a claim holds."""
+    devices = [d for gpu in node.gpus for d in gpu.dra_devices] + list(node.dra_devices)
+    return len(devices), len([d for d in devices if d.claims])

@@ -20,7 +20,7 @@ from markupsafe import Markup, escape
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity, Snapshot
 from app.web import docs_page
 from app.web.deps import RuntimeDep
-from app.web.dra_views import claim_lines, dra_grid, dra_held
+from app.web.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.i18n import CATALOGS, LANG_COOKIE, Translator, language_of, supported
 from app.web.runtime import Runtime
 
@@ -68,6 +68,8 @@ def slot_cells(gpu: GpuState) -> list[SlotCell]:
     """One cell per slot; cells held past the GPU's slots are drawn as over capacity."""
     held: list[SlotCell] = []
     for holder in gpu.holders:
+        if holder.source == "dra":
+            continue  # a DRA claim holds a device, drawn by dra_views.dra_grid
         kind = "held" if holder.assigned else "inferred"
         held.extend(SlotCell(kind, holder.pod) for _ in range(max(holder.slots, 0)))
     while len(held) < gpu.held_slots:
@@ -160,7 +162,7 @@ def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
 
 def unplaced_pods(node: NodeState) -> list[str]:
     """Pods holding slots of the node that no GPU's holders name (assignment not known yet)."""
-    placed = {holder.pod for gpu in node.gpus for holder in gpu.holders}
+    placed = {holder.pod for gpu in node.gpus for holder in gpu.holders if holder.source != "dra"}
     return [pod.pod for pod in node.pods if pod.slots > 0 and pod.pod not in placed]
 
 
@@ -193,6 +195,7 @@ views = SimpleNamespace(
     dra_grid=dra_grid,
     dra_held=dra_held,
     claim_lines=claim_lines,
+    node_dra_devices=node_dra_devices,
 )
 
 

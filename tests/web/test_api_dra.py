@@ -73,6 +73,11 @@ def test_nodes_say_how_their_gpus_are_handed_out_and_who_holds_them(dra: Stack) 
         2: [("ml/infer-mps-0", "dra", "MPS")],
         3: [("ml/embed-0", "dra", "Exclusive")],
     }
+    # Claims hold devices, not plugin slots.
+    assert [(g["role"], g["slots"], g["held_slots"]) for g in nodes[A100]["gpus"]] == [
+        ("dra", 0, 0)
+    ] * 4
+    assert nodes[A100]["config"] is None
     claims = {g["index"]: {h["claim"] for h in g["holders"]} for g in nodes[A100]["gpus"]}
     assert claims[1] == {"ml/shared-ts"} and claims[2] == {"ml/shared-mps"}
     assert claims[3] == {next(iter(claims[3]))} and next(iter(claims[3])).startswith(

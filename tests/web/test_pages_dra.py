@@ -113,3 +113,15 @@ def test_dra_node_detail_lists_its_claims() -> None:
         "1ml/<b>shared</b>time-slicingml/b, ml/c 3ml/sliceexclusiveml/d"
     )
     assert parse(get(app, "/nodes/gpu-1").text).by_testid("dra-claims") == []
+
+
+def test_dra_node_figures_count_devices_not_slots() -> None:
+    app, _ = page_app(_snapshot())
+    page = parse(get(app, "/").text)
+    assert page.text("node-dra-devices-dra-1") == "DRA devices 5"
+    assert page.text("node-dra-claimed-dra-1") == "Claimed 3"
+    assert page.text("node-dra-free-dra-1") == "Unclaimed 2"
+    assert page.by_testid("node-allocatable-dra-1") == []
+    assert page.text("node-allocatable-gpu-1") == "Allocatable 4"
+    # A DRA GPU has no slot cells: its claims are devices, not over-capacity slots.
+    assert [c for c in page.by_testid("slot-cell") if "over" in c.get("class", "")] == []

@@ -163,16 +163,19 @@ def dra_node_state(view: DraView | None, node: NodeFacts, state: NodeState) -> N
     gpus = [
         gpu.model_copy(
             update={
-                "dra_devices": [device_state(view, d) for d in devices if d.gpu_uuid == gpu.uuid]
+                "dra_devices": [device_state(view, d) for d in devices if d.gpu_uuid == gpu.uuid],
+                # held_slots counts plugin slots only: a claim is a device, not a slot
+                "held_slots": sum(h.slots for h in gpu.holders if h.source != "dra"),
             }
         )
         for gpu in state.gpus
     ]
     known = {g.uuid for g in state.gpus}
     unmatched = [device_state(view, d) for d in devices if d.gpu_uuid not in known]
-    return state.model_copy(
-        update={"allocation": allocation, "gpus": gpus, "dra_devices": unmatched}
-    )
+    update: dict[str, object] = {"allocation": allocation, "gpus": gpus, "dra_devices": unmatched}
+    if allocation == "dra":
+        update["config"] = None  # no plugin config applies to a node the plugin does not serve
+    return state.model_copy(update=update)
 
 
 def schedulable_nodes(nodes: Sequence[Manifest]) -> set[str]:
