@@ -455,3 +455,25 @@ def test_dra_only_node_is_not_blamed_for_a_missing_device_plugin() -> None:
     without_dra = replace(dra_world(), device_classes=[], resource_slices=[], resource_claims=[])
     assert ("plugin-missing-on-node", "dra-1", None) in _codes(snap(without_dra))
     assert _codes(snap(dra_world())) == []
+
+
+def test_dra_consumable_shares_of_one_device_are_listed_per_claim() -> None:
+    claims = []
+    for name, share, memory in (("s1", "a1b2", "20Gi"), ("s2", "c3d4", "40Gi")):
+        item = claim(name, devices=["gpu-0"], reserved=[f"{name}-pod"])
+        result = item["status"]["allocation"]["devices"]["results"][0]
+        result.update({"shareID": share, "consumedCapacity": {"memory": memory}})
+        claims.append(item)
+    snapshot = snap(
+        dra_world(
+            claims=claims,
+            pods=[claim_pod("s1-pod", "s1"), claim_pod("s2-pod", "s2")],
+            readings=dra_readings({0: [pod_proc("s1-pod", pid=1), pod_proc("s2-pod", pid=2)]}),
+        )
+    )
+    (device,) = _node(snapshot).gpus[0].dra_devices
+    assert [s.model_dump() for s in device.shares] == [
+        {"claim": "ml/s1", "share_id": "a1b2", "consumed_capacity": {"memory": "20Gi"}},
+        {"claim": "ml/s2", "share_id": "c3d4", "consumed_capacity": {"memory": "40Gi"}},
+    ]
+    assert (snapshot.dra.allocated, snapshot.dra.shared) == (1, 1)  # two claims, one device

@@ -8,7 +8,7 @@ from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.pods import is_ready
 from app.domain.cluster import Manifest
 from app.domain.dra.inventory import DraView
-from app.domain.dra.models import Allocation, DraDeviceState, DraSummary
+from app.domain.dra.models import Allocation, DraDeviceState, DraShare, DraSummary
 from app.domain.dra.objects import Device
 from app.domain.snapshot import NodeState, SlotHolder
 
@@ -151,6 +151,12 @@ def device_state(view: DraView, device: Device) -> DraDeviceState:
         product_name=device.product_name,
         memory_mib=device.memory_mib,
         claims=[c.key for c in view.claims_by_device.get(device.key, [])],
+        shares=[
+            DraShare(claim=c.key, share_id=r.share_id, consumed_capacity=dict(r.consumed))
+            for c in view.claims_by_device.get(device.key, [])
+            for r in c.results
+            if r.key == device.key and (r.share_id or r.consumed)
+        ],
     )
 
 

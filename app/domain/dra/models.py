@@ -33,6 +33,16 @@ class DraSharing(_Out):
     )
 
 
+class DraShare(_Out):
+    """A claim's share of a shareable device (consumable capacity, Kubernetes 1.34+)."""
+
+    claim: str = Field(description="namespace/name")
+    share_id: str | None = Field(description="status.allocation.devices.results[].shareID")
+    consumed_capacity: dict[str, str] = Field(
+        description="consumedCapacity of the result, e.g. {memory: 10Gi}"
+    )
+
+
 class DraDeviceState(_Out):
     """One device a DRA driver publishes on a node, and the claims allocated to it."""
 
@@ -46,6 +56,9 @@ class DraDeviceState(_Out):
     product_name: str | None
     memory_mib: int | None = Field(description="Capacity memory in MiB")
     claims: list[str] = Field(description="namespace/name of the claims allocated to it")
+    shares: list[DraShare] = Field(
+        default_factory=list, description="Per-claim shares, where the results carry them"
+    )
 
 
 class DraSummary(_Out):

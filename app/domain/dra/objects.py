@@ -194,6 +194,8 @@ class Result:
     driver: str
     pool: str
     device: str
+    share_id: str | None = None
+    consumed: tuple[tuple[str, str], ...] = ()  # consumedCapacity, sorted
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -295,6 +297,8 @@ def read_claim(obj: Manifest) -> Claim:
             str(r.get("driver", "")),
             str(r.get("pool", "")),
             str(r.get("device", "")),
+            _text(r.get("shareID")),
+            tuple(sorted((str(k), str(v)) for k, v in _dict(r.get("consumedCapacity")).items())),
         )
         for r in map(_dict, _list(devices.get("results")))
     )
