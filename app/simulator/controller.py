@@ -14,32 +14,25 @@ it (after a grace period the simulator skips) rather than removing it.
 from __future__ import annotations
 
 import copy
-import hashlib
-import json
-import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.simulator.inventory import NodeInventory
 from app.simulator.plugin import PluginOutcome, advertised
+from app.simulator.plugin_pods import (
+    HASH_LABEL,
+    gfd_labels,
+    has_config_manager,
+    owned_by,
+    runs_plugin,
+    template_hash,
+)
 from app.simulator.podstatus import pod_ready, pod_status, requested
 from app.simulator.registry import Registry, random_suffix, timestamp
 from app.simulator.resources import CONFIGMAP, DAEMONSET, EVENT, NODE, POD
 from app.simulator.selectors import match_label_map
 from app.simulator.store import Change, JsonObject
-
-HASH_LABEL = "controller-revision-hash"
-
-
-def template_hash(template: Mapping[str, Any]) -> str:
-    digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
-    return digest[:10]
-
-
-def gfd_product(name: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9\-_. ]", "", name)
-    return re.sub(r"\s+", "-", cleaned.strip())
 
 
 class PluginController:
@@ -67,7 +60,7 @@ class PluginController:
         obj = change.entry.obj
         meta = obj["metadata"]
         if change.resource is DAEMONSET:
-            if not self._runs_plugin(obj) and not self._is_main(obj):
+            if not runs_plugin(obj) and not self._is_main(obj):
                 return
             old_template = (change.old or {}).get("spec", {}).get("template")
             if change.type == "DELETED" or obj.get("spec", {}).get("template") != old_template:
@@ -94,19 +87,6 @@ class PluginController:
         meta = ds["metadata"]
         return bool(meta["name"] == self.name and meta.get("namespace") == self.namespace)
 
-    @staticmethod
-    def _runs_plugin(ds: JsonObject) -> bool:
-        """A DaemonSet running the device plugin itself (not GFD or the MPS daemon)."""
-        name = str(ds["metadata"]["name"])
-        if "gpu-feature-discovery" in name or "mps-control-daemon" in name:
-            return False
-        spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-        return any(
-            "k8s-device-plugin" in str(c.get("image", ""))
-            and "config-manager" not in (c.get("command") or [])
-            for c in spec.get("containers") or []
-        )
-
     def _is_plugin_pod(self, pod: JsonObject) -> bool:
         namespace = pod["metadata"].get("namespace")
         owners = {
@@ -132,7 +112,7 @@ class PluginController:
             (
                 ds
                 for ds in self.registry.store.objects(DAEMONSET)
-                if not self._is_main(ds) and self._runs_plugin(ds)
+                if not self._is_main(ds) and runs_plugin(ds)
             ),
             key=lambda d: (d["metadata"].get("namespace", ""), d["metadata"]["name"]),
         )
@@ -146,7 +126,7 @@ class PluginController:
             for p in self.registry.store.objects(POD)
             if self._is_plugin_pod(p)
             and (node is None or p["spec"].get("nodeName") == node)
-            and (ds is None or _owned_by(p, ds))
+            and (ds is None or owned_by(p, ds))
         ]
 
     def sync_all(self) -> None:
@@ -187,12 +167,12 @@ class PluginController:
         )
         # config-manager re-links the config when the node label changes and signals the
         # plugin, which restarts with it; without config-manager a label change does nothing.
-        reloads = _has_config_manager(spec)
+        reloads = has_config_manager(spec)
         if (
             ds is not None
             and (not reloads or outcome == self.outcomes.get(node_name))
             and any(
-                _owned_by(p, ds) and p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash
+                owned_by(p, ds) and p["metadata"].get("labels", {}).get(HASH_LABEL) == current_hash
                 for p in pods
             )
         ):
@@ -244,24 +224,8 @@ class PluginController:
         inventory = self.inventories[node_name]
         if outcome is not None and outcome.state == "running" and inventory.gfd:
             labels = node["metadata"].setdefault("labels", {})
-            labels.update(self._gfd_labels(inventory, outcome))
+            labels.update(gfd_labels(inventory, outcome))
         self.registry.put(NODE, node)
-
-    @staticmethod
-    def _gfd_labels(inventory: NodeInventory, outcome: PluginOutcome) -> dict[str, str]:
-        labels = {
-            "nvidia.com/gpu.present": "true",
-            "nvidia.com/gpu.count": str(len(inventory.gpus)),
-            "nvidia.com/gpu.replicas": str(outcome.replicas),
-            "nvidia.com/gpu.sharing-strategy": outcome.strategy,
-        }
-        if inventory.gpus:
-            gpu = inventory.gpus[0]
-            shared = outcome.replicas > 1 and not outcome.renamed
-            labels["nvidia.com/gpu.product"] = gfd_product(gpu.name) + ("-SHARED" if shared else "")
-            if gpu.memory_supported:
-                labels["nvidia.com/gpu.memory"] = str(gpu.memory_total_mib)
-        return labels
 
     def _plugin_pod(
         self, ds: JsonObject, node: str, revision: str, outcome: PluginOutcome
@@ -411,17 +375,3 @@ class PluginController:
                 all_containers=True,
             )
         self.registry.put(POD, new)
-
-
-def _owned_by(pod: JsonObject, ds: JsonObject) -> bool:
-    return pod["metadata"].get("namespace") == ds["metadata"].get("namespace") and any(
-        ref.get("kind") == "DaemonSet" and ref.get("name") == ds["metadata"]["name"]
-        for ref in pod["metadata"].get("ownerReferences") or []
-    )
-
-
-def _has_config_manager(pod_spec: Mapping[str, Any]) -> bool:
-    return any(
-        any(e.get("name") == "CONFIG_FILE_DST" for e in c.get("env") or [])
-        for c in list(pod_spec.get("containers") or []) + list(pod_spec.get("initContainers") or [])
-    )

@@ -286,6 +286,16 @@ def advertised(
     strategy = mig_strategy(env, content)
     if sharing.strategy == "mps" and strategy == "mixed":
         return PluginOutcome("crash", "using --mig-strategy=mixed is not supported with MPS")
+    if sharing.strategy == "mps" and not _mps_daemon_runs(inventory, node_labels or {}):
+        # The MPS control daemon DaemonSet selects nvidia.com/mps.capable=true (written by
+        # GFD from the same config); without it the plugin waits and registers nothing.
+        return PluginOutcome(
+            "running",
+            "Failed to start plugin: error waiting for MPS daemon. Retrying in 30s",
+            visible=tuple(g.index for g in visible),
+            replicas=sharing.replicas,
+            strategy=sharing.strategy,
+        )
     try:
         base = base_devices(visible, strategy, image)
     except ValueError as exc:
@@ -319,3 +329,8 @@ def advertised(
         devices=devices,
         mig_strategy=strategy,
     )
+
+
+def _mps_daemon_runs(inventory: NodeInventory, labels: Mapping[str, str]) -> bool:
+    """The MPS daemon runs where the node is labelled MPS-capable (GFD labels it itself)."""
+    return labels.get("nvidia.com/mps.capable") == "true" or inventory.gfd

@@ -298,6 +298,13 @@ def node_object(
                     "reason": "KubeletReady",
                     "message": "kubelet is posting ready status",
                 }
+                if node.get("ready", True)
+                else {
+                    "type": "Ready",
+                    "status": "Unknown",
+                    "reason": "NodeStatusUnknown",
+                    "message": "Kubelet stopped posting node status.",
+                }
             ],
             "addresses": [
                 {"type": "InternalIP", "address": f"10.0.0.{10 + index % 240}"},

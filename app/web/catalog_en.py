@@ -52,6 +52,8 @@ EN: dict[str, str] = {
     "total_requested": "Requested slots",
     "total_free": "Free slots",
     "total_stranded": "Stranded slots",
+    "cluster_mode": "GPU nodes",
+    "cluster_mode_mixed": "Mixed: nodes run different modes (see each node)",
     "mig_heading": "MIG devices",
     "col_mig_profile": "Profile",
     "col_assignment": "Known from",

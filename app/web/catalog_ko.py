@@ -52,6 +52,8 @@ KO: dict[str, str] = {
     "total_requested": "요청된 슬롯",
     "total_free": "빈 슬롯",
     "total_stranded": "묶인 슬롯",
+    "cluster_mode": "GPU 노드",
+    "cluster_mode_mixed": "혼합: 노드마다 모드가 다릅니다 (각 노드 참고)",
     "mig_heading": "MIG 장치",
     "col_mig_profile": "프로필",
     "col_assignment": "출처",

@@ -146,6 +146,8 @@ def test_clusters_two_installs_mig_mixed_config_label_and_cordon() -> None:
             "nvidia.com/mig-1g.10gb": "7",
             "nvidia.com/mig-3g.40gb": "2",
         },
+        "gpu-op-5": {"nvidia.com/gpu": "4"},
+        "gpu-over-6": {"nvidia.com/gpu": "1"},
     }
     owners = {
         p["spec"][
@@ -159,6 +161,8 @@ def test_clusters_two_installs_mig_mixed_config_label_and_cordon() -> None:
         "gpu-cordoned-2": "kube-system/nvidia-device-plugin-daemonset",
         "gpu-ts-3": "nvidia-device-plugin/nvidia-device-plugin",
         "gpu-mig-4": "nvidia-device-plugin/nvidia-device-plugin",
+        "gpu-op-5": "gpu-operator/nvidia-device-plugin-daemonset",
+        "gpu-over-6": "kube-system/nvidia-device-plugin-daemonset",
     }
     cordoned = sim.get("Node", "gpu-cordoned-2")
     assert cordoned is not None and cordoned["spec"]["unschedulable"] is True

@@ -7,13 +7,17 @@ config by label, a cordoned node, and a pod waiting for more than any node has f
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from app.simulator.resources import RESOURCES
 from tests.conftest import Stack
 
+HELM_NS = "nvidia-device-plugin"
 HELM = "nvidia-device-plugin/nvidia-device-plugin"
 MAIN = "kube-system/nvidia-device-plugin-daemonset"
 
@@ -24,11 +28,13 @@ def rs(allocatable: int, requested: int, free: int, stranded: int = 0) -> dict[s
 
 @pytest.fixture
 def clusters(make_stack: Callable[..., Stack]) -> Stack:
-    stack = make_stack("clusters", plugin_config_namespaces=["nvidia-device-plugin"])
+    stack = make_stack(
+        "clusters", plugin_config_namespaces=["nvidia-device-plugin", "gpu-operator"]
+    )
 
     def reported() -> bool:
         summary = stack.summary()
-        return summary["totals"]["physical_gpus"] == 13  # type: ignore[index]
+        return summary["totals"]["physical_gpus"] == 16  # type: ignore[index]
 
     stack.wait(reported, what="every agent report")
     return stack
@@ -45,18 +51,18 @@ def test_summary_counts_every_resource_stranded_and_pending(clusters: Stack) -> 
     summary = clusters.summary()
     assert summary["mode"] == "mixed"
     assert summary["resources"] == {
-        "nvidia.com/gpu": rs(23, 3, 19, 1),
+        "nvidia.com/gpu": rs(28, 6, 23, 1),
         "nvidia.com/mig-1g.10gb": rs(7, 1, 6),
         "nvidia.com/mig-3g.40gb": rs(2, 0, 2),
     }
     totals = summary["totals"]
     assert {k: totals[k] for k in ("physical_gpus", "allocatable", "requested")} == {  # type: ignore[index]
-        "physical_gpus": 13,
-        "allocatable": 23,
-        "requested": 3,
+        "physical_gpus": 16,
+        "allocatable": 28,
+        "requested": 6,
     }
     assert {k: totals[k] for k in ("free", "stranded", "pending")} == {  # type: ignore[index]
-        "free": 19,
+        "free": 23,
         "stranded": 1,
         "pending": 16,
     }
@@ -67,11 +73,15 @@ def test_summary_counts_every_resource_stranded_and_pending(clusters: Stack) -> 
         "slots": 16,
         "reason": "largest schedulable free is 15 nvidia.com/gpu, below the request of 16",
     }
-    assert summary["findings"] == {"error": 0, "warning": 1, "info": 1}
+    assert summary["findings"] == {"error": 0, "warning": 2, "info": 1}
     codes = [
         (f["code"], f["node"]) for f in clusters.client.get("/api/v1/findings").json()["findings"]
     ]
-    assert codes == [("gpu-demand-pending", None), ("slots-stranded", "gpu-cordoned-2")]
+    assert codes == [
+        ("gpu-demand-pending", None),
+        ("requested-above-allocatable", "gpu-over-6"),
+        ("slots-stranded", "gpu-cordoned-2"),
+    ]
 
 
 def test_helm_node_picks_its_config_by_label(clusters: Stack) -> None:
@@ -135,12 +145,69 @@ def test_without_the_helm_namespace_its_nodes_say_why_their_config_is_unknown(
 ) -> None:
     stack = make_stack("clusters")
     stack.wait(
-        lambda: stack.summary()["totals"]["physical_gpus"] == 13,  # type: ignore[index]
+        lambda: stack.summary()["totals"]["physical_gpus"] == 16,  # type: ignore[index]
         what="every agent report",
     )
     got = node(stack, "gpu-ts-3")
     assert (got["mode"], got["expected_slots"]) == ("unknown", None)
     assert [f["code"] for f in got["findings"]] == ["config-namespace-not-read"]
+
+
+def test_gpu_operator_node_is_read_with_the_operators_way_to_change_it(clusters: Stack) -> None:
+    got = node(clusters, "gpu-op-5")
+    assert (got["mode"], got["expected_slots"], got["allocatable"]) == ("time-slicing", 4, 4)
+    assert got["config"] == {
+        "daemonset": "gpu-operator/nvidia-device-plugin-daemonset",
+        "managed_by": "gpu-operator",
+        "source": "configmap/time-slicing-config-all#any",
+        "configmap": "time-slicing-config-all",
+        "key": "any",
+        "label": None,
+        "mig_strategy": "single",
+        "change_with": "kubectl edit clusterpolicy cluster-policy  "
+        "# spec.devicePlugin.config (name, default)",
+    }
+    assert got["findings"] == []
+
+
+def test_overcommitted_node_shows_free_zero_and_its_own_finding(clusters: Stack) -> None:
+    got = node(clusters, "gpu-over-6")
+    assert (got["allocatable"], got["requested"], got["free"]) == (1, 3, 0)
+    assert got["resources"] == {"nvidia.com/gpu": rs(1, 3, 0)}
+    assert [f["code"] for f in got["findings"]] == ["requested-above-allocatable"]
+
+
+def test_rename_by_default_leaves_old_pods_double_booked(clusters: Stack) -> None:
+    sim = clusters.simulator
+    configmap = copy.deepcopy(sim.get("ConfigMap", "nvidia-device-plugin-configs", HELM_NS))
+    assert configmap is not None
+    configmap["data"]["shared4"] = (
+        "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: true\n"
+        "    resources:\n      - name: nvidia.com/gpu\n        replicas: 4\n"
+    )
+    sim.registry.put(RESOURCES[2], configmap)
+    labelled = copy.deepcopy(sim.get("Node", "gpu-ts-3"))
+    assert labelled is not None
+    labelled["metadata"]["labels"]["nvidia.com/device-plugin.config"] = "shared4"
+    sim.registry.put(RESOURCES[0], labelled)
+
+    def booked() -> dict[str, Any] | None:
+        got = node(clusters, "gpu-ts-3")
+        return got if [f["code"] for f in got["findings"]] == ["gpu-double-booked"] else None
+
+    got = clusters.wait(booked, what="the renamed resource")
+    assert isinstance(got, dict)
+    assert got["resources"] == {
+        "nvidia.com/gpu": rs(0, 1, 0),
+        "nvidia.com/gpu.shared": rs(16, 0, 16),
+    }
+    assert got["findings"][0]["evidence"] == {
+        "resource": "nvidia.com/gpu",
+        "requested": 1,
+        "allocatable": 0,
+        "advertised_as": "nvidia.com/gpu.shared",
+        "pods": "ml/share-0",
+    }
 
 
 def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -> None:
@@ -150,6 +217,7 @@ def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -
     assert 'data-testid="unschedulable-gpu-cordoned-2"' in overview
     assert "Unschedulable: cordoned" in overview
     assert "1 pending pod(s) want 16 nvidia.com/gpu" in overview
+    assert 'data-testid="cluster-mode" data-mode="mixed"' in overview
     detail = clusters.client.get("/nodes/gpu-mig-4").text
     assert detail.count('data-testid="mig-row"') == 9
     assert "Plugin nvidia-device-plugin/nvidia-device-plugin, config " in detail
@@ -160,3 +228,119 @@ def test_metrics_carry_every_resource_and_pending_demand(clusters: Stack) -> Non
     assert 'gpu_slots_resource_free{node="gpu-mig-4",resource="nvidia.com/mig-1g.10gb"} 6' in text
     assert 'gpu_slots_resource_stranded{node="gpu-cordoned-2",resource="nvidia.com/gpu"} 1' in text
     assert 'gpu_slots_pending{resource="nvidia.com/gpu"} 16' in text
+
+
+MPS_SCENARIO = """
+nodes:
+  - name: mps-1
+    pod_resources: true
+    gpu_count: 2
+objects:
+  - apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: nvidia-device-plugin-config, namespace: kube-system}
+    data:
+      config.yaml: |
+        version: v1
+        sharing:
+          mps:
+            resources:
+              - name: nvidia.com/gpu
+                replicas: 2
+  - apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}
+    spec:
+      selector:
+        matchLabels: {name: nvidia-device-plugin-ds}
+      template:
+        metadata:
+          labels: {name: nvidia-device-plugin-ds}
+        spec:
+          containers:
+            - name: nvidia-device-plugin-ctr
+              image: nvcr.io/nvidia/k8s-device-plugin:v0.18.2
+              env:
+                - {name: FAIL_ON_INIT_ERROR, value: "false"}
+                - {name: MPS_ROOT, value: /run/nvidia/mps}
+                - {name: CONFIG_FILE, value: /config/config.yaml}
+              volumeMounts:
+                - {name: plugin-config, mountPath: /config}
+          volumes:
+            - name: plugin-config
+              configMap: {name: nvidia-device-plugin-config}
+"""
+
+
+def test_mps_without_its_control_daemon_names_the_daemon(
+    make_stack: Callable[..., Stack], tmp_path: Path
+) -> None:
+    scenario = tmp_path / "mps.yaml"
+    scenario.write_text(MPS_SCENARIO)
+    stack = make_stack(str(scenario))
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 2,  # type: ignore[index]
+        what="the agent report",
+    )
+    got = node(stack, "mps-1")
+    assert (got["mode"], got["allocatable"], got["expected_slots"]) == ("mps", None, 4)
+    assert [f["code"] for f in got["findings"]] == ["mps-daemon-missing"]
+
+
+STRANDED_SCENARIO = """
+nodes:
+  - name: gpu-a
+    gpu_count: 2
+  - name: gpu-lost
+    ready: false
+    gpu_count: 2
+  - name: gpu-train
+    taints: [{key: dedicated, value: train, effect: NoSchedule}]
+    gpu_count: 2
+  - name: gpu-tolerated
+    taints: [{key: nvidia.com/gpu, effect: NoSchedule}]
+    gpu_count: 2
+objects:
+  - apiVersion: apps/v1
+    kind: DaemonSet
+    metadata: {name: nvidia-device-plugin-daemonset, namespace: kube-system}
+    spec:
+      selector:
+        matchLabels: {name: nvidia-device-plugin-ds}
+      template:
+        metadata:
+          labels: {name: nvidia-device-plugin-ds}
+        spec:
+          containers:
+            - name: nvidia-device-plugin-ctr
+              image: nvcr.io/nvidia/k8s-device-plugin:v0.18.2
+"""
+
+
+def test_not_ready_and_tainted_nodes_strand_their_slots(
+    make_stack: Callable[..., Stack], tmp_path: Path
+) -> None:
+    scenario = tmp_path / "stranded.yaml"
+    scenario.write_text(STRANDED_SCENARIO)
+    stack = make_stack(str(scenario))
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 8,  # type: ignore[index]
+        what="the agent reports",
+    )
+    rows = [
+        (n["name"], n["schedulable"], n["unschedulable_reason"], n["free"], n["stranded"])
+        for n in stack.client.get("/api/v1/nodes").json()["nodes"]
+    ]
+    assert rows == [
+        ("gpu-a", True, None, 2, 0),
+        ("gpu-lost", False, "NotReady", 0, 2),
+        ("gpu-tolerated", True, None, 2, 0),
+        ("gpu-train", False, "tainted dedicated=train:NoSchedule", 0, 2),
+    ]
+    totals = stack.summary()["totals"]
+    assert (totals["free"], totals["stranded"]) == (4, 4)  # type: ignore[index]
+    findings = stack.client.get("/api/v1/findings").json()["findings"]
+    assert sorted((f["code"], f["node"]) for f in findings) == [
+        ("slots-stranded", "gpu-lost"),
+        ("slots-stranded", "gpu-train"),
+    ]

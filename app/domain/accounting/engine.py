@@ -151,6 +151,7 @@ def plugin_specs(state: ClusterState) -> list[PluginSpec]:
 
 def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo | None) -> _PodIndex:
     index = _PodIndex(specs=specs)
+    namespaces = {s.namespace for s in specs}
     read = memo.pods.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
     for pod, pod_facts_ in zip(state.pods, read, strict=True):
         uid = pod_facts_.uid
@@ -162,7 +163,11 @@ def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo |
             continue
         if pod_facts_.holds:
             index.pods_by_node.setdefault(node, []).append(pod_facts_)
-        owner = _pod_owner(pod, pod_facts_.namespace, specs)
+        owner = (
+            _pod_owner(pod, pod_facts_.namespace, specs)
+            if pod_facts_.namespace in namespaces
+            else None
+        )
         if owner is not None:
             if owner is specs[0]:
                 index.plugin_pods.append(pod)

@@ -120,16 +120,18 @@ def _node_config(facts: NodeFacts) -> NodeConfig | None:
 
 def _change_with(spec: PluginSpec, label_key: str, node: str) -> str | None:
     """The owner's own way to change the config; None where GPU Slots' admin page applies."""
-    per_node = f"kubectl label node {node} {label_key}=<config key> --overwrite"
+    per_node = ""
+    if isinstance(spec.config_ref, ConfigManagerRef):  # only config-manager reads the label
+        per_node = f"; per node: kubectl label node {node} {label_key}=<config key> --overwrite"
     if spec.managed_by == "gpu-operator":
         return (
             "kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin.config "
-            f"(name, default); per node: {per_node}"
+            f"(name, default){per_node}"
         )
     if spec.managed_by == "helm":
         return (
             f"helm upgrade <release> -n {spec.namespace} --reuse-values -f values.yaml  "
-            f"# config.map / config.default; per node: {per_node}"
+            f"# config.map / config.default{per_node}"
         )
     return None
 

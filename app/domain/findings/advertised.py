@@ -174,7 +174,7 @@ def _allocatable_mismatch(spec: PluginSpec, node: NodeFacts) -> Finding | None:
     allocatable = node.allocatable or 0
     expected = node.expected_slots
     explained = _has_unhealthy(node) and (node.capacity or 0) == expected
-    if expected is None or allocatable == expected or explained:
+    if expected is None or allocatable == expected or explained or mps_daemon_missing(node):
         return None
     return finding(
         "allocatable-mismatch",
