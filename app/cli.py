@@ -14,6 +14,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "agent": ("app.agent.main", "Report this node's GPUs to the dashboard"),
     "simulate": ("app.simulator.main", "Run the simulated Kubernetes cluster alone"),
     "demo": ("app.demo", "Dashboard on an embedded simulated cluster"),
+    "node-token": ("app.node_tokens", "Print the agent token of one node (host-service agents)"),
 }
 
 

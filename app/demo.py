@@ -1,13 +1,19 @@
 """`gpu-slots demo`: the whole product on an embedded simulated cluster, no cluster or GPU needed.
 
-It starts the simulator (a Kubernetes API server on a free loopback port, with simulated
-agents), then the dashboard reading it through the `kubernetes` client exactly as it reads
-a real cluster, and wires the simulated agents to post reports to the dashboard.
+It starts the simulator (a Kubernetes API server on a loopback port, `--sim-port` or a free
+one, with simulated agents and a rollout pace of a few seconds so the rollout view shows
+plugin pods Terminating and ContainerCreating), then the dashboard reading it through the
+`kubernetes` client exactly as it reads a real cluster, and wires the simulated agents to
+post reports to the dashboard. Each simulated agent sends its own ServiceAccount token
+issued by the simulator, which the dashboard checks with a TokenReview, as in a cluster.
 """
 
 from __future__ import annotations
 
 import argparse
+
+DEMO_ROLLOUT_S = 2.0
+DEMO_IDLE_AFTER_S = 20.0  # the demo's idle notebook is flagged within its first minute
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -18,6 +24,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--report-interval", type=float, default=5.0, help="Seconds between simulated agent reports"
+    )
+    parser.add_argument(
+        "--sim-port",
+        type=int,
+        default=0,
+        help="Port of the simulated Kubernetes API server on 127.0.0.1 (default: a free one)",
+    )
+    parser.add_argument(
+        "--rollout-seconds",
+        type=float,
+        default=DEMO_ROLLOUT_S,
+        help="Seconds a replaced plugin pod is Terminating, and its successor ContainerCreating",
     )
 
 
@@ -30,34 +48,46 @@ def run(args: argparse.Namespace) -> int:
     from app.logs import configure_logging
     from app.settings import Settings
     from app.simulator.cluster import SimulatedCluster
-    from app.web.server import build_app
+    from app.simulator.rollout import RolloutPace
+    from app.simulator.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
+    from app.web.server import build_app, uvicorn_config
 
     configure_logging()
-    agent_token = secrets.token_urlsafe(24)
     admin_token = secrets.token_urlsafe(18)
+    if not 0 <= args.sim_port <= 65535:
+        print("gpu-slots demo: --sim-port must be between 0 and 65535")
+        return 2
     try:
-        simulator = SimulatedCluster(args.scenario)
-    except ConfigError as exc:
+        pace = RolloutPace(terminating_s=args.rollout_seconds, creating_s=args.rollout_seconds)
+        simulator = SimulatedCluster(args.scenario, rollout_pace=pace)
+    except (ConfigError, ValueError) as exc:
         print(f"gpu-slots demo: {exc}")
         return 2
-    simulator_url = simulator.start(host="127.0.0.1", port=0)
+    try:
+        simulator_url = simulator.start(host="127.0.0.1", port=args.sim_port)
+    except OSError as exc:
+        print(f"gpu-slots demo: cannot serve the simulated API on port {args.sim_port}: {exc}")
+        return 2
     settings = Settings(
-        agent_token=agent_token,
         admin_token=admin_token,
+        agent_auth="serviceaccount",
+        agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
+        idle_slot_after_s=DEMO_IDLE_AFTER_S,
+        low_utilization_after_s=3 * DEMO_IDLE_AFTER_S,
         plugin_config_namespaces=simulator.scenario.daemonset_namespaces(),
     )
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"
     simulator.configure_agents(
         report_to=f"http://127.0.0.1:{args.port}",
-        token=agent_token,
+        token=simulator.tokens.agent_token,
         interval_s=args.report_interval,
     )
     print(f"GPU Slots demo: {dashboard_url}  (scenario {args.scenario!r})", flush=True)
     print(f"Simulated Kubernetes API: {simulator_url}  (kubectl --server={simulator_url} ...)")
     print(f"Admin token for this demo: {admin_token}", flush=True)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_config=None)
+        uvicorn.Server(uvicorn_config(app, host=args.host, port=args.port)).run()
     finally:
         simulator.stop()
     return 0

@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+AGENT_AUTH_METHODS = ("serviceaccount", "node-token", "shared-token")
+
 
 class Settings(BaseSettings):
     """Everything the dashboard and agent can be told from outside, validated once at start."""
@@ -24,12 +26,35 @@ class Settings(BaseSettings):
     # Other namespaces whose ConfigMaps plugin DaemonSets there may mount (JSON list).
     plugin_config_namespaces: list[str] = Field(default_factory=list)
 
+    # How agents prove their node (comma-separated): `serviceaccount` (a projected token
+    # checked with TokenReview), `node-token` (HMAC of agent_node_secret and the node name);
+    # `shared-token` (agent_token, any node) only when listed here explicitly.
+    agent_auth: str = "serviceaccount,node-token"
+    agent_token_audience: str = "gpu-slots"
+    # The agents' ServiceAccount as namespace:name; other accounts' tokens are refused.
+    agent_service_account: str | None = None
+    agent_node_secret: str | None = Field(default=None, repr=False)
+    agent_node_secret_file: Path | None = None
     agent_token: str | None = Field(default=None, repr=False)
     agent_token_file: Path | None = None
+    # Reports of nodes the cluster does not have are kept for at most this many nodes.
+    max_unknown_nodes: int = Field(default=64, ge=0, le=10_000)
+    # /metrics: when set, Prometheus sends this bearer token (else reads' rules apply).
+    metrics_token: str | None = Field(default=None, repr=False)
+    metrics_token_file: Path | None = None
     admin_token: str | None = Field(default=None, repr=False)
     admin_token_file: Path | None = None
     session_secret: str | None = Field(default=None, repr=False)
     session_max_age_s: int = Field(default=28_800, ge=300)
+    # Logged-out session ids, kept across restarts (a writable file, e.g. on a volume).
+    session_revocations_file: Path | None = None
+
+    # Replicas (app.web.peers): URLs whose names resolve to every dashboard replica (the
+    # chart's headless Service), comma-separated; this replica's own address (the pod IP)
+    # is skipped; how long a starting replica no peer answers waits for the agents.
+    peers: str = ""
+    pod_ip: str | None = None
+    report_wait_s: float = Field(default=0.0, ge=0, le=3600)
 
     public_reads: bool = True
     agent_stale_after_s: float = Field(default=90.0, gt=0)
@@ -37,6 +62,10 @@ class Settings(BaseSettings):
     snapshot_min_interval_s: float = Field(default=0.2, ge=0)
     watch_timeout_s: int = Field(default=300, ge=5)
     memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
+    # A slot held with no GPU process this long is flagged (slot-held-idle); a held GPU
+    # under 1% utilization this long too (gpu-utilization-low).
+    idle_slot_after_s: float = Field(default=900.0, gt=0)
+    low_utilization_after_s: float = Field(default=1800.0, gt=0)
     # Holds static/, templates/ and docs/; the repository root when unset.
     assets_dir: Path | None = None
 
@@ -73,6 +102,27 @@ class Settings(BaseSettings):
                 raise ValueError(f"{entry!r} is not an IP address or CIDR") from exc
         return value
 
+    @field_validator("agent_auth")
+    @classmethod
+    def _agent_methods(cls, value: str) -> str:
+        methods = [m.strip() for m in value.split(",") if m.strip()]
+        unknown = sorted(set(methods) - set(AGENT_AUTH_METHODS))
+        if unknown:
+            raise ValueError(f"unknown agent auth {unknown}; use {', '.join(AGENT_AUTH_METHODS)}")
+        return ",".join(methods)
+
+    @field_validator("agent_service_account")
+    @classmethod
+    def _service_account(cls, value: str | None) -> str | None:
+        if value is not None and (value.count(":") != 1 or "" in value.split(":")):
+            raise ValueError("must be namespace:name of the agents' ServiceAccount")
+        return value
+
+    @property
+    def agent_methods(self) -> frozenset[str]:
+        """The accepted ways for an agent to authenticate."""
+        return frozenset(m for m in self.agent_auth.split(",") if m)
+
     @field_validator("serving_gpu_resource")
     @classmethod
     def _resource_name(cls, value: str) -> str:
@@ -83,6 +133,14 @@ class Settings(BaseSettings):
     def read_agent_token(self) -> str | None:
         """The agent token: the variable wins, else the file's first line."""
         return _token(self.agent_token, self.agent_token_file)
+
+    def read_agent_node_secret(self) -> str | None:
+        """The secret per-node agent tokens are derived from."""
+        return _token(self.agent_node_secret, self.agent_node_secret_file)
+
+    def read_metrics_token(self) -> str | None:
+        """The token Prometheus sends to /metrics, if one is configured."""
+        return _token(self.metrics_token, self.metrics_token_file)
 
     def read_admin_token(self) -> str | None:
         """The admin token: the variable wins, else the file's first line."""

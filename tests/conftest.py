@@ -42,6 +42,8 @@ class Stack:
 def stack_settings(**overrides: object) -> Settings:
     values: dict[str, object] = {
         "agent_token": AGENT_TOKEN,
+        # The shared token is an explicit opt-in; tests of node binding set their own.
+        "agent_auth": "shared-token",
         "admin_token": ADMIN_TOKEN,
         "session_secret": "test-session-secret-0123456789abcdef",
         "snapshot_min_interval_s": 0.05,

@@ -10,6 +10,8 @@ from typing import TypeVar
 import uvicorn
 from fastapi import FastAPI
 
+from app.web.server import uvicorn_config
+
 T = TypeVar("T")
 
 
@@ -34,8 +36,10 @@ def wait_for(
 class LiveServer:
     """A FastAPI app served by uvicorn in a background thread (lifespan included)."""
 
-    def __init__(self, app: FastAPI, *, port: int = 0) -> None:
-        config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on")
+    def __init__(self, app: FastAPI, *, port: int = 0, host: str = "127.0.0.1") -> None:
+        # The production settings (no forwarded-header rewriting), with the lifespan on.
+        config = uvicorn_config(app, host=host, port=port)
+        config.lifespan = "on"
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, name="live-server", daemon=True)
         self.url = ""
@@ -44,7 +48,7 @@ class LiveServer:
         self.thread.start()
         wait_for(lambda: self.server.started, what="uvicorn to start")
         port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}"
+        self.url = f"http://{self.server.config.host}:{port}"
         return self.url
 
     def stop(self) -> None:

@@ -178,5 +178,9 @@ class AgentLoop:
 def _summary(report: AgentReport, outcome: Outcome) -> dict[str, object]:
     processes = sum(len(gpu.processes) for gpu in report.gpus)
     return fields(
-        status=outcome.status, source=report.source, gpus=len(report.gpus), processes=processes
+        status=outcome.status,
+        detail=outcome.detail,
+        source=report.source,
+        gpus=len(report.gpus),
+        processes=processes,
     )

@@ -40,7 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         type=Path,
         metavar="FILE",
-        help="File holding the shared agent token (first line)",
+        help="File holding the agent's token, re-read for every report: the projected "
+        "ServiceAccount token (in the cluster), this node's token from `gpu-slots node-token` "
+        "(a host service), or the shared token where the dashboard allows it",
     )
     parser.add_argument(
         "--node", default=None, help="Node name (default: $NODE_NAME, then the hostname)"

@@ -1,5 +1,10 @@
 """Delivery of one report to the dashboard: POST, classify the answer, back-off policy.
 
+With several dashboard replicas behind a headless Service the report goes to every
+address of the dashboard's name (`app.agent.fanout`); it counts as delivered once every
+replica has it. A replica that already accepted this report is not sent it again when the
+others are retried.
+
 The poster never retries by itself; the loop decides when to try again, so a newer
 report can replace one still waiting. 4xx answers other than 429 are permanent: the
 token, the size or the schema is wrong, and sending the same thing again cannot help.
@@ -17,6 +22,7 @@ import httpx
 
 from app.domain.report import AgentReport
 from app.errors import ConfigError
+from app.replicas import Resolver, Target, resolve_all, targets
 
 REPORTS_PATH = "/api/v1/agent/reports"
 _DETAIL_MAX_CHARS = 500
@@ -34,7 +40,7 @@ class Outcome:
 
 
 class TokenFile:
-    """The shared agent token, re-read on every send so a rotated Secret is picked up."""
+    """The agent token, re-read on every send: projected tokens and Secrets rotate."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
@@ -67,31 +73,85 @@ def tls_verify(*, ca_file: Path | None, insecure: bool) -> ssl.SSLContext | bool
 
 
 class ReportPoster:
-    """POSTs a report as JSON with the bearer token; turns every answer into an Outcome."""
+    """POSTs a report as JSON with the bearer token to every replica; one Outcome for all."""
 
-    def __init__(self, *, dashboard_url: str, token: TokenFile, client: httpx.Client) -> None:
+    def __init__(
+        self,
+        *,
+        dashboard_url: str,
+        token: TokenFile,
+        client: httpx.Client,
+        resolve: Resolver = resolve_all,
+    ) -> None:
         self._url = dashboard_url.rstrip("/") + REPORTS_PATH
         self._token = token
         self._client = client
+        self._resolve = resolve
+        self._accepted: tuple[object, set[str]] = (None, set())  # report date, addresses
 
     @property
     def url(self) -> str:
         return self._url
 
     def post(self, report: AgentReport) -> Outcome:
-        """One attempt; never raises for network or HTTP trouble."""
+        """One attempt at every replica not yet holding `report`; never raises."""
         body = report.model_dump(mode="json", by_alias=True)
         try:
             headers = {"Authorization": f"Bearer {self._token.read()}"}
         except ConfigError as exc:
             return Outcome(delivered=False, retry=False, detail=str(exc))
+        if self._accepted[0] != report.collected_at:
+            self._accepted = (report.collected_at, set())
+        accepted = self._accepted[1]
+        everyone = targets(self._url, self._resolve)
+        outcomes = [
+            (target, self._post_one(target, body, headers))
+            for target in everyone
+            if target.address not in accepted
+        ]
+        accepted.update(target.address for target, outcome in outcomes if outcome.delivered)
+        return combine(outcomes, replicas=len(everyone))
+
+    def _post_one(self, target: Target, body: object, headers: dict[str, str]) -> Outcome:
+        extensions = {"sni_hostname": target.sni} if target.sni else None
+        if target.host_header:
+            headers = {**headers, "Host": target.host_header}
         try:
-            response = self._client.post(self._url, json=body, headers=headers)
+            response = self._client.post(
+                target.url, json=body, headers=headers, extensions=extensions
+            )
         except httpx.TimeoutException as exc:
             return Outcome(delivered=False, retry=True, detail=f"timed out: {type(exc).__name__}")
         except httpx.HTTPError as exc:
             return Outcome(delivered=False, retry=True, detail=f"cannot reach dashboard: {exc}")
         return classify(response)
+
+
+def combine(outcomes: list[tuple[Target, Outcome]], *, replicas: int) -> Outcome:
+    """One Outcome for a fan-out: delivered when every replica took it; retried when one
+    failed for a passing reason; refused for good only when none can take it."""
+    if len(outcomes) == 1 and replicas == 1:
+        return outcomes[0][1]
+    failed = [(target, outcome) for target, outcome in outcomes if not outcome.delivered]
+    if not failed:
+        status = outcomes[0][1].status if outcomes else None
+        return Outcome(
+            delivered=True, retry=False, detail=f"accepted by {replicas} replicas", status=status
+        )
+    target, first = failed[0]
+    took = replicas - len(failed)
+    detail = f"{took} of {replicas} replicas accepted; {target.address}: {first.detail}"
+    retrying = [outcome for _, outcome in failed if outcome.retry]
+    if retrying:
+        waits = [o.retry_after_s for o in retrying if o.retry_after_s is not None]
+        return Outcome(
+            delivered=False,
+            retry=True,
+            detail=detail,
+            status=retrying[0].status,
+            retry_after_s=max(waits) if waits else None,
+        )
+    return Outcome(delivered=False, retry=False, detail=detail, status=first.status)
 
 
 def classify(response: httpx.Response) -> Outcome:
@@ -120,7 +180,7 @@ def backoff_delay_s(failures: int, *, base_s: float, cap_s: float, rng: random.R
 def _explain(status: int, message: str) -> str:
     reasons = {
         401: "dashboard refused the token (wrong or missing agent token)",
-        403: "dashboard refused the token (wrong or missing agent token)",
+        403: "dashboard refused the report: this token is for another node (check --node)",
         404: "dashboard has no report endpoint at this URL (wrong --dashboard?)",
         409: "dashboard holds a newer report of this node (clock skew, or two agents per node?)",
         413: "report too large for the dashboard",

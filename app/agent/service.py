@@ -27,14 +27,16 @@ from app.agent.podresources import PodResourcesReader
 from app.agent.sender import ReportPoster, TokenFile, tls_verify
 from app.agent.smi import SmiReader
 from app.errors import ConfigError
+from app.replicas import Resolver, resolve_all
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 HTTP_TIMEOUT = httpx.Timeout(10.0, connect=5.0)
 
 
 def node_name(explicit: str | None) -> str:
-    """--node, else $NODE_NAME (downward API), else the hostname."""
-    return explicit or os.environ.get("NODE_NAME") or socket.gethostname()
+    """--node, else $NODE_NAME (downward API), else the hostname (lower case, as k3s and
+    kubeadm name nodes; the dashboard accepts Kubernetes node names only)."""
+    return explicit or os.environ.get("NODE_NAME") or socket.gethostname().lower()
 
 
 def run_agent(
@@ -43,18 +45,19 @@ def run_agent(
     stream: IO[str] | None = None,
     nvml: Any | None = None,
     transport: httpx.BaseTransport | None = None,
+    resolve: Resolver = resolve_all,
 ) -> int:
     """The agent's main: exit 0 on success, 1 when `--once` failed, 2 on bad settings.
 
-    `nvml` (a pynvml-like module) and `transport` (httpx) are for tests; by default the
-    real `pynvml` and the network are used.
+    `nvml` (a pynvml-like module), `transport` (httpx) and `resolve` (the dashboard name's
+    addresses) are for tests; by default the real `pynvml`, DNS and the network are used.
     """
     node = node_name(args.node)
     log = configure_logging(
         node=node, stream=stream or sys.stderr, level=getattr(logging, args.log_level.upper())
     )
     try:
-        return _run(args, node=node, log=log, nvml=nvml, transport=transport)
+        return _run(args, node=node, log=log, nvml=nvml, transport=transport, resolve=resolve)
     except ConfigError as exc:
         log.error(str(exc))
         return EXIT_USAGE
@@ -70,6 +73,7 @@ def _run(
     log: logging.Logger,
     nvml: Any | None,
     transport: httpx.BaseTransport | None,
+    resolve: Resolver,
 ) -> int:
     if not args.dashboard.startswith(("http://", "https://")):
         raise ConfigError(f"--dashboard must be an http(s) URL, got {safe_url(args.dashboard)!r}")
@@ -95,7 +99,9 @@ def _run(
             _stop_on_signals(stop),
             httpx.Client(verify=verify, timeout=HTTP_TIMEOUT, transport=transport) as client,
         ):
-            poster = ReportPoster(dashboard_url=args.dashboard, token=token, client=client)
+            poster = ReportPoster(
+                dashboard_url=args.dashboard, token=token, client=client, resolve=resolve
+            )
             loop = AgentLoop(
                 collect=collector.collect,
                 post=poster.post,

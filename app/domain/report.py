@@ -6,23 +6,43 @@ simulator's simulated agents send the same shape, so all three share this one mo
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    model_validator,
+)
 
 REPORT_SCHEMA = 1
 
+# Bounds on every number an agent sends: far above any real GPU, far below what could
+# overflow a sum or a float in the engine (one report with 10**400 MiB once froze it).
+MAX_MEMORY_MIB = 1 << 20  # 1 TiB of GPU memory
+MAX_PID = 1 << 22  # Linux's largest pid_max
+MAX_GPU_INDEX = 1023
+# How far `collected_at` may lie ahead of the dashboard's clock.
+MAX_CLOCK_SKEW = timedelta(seconds=120)
 
-def _not_bool(value: object) -> object:
-    # JSON Schema's integer is not a boolean; lax pydantic would read `false` as 0.
-    if isinstance(value, bool):
-        raise ValueError("a number is required, not a boolean")
-    return value
+# Identifiers that reach copyable commands: a conservative alphabet, no shell syntax.
+GPU_UUID_PATTERN = r"^GPU-[A-Za-z0-9][A-Za-z0-9-]{0,123}$"
+MIG_UUID_PATTERN = r"^MIG-[A-Za-z0-9][A-Za-z0-9/-]{0,123}$"
+DEVICE_ID_PATTERN = r"^(GPU|MIG)-[A-Za-z0-9][A-Za-z0-9/-]{0,123}(::[0-9]{1,4})?$"
+NODE_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+POD_UID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$"
+CONTAINER_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
+K8S_NAME_PATTERN = r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$"
+RESOURCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$"
 
-
-Count = Annotated[int, Field(ge=0), BeforeValidator(_not_bool)]
-Percent = Annotated[int, Field(ge=0, le=100), BeforeValidator(_not_bool)]
+# Strict integers: JSON `"0"` or `false` is not a number (lax pydantic would take both).
+Count = Annotated[StrictInt, Field(ge=0)]
+MemoryMib = Annotated[StrictInt, Field(ge=0, le=MAX_MEMORY_MIB)]
+Percent = Annotated[StrictInt, Field(ge=0, le=100)]
 
 
 class _Strict(BaseModel):
@@ -32,18 +52,22 @@ class _Strict(BaseModel):
 class ProcessReading(_Strict):
     """One compute process on a GPU (NVML PIDs are host PIDs)."""
 
-    pid: Count = Field(description="Host PID (nvidia-smi: pid)")
-    used_memory_mib: Count | None = Field(
+    pid: Annotated[StrictInt, Field(ge=0, le=MAX_PID)] = Field(
+        description="Host PID (nvidia-smi: pid)"
+    )
+    used_memory_mib: MemoryMib | None = Field(
         default=None,
         description="GPU memory of the process in MiB (used_memory); null when unknown",
     )
     pod_uid: str | None = Field(
         default=None,
-        max_length=64,
+        pattern=POD_UID_PATTERN,
         description="UID of the pod owning the process; null for a host process",
     )
     container: str | None = Field(
-        default=None, max_length=128, description="Container ID from the process's cgroup"
+        default=None,
+        pattern=CONTAINER_ID_PATTERN,
+        description="Container ID from the process's cgroup",
     )
     command: str | None = Field(default=None, max_length=4096, description="Command line")
     user: str | None = Field(
@@ -81,13 +105,15 @@ class MigDeviceReading(_Strict):
 class GpuReading(_Strict):
     """One physical GPU as NVML or nvidia-smi reports it."""
 
-    index: Count = Field(description="NVML index (nvidia-smi: index)")
-    uuid: str = Field(min_length=1, max_length=128, description="GPU UUID (nvidia-smi: uuid)")
+    index: Annotated[StrictInt, Field(ge=0, le=MAX_GPU_INDEX)] = Field(
+        description="NVML index (nvidia-smi: index)"
+    )
+    uuid: str = Field(pattern=GPU_UUID_PATTERN, description="GPU UUID, GPU-... (nvidia-smi: uuid)")
     name: str = Field(default="", max_length=256, description="Product name (nvidia-smi: name)")
-    memory_total_mib: Count | None = Field(
+    memory_total_mib: MemoryMib | None = Field(
         default=None, description="memory.total in MiB; null where Not Supported"
     )
-    memory_used_mib: Count | None = Field(
+    memory_used_mib: MemoryMib | None = Field(
         default=None, description="memory.used in MiB; null where Not Supported"
     )
     utilization_pct: Percent | None = Field(default=None, description="utilization.gpu in percent")
@@ -103,11 +129,11 @@ class GpuReading(_Strict):
 class DeviceAssignment(_Strict):
     """Devices the kubelet assigned to one pod container (from the PodResources API)."""
 
-    namespace: str = Field(max_length=253)
-    pod: str = Field(max_length=253)
-    container: str = Field(max_length=253)
-    resource: str = Field(max_length=253, description="e.g. nvidia.com/gpu")
-    device_ids: list[str] = Field(
+    namespace: str = Field(pattern=K8S_NAME_PATTERN)
+    pod: str = Field(pattern=K8S_NAME_PATTERN)
+    container: str = Field(pattern=K8S_NAME_PATTERN)
+    resource: str = Field(pattern=RESOURCE_PATTERN, description="e.g. nvidia.com/gpu")
+    device_ids: list[Annotated[str, Field(pattern=DEVICE_ID_PATTERN)]] = Field(
         max_length=1024, description="GPU UUIDs, or UUID::n replicas under time-slicing"
     )
 
@@ -129,7 +155,7 @@ class AgentReport(_Strict):
     """Schema 1 of the report a node agent POSTs to the dashboard."""
 
     schema_: Literal[1] = Field(alias="schema", description="Report schema version")
-    node: str = Field(min_length=1, max_length=253, description="Kubernetes node name")
+    node: str = Field(pattern=NODE_NAME_PATTERN, description="Kubernetes node name")
     collected_at: AwareDatetime = Field(description="When the readings were taken (UTC)")
     source: Literal["nvml", "nvidia-smi", "none"] = Field(
         description="Which reader produced the GPUs; none when no reader worked"
@@ -152,6 +178,35 @@ class AgentReport(_Strict):
     )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @model_validator(mode="after")
+    def _unique_gpus(self) -> AgentReport:
+        """Each GPU once: two readings of one UUID or one index would double count it."""
+        for what, values in (
+            ("uuid", [gpu.uuid for gpu in self.gpus]),
+            ("index", [gpu.index for gpu in self.gpus]),
+        ):
+            seen: set[object] = set()
+            for value in values:
+                if value in seen:
+                    raise ValueError(f"GPU {what} {value!r} appears twice in gpus")
+                seen.add(value)
+        return self
+
+
+def too_far_ahead(report: AgentReport, *, now: datetime) -> str | None:
+    """Why `collected_at` cannot be accepted at `now` (too far in the future), or None.
+
+    A report dated in the future would outrank every later true report of its node.
+    """
+    if report.collected_at <= now + MAX_CLOCK_SKEW:
+        return None
+    skew_s = int((report.collected_at - now).total_seconds())
+    limit_s = int(MAX_CLOCK_SKEW.total_seconds())
+    return (
+        f"collected_at is {skew_s} s ahead of the dashboard's clock (at most {limit_s} s "
+        "allowed); check the node's clock (NTP)"
+    )
 
 
 class ReceivedReport(BaseModel):

@@ -47,7 +47,12 @@ class Finding(_Out):
     code: str = Field(description="Stable code, documented in docs/findings.md")
     severity: Severity
     scope: Scope
-    title: str = Field(description="One line saying what is wrong")
+    title: str = Field(description="One line saying what is wrong (English)")
+    params: dict[str, EvidenceValue] = Field(
+        default_factory=dict,
+        description="The values a page words the title with in each language: the evidence "
+        "plus node, gpu_uuid and pod",
+    )
     evidence: dict[str, EvidenceValue] = Field(description="The numbers that disagree")
     remedy: str = Field(description="The command or setting that fixes it")
     node: str | None = None
@@ -128,9 +133,10 @@ class GpuState(_Out):
     index: int
     uuid: str
     name: str
-    role: Literal["advertised", "dra", "host", "unknown"] = Field(
+    role: Literal["advertised", "dra", "host", "failing", "unknown"] = Field(
         description="advertised: visible to the plugin; dra: published by a DRA driver; "
-        "host: kept out of Kubernetes"
+        "host: deliberately kept out of Kubernetes by a working plugin; failing: not "
+        "advertised because the node's plugin fails"
     )
     slots: int = Field(
         description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
@@ -172,6 +178,12 @@ class PluginPod(_Out):
     ready: bool
     started_at: datetime | None
     image: str | None
+    state: str | None = Field(
+        default=None,
+        description="The container's waiting/terminated reason (CrashLoopBackOff, "
+        "ContainerCreating, ...) or Running; what `kubectl get pods` shows as STATUS",
+    )
+    restarts: int = 0
 
 
 class PodSlots(_Out):
@@ -203,6 +215,7 @@ class NodeState(_Out):
     """One node's accounting next to its reality."""
 
     name: str
+    labels: dict[str, str] = Field(default_factory=dict, description="The node's labels")
     ready: bool
     gpu_node: bool
     k3s: bool
@@ -212,6 +225,9 @@ class NodeState(_Out):
     physical_gpus: int | None = Field(description="From the agent report; null without one")
     visible_gpus: int | None = Field(description="GPUs the plugin sees")
     host_gpus: int | None = Field(description="GPUs kept for host processes")
+    failing_gpus: int = Field(
+        default=0, description="GPUs not advertised because the node's plugin pod fails"
+    )
     expected_slots: int | None
     capacity: int | None
     allocatable: int | None
@@ -264,6 +280,7 @@ class Totals(_Out):
     physical_gpus: int
     visible_gpus: int
     host_gpus: int
+    failing_gpus: int = 0
     allocatable: int
     requested: int
     free: int

@@ -23,6 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
 from app.kube.client import translate
+from app.kube.slim import slim_pod
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +45,8 @@ class WatchTarget:
     args: tuple[str, ...] = ()
     field_selector: str | None = None
     optional: bool = False  # a 404 means the API is not served (e.g. no DRA): empty, not an error
+    # What to keep of each object, applied as it arrives (app/kube/slim.py for pods).
+    transform: Callable[[Manifest], Manifest] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +143,9 @@ class Reflector:
             *self.target.args, _preload_content=False, _request_timeout=30, **self._kwargs()
         )
         body = json.loads(response.data)
-        items = {_key(item): item for item in body.get("items") or []}
+        keep = self.target.transform
+        listed = body.get("items") or []
+        items = {_key(item): keep(item) if keep else item for item in listed}
         with self._lock:
             self._items = items
             self._resource_version = body.get("metadata", {}).get("resourceVersion", "")
@@ -167,6 +172,8 @@ class Reflector:
                 if kind == "BOOKMARK":
                     self._resource_version = version or self._resource_version
                     continue
+                if kind != "DELETED" and self.target.transform is not None:
+                    obj = self.target.transform(obj)
                 with self._lock:
                     if kind == "DELETED":
                         self._items.pop(_key(obj), None)
@@ -246,7 +253,7 @@ class ClusterCache:
         dra = client.ResourceV1Api(api_client)
         targets = {
             "nodes": WatchTarget("nodes", core.list_node),
-            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces),
+            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=slim_pod),
             "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(
                 "configmaps", core.list_namespaced_config_map, (plugin_namespace,)

@@ -49,6 +49,19 @@ READ_CALLS: tuple[ApiCall, ...] = (
     ApiCall("resource.k8s.io", "resourceclaims", "watch", "cluster"),
     ApiCall("resource.k8s.io", "resourceclaimtemplates", "list", "cluster"),
     ApiCall("resource.k8s.io", "resourceclaimtemplates", "watch", "cluster"),
+    # Per-node GPU splits: a node's own DaemonSet (any name), the node and its labels, and
+    # the change history (Events labelled gpu-slots.io/change in the plugin namespace).
+    ApiCall("apps", "daemonsets", "get", "plugin-namespace"),
+    ApiCall("", "nodes", "get", "cluster"),
+    ApiCall("", "events", "list", "plugin-namespace"),
+    ApiCall("", "events", "get", "plugin-namespace"),
+)
+
+# Agents bound to their node (app.kube.tokenreview): the review of each agent's projected
+# token, and the token's pod where the review names no node (Kubernetes before 1.30).
+AGENT_AUTH_CALLS: tuple[ApiCall, ...] = (
+    ApiCall("authentication.k8s.io", "tokenreviews", "create", "cluster"),
+    ApiCall("", "pods", "get", "cluster"),
 )
 
 WRITE_CALLS: tuple[ApiCall, ...] = (
@@ -59,6 +72,13 @@ WRITE_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "configmaps", "patch", "plugin-namespace", "plugin-configmap", writes=True),
     ApiCall("", "configmaps", "delete", "plugin-namespace", "plugin-configmap", writes=True),
     ApiCall("", "events", "create", "plugin-namespace", writes=True),
+    # Per-node GPU splits: own DaemonSets and ConfigMaps are named after their node.
+    ApiCall("apps", "daemonsets", "create", "plugin-namespace", writes=True),
+    ApiCall("apps", "daemonsets", "update", "plugin-namespace", writes=True),
+    ApiCall("apps", "daemonsets", "delete", "plugin-namespace", writes=True),
+    ApiCall("", "configmaps", "update", "plugin-namespace", writes=True),
+    ApiCall("", "configmaps", "delete", "plugin-namespace", writes=True),
+    ApiCall("", "nodes", "patch", "cluster", writes=True),
     ApiCall("", "users", "impersonate", "cluster", writes=True),
     ApiCall("", "groups", "impersonate", "cluster", writes=True),
 )

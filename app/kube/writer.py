@@ -4,6 +4,8 @@ Writes carry the resourceVersions the plan was made from, so someone else's chan
 between is a 409 and nothing is written. The ConfigMap is written before the DaemonSet
 (the new pods must find their config); a ConfigMap deletion comes after it (the old pods
 must not lose theirs). When the DaemonSet write fails, the ConfigMap write is undone.
+After a timeout or a 5xx the objects are re-read first (app.kube.uncertain): a write that
+was committed is never undone as if it had failed, and the admin is told the state found.
 Calls made here are all declared in app.kube.permissions.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import secrets
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -20,10 +23,21 @@ from typing import Any
 
 from kubernetes import client
 
+from app.domain.changes.history import (
+    CHANGE_LABEL,
+    EVENT_PREFIX,
+    ChangeRecord,
+    change_id,
+    record_event,
+)
 from app.domain.changes.models import ChangePlan, ConfigMapAction
+from app.domain.changes.outcome import Found, describe
+
+__all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
 from app.kube.client import copy_api_client, translate
+from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
 
 log = logging.getLogger(__name__)
 audit_log = logging.getLogger("gpu_slots.audit")
@@ -61,15 +75,7 @@ class ApplyResult:
     configmap: Manifest | None
     applied_at: datetime
     warnings: tuple[str, ...] = ()
-
-
-class ApplyFailed(ClusterError):
-    """The DaemonSet write failed after the ConfigMap write; `restored`: the ConfigMap is undone."""
-
-    def __init__(self, message: str, *, cause: ClusterError, restored: bool) -> None:
-        super().__init__(message, status=cause.status, reason=cause.reason)
-        self.cause = cause
-        self.restored = restored
+    change_id: str | None = None  # the entry in the change history (None: not recorded)
 
 
 def utc_now() -> datetime:
@@ -124,19 +130,7 @@ class PluginWriter:
 
     def read(self) -> ClusterObjects:
         """Both objects, fresh from the API server (None where absent)."""
-        daemonset = self._optional(
-            lambda: self._apps.read_namespaced_daemon_set(
-                self.daemonset_name, self.namespace, **_raw()
-            ),
-            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
-        )
-        configmap = self._optional(
-            lambda: self._core.read_namespaced_config_map(
-                self.configmap_name, self.namespace, **_raw()
-            ),
-            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
-        )
-        return ClusterObjects(daemonset, configmap)
+        return ClusterObjects(self._read_daemonset(), self._read_configmap())
 
     # writes ------------------------------------------------------------------------------
 
@@ -156,27 +150,77 @@ class PluginWriter:
             daemonset_error = str(exc)
         return DryRunResult(configmap=configmap_error, daemonset=daemonset_error)
 
-    def apply(self, plan: ChangePlan, *, user: str) -> ApplyResult:
+    def apply(self, plan: ChangePlan, *, user: str, rolls_back: str | None = None) -> ApplyResult:
         """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it."""
-        written_cm = self._write_configmap(plan, dry_run=False)
-        try:
-            written_ds = self._write_daemonset(plan, dry_run=False)
-        except ClusterError as exc:
-            raise self._undo_configmap(plan, written_cm, exc) from exc
         warnings: list[str] = []
+        settle = Settle(plan, self._read_configmap, self._read_daemonset, self._where())
+        try:
+            try:
+                written_cm = self._write_configmap(plan, dry_run=False)
+            except ClusterError as exc:
+                written_cm = settle.configmap_write(exc, warnings)
+            try:
+                written_ds = self._write_daemonset(plan, dry_run=False)
+            except ClusterError as exc:
+                try:
+                    written_ds = settle.daemonset_write(exc, warnings)
+                except NotWritten:
+                    raise self._undo_configmap(plan, written_cm, exc) from exc
+        except ApplyFailed as failed:
+            audit_failure(plan, failed, user=user, daemonset=self._where())
+            raise
         result_cm = written_cm if written_cm is not None else plan.configmap_before
         if plan.configmap_action is ConfigMapAction.DELETE:
             try:
                 self._delete_configmap(plan, dry_run=False)
                 result_cm = None
             except ClusterError as exc:
-                warnings.append(
-                    f"The DaemonSet is updated, but the ConfigMap could not be deleted ({exc}); "
-                    "it is left behind, unused."
-                )
+                if settle.deleted(exc):
+                    result_cm = None
+                    warnings.append(
+                        f"The answer to the ConfigMap deletion was lost ({exc}); re-reading "
+                        "shows it was deleted."
+                    )
+                else:
+                    warnings.append(
+                        f"The DaemonSet is updated, but the ConfigMap could not be deleted "
+                        f"({exc}); it is left behind, unused."
+                    )
         applied_at = self._clock()
-        self._audit(plan, written_ds, user=user, at=applied_at, warnings=warnings)
-        return ApplyResult(written_ds, result_cm, applied_at, tuple(warnings))
+        record = ChangeRecord(
+            id=change_id(applied_at, secrets.token_hex(3)),
+            kind="mode",
+            action=plan.kind,
+            at=applied_at,
+            user=user,
+            summary=f"{plan.before.describe()} -> {plan.after.describe()}",
+            before=plan.before.as_json(),
+            after=plan.after.as_json(),
+            rolls_back=rolls_back,
+        )
+        recorded = self._audit(plan, written_ds, record, warnings=warnings)
+        return ApplyResult(
+            written_ds, result_cm, applied_at, tuple(warnings), record.id if recorded else None
+        )
+
+    def _where(self) -> str:
+        return f"{self.namespace}/{self.daemonset_name}"
+
+    def _read_configmap(self) -> Manifest | None:
+        return self._optional(
+            lambda: self._core.read_namespaced_config_map(
+                self.configmap_name, self.namespace, **_raw()
+            ),
+            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
+        )
+
+    def _read_daemonset(self) -> Manifest | None:
+        return self._optional(
+            lambda: self._apps.read_namespaced_daemon_set(
+                self.daemonset_name, self.namespace, **_raw()
+            ),
+            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
+        )
 
     def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
         body: Any = plan.configmap  # plain JSON: the client sends dicts as they are
@@ -247,6 +291,10 @@ class PluginWriter:
                     action="restoring the ConfigMap after the failed change",
                 )
         except ClusterError as undo_error:
+            settle = Settle(plan, self._read_configmap, self._read_daemonset, self._where())
+            settled = settle.undo(cause, undo_error)
+            if settled is not None:
+                return settled
             log.error(
                 "plugin change half-applied: ConfigMap written, DaemonSet not, restore failed",
                 extra={"cause": str(cause), "restore_error": str(undo_error)},
@@ -258,12 +306,14 @@ class PluginWriter:
                 "roll the ConfigMap back by hand.",
                 cause=cause,
                 restored=False,
+                state=describe(configmap=Found.NEW, daemonset=Found.OLD),
             )
         log.warning("plugin change failed; ConfigMap restored", extra={"cause": str(cause)})
         return ApplyFailed(
             f"{cause}. The ConfigMap write was undone: the cluster is as before the change.",
             cause=cause,
             restored=True,
+            state=describe(configmap=Found.OLD, daemonset=Found.OLD),
         )
 
     # audit -------------------------------------------------------------------------------
@@ -272,59 +322,71 @@ class PluginWriter:
         self,
         plan: ChangePlan,
         daemonset: Manifest,
+        record: ChangeRecord,
         *,
-        user: str,
-        at: datetime,
         warnings: list[str],
-    ) -> None:
+    ) -> bool:
+        """Log the change and record it as an Event (the change history); False: not recorded."""
         verb = "rolled back" if plan.kind == "rollback" else "changed"
         message = (
-            f"{user} {verb} the device plugin config: {plan.before.describe()} -> "
+            f"{record.user} {verb} the device plugin config: {plan.before.describe()} -> "
             f"{plan.after.describe()} (ConfigMap {plan.configmap_action.value})"
         )
         audit_log.info(
             message,
             extra={
-                "user": user,
+                "user": record.user,
                 "kind": plan.kind,
+                "change_id": record.id,
                 "before": plan.before.as_json(),
                 "after": plan.after.as_json(),
                 "configmap_action": plan.configmap_action.value,
                 "daemonset": f"{self.namespace}/{self.daemonset_name}",
             },
         )
-        meta = daemonset.get("metadata") or {}
-        stamp = at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        event: Any = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.daemonset_name}.", "namespace": self.namespace},
-            "involvedObject": {
-                "apiVersion": "apps/v1",
-                "kind": "DaemonSet",
-                "name": self.daemonset_name,
-                "namespace": self.namespace,
-                "uid": meta.get("uid"),
-                "resourceVersion": meta.get("resourceVersion"),
-            },
-            "reason": EVENT_REASONS[plan.kind],
-            "message": message[:1024],
-            "type": "Normal",
-            "source": {"component": COMPONENT},
-            "reportingComponent": COMPONENT,
-            "reportingInstance": socket.gethostname()[:128],
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
-        }
+        event = record_event(
+            record,
+            namespace=self.namespace,
+            involved={"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset},
+            reason=EVENT_REASONS[plan.kind],
+            component=COMPONENT,
+        )
+        event["message"] = message[:1024]
+        event["reportingInstance"] = socket.gethostname()[:128]
+        return self.record(event, warnings)
+
+    def record(self, event: Manifest, warnings: list[str]) -> bool:
+        """Create an audit Event as the dashboard; a failure is a warning, not a failed change."""
+        body: Any = event
         try:
             self._events.create_namespaced_event(
-                self.namespace, event, _request_timeout=TIMEOUT_S, _preload_content=False
+                self.namespace, body, _request_timeout=TIMEOUT_S, _preload_content=False
             )
         except Exception as exc:  # the change is made: report, don't fail it
             error = translate(exc, action="recording the audit Event")
             log.warning("%s", error)
             warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
+            return False
+        return True
+
+    def change_events(self) -> list[Manifest]:
+        """The Events of the change history, fresh from the API server."""
+        response = self._call(
+            lambda: self._events.list_namespaced_event(
+                self.namespace, label_selector=CHANGE_LABEL, **_raw()
+            ),
+            action="listing the change history",
+        )
+        return list((response or {}).get("items") or [])
+
+    def change_event(self, change: str) -> Manifest | None:
+        """One Event of the change history by change id (None: no such change)."""
+        return self._optional(
+            lambda: self._events.read_namespaced_event(
+                EVENT_PREFIX + change, self.namespace, **_raw()
+            ),
+            action=f"reading change {change}",
+        )
 
     # plumbing ----------------------------------------------------------------------------
 

@@ -194,7 +194,7 @@ class SimulatedAgents:
         self,
         *,
         report_to: str,
-        token: str,
+        token: str | Callable[[str], str],
         interval_s: float,
         nodes: Sequence[str],
         build: Callable[[str], AgentReport | None],
@@ -232,7 +232,7 @@ class SimulatedAgents:
 
     def _run(self) -> None:
         last_sent: dict[str, float] = {}
-        with httpx.Client(timeout=5.0, headers={"Authorization": f"Bearer {self.token}"}) as http:
+        with httpx.Client(timeout=5.0) as http:
             while not self._stop.is_set():
                 with self._lock:
                     poked, self._poked = self._poked, set()
@@ -254,7 +254,9 @@ class SimulatedAgents:
             if report is None:
                 return
             body = report.model_dump(mode="json", by_alias=True)
-            response = http.post(self.url, json=body)
+            # A token per node (read each time: projected tokens rotate), or one for all.
+            token = self.token(node) if callable(self.token) else self.token
+            response = http.post(self.url, json=body, headers={"Authorization": f"Bearer {token}"})
             response.raise_for_status()
         except Exception as exc:  # the dashboard may be down, slow or refusing: retry later
             self.failed += 1

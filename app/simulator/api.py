@@ -14,13 +14,16 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from app.simulator import openapi
 from app.simulator import resources as res
 from app.simulator.apierrors import ApiError, bad_request
 from app.simulator.faults import Faults
+from app.simulator.pod_log import LogSource, pod_log_text
+from app.simulator.protobuf import ProtobufError, decode_body
 from app.simulator.registry import Registry
 from app.simulator.selectors import Selector
 from app.simulator.store import Gone, JsonObject, dumps
-from app.simulator.tables import table, wants_table
+from app.simulator.tables import table, table_event, wants_table
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +50,9 @@ def error_response(error: ApiError) -> Response:
     return json_response(error.status(), error.code)
 
 
-def _parse_target(group: str, parts: Sequence[str]) -> Target:
+def _parse_target(group: str, version: str, parts: Sequence[str]) -> Target:
     def resource_for(plural: str) -> res.ResourceType:
-        found = res.find_resource(group, plural)
+        found = res.find_resource(group, plural, version)
         if found is None:
             raise ApiError("NotFound", "the server could not find the requested resource")
         return found
@@ -96,7 +99,14 @@ async def _json_body(request: Request) -> Any:
     if not raw:
         return None
     content_type = request.headers.get("content-type", JSON)
-    if "protobuf" in content_type or "yaml" in content_type:
+    if "protobuf" in content_type:
+        try:
+            return decode_body(raw)
+        except ProtobufError as exc:
+            raise ApiError(
+                "UnsupportedMediaType", f"the protobuf body could not be read: {exc}"
+            ) from exc
+    if "yaml" in content_type:
         raise ApiError(
             "UnsupportedMediaType",
             f"the body of the request was in an unknown format - accepted media types "
@@ -111,13 +121,22 @@ async def _json_body(request: Request) -> Any:
 class KubeApi:
     """Request handling for everything under /api, /apis and the discovery endpoints."""
 
-    def __init__(self, registry: Registry, faults: Faults) -> None:
+    def __init__(
+        self, registry: Registry, faults: Faults, *, logs: LogSource | None = None
+    ) -> None:
         self.registry = registry
         self.faults = faults
+        self.logs = logs
 
     async def handle(self, request: Request) -> Response:
         try:
-            return await self._handle(request)
+            response = await self._handle(request)
+            if response.status_code >= 400:
+                return response
+            lost = self.faults.lost_answer(request.method, request.url.path)
+            if lost is not None:
+                raise ApiError.for_code(lost, "injected fault: the write was made, its answer lost")
+            return response
         except ApiError as error:
             return error_response(error)
         except Exception:  # a simulator bug must still answer like a server
@@ -131,6 +150,8 @@ class KubeApi:
             raise ApiError(
                 "ServiceUnavailable", "the server is currently unable to handle the request"
             )
+        if path.startswith("/openapi/"):
+            return json_response(openapi.document_for(path, request.headers.get("accept", "")))
         discovery = self._discovery(path)
         if discovery is not None:
             code = self.faults.record("get", "Discovery")
@@ -139,11 +160,13 @@ class KubeApi:
             return json_response(discovery)
         parts = [p for p in path.split("/") if p]
         if parts[:2] == ["api", "v1"]:
-            target = _parse_target("", parts[2:])
-        elif len(parts) >= 3 and parts[0] == "apis" and parts[1] in res.GROUPS and parts[2] == "v1":
-            target = _parse_target(parts[1], parts[3:])
+            target = _parse_target("", "v1", parts[2:])
+        elif len(parts) >= 3 and parts[0] == "apis":
+            target = _parse_target(parts[1], parts[2], parts[3:])
         else:
             raise ApiError("NotFound", "the server could not find the requested resource")
+        if target.subresource == "log" and target.resource is res.POD:
+            return self._pod_log(target, request)
         if target.subresource not in (None, "status") or (
             target.subresource == "status" and not target.resource.has_status
         ):
@@ -155,6 +178,7 @@ class KubeApi:
         if code is not None:
             raise ApiError.for_code(code, f"injected fault for {verb} {target.resource.kind}")
         dry_run = "All" in query.getlist("dryRun")
+        strict = query.get("fieldValidation") == "Strict"
         as_table = wants_table(request.headers.get("accept", ""))
         if verb == "get":
             assert target.name is not None
@@ -174,10 +198,14 @@ class KubeApi:
             return self._watch(request, target)
         if verb == "create" and target.name is None:
             body = await _json_body(request)
+            if strict:
+                openapi.check_fields(target.resource.kind, body)
             obj = self.registry.create(target.resource, target.namespace, body, dry_run=dry_run)
             return json_response(obj, 201)
         if verb == "update" and target.name is not None:
             body = await _json_body(request)
+            if strict:
+                openapi.check_fields(target.resource.kind, body)
             obj = self.registry.replace(
                 target.resource,
                 target.namespace,
@@ -189,6 +217,8 @@ class KubeApi:
             return json_response(obj)
         if verb == "patch" and target.name is not None:
             body = await _json_body(request)
+            if strict:
+                openapi.check_fields(target.resource.kind, body)
             obj = self.registry.patch(
                 target.resource,
                 target.namespace,
@@ -221,13 +251,28 @@ class KubeApi:
         if path == "/apis":
             return res.api_group_list()
         if path == "/api/v1":
-            return res.api_resource_list("")
-        for group in res.GROUPS:
-            if path == f"/apis/{group}":
-                return res.api_group(group)
-            if path == f"/apis/{group}/v1":
-                return res.api_resource_list(group)
+            return res.api_resource_list("", "v1")
+        parts = path.split("/")[1:]
+        if len(parts) == 2 and parts[0] == "apis":
+            return res.api_group(parts[1])
+        if len(parts) == 3 and parts[0] == "apis":
+            return res.api_resource_list(parts[1], parts[2])
         return None
+
+    def _pod_log(self, target: Target, request: Request) -> Response:
+        """`kubectl logs`: what the pod's container printed (plain text)."""
+        assert target.namespace is not None
+        if request.method != "GET" or target.name is None:
+            raise ApiError("MethodNotAllowed", "only GET is allowed on pods/log")
+        self.faults.record("get", "Pod")
+        pod = self.registry.get(res.POD, target.namespace, target.name).obj
+        text = pod_log_text(
+            pod,
+            container=request.query_params.get("container"),
+            tail_lines=request.query_params.get("tailLines"),
+            source=self.logs,
+        )
+        return Response(text, media_type="text/plain")
 
     def _table(self, target: Target, objects: list[JsonObject], rv: int) -> Response | None:
         printed = table(target.resource.kind, objects, rv, now=self.registry.clock())
@@ -264,8 +309,11 @@ class KubeApi:
                 (*selector.fields, *Selector.parse(None, f"metadata.name={target.name}").fields),
             )
         rv_text = query.get("resourceVersion") or ""
+        # Watch-list (kubectl 1.35's informers): the current objects as ADDED events, then a
+        # BOOKMARK marking the end of the initial events, then changes.
+        initial_events = _is_true(query.get("sendInitialEvents"))
         try:
-            since_rv = None if rv_text in ("", "0") else int(rv_text)
+            since_rv = None if rv_text in ("", "0") or initial_events else int(rv_text)
         except ValueError as exc:
             raise bad_request(f"invalid resourceVersion: {rv_text!r}") from exc
         try:
@@ -275,18 +323,32 @@ class KubeApi:
         store = self.registry.store
         loop = asyncio.get_running_loop()
         try:
-            watcher, backlog = store.open_watch(
-                target.resource, target.namespace, selector, since_rv, loop
-            )
+            with store.lock:
+                watcher, backlog = store.open_watch(
+                    target.resource, target.namespace, selector, since_rv, loop
+                )
+                opened_rv = store.resource_version
         except Gone as gone:
             status = ApiError("Expired", str(gone), code=410).status()
             line = dumps({"type": "ERROR", "object": status}) + b"\n"
             return StreamingResponse(iter([line]), media_type=JSON)
 
+        if initial_events:
+            backlog = [*backlog, _initial_events_end(target.resource, opened_rv)]
+        as_table = wants_table(request.headers.get("accept", ""))
+        now = self.registry.clock
+
+        def shaped(line: bytes, first: bool) -> bytes:
+            if not as_table:
+                return line
+            return table_event(target.resource.kind, line, now=now(), with_columns=first)
+
         async def events() -> AsyncIterator[bytes]:
+            first = True
             try:
                 for queued in backlog:
-                    yield queued
+                    yield shaped(queued, first)
+                    first = False
                 deadline = loop.time() + timeout_s
                 while True:
                     remaining = deadline - loop.time()
@@ -299,18 +361,35 @@ class KubeApi:
                         return
                     if event is None:
                         return
-                    yield event
+                    yield shaped(event, first)
+                    first = False
             finally:
                 store.close_watch(watcher)
 
         return StreamingResponse(events(), media_type=JSON)
 
 
+def _initial_events_end(resource: res.ResourceType, rv: int) -> bytes:
+    marker = {
+        "kind": resource.kind,
+        "apiVersion": resource.api_version,
+        "metadata": {
+            "resourceVersion": str(rv),
+            "annotations": {"k8s.io/initial-events-end": "true"},
+        },
+    }
+    return dumps({"type": "BOOKMARK", "object": marker}) + b"\n"
+
+
 def create_app(
-    registry: Registry, faults: Faults, *, extra_routes: Sequence[BaseRoute] = ()
+    registry: Registry,
+    faults: Faults,
+    *,
+    extra_routes: Sequence[BaseRoute] = (),
+    logs: LogSource | None = None,
 ) -> Starlette:
     """The ASGI app: the simulator's own `/_sim/` routes first, then the Kubernetes API."""
-    api = KubeApi(registry, faults)
+    api = KubeApi(registry, faults, logs=logs)
     methods = ["GET", "POST", "PUT", "PATCH", "DELETE"]
     routes: list[BaseRoute] = [
         *extra_routes,

@@ -4,6 +4,9 @@ Public API (used by `gpu-slots simulate`, `gpu-slots demo` and tests of every la
 
     sim = SimulatedCluster("host-split")     # built-in name, YAML path or a Scenario;
                                              # raises app.errors.ConfigError on a bad one
+    SimulatedCluster("demo", rollout_pace=RolloutPace(terminating_s=2, creating_s=3))
+                                             # plugin pods Terminating / ContainerCreating
+                                             # that long on a rollout (default: scenario's)
     url = sim.start(host="127.0.0.1", port=0)  # uvicorn in a thread; returns once it accepts
     sim.url                                  # "http://127.0.0.1:PORT" (None before start)
     sim.stop()                               # stops agents, timeline, watches, server;
@@ -53,15 +56,17 @@ from app.errors import ConfigError
 from app.simulator.agents import SimulatedAgents, build_report
 from app.simulator.api import create_app
 from app.simulator.apierrors import ApiError
-from app.simulator.controller import PluginController
 from app.simulator.dra import DraDriver
 from app.simulator.faults import Faults
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
+from app.simulator.plugin_pods import PacedPluginController
 from app.simulator.registry import Registry, utc_now
 from app.simulator.resources import BY_KIND, NAMESPACE, NODE, POD, ResourceType, lookup_kind
+from app.simulator.rollout import RolloutPace
 from app.simulator.scenario import Scenario, read_scenario
 from app.simulator.store import Store
+from app.simulator.tokenreview import TokenIssuer
 from app.simulator.workload import Timeline, Workload
 
 log = logging.getLogger(__name__)
@@ -89,19 +94,22 @@ class SimulatedCluster:
         *,
         history_size: int = 20_000,
         clock: Callable[[], datetime] = utc_now,
+        rollout_pace: RolloutPace | None = None,
     ) -> None:
         self.scenario = scenario if isinstance(scenario, Scenario) else read_scenario(scenario)
         self.clock = clock
         self.store = Store(history_size=history_size)
         self.registry = Registry(self.store, clock=clock)
         self.faults = Faults()
+        self.tokens = TokenIssuer()  # ServiceAccount tokens of the simulated agents
         self.inventories: dict[str, NodeInventory] = {i.node: i for i in self.scenario.inventories}
         self.workload = Workload(self.scenario.inventories)
-        self.controller = PluginController(
+        self.controller = PacedPluginController(
             self.registry,
             self.inventories,
             name=self.scenario.plugin_name,
             namespace=self.scenario.plugin_namespace,
+            pace=rollout_pace or self.scenario.rollout_pace,
         )
         self.dra = DraDriver(self.registry, self.inventories, start_process=self.workload.start)
         self.store.add_listener(self.controller.on_change)
@@ -181,7 +189,15 @@ class SimulatedCluster:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, port))
         bound_port = sock.getsockname()[1]
-        app = create_app(self.registry, self.faults, extra_routes=control_routes(self))
+        app = create_app(
+            self.registry,
+            self.faults,
+            extra_routes=[
+                *control_routes(self),
+                *self.tokens.routes(unavailable=lambda: self.faults.unavailable),
+            ],
+            logs=self.controller.pod_log,
+        )
         config = uvicorn.Config(
             app,
             log_level="warning",
@@ -203,6 +219,7 @@ class SimulatedCluster:
             time.sleep(0.005)
         shown = f"[{host}]" if ":" in host else host
         self.url = f"http://{shown}:{bound_port}"
+        self.controller.resume()
         self.timeline.start()
         return self.url
 
@@ -212,6 +229,7 @@ class SimulatedCluster:
             self._agents.stop()
             self._agents = None
         self.timeline.stop()
+        self.controller.stop()
         self.store.closing = True
         try:
             self.store.drop_watches()
@@ -235,9 +253,16 @@ class SimulatedCluster:
         self.faults.unavailable = unavailable
 
     def fail_next(
-        self, *, verb: str | None = None, kind: str | None = None, code: int = 500, count: int = 1
+        self,
+        *,
+        verb: str | None = None,
+        kind: str | None = None,
+        code: int = 500,
+        count: int = 1,
+        after_commit: bool = False,
     ) -> None:
-        self.faults.inject(verb=verb, kind=kind, code=code, count=count)
+        """Fail the next matching requests; `after_commit`: make the write, lose its answer."""
+        self.faults.inject(verb=verb, kind=kind, code=code, count=count, after_commit=after_commit)
 
     def clear_faults(self) -> None:
         self.faults.clear()
@@ -335,7 +360,9 @@ class SimulatedCluster:
 
     # agents --------------------------------------------------------------------------------
 
-    def configure_agents(self, report_to: str, token: str, interval_s: float = 5.0) -> None:
+    def configure_agents(
+        self, report_to: str, token: str | Callable[[str], str], interval_s: float = 5.0
+    ) -> None:
         """Start (or restart) one simulated agent per GPU node, posting to `report_to`."""
         if self._agents is not None:
             self._agents.stop()

@@ -18,9 +18,10 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.simulator.affinity import affinity_allows
 from app.simulator.inventory import NodeInventory
 from app.simulator.plugin import PluginOutcome, advertised
-from app.simulator.plugin_pods import (
+from app.simulator.plugin_daemonsets import (
     HASH_LABEL,
     gfd_labels,
     has_config_manager,
@@ -71,6 +72,11 @@ class PluginController:
                 self.sync_node(meta["name"])
         elif change.resource is POD:
             self._on_pod(change)
+        elif change.resource is CONFIGMAP and meta.get("namespace") == self.namespace:
+            self._on_configmap(change)
+
+    def _on_configmap(self, change: Change) -> None:
+        """Hook: a ConfigMap of the plugin's namespace changed (the kubelet may retry)."""
 
     def _on_pod(self, change: Change) -> None:
         pod = change.entry.obj
@@ -141,12 +147,27 @@ class PluginController:
             self._sync_node(node)
             self._write_daemonset_status()
 
-    def _owner(self, labels: Mapping[str, str]) -> JsonObject | None:
+    def _defer_replacement(self, node_name: str) -> bool:
+        """Hook: True when the replacement of this node's plugin pod runs paced elsewhere."""
+        return False
+
+    def _pod_started(self, pod: JsonObject, outcome: PluginOutcome) -> None:
+        """Hook: a plugin pod was created with this outcome (its container's log)."""
+
+    def _owner(self, labels: Mapping[str, str], node: str = "") -> JsonObject | None:
+        """The DaemonSet whose pod runs on the node: nodeSelector and required node affinity."""
         for ds in self._daemonsets():
             spec = ((ds.get("spec") or {}).get("template") or {}).get("spec") or {}
-            if match_label_map(spec.get("nodeSelector"), labels):
+            if match_label_map(spec.get("nodeSelector"), labels) and affinity_allows(
+                spec, labels, node
+            ):
                 return ds
         return None
+
+    def _node_owner(self, node: str) -> JsonObject | None:
+        entry = self.registry.store.get(NODE, None, node)
+        labels = (entry.obj["metadata"].get("labels") or {}) if entry else {}
+        return self._owner(labels, node) if entry else None
 
     def _sync_node(self, node_name: str) -> None:
         inventory = self.inventories.get(node_name)
@@ -154,7 +175,7 @@ class PluginController:
         if inventory is None or node_entry is None:
             return
         labels = node_entry.obj["metadata"].get("labels") or {}
-        ds = self._owner(labels)
+        ds = self._owner(labels, node_name)
         template = (ds or {}).get("spec", {}).get("template") or {}
         spec = template.get("spec") or {}
         desired = ds is not None
@@ -177,6 +198,8 @@ class PluginController:
             )
         ):
             return
+        if desired and pods and self._defer_replacement(node_name):
+            return
         for pod in pods:
             self.registry.remove(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
         if not desired or ds is None or outcome is None:
@@ -186,6 +209,7 @@ class PluginController:
         self.outcomes[node_name] = outcome
         pod = self._plugin_pod(ds, node_name, current_hash, outcome)
         self.registry.put(POD, pod)
+        self._pod_started(pod, outcome)
         self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
         if outcome.state == "crash":
             self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
@@ -287,19 +311,23 @@ class PluginController:
 
     def _write_status_of(self, ds: JsonObject) -> None:
         pods = self._plugin_pods(ds=ds)
+        current = template_hash(ds.get("spec", {}).get("template") or {})
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
         ready = sum(1 for p in pods if pod_ready(p))
-        desired = len(pods)
+        available = sum(1 for p in live if pod_ready(p))
+        desired = len({p["spec"].get("nodeName") for p in pods})
+        updated = sum(1 for p in live if p["metadata"].get("labels", {}).get(HASH_LABEL) == current)
         status = {
             "currentNumberScheduled": desired,
             "desiredNumberScheduled": desired,
             "numberMisscheduled": 0,
             "numberReady": ready,
-            "numberAvailable": ready,
-            "updatedNumberScheduled": desired,
+            "numberAvailable": available,
+            "updatedNumberScheduled": updated,
             "observedGeneration": ds["metadata"].get("generation", 1),
         }
-        if desired - ready:
-            status["numberUnavailable"] = desired - ready
+        if desired - available:
+            status["numberUnavailable"] = desired - available
         if ds.get("status") != status:
             new = copy.deepcopy(ds)
             new["status"] = status

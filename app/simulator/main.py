@@ -15,7 +15,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--report-to", default=None, help="Dashboard URL for simulated agents")
     parser.add_argument(
-        "--agent-token-file", default=None, help="File holding the agents' bearer token"
+        "--agent-token-file",
+        default=None,
+        help="File holding one bearer token for every agent (the dashboard must list "
+        "shared-token in GEO_MLOPS_AGENT_AUTH); without it each agent sends a ServiceAccount "
+        "token the simulator issues and reviews (GEO_MLOPS_AGENT_SERVICE_ACCOUNT="
+        "gpu-slots:gpu-slots-agent)",
     )
     parser.add_argument(
         "--report-interval", type=float, default=5.0, help="Seconds between agent reports"
@@ -25,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import sys
     import threading
+    from collections.abc import Callable
     from pathlib import Path
 
     from app.errors import ConfigError
@@ -32,10 +38,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         sim = SimulatedCluster(args.scenario)
-        token = None
-        if args.report_to:
-            if not args.agent_token_file:
-                raise ConfigError("--report-to needs --agent-token-file")
+        token: str | Callable[[str], str] = sim.tokens.agent_token
+        if args.report_to and args.agent_token_file:
             token = Path(args.agent_token_file).read_text(encoding="utf-8").strip()
     except (ConfigError, OSError) as exc:
         print(f"gpu-slots simulate: {exc}", file=sys.stderr)
@@ -47,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             f"gpu-slots simulate: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr
         )
         return 2
-    if args.report_to and token:
+    if args.report_to:
         sim.configure_agents(report_to=args.report_to, token=token, interval_s=args.report_interval)
     print(
         f"Simulated Kubernetes API ({sim.scenario.name}): {url}  "

@@ -22,6 +22,7 @@ from app.simulator.apierrors import (
     invalid,
     not_found,
 )
+from app.simulator.defaults import apply_defaults
 from app.simulator.patching import apply_patch
 from app.simulator.resources import DAEMONSET, NAMESPACE, POD, ResourceType
 from app.simulator.selectors import Selector
@@ -180,6 +181,7 @@ class Registry:
                     resource.kind, "", "metadata.name", "name or generateName is required"
                 )
             _validate(resource, obj)
+            apply_defaults(resource, obj, creating=True)
             if self.store.get(resource, namespace, meta["name"]) is not None:
                 raise already_exists(resource.plural, meta["name"], group=resource.group)
             meta["uid"] = str(uuid.uuid4())
@@ -295,6 +297,7 @@ class Registry:
             if "generation" in old_meta and merged.get("spec") != old.get("spec"):
                 meta["generation"] = int(old_meta["generation"]) + 1
             _validate(resource, merged)
+            apply_defaults(resource, merged, creating=False)
         merged["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if merged == old or dry_run:
             return merged

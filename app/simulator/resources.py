@@ -43,6 +43,7 @@ class ResourceType:
         return f"{self.kind}List"
 
 
+# The kinds the simulator plays a part in (plugin emulation, kubelet, scheduler view).
 NODE = ResourceType("", "v1", "nodes", "node", "Node", False, ("no",), True)
 POD = ResourceType("", "v1", "pods", "pod", "Pod", True, ("po",), True)
 CONFIGMAP = ResourceType("", "v1", "configmaps", "configmap", "ConfigMap", True, ("cm",), False)
@@ -50,27 +51,44 @@ EVENT = ResourceType("", "v1", "events", "event", "Event", True, ("ev",), False)
 NAMESPACE = ResourceType("", "v1", "namespaces", "namespace", "Namespace", False, ("ns",), True)
 DAEMONSET = ResourceType("apps", "v1", "daemonsets", "daemonset", "DaemonSet", True, ("ds",), True)
 
+# Kinds stored and served generically (CRUD, list, watch, dry run, apply), so that
+# `kubectl apply --dry-run=server -f` of the rendered chart works. Adding a kind is one
+# entry here.
+RBAC = "rbac.authorization.k8s.io"
+
+
+def _generic(
+    group: str,
+    plural: str,
+    kind: str,
+    *,
+    namespaced: bool = True,
+    short: str = "",
+    status: bool = False,
+) -> ResourceType:
+    shorts = (short,) if short else ()
+    return ResourceType(group, "v1", plural, kind.lower(), kind, namespaced, shorts, status)
+
+
+GENERIC: tuple[ResourceType, ...] = (
+    _generic("", "secrets", "Secret"),
+    _generic("", "services", "Service", short="svc", status=True),
+    _generic("", "serviceaccounts", "ServiceAccount", short="sa"),
+    _generic("apps", "deployments", "Deployment", short="deploy", status=True),
+    _generic("networking.k8s.io", "ingresses", "Ingress", short="ing", status=True),
+    _generic(RBAC, "roles", "Role"),
+    _generic(RBAC, "rolebindings", "RoleBinding"),
+    _generic(RBAC, "clusterroles", "ClusterRole", namespaced=False),
+    _generic(RBAC, "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+)
+
 # Dynamic Resource Allocation, GA in Kubernetes 1.34 (app/simulator/dra.py plays its driver).
 DRA_GROUP = "resource.k8s.io"
-DEVICECLASS = ResourceType(
-    DRA_GROUP, "v1", "deviceclasses", "deviceclass", "DeviceClass", False, (), False
-)
-RESOURCESLICE = ResourceType(
-    DRA_GROUP, "v1", "resourceslices", "resourceslice", "ResourceSlice", False, (), False
-)
-RESOURCECLAIM = ResourceType(
-    DRA_GROUP, "v1", "resourceclaims", "resourceclaim", "ResourceClaim", True, (), True
-)
-RESOURCECLAIMTEMPLATE = ResourceType(
-    DRA_GROUP,
-    "v1",
-    "resourceclaimtemplates",
-    "resourceclaimtemplate",
-    "ResourceClaimTemplate",
-    True,
-    (),
-    False,
-)
+DEVICECLASS = _generic(DRA_GROUP, "deviceclasses", "DeviceClass", namespaced=False)
+RESOURCESLICE = _generic(DRA_GROUP, "resourceslices", "ResourceSlice", namespaced=False)
+RESOURCECLAIM = _generic(DRA_GROUP, "resourceclaims", "ResourceClaim", status=True)
+RESOURCECLAIMTEMPLATE = _generic(DRA_GROUP, "resourceclaimtemplates", "ResourceClaimTemplate")
+DRA: tuple[ResourceType, ...] = (DEVICECLASS, RESOURCESLICE, RESOURCECLAIM, RESOURCECLAIMTEMPLATE)
 
 RESOURCES: tuple[ResourceType, ...] = (
     NODE,
@@ -79,21 +97,28 @@ RESOURCES: tuple[ResourceType, ...] = (
     EVENT,
     NAMESPACE,
     DAEMONSET,
-    DEVICECLASS,
-    RESOURCESLICE,
-    RESOURCECLAIM,
-    RESOURCECLAIMTEMPLATE,
+    *GENERIC,
+    *DRA,
 )
-GROUPS: tuple[str, ...] = ("apps", DRA_GROUP)
 BY_KIND: dict[str, ResourceType] = {r.kind: r for r in RESOURCES}
 
 
-def find_resource(group: str, plural: str) -> ResourceType | None:
-    """The served resource with this API group and plural name, if any."""
+def find_resource(group: str, plural: str, version: str = "v1") -> ResourceType | None:
+    """The served resource with this API group, version and plural name, if any."""
     for resource in RESOURCES:
-        if resource.group == group and resource.plural == plural:
+        if (resource.group, resource.version, resource.plural) == (group, version, plural):
             return resource
     return None
+
+
+def group_versions() -> list[tuple[str, str]]:
+    """Every served (group, version) pair, core ("", "v1") first, in discovery order."""
+    seen: list[tuple[str, str]] = []
+    for resource in RESOURCES:
+        pair = (resource.group, resource.version)
+        if pair not in seen:
+            seen.append(pair)
+    return seen
 
 
 def lookup_kind(name: str) -> ResourceType | None:
@@ -116,25 +141,34 @@ def api_versions() -> dict[str, Any]:
 
 
 def _group(name: str) -> dict[str, Any]:
-    version = {"groupVersion": f"{name}/v1", "version": "v1"}
-    return {"name": name, "versions": [version], "preferredVersion": version}
+    versions = [
+        {"groupVersion": f"{name}/{version}", "version": version}
+        for group, version in group_versions()
+        if group == name
+    ]
+    return {"name": name, "versions": versions, "preferredVersion": versions[0]}
 
 
 def api_group_list() -> dict[str, Any]:
     """`GET /apis`."""
-    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(g) for g in GROUPS]}
+    names = list(dict.fromkeys(group for group, _ in group_versions() if group))
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": [_group(n) for n in names]}
 
 
-def api_group(name: str) -> dict[str, Any]:
-    """`GET /apis/<group>`."""
+def api_group(name: str) -> dict[str, Any] | None:
+    """`GET /apis/<group>`, or None for a group the simulator does not serve."""
+    if not name or name not in {group for group, _ in group_versions()}:
+        return None
     return {"kind": "APIGroup", "apiVersion": "v1", **_group(name)}
 
 
-def api_resource_list(group: str) -> dict[str, Any]:
-    """`GET /api/v1` or `GET /apis/apps/v1`: each resource with its status subresource."""
+def api_resource_list(group: str, version: str = "v1") -> dict[str, Any] | None:
+    """`GET /api/v1` or `GET /apis/<group>/<version>`: each resource with its status subresource."""
+    if (group, version) not in group_versions():
+        return None
     entries: list[dict[str, Any]] = []
     for resource in RESOURCES:
-        if resource.group != group:
+        if (resource.group, resource.version) != (group, version):
             continue
         entries.append(
             {
@@ -157,9 +191,19 @@ def api_resource_list(group: str) -> dict[str, Any]:
                     "verbs": list(_STATUS_VERBS),
                 }
             )
+        if resource is POD:
+            entries.append(
+                {
+                    "name": "pods/log",
+                    "singularName": "",
+                    "namespaced": True,
+                    "kind": "Pod",
+                    "verbs": ["get"],
+                }
+            )
     return {
         "kind": "APIResourceList",
         "apiVersion": "v1",
-        "groupVersion": f"{group}/v1" if group else "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
         "resources": entries,
     }

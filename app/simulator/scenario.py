@@ -25,6 +25,9 @@ A scenario is one YAML mapping (every key optional)::
       - {apiVersion: v1, kind: ConfigMap, metadata: {...}, data: {...}}
     edits:                       # objects created or replaced AFTER the plugin pods started,
       - {<manifest>}             # without a restart (e.g. a stale ConfigMap edit)
+    rollout:                     # a plugin rollout's pace (default 0: instant)
+      terminating_s: 2           # each replaced plugin pod is Terminating this long,
+      container_creating_s: 3    # then its successor ContainerCreating this long
     workload:                    # the timeline, run after start
       loop: true                 # start again after the last step (keeps the demo alive)
       steps:
@@ -52,6 +55,7 @@ import yaml
 
 from app.errors import ConfigError
 from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu, SimMig
+from app.simulator.rollout import RolloutPace
 
 BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "clusters", "dra")
 DEFAULT_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
@@ -81,6 +85,7 @@ class Scenario:
     edits: list[dict[str, Any]] = field(default_factory=list)
     steps: list[WorkloadStep] = field(default_factory=list)
     loop: bool = False
+    rollout_pace: RolloutPace = field(default_factory=RolloutPace)
 
     def daemonset_namespaces(self) -> list[str]:
         """Namespaces of DaemonSets other than the plugin namespace (their ConfigMaps)."""
@@ -160,6 +165,11 @@ def _build(data: dict[str, Any], name: str) -> Scenario:
         if not isinstance(obj, dict) or "kind" not in obj or "metadata" not in obj:
             raise ValueError(f"edits: each item needs kind and metadata: {obj!r}")
         scenario.edits.append(obj)
+    rollout = data.get("rollout") or {}
+    scenario.rollout_pace = RolloutPace(
+        terminating_s=float(rollout.get("terminating_s", 0)),
+        creating_s=float(rollout.get("container_creating_s", 0)),
+    )
     workload = data.get("workload") or {}
     scenario.loop = bool(workload.get("loop", False))
     for step in workload.get("steps") or []:

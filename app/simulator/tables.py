@@ -6,21 +6,33 @@ only print NAME and AGE. Columns follow the real server's printers for the serve
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from app.simulator.store import JsonObject
+from app.simulator.store import JsonObject, dumps
 
 Row = list[Any]
 Column = tuple[str, str, int]  # name, type, priority (1 = only with -o wide)
 
 
+def parse_time(text: str | None) -> datetime | None:
+    """Any RFC 3339 time Kubernetes writes: `Z` or an offset, with or without fractions."""
+    if not text or not isinstance(text, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 def age(created: str | None, now: datetime) -> str:
     """Kubernetes' short human duration: 45s, 12m, 5h, 3d."""
-    if not created:
+    then = parse_time(created)
+    if then is None:
         return "<unknown>"
-    then = datetime.strptime(created, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     seconds = max(0, int((now - then).total_seconds()))
     if seconds < 120:
         return f"{seconds}s"
@@ -41,6 +53,8 @@ def _pod_row(pod: JsonObject, now: datetime) -> Row:
         waiting = (container.get("state") or {}).get("waiting")
         if waiting and waiting.get("reason"):
             reason = waiting["reason"]
+    if pod["metadata"].get("deletionTimestamp") and reason != "Failed":
+        reason = "Terminating"
     restarts = sum(int(s.get("restartCount", 0)) for s in statuses)
     meta = pod["metadata"]
     return [
@@ -61,6 +75,8 @@ def _node_row(node: JsonObject, now: datetime) -> Row:
     status = node.get("status") or {}
     ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
     state = "Ready" if ready and ready.get("status") == "True" else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        state += ",SchedulingDisabled"
     labels = meta.get("labels") or {}
     roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
     info = status.get("nodeInfo") or {}
@@ -102,6 +118,12 @@ def _cm_row(cm: JsonObject, now: datetime) -> Row:
     return [cm["metadata"]["name"], data, age(cm["metadata"].get("creationTimestamp"), now)]
 
 
+def _secret_row(secret: JsonObject, now: datetime) -> Row:
+    data = len(secret.get("data") or {})
+    meta = secret["metadata"]
+    return [meta["name"], secret.get("type", ""), data, age(meta.get("creationTimestamp"), now)]
+
+
 def _ns_row(ns: JsonObject, now: datetime) -> Row:
     phase = (ns.get("status") or {}).get("phase", "Active")
     return [ns["metadata"]["name"], phase, age(ns["metadata"].get("creationTimestamp"), now)]
@@ -109,8 +131,14 @@ def _ns_row(ns: JsonObject, now: datetime) -> Row:
 
 def _event_row(event: JsonObject, now: datetime) -> Row:
     involved = event.get("involvedObject") or {}
+    seen = (
+        event.get("lastTimestamp")
+        or (event.get("series") or {}).get("lastObservedTime")
+        or event.get("eventTime")
+        or event["metadata"].get("creationTimestamp")
+    )
     return [
-        age(event.get("lastTimestamp") or event["metadata"].get("creationTimestamp"), now),
+        age(seen, now),
         event.get("type", ""),
         event.get("reason", ""),
         f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}",
@@ -212,6 +240,10 @@ _PRINTERS: dict[str, tuple[Sequence[Column], Callable[[JsonObject, datetime], Ro
     ),
     "ConfigMap": ([("Name", "string", 0), ("Data", "integer", 0), ("Age", "string", 0)], _cm_row),
     "Namespace": ([("Name", "string", 0), ("Status", "string", 0), ("Age", "string", 0)], _ns_row),
+    "Secret": (
+        [("Name", "string", 0), ("Type", "string", 0), ("Data", "string", 0), ("Age", "string", 0)],
+        _secret_row,
+    ),
     "Event": (
         [
             ("Last Seen", "string", 0),
@@ -225,16 +257,39 @@ _PRINTERS: dict[str, tuple[Sequence[Column], Callable[[JsonObject, datetime], Ro
 }
 
 
+# Kinds without a printer of their own get the API server's default columns.
+_DEFAULT_PRINTER: tuple[Sequence[Column], Callable[[JsonObject, datetime], Row]] = (
+    [("Name", "string", 0), ("Age", "string", 0)],
+    _name_age_row,
+)
+
+
 def wants_table(accept: str) -> bool:
     return "as=Table" in accept
 
 
+def table_event(kind: str, line: bytes, *, now: datetime, with_columns: bool) -> bytes:
+    """One watch event line with its object printed as a one-row Table (`kubectl get -w`).
+
+    The first event carries the column definitions; later ones leave them out, as the
+    API server does, so kubectl prints the header once.
+    """
+    event = json.loads(line)
+    obj = event.get("object") or {}
+    if event.get("type") in ("ERROR", "BOOKMARK") or "metadata" not in obj:
+        return line
+    rv = int(obj["metadata"].get("resourceVersion") or 0)
+    printed = table(kind, [obj], rv, now=now)
+    if printed is None:
+        return line
+    if not with_columns:
+        printed["columnDefinitions"] = []
+    return dumps({"type": event["type"], "object": printed}) + b"\n"
+
+
 def table(kind: str, objects: Sequence[JsonObject], rv: int, *, now: datetime) -> JsonObject | None:
-    """A meta.k8s.io/v1 Table of these objects, or None for a kind without a printer."""
-    printer = _PRINTERS.get(kind)
-    if printer is None:
-        return None
-    columns, row = printer
+    """A meta.k8s.io/v1 Table of these objects (default columns for a kind without a printer)."""
+    columns, row = _PRINTERS.get(kind, _DEFAULT_PRINTER)
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

@@ -1,7 +1,7 @@
 """HTML for admins: log in and out, the plugin mode form, preview, apply, rollout, rollback.
 
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work is
-done by the same helpers as the JSON API (app.web.admin_api). Every text comes from the
+done by the same use cases as the JSON API (app.web.plugin_admin). Every text comes from the
 catalog (app.web.i18n) in the request's language; refusals are shown as our own message,
 with the server's English words under it where they carry details (names, versions).
 """
@@ -20,32 +20,30 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.domain.changes.models import (
     MAX_REPLICAS,
     MIN_REPLICAS,
-    ChangePlan,
     ChangeRequest,
     PlanRefused,
     RefusalCode,
 )
-from app.domain.changes.plan import current_settings
-from app.domain.changes.preview import rollout_status
-from app.domain.kube_time import parse_time
+from app.domain.changes.rollout import failing_plugin_nodes
 from app.errors import ClusterError
-from app.kube.writer import ApplyFailed, check_versions
-from app.web.admin_api import (
-    apply_plan,
-    build_preview,
-    cached_objects,
-    cluster_status,
-    config_view,
-    make_plan,
-    refusal_status,
-    writer_for,
-)
+from app.kube.writer import ApplyFailed
 from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, Translator, language_of, supported
+from app.web.pages import safe_next
+from app.web.plugin_admin import (
+    apply_mode,
+    audit_user,
+    cluster_status,
+    config_view,
+    preview_mode,
+    refusal_status,
+)
+from app.web.rollout_view import parse_broken, rollout_view
 from app.web.runtime import Runtime
 
 router = APIRouter(include_in_schema=False)
+login_router = APIRouter(include_in_schema=False)  # open to all: the way in
 log = logging.getLogger(__name__)
 
 HTML = "text/html; charset=utf-8"
@@ -127,18 +125,28 @@ def _login_page(
         title=_t(request)("title_admin_login"),
         status_code=status_code,
         alert=alert,
+        next=safe_next(request.query_params.get("next")),
     )
 
 
 def _principal(request: Request) -> Principal | None:
     try:
-        return get_auth(request).identify(request)
+        return get_auth(request).identify(request, for_write=False)
     except AuthRefused:
         return None
 
 
 def _admin(request: Request, csrf: str | None) -> Principal:
     return get_auth(request).require_admin(request, csrf=csrf)
+
+
+def refused_form(request: Request, exc: Exception) -> Response:
+    """The translated form page for a refusal of `app.web.guards.require_admin_form`."""
+    assert isinstance(exc, AuthRefused)
+    page = _error_page(request, request.app.state.runtime, exc)
+    if exc.retry_after_s is not None:
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+    return page
 
 
 def _refused_page(
@@ -215,16 +223,23 @@ def cluster_alert(request: Request, error: ClusterError, status_code: int) -> Al
 # logging in and out ------------------------------------------------------------------------
 
 
-@router.get("/login", response_class=HTMLResponse)
-def login_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+NextPath = Annotated[str | None, Query(max_length=2000)]
+
+
+@login_router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, runtime: RuntimeDep, next: NextPath = None) -> HTMLResponse:
     return _login_page(request, runtime)
 
 
-@router.post("/login", response_class=HTMLResponse)
+@login_router.post("/login", response_class=HTMLResponse)
 def login(
-    request: Request, runtime: RuntimeDep, token: Annotated[str, Form(max_length=4096)] = ""
+    request: Request,
+    runtime: RuntimeDep,
+    token: Annotated[str, Form(max_length=4096)] = "",
+    next: NextPath = None,
 ) -> Response:
-    response = RedirectResponse(_with_lang(PLUGIN_PATH, request), status_code=303)
+    target = safe_next(next) if next else PLUGIN_PATH
+    response = RedirectResponse(_with_lang(target, request), status_code=303)
     try:
         get_auth(request).login(request, response, token)
     except AuthRefused as refused:
@@ -240,7 +255,7 @@ def login(
     return response
 
 
-@router.post("/logout")
+@login_router.post("/logout")
 def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -> Response:
     auth = get_auth(request)
     principal = _principal(request)
@@ -256,9 +271,6 @@ def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -
 
 @router.get(PLUGIN_PATH, response_class=HTMLResponse)
 def plugin_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    auth = get_auth(request)
-    if not auth.settings.public_reads and _principal(request) is None:
-        return _login_page(request, runtime)
     return _plugin_page(request, runtime)
 
 
@@ -337,9 +349,7 @@ def preview(
     try:
         principal = _admin(request, csrf_token)
         change = form.to_request()
-        with writer_for(runtime, principal) as writer:
-            plan = make_plan(runtime, writer, change)
-            shown = build_preview(runtime, writer, plan)
+        shown = preview_mode(runtime, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
     return _render(
@@ -350,7 +360,31 @@ def preview(
         preview=shown,
         change=change,
         principal=principal,
-        versions=plan.resource_versions,
+        versions=shown.plan.resource_versions,
+        rollback=False,
+    )
+
+
+@router.post(f"{PLUGIN_PATH}/rollback/preview", response_class=HTMLResponse)
+def rollback_preview(
+    request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
+) -> HTMLResponse:
+    """What rolling back would do (diff, dry run, slots), before the admin confirms it."""
+    try:
+        principal = _admin(request, csrf_token)
+        shown = preview_mode(runtime, principal, None)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _error_page(request, runtime, error)
+    return _render(
+        request,
+        runtime,
+        "admin/preview.html",
+        title=_t(request)("rollback_preview_title"),
+        preview=shown,
+        change=None,
+        principal=principal,
+        versions=shown.plan.resource_versions,
+        rollback=True,
     )
 
 
@@ -390,20 +424,19 @@ def _apply(
     change: ChangeRequest | None,
     expected: dict[str, str | None],
 ) -> Response:
+    broken = failing_plugin_nodes(runtime.snapshots.current())  # before the change
     try:
-        with writer_for(runtime, principal) as writer:
-            plan: ChangePlan = make_plan(runtime, writer, change)
-            check_versions(plan, expected)
-            result = apply_plan(writer, plan, principal=principal, request=request)
+        applied = apply_mode(
+            runtime, principal, change, expected, user=audit_user(principal, request)
+        )
     except (PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
-    runtime.snapshots.poke()
-    generation = int((result.daemonset.get("metadata") or {}).get("generation") or 0)
     query = urlencode(
         {
-            "generation": generation,
-            "since": result.applied_at.isoformat(),
-            "warnings": " | ".join(result.warnings),
+            "generation": applied.generation,
+            "since": applied.result.applied_at.isoformat(),
+            "warnings": " | ".join(applied.result.warnings),
+            "broken": ",".join(sorted(broken)),
         }
     )
     return RedirectResponse(_with_lang(f"{ROLLOUT_PATH}?{query}", request), status_code=303)
@@ -413,31 +446,26 @@ def _apply(
 
 
 def _rollout_context(
-    runtime: Runtime, lang: str, generation: int, since: str | None
+    runtime: Runtime,
+    lang: str,
+    generation: int | None,
+    since: str | None,
+    broken: str | None = None,
 ) -> dict[str, Any]:
-    daemonset, configmap = cached_objects(runtime)
-    expected = current_settings(daemonset, configmap) if daemonset is not None else None
-    started_at = parse_time(since)
-    status = None
-    if expected is not None:
-        status = rollout_status(
-            daemonset,
-            runtime.source.items("pods"),
-            runtime.snapshots.current(),
-            expected=expected,
-            generation=generation,
-            since=started_at,
-        )
-    elapsed_s = _elapsed_s(runtime.clock(), started_at)
+    view = rollout_view(
+        runtime, generation=generation, since=since, broken_before=parse_broken(broken)
+    )
+    query = {"generation": view.generation, "since": since or "", "lang": lang}
+    if broken:
+        query["broken"] = broken
     return {
-        "status": status,
-        "expected": expected,
-        "generation": generation,
+        "status": view.status,
+        "expected": view.expected,
+        "generation": view.generation,
         "since": since or "",
-        "elapsed_s": elapsed_s,
-        "stuck": elapsed_s is not None and elapsed_s > STUCK_AFTER_S,
-        "poll_url": f"{ROLLOUT_PATH}/fragment?"
-        + urlencode({"generation": generation, "since": since or "", "lang": lang}),
+        "elapsed_s": view.elapsed_s,
+        "stuck": view.stuck,
+        "poll_url": f"{ROLLOUT_PATH}/fragment?" + urlencode(query),
     }
 
 
@@ -449,13 +477,12 @@ def _elapsed_s(now: datetime, since: datetime | None) -> float | None:
 def rollout(
     request: Request,
     runtime: RuntimeDep,
-    generation: Annotated[int, Query(ge=0)] = 0,
+    generation: Annotated[int | None, Query(ge=0)] = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
     warnings: Annotated[str | None, Query(max_length=4000)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
-    if not runtime.settings.public_reads and _principal(request) is None:
-        return _login_page(request, runtime)
-    context = _rollout_context(runtime, language_of(request), generation, since)
+    context = _rollout_context(runtime, language_of(request), generation, since, broken)
     return _render(
         request,
         runtime,
@@ -472,14 +499,13 @@ def rollout(
 def rollout_fragment(
     request: Request,
     runtime: RuntimeDep,
-    generation: Annotated[int, Query(ge=0)] = 0,
+    generation: Annotated[int | None, Query(ge=0)] = None,
     since: Annotated[str | None, Query(max_length=64)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
 ) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    if not runtime.settings.public_reads and _principal(request) is None:
-        return HTMLResponse(t("auth_login_needed"), status_code=401, media_type=HTML)
-    context = _rollout_context(runtime, lang, generation, since)
+    context = _rollout_context(runtime, lang, generation, since, broken)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}
     )

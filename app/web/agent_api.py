@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-import hmac
 import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
 from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
 
-from app.domain.report import AgentReport
+from app.domain.report import AgentReport, too_far_ahead
+from app.web.agent_auth import AgentIdentity, AgentRefused
 from app.web.deps import RuntimeDep
 from app.web.problems import describe_errors
 from app.web.reports import Outcome
+from app.web.runtime import Runtime
 from app.web.schemas import ProblemOut, ReportAcceptedOut
+from app.web.tokens import bearer_token
 
 router = APIRouter(prefix="/api/v1/agent", tags=["agent"])
 log = logging.getLogger(__name__)
-
-
-def bearer_matches(authorization: str | None, expected: str | None) -> bool:
-    """Constant-time check of an `Authorization: Bearer <token>` header."""
-    if not expected or not authorization:
-        return False
-    scheme, _, token = authorization.partition(" ")
-    if scheme.lower() != "bearer":
-        return False
-    return hmac.compare_digest(token.strip().encode(), expected.encode())
 
 
 @router.post(
@@ -44,9 +37,14 @@ def bearer_matches(authorization: str | None, expected: str | None) -> bool:
     responses={
         200: {"model": ReportAcceptedOut, "description": "Same report already stored"},
         401: {"model": ProblemOut, "description": "Missing or wrong agent token"},
+        403: {"model": ProblemOut, "description": "The token belongs to another node"},
         409: {"model": ProblemOut, "description": "A newer report of this node is stored"},
         413: {"model": ProblemOut, "description": "Report larger than the limit"},
-        422: {"model": ProblemOut, "description": "Report does not match schema 1"},
+        422: {
+            "model": ProblemOut,
+            "description": "Report does not match schema 1, or is dated in the future",
+        },
+        503: {"model": ProblemOut, "description": "The agent token cannot be checked now"},
     },
 )
 async def post_report(
@@ -55,14 +53,8 @@ async def post_report(
     runtime: RuntimeDep,
     authorization: Annotated[str | None, Header()] = None,
 ) -> ReportAcceptedOut:
-    """Store an agent report if it is authentic, valid and newer than the stored one."""
-    if not bearer_matches(authorization, runtime.settings.read_agent_token()):
-        log.warning("agent report refused: bad token", extra={"client": _client(request)})
-        raise HTTPException(
-            status.HTTP_401_UNAUTHORIZED,
-            "Missing or wrong agent token (Authorization: Bearer <token>).",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+    """Store an agent report if it is authentic, for the agent's node, valid and newer."""
+    identity = await _identify(request, runtime, authorization)
     limit = runtime.settings.max_report_bytes
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
@@ -78,6 +70,18 @@ async def post_report(
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors("Invalid report", exc.errors())
         ) from exc
+    if identity.node is not None and identity.node != report.node:
+        log.warning(
+            "agent report refused: token of another node",
+            extra={"client": _client(request), "node": report.node, "token_node": identity.node},
+        )
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"This agent's token is for node {identity.node!r}, not {report.node!r}.",
+        )
+    ahead = too_far_ahead(report, now=runtime.clock())
+    if ahead is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"Invalid report: {ahead}.")
     outcome = runtime.reports.accept(report, received_at=runtime.clock())
     if outcome is Outcome.OUT_OF_ORDER:
         raise HTTPException(
@@ -89,6 +93,16 @@ async def post_report(
         return ReportAcceptedOut(status="duplicate", node=report.node)
     runtime.snapshots.poke()
     return ReportAcceptedOut(status="stored", node=report.node)
+
+
+async def _identify(request: Request, runtime: Runtime, authorization: str | None) -> AgentIdentity:
+    """The agent behind the token (a TokenReview may be needed: off the event loop)."""
+    try:
+        return await run_in_threadpool(runtime.agents.authenticate, bearer_token(authorization))
+    except AgentRefused as refused:
+        log.warning("agent report refused: %s", refused.message, extra={"client": _client(request)})
+        headers = {"WWW-Authenticate": "Bearer"} if refused.status_code == 401 else None
+        raise HTTPException(refused.status_code, refused.message, headers=headers) from refused
 
 
 def _too_large(limit: int) -> str:

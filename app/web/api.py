@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Query, Response, status
+from fastapi import APIRouter, HTTPException, Path, Query, Response, status
 
 from app.domain.snapshot import Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
+from app.web.runtime import Runtime
 from app.web.schemas import FindingsOut, NodeOut, NodesOut, ProblemOut, SummaryOut
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
@@ -18,7 +19,7 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 }
 
 
-def summary_of(snapshot: Snapshot) -> SummaryOut:
+def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> SummaryOut:
     plugin = snapshot.plugin
     return SummaryOut(
         mode=snapshot.mode,
@@ -32,14 +33,22 @@ def summary_of(snapshot: Snapshot) -> SummaryOut:
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,
         stale_age_s=snapshot.stale_age_s,
+        stale_reason=stale_reason if snapshot.stale else None,
         generated_at=snapshot.generated_at,
     )
+
+
+def _reason(runtime: Runtime, snapshot: Snapshot) -> str | None:
+    return runtime.snapshots.stale_reason if snapshot.stale else None
 
 
 @router.get("/summary", response_model=SummaryOut, responses=NOT_READY)
 async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     """Mode, plugin state, cluster totals and finding counts."""
-    body = runtime.snapshots.memo("summary", lambda s: summary_of(s).model_dump_json().encode())
+    body = runtime.snapshots.memo(
+        "summary",
+        lambda s: summary_of(s, stale_reason=_reason(runtime, s)).model_dump_json().encode(),
+    )
     return Response(body, media_type=JSON)
 
 
@@ -49,7 +58,12 @@ async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     body = runtime.snapshots.memo(
         "nodes",
         lambda s: (
-            NodesOut(generated_at=s.generated_at, stale=s.stale, nodes=s.nodes)
+            NodesOut(
+                generated_at=s.generated_at,
+                stale=s.stale,
+                stale_reason=_reason(runtime, s),
+                nodes=s.nodes,
+            )
             .model_dump_json()
             .encode()
         ),
@@ -62,19 +76,29 @@ async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     response_model=NodeOut,
     responses={404: {"model": ProblemOut, "description": "No such node"}, **NOT_READY},
 )
-async def get_node(name: str, snapshot: SnapshotDep) -> NodeOut:
+async def get_node(
+    name: Annotated[str, Path(max_length=253)], runtime: RuntimeDep, snapshot: SnapshotDep
+) -> NodeOut:
     """One node with its figures, GPUs, processes and findings."""
     for node in snapshot.nodes:
         if node.name == name:
-            return NodeOut(generated_at=snapshot.generated_at, stale=snapshot.stale, node=node)
+            return NodeOut(
+                generated_at=snapshot.generated_at,
+                stale=snapshot.stale,
+                stale_reason=_reason(runtime, snapshot),
+                node=node,
+            )
     raise HTTPException(status.HTTP_404_NOT_FOUND, f"No node named {name!r} in the cluster.")
 
 
 @router.get("/findings", response_model=FindingsOut, responses=NOT_READY)
 async def list_findings(
+    runtime: RuntimeDep,
     snapshot: SnapshotDep,
     severity: Annotated[Severity | None, Query(description="Only this severity")] = None,
-    node: Annotated[str | None, Query(description="Only findings of this node")] = None,
+    node: Annotated[
+        str | None, Query(max_length=253, description="Only findings of this node")
+    ] = None,
 ) -> FindingsOut:
     """Findings, most severe first, optionally filtered by severity and node."""
     findings = [
@@ -83,4 +107,9 @@ async def list_findings(
         if (severity is None or finding.severity == severity)
         and (node is None or finding.node == node)
     ]
-    return FindingsOut(generated_at=snapshot.generated_at, stale=snapshot.stale, findings=findings)
+    return FindingsOut(
+        generated_at=snapshot.generated_at,
+        stale=snapshot.stale,
+        stale_reason=_reason(runtime, snapshot),
+        findings=findings,
+    )

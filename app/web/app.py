@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
@@ -16,9 +18,36 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 import app as package
 from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
+from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import admin_api, admin_pages, agent_api, api, ops, pages
+from app.web import (
+    admin_api,
+    admin_gpus,
+    admin_pages,
+    agent_api,
+    api,
+    history_pages,
+    ops,
+    page_views,
+    pages,
+    peers,
+    rollout_view,
+    split_api,
+    usage_api,
+)
+from app.web.agent_auth import AgentAuth, TokenReviewer
+from app.web.auth import AuthRefused, AuthState
+from app.web.compression import CompressAndTag
+from app.web.guards import (
+    add_guard_handlers,
+    require_admin_form,
+    require_admin_writes,
+    require_metrics,
+    require_page_reader,
+    require_reader,
+)
 from app.web.problems import add_problem_handlers
+from app.web.report_sync import ReportSync
 from app.web.reports import ReportStore
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
 from app.web.schemas import ProblemOut
@@ -47,16 +76,33 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     )
 
 
+def _templates(assets_dir: Path) -> Jinja2Templates:
+    """The one autoescaping environment, with the diff helpers the admin preview uses."""
+    templates = Jinja2Templates(directory=str(assets_dir / "templates"))
+    templates.env.filters["diff_lines"] = page_views.diff_lines
+    templates.env.filters["changed_count"] = page_views.changed_count
+    return templates
+
+
 def create_app(
     settings: Settings,
     *,
     source: RunningSource,
     clock: Clock = utc_now,
     refresh_interval_s: float = 5.0,
+    writer: PluginWriter | None = None,
+    token_reviewer: TokenReviewer | None = None,
+    page_refresh_s: float | None = None,
 ) -> FastAPI:
-    """The dashboard over `source` (a started-on-lifespan cluster cache)."""
+    """The dashboard over `source` (a started-on-lifespan cluster cache).
+
+    `writer` enables plugin changes; `token_reviewer` lets agents authenticate with
+    projected ServiceAccount tokens (TokenReview).
+    """
     assets_dir = settings.assets_dir or default_assets_dir()
-    reports = ReportStore()
+    reports = ReportStore(
+        max_unknown=settings.max_unknown_nodes, stale_after_s=settings.agent_stale_after_s
+    )
     snapshots = SnapshotService(
         source,
         reports,
@@ -64,29 +110,46 @@ def create_app(
         clock=clock,
         min_interval_s=settings.snapshot_min_interval_s,
         refresh_interval_s=refresh_interval_s,
+        idle_after_s=settings.idle_slot_after_s,
+        low_after_s=settings.low_utilization_after_s,
+    )
+    reports.is_known = snapshots.has_node
+    report_sync = ReportSync(
+        settings,
+        reports,
+        snapshot_ready=lambda: snapshots.current() is not None,
+        on_copied=snapshots.poke,
     )
     runtime = Runtime(
         settings=settings,
         source=source,
         reports=reports,
         snapshots=snapshots,
-        templates=Jinja2Templates(directory=str(assets_dir / "templates")),
+        templates=_templates(assets_dir),
         assets_dir=assets_dir,
+        auth=AuthState(settings),
+        agents=AgentAuth(settings, reviewer=token_reviewer),
+        peers=report_sync,
         clock=clock,
+        writer=writer,
+        page_refresh_s=page_refresh_s,
     )
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         source.start()
         snapshots.start()
+        report_sync.start()
         try:
             yield
         finally:
+            report_sync.stop()
             snapshots.stop()
             source.stop()
 
     app = FastAPI(
         title="GPU Slots",
+        openapi_url=None,
         version=package.__version__,
         summary="GPU slot accounting next to what the GPUs really do",
         docs_url=None,
@@ -95,21 +158,43 @@ def create_app(
     )
     app.state.runtime = runtime
     app.mount("/static", StaticFiles(directory=str(assets_dir / "static")), name="static")
-    app.include_router(ops.router)
-    app.include_router(api.router)
-    app.include_router(agent_api.router)
-    app.include_router(pages.router)
-    app.include_router(admin_api.router)
-    app.include_router(admin_pages.router)
+    # Every route is guarded here, per router, never per handler (tests/web/test_guards.py
+    # walks every route): reads follow GEO_MLOPS_PUBLIC_READS, writes need an admin.
+    reader, page_reader = Depends(require_reader), Depends(require_page_reader)
+    app.include_router(ops.router)  # /healthz and /readyz: always open (probes)
+    app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
+    app.include_router(api.router, dependencies=[reader])
+    app.include_router(usage_api.router, dependencies=[reader])
+    app.include_router(rollout_view.router, dependencies=[reader])
+    app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
+    app.include_router(peers.router)  # replicas authenticate each other (app.web.peers)
+    app.include_router(pages.router, dependencies=[page_reader])
+    app.include_router(pages.open_router)  # the language switch (never discloses a page)
+    app.include_router(admin_api.router, dependencies=[reader, Depends(require_admin_writes)])
+    app.include_router(split_api.router, dependencies=[reader])
+    app.include_router(split_api.write_router, dependencies=[reader, Depends(require_admin_writes)])
+    app.include_router(admin_pages.login_router)  # the login form is open by nature
+    app.include_router(
+        admin_pages.router,
+        dependencies=[page_reader, Depends(require_admin_form)],
+    )
+    app.add_exception_handler(AuthRefused, admin_pages.refused_form)
+    app.include_router(
+        admin_gpus.router,
+        dependencies=[page_reader, Depends(require_admin_form)],
+    )
+    app.include_router(history_pages.router, dependencies=[page_reader])
     add_problem_handlers(app)
-    _add_docs(app)
+    add_guard_handlers(app)
+    _add_docs(app, reader)
+    app.add_middleware(CompressAndTag)
     app.add_middleware(SecurityHeaders)
-    _add_report_schema(app)
+    _add_report_schema(app, reader)
     return app
 
 
-def _add_docs(app: FastAPI) -> None:
-    @app.get("/docs", include_in_schema=False)
+def _add_docs(app: FastAPI, reader: Any) -> None:
+    @app.get("/docs", include_in_schema=False, dependencies=[reader])
     async def docs() -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url="/openapi.json",
@@ -151,9 +236,16 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def _add_report_schema(app: FastAPI) -> None:
-    """Publish AgentReport (the endpoint reads the raw body) and our 422 body shape."""
+def _add_report_schema(app: FastAPI, reader: Any) -> None:
+    """Publish AgentReport (the endpoint reads the raw body) and our 422 body shape.
+
+    /openapi.json is served by a route of ours so that it sits behind the reader guard.
+    """
     default_openapi = app.openapi
+
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[reader])
+    async def openapi_json() -> JSONResponse:
+        return JSONResponse(app.openapi())
 
     def openapi() -> dict[str, object]:
         if app.openapi_schema:

@@ -8,10 +8,17 @@ Three ways to be an admin, checked in this order:
   Secure over https, expiring).
 Cookie and proxy identities are ambient (the browser sends them by itself), so every write
 they make must carry the CSRF token: a form field, or the X-CSRF-Token header.
+
+A correct admin token is never refused: failed attempts of an address only lock out wrong
+tokens (behind an ingress every caller shares one address, and nobody must be able to lock
+the admins out). Sessions carry a fingerprint of the admin token, so changing the token
+ends them; a logout is remembered across restarts (app.web.revocations).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import hmac
 import ipaddress
 import logging
@@ -26,8 +33,8 @@ from fastapi import HTTPException, Request, Response, status
 from itsdangerous import BadData, URLSafeTimedSerializer
 
 from app.settings import Settings
-from app.web.agent_api import bearer_matches
-from app.web.deps import get_runtime
+from app.web.revocations import RevokedSessions
+from app.web.tokens import bearer_token, same_token
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +130,13 @@ class LoginLimiter:
 class AuthState:
     """Per-app secrets and counters: the session signer, the login limiter, revoked sessions."""
 
-    def __init__(self, settings: Settings, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         secret = settings.session_secret
         if not secret:
             secret = secrets.token_urlsafe(32)
@@ -136,32 +149,45 @@ class AuthState:
         self._proxy_csrf = URLSafeTimedSerializer(secret, salt="gpu-slots.proxy-csrf")
         self.max_age_s = settings.session_max_age_s
         self.limiter = LoginLimiter(clock=clock)
-        self._revoked: set[str] = set()
+        self._secret = secret.encode()
+        self._wall_clock = wall_clock
+        self.revoked = RevokedSessions(settings.session_revocations_file, clock=wall_clock)
         self._proxies = [ipaddress.ip_network(c, strict=False) for c in settings.trusted_proxies]
 
     # identifying the caller ------------------------------------------------------------
 
-    def identify(self, request: Request) -> Principal | None:
-        """The caller, or None; a wrong bearer token counts as a failed login."""
+    def identify(self, request: Request, *, for_write: bool = True) -> Principal | None:
+        """The caller, or None.
+
+        For a write, a wrong bearer token is refused and counts as a failed login; for a
+        read it is only not an identity (Prometheus or another client may send its own).
+        """
         authorization = request.headers.get("authorization")
         if authorization:
-            return self._bearer(request, authorization)
+            return self._bearer(request, authorization, for_write=for_write)
         proxied = self._proxy_user(request)
         if proxied is not None:
             return proxied
         return self._session(request)
 
-    def _bearer(self, request: Request, authorization: str) -> Principal:
-        client = client_address(request)
+    def _bearer(self, request: Request, authorization: str, *, for_write: bool) -> Principal | None:
+        if same_token(bearer_token(authorization), self.settings.read_admin_token()):
+            return Principal(BEARER_USER, (), "bearer", is_admin=True)
+        if not for_write:
+            return None
+        client = self.client_address(request)
         wait_s = self.limiter.retry_after_s(client)
         if wait_s is not None:
             raise AuthRefused(429, "Too many failed logins; try again later.", retry_after_s=wait_s)
-        if bearer_matches(authorization, self.settings.read_admin_token()):
-            self.limiter.succeed(client)
-            return Principal(BEARER_USER, (), "bearer", is_admin=True)
         self.limiter.fail(client)
         log.warning("admin API call refused: wrong bearer token", extra={"client": client})
         raise AuthRefused(401, "Wrong admin token (Authorization: Bearer <admin token>).")
+
+    def token_fingerprint(self) -> str:
+        """A keyed digest of the current admin token: sessions made with another one end."""
+        token = self.settings.read_admin_token() or ""
+        digest = hmac.new(self._secret, token.encode(), hashlib.sha256).digest()
+        return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
 
     def _proxy_user(self, request: Request) -> Principal | None:
         user = request.headers.get(self.settings.proxy_user_header, "").strip()
@@ -186,19 +212,41 @@ class AuthState:
             data = self._sessions.loads(cookie, max_age=self.max_age_s)
         except BadData:
             return None
-        if not isinstance(data, dict) or data.get("sid") in self._revoked:
+        if not isinstance(data, dict):
             return None
-        csrf, sid = data.get("csrf"), data.get("sid")
-        if not isinstance(csrf, str) or not isinstance(sid, str):
+        csrf, sid, fingerprint = data.get("csrf"), data.get("sid"), data.get("fp")
+        if not all(isinstance(value, str) for value in (csrf, sid, fingerprint)):
+            return None
+        assert isinstance(csrf, str) and isinstance(sid, str) and isinstance(fingerprint, str)
+        if not hmac.compare_digest(fingerprint, self.token_fingerprint()) or sid in self.revoked:
             return None
         return Principal(TOKEN_USER, (), "session", is_admin=True, csrf=csrf, session_id=sid)
 
     def from_trusted_proxy(self, request: Request) -> bool:
+        """Whether the connection itself comes from a `trusted_proxies` address."""
+        return self._trusted(request.client.host if request.client else "")
+
+    def _trusted(self, address: str) -> bool:
         try:
-            peer = ipaddress.ip_address(request.client.host if request.client else "")
+            peer = ipaddress.ip_address(address.strip())
         except ValueError:
             return False
         return any(peer in network for network in self._proxies)
+
+    def client_address(self, request: Request) -> str:
+        """Who is calling: the peer, or behind trusted proxies the address they were called from.
+
+        `X-Forwarded-For` is read right to left and only while each hop is a trusted proxy;
+        from anyone else (loopback included, unless configured) it is ignored.
+        """
+        peer = request.client.host if request.client else "unknown"
+        if not self._trusted(peer):
+            return peer
+        hops = [hop.strip() for hop in request.headers.get("x-forwarded-for", "").split(",")]
+        for hop in reversed([hop for hop in hops if hop]):
+            if not self._trusted(hop):
+                return hop[:64]
+        return peer
 
     # checks ----------------------------------------------------------------------------
 
@@ -217,7 +265,7 @@ class AuthState:
 
     def require_admin(self, request: Request, *, csrf: str | None) -> Principal:
         """The admin making this write, or AuthRefused (401 / 403 / 429)."""
-        principal = self.identify(request)
+        principal = self.identify(request, for_write=True)
         if principal is None:
             raise AuthRefused(
                 401, "Log in as an admin, or send Authorization: Bearer <admin token>."
@@ -228,7 +276,7 @@ class AuthState:
         if not self.csrf_valid(principal, csrf):
             log.warning(
                 "write refused: missing or wrong CSRF token",
-                extra={"client": client_address(request), "user": principal.user},
+                extra={"client": self.client_address(request), "user": principal.user},
             )
             raise AuthRefused(403, "Missing or wrong CSRF token; reload the page and try again.")
         return principal
@@ -236,26 +284,30 @@ class AuthState:
     # logging in and out ----------------------------------------------------------------
 
     def login(self, request: Request, response: Response, token: str) -> Principal:
-        """Check the admin token; on success set the session cookie."""
-        client = client_address(request)
-        wait_s = self.limiter.retry_after_s(client)
-        if wait_s is not None:
-            log.warning("login refused: rate limited", extra={"client": client})
-            raise AuthRefused(429, "Too many failed logins; try again later.", retry_after_s=wait_s)
+        """Check the admin token; on success set the session cookie.
+
+        The right token always logs in; only wrong ones are rate limited per address.
+        """
+        client = self.client_address(request)
         expected = self.settings.read_admin_token()
         if not expected:
             raise AuthRefused(
                 403, "No admin token is configured (GEO_MLOPS_ADMIN_TOKEN or _ADMIN_TOKEN_FILE)."
             )
-        if not hmac.compare_digest(token.strip().encode(), expected.encode()):
+        if not same_token(token.strip(), expected):
+            wait_s = self.limiter.retry_after_s(client)
+            if wait_s is not None:
+                log.warning("login refused: rate limited", extra={"client": client})
+                raise AuthRefused(
+                    429, "Too many failed logins; try again later.", retry_after_s=wait_s
+                )
             self.limiter.fail(client)
             log.warning("login failed: wrong admin token", extra={"client": client})
             raise AuthRefused(401, "Wrong admin token.")
-        self.limiter.succeed(client)
         sid, csrf = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
         response.set_cookie(
             SESSION_COOKIE,
-            self._sessions.dumps({"sid": sid, "csrf": csrf}),
+            self._sessions.dumps({"sid": sid, "csrf": csrf, "fp": self.token_fingerprint()}),
             max_age=self.max_age_s,
             httponly=True,
             samesite="strict",
@@ -267,7 +319,7 @@ class AuthState:
 
     def logout(self, request: Request, response: Response, principal: Principal | None) -> None:
         if principal is not None and principal.session_id:
-            self._revoked.add(principal.session_id)
+            self.revoked.revoke(principal.session_id, until=self._wall_clock() + self.max_age_s)
         response.delete_cookie(
             SESSION_COOKIE,
             path="/",
@@ -284,16 +336,15 @@ class AuthState:
 
 
 def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    """The caller's address as the app's AuthState sees it (trusted proxies resolved)."""
+    return get_auth(request).client_address(request)
 
 
 def get_auth(request: Request) -> AuthState:
-    """The app's AuthState, made on first use (one secret per process when none is set)."""
-    runtime = get_runtime(request)
-    state = runtime.extras.get("admin_auth")
-    if state is None:
-        state = runtime.extras.setdefault("admin_auth", AuthState(runtime.settings))
-    assert isinstance(state, AuthState)
+    """The app's AuthState (made with the app, one per process)."""
+    state = request.app.state.runtime.auth
+    if not isinstance(state, AuthState):
+        raise TypeError("app.state.runtime.auth is not an AuthState")
     return state
 
 
@@ -304,15 +355,3 @@ def require_admin_api(request: Request) -> Principal:
         return auth.require_admin(request, csrf=request.headers.get(CSRF_HEADER))
     except AuthRefused as refused:
         raise refused.as_http() from refused
-
-
-def require_reader(request: Request) -> Principal | None:
-    """Dependency for reads: anyone when public_reads, else any authenticated caller."""
-    auth = get_auth(request)
-    try:
-        principal = auth.identify(request)
-    except AuthRefused as refused:
-        raise refused.as_http() from refused
-    if principal is None and not auth.settings.public_reads:
-        raise AuthRefused(401, "Log in to read this (GEO_MLOPS_PUBLIC_READS is off).").as_http()
-    return principal

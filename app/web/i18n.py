@@ -15,12 +15,17 @@ from starlette.requests import Request
 from app.web.catalog_dra import DRA_EN, DRA_KO
 from app.web.catalog_en import EN
 from app.web.catalog_ko import KO
+from app.web.catalog_scale import SCALE_EN, SCALE_KO
+from app.web.catalog_split import SPLIT_EN, SPLIT_KO
 
 LANGUAGES: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
 
-CATALOGS: Mapping[str, Mapping[str, str]] = {"en": {**EN, **DRA_EN}, "ko": {**KO, **DRA_KO}}
+CATALOGS: Mapping[str, Mapping[str, str]] = {
+    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN},
+    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO},
+}
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ def render_metrics(snapshot: Snapshot) -> str:
         ("gpu_slots_expected", "Slots the plugin config should give the node", "expected_slots"),
         ("gpu_slots_physical_gpus", "GPUs the node's agent reports", "physical_gpus"),
         ("gpu_slots_host_gpus", "GPUs kept out of Kubernetes for host processes", "host_gpus"),
+        ("gpu_slots_failing_gpus", "GPUs not advertised because the plugin fails", "failing_gpus"),
     ]
     for metric, help_text, field in per_node:
         lines += _header(metric, help_text, "gauge")
@@ -42,6 +43,7 @@ def render_metrics(snapshot: Snapshot) -> str:
     )
     for severity, count in snapshot.severity_counts().items():
         lines.append(_sample("gpu_slots_cluster_findings", {"severity": severity}, count))
+    lines += _gpu_lines(snapshot)
     lines += _header(
         "gpu_slots_dra_devices", "GPU and MIG devices of DRA drivers, by state", "gauge"
     )
@@ -59,6 +61,42 @@ def render_metrics(snapshot: Snapshot) -> str:
     lines += _header("gpu_slots_stale", "1 while the API server cannot be reached", "gauge")
     lines.append(_sample("gpu_slots_stale", {}, int(snapshot.stale)))
     return "\n".join(lines) + "\n"
+
+
+def _gpu_lines(snapshot: Snapshot) -> list[str]:
+    """Per GPU and per slot holder: what Prometheus needs for idle history past one hour."""
+    lines: list[str] = []
+    per_gpu = [
+        ("gpu_slots_gpu_utilization_percent", "GPU utilization (nvidia-smi utilization.gpu)"),
+        ("gpu_slots_gpu_memory_used_mib", "GPU memory used in MiB (nvidia-smi memory.used)"),
+        ("gpu_slots_gpu_held_slots", "Slots of the GPU held by pods"),
+    ]
+    values = {
+        "gpu_slots_gpu_utilization_percent": lambda g: g.utilization_pct,
+        "gpu_slots_gpu_memory_used_mib": lambda g: g.memory_used_mib,
+        "gpu_slots_gpu_held_slots": lambda g: g.held_slots,
+    }
+    for metric, help_text in per_gpu:
+        lines += _header(metric, help_text, "gauge")
+        for node in snapshot.nodes:
+            for gpu in node.gpus:
+                value = values[metric](gpu)
+                if value is not None:
+                    labels = {"node": node.name, "gpu": str(gpu.index), "uuid": gpu.uuid}
+                    lines.append(_sample(metric, labels, value))
+    lines += _header(
+        "gpu_slots_holder_processes",
+        "GPU processes of a pod on a GPU it holds slots of (0: the slot is idle)",
+        "gauge",
+    )
+    for node in snapshot.nodes:
+        for gpu in node.gpus:
+            for holder in gpu.holders:
+                running = sum(1 for p in gpu.processes if p.pod == holder.pod)
+                namespace, _, pod = holder.pod.partition("/")
+                labels = {"node": node.name, "gpu": str(gpu.index), "namespace": namespace}
+                lines.append(_sample("gpu_slots_holder_processes", {**labels, "pod": pod}, running))
+    return lines
 
 
 def _resource_lines(snapshot: Snapshot) -> list[str]:

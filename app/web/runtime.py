@@ -1,16 +1,23 @@
-"""What one running dashboard holds: settings, cache, report store, snapshot service, templates."""
+"""What one running dashboard holds: settings, cache, reports, snapshots, auth, templates.
+
+Typed fields only: what a route needs is named here, built by `create_app`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from fastapi.templating import Jinja2Templates
 
+from app.kube.writer import PluginWriter
 from app.settings import Settings
+from app.web.agent_auth import AgentAuth
+from app.web.auth import AuthState
+from app.web.report_sync import ReportSync
 from app.web.reports import ReportStore
 from app.web.snapshots import ClusterSource, SnapshotService
 
@@ -42,5 +49,9 @@ class Runtime:
     snapshots: SnapshotService
     templates: Jinja2Templates
     assets_dir: Path
+    auth: AuthState
+    agents: AgentAuth
+    peers: ReportSync
     clock: Callable[[], datetime] = utc_now
-    extras: dict[str, Any] = field(default_factory=dict)
+    writer: PluginWriter | None = None  # None: plugin changes are not enabled
+    page_refresh_s: float | None = None  # the pages' polling interval, when not the default

@@ -34,26 +34,32 @@ class SummaryOut(BaseModel):
         description="Unscheduled pods wanting GPU resources, per resource, with the reason"
     )
     findings: dict[str, int] = Field(description="Finding counts by severity")
-    stale: bool = Field(description="True while the API server cannot be reached")
-    stale_age_s: float | None = Field(description="Seconds since the API server was last reachable")
+    stale: bool = Field(
+        description="True while the API server cannot be reached or a snapshot build fails"
+    )
+    stale_age_s: float | None = Field(description="Seconds the served snapshot has been stale")
+    stale_reason: str | None = Field(default=None, description="Why the snapshot is stale")
     generated_at: datetime
 
 
 class NodesOut(BaseModel):
     generated_at: datetime
     stale: bool
+    stale_reason: str | None = None
     nodes: list[NodeState]
 
 
 class NodeOut(BaseModel):
     generated_at: datetime
     stale: bool
+    stale_reason: str | None = None
     node: NodeState
 
 
 class FindingsOut(BaseModel):
     generated_at: datetime
     stale: bool
+    stale_reason: str | None = None
     findings: list[Finding]
 
 
@@ -72,3 +78,6 @@ class ReadyOut(BaseModel):
     status: Literal["ok", "degraded", "starting"]
     reason: str
     stale_age_s: float | None = None
+    # Where this replica's agent reports came from (its peers, or one report interval of
+    # the agents), or what it still waits for.
+    reports: str | None = None

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from app.settings import Settings
 
 if TYPE_CHECKING:
+    import uvicorn
     from fastapi import FastAPI
 
 
@@ -36,8 +37,22 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"gpu-slots serve: {exc}")
         return 2
-    uvicorn.run(app, host=args.host, port=args.port, log_config=None)
+    uvicorn.Server(uvicorn_config(app, host=args.host, port=args.port)).run()
     return 0
+
+
+def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
+    """How uvicorn serves the app: it never rewrites the client from forwarded headers.
+
+    Uvicorn's default trusts `X-Forwarded-For` from 127.0.0.1. The dashboard reads the
+    forwarded address itself, and only from GEO_MLOPS_TRUSTED_PROXIES (none by default;
+    app.web.auth), so the login limiter and the proxy-user check see one configured truth.
+    """
+    import uvicorn
+
+    return uvicorn.Config(
+        app, host=host, port=port, log_config=None, proxy_headers=False, forwarded_allow_ips=""
+    )
 
 
 def build_app(
@@ -51,8 +66,8 @@ def build_app(
     """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
     from app.kube.cache import ClusterCache
     from app.kube.client import make_api_client
+    from app.kube.tokenreview import TokenReviews
     from app.kube.writer import PluginWriter
-    from app.web.admin_api import WRITER_KEY
     from app.web.app import create_app
 
     api_client = make_api_client(host=kube_server)
@@ -66,11 +81,16 @@ def build_app(
         retry_delay_s=retry_delay_s,
         probe_interval_s=probe_interval_s,
     )
-    app = create_app(settings, source=cache, refresh_interval_s=refresh_interval_s)
-    app.state.runtime.extras[WRITER_KEY] = PluginWriter(
+    writer = PluginWriter(
         api_client,
         namespace=settings.kubernetes_device_plugin_namespace,
         daemonset_name=settings.kubernetes_device_plugin_name,
         configmap_name=settings.plugin_configmap_name,
     )
-    return app
+    return create_app(
+        settings,
+        source=cache,
+        refresh_interval_s=refresh_interval_s,
+        writer=writer,
+        token_reviewer=TokenReviews(api_client),
+    )

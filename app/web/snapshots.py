@@ -8,10 +8,11 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 15 s interval is 67 reports a second, each asking for a new snapshot):
 
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
-- pacing: after a build, report-driven builds wait at least as long as that build (and
-  its renders) took, and at least `REPORT_BATCH` x `min_interval_s`, so the engine uses
-  at most about half of the process's time and reports are taken in batches; a change of
-  the cluster itself (a pod, a node) or a node's first report is not held back;
+- pacing: after a build, report-driven builds wait as long as that build (and its
+  renders) took, so the engine uses at most about half of the process's time while
+  reports stream in, and reports arriving meanwhile are taken in one batch; an idle
+  engine builds at once for a report, and a change of the cluster itself (a pod, a node)
+  or a node's first report is never held back;
 - rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
   snapshot in the snapshot thread right after it is published, cheapest first, so
   requests do not render JSON bodies on the event loop (where they would hold up every
@@ -37,6 +38,8 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.snapshot import Snapshot
+from app.domain.usage.findings import history_findings, with_findings
+from app.domain.usage.idle import UsageHistory
 from app.web.reports import ReportStore
 
 log = logging.getLogger(__name__)
@@ -45,7 +48,6 @@ Clock = Callable[[], datetime]
 T = TypeVar("T")
 HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
 PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
-REPORT_BATCH = 5  # reports alone start a build at most every 5 x min_interval_s (1 s)
 SLOW_RENDER_S = 0.5  # a key rendering this slowly (twice running) is refreshed on demand
 
 
@@ -109,6 +111,8 @@ class SnapshotService:
         clock: Clock,
         min_interval_s: float = 0.2,
         refresh_interval_s: float = 5.0,
+        idle_after_s: float = 900.0,
+        low_after_s: float = 1800.0,
     ) -> None:
         self._source = source
         self._reports = reports
@@ -121,6 +125,8 @@ class SnapshotService:
         self._renderers: dict[str, _Renderer] = {}
         self._pending: dict[str, threading.Event] = {}  # keys being rendered ahead, now
         self._engine_memo = EngineMemo()
+        self.usage = UsageHistory()  # idle slots and utilization, last hour (observe: builds)
+        self._idle_after_s, self._low_after_s = idle_after_s, low_after_s
         self._reported_nodes = 0  # nodes with a report in the latest build
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -128,7 +134,10 @@ class SnapshotService:
         self._slow_wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self.builds = 0
-        self.last_error: str | None = None
+        self.last_error: str | None = None  # why the latest build failed; None after a good one
+        self._good: Snapshot | None = None  # the latest snapshot a build produced
+        self._failed_since: datetime | None = None
+        self._node_names: frozenset[str] = frozenset()
 
     def start(self) -> None:
         """Start the background threads (again after a stop: an app's lifespan may repeat)."""
@@ -153,6 +162,23 @@ class SnapshotService:
 
     def current(self) -> Snapshot | None:
         return self._current
+
+    def has_node(self, name: str) -> bool:
+        """Whether the cluster had node `name` at the latest build (any, before the first).
+
+        Before the first build every report is kept; that build sorts them out.
+        """
+        return self.builds == 0 or name in self._node_names
+
+    @property
+    def stale_reason(self) -> str | None:
+        """Why the served snapshot is stale (a failed build, an unreachable API server)."""
+        if self.last_error is not None:
+            return f"snapshot build failed: {self.last_error}"
+        health = self._source.health()
+        if health.failing_since is not None:
+            return f"API server unreachable: {health.last_error}"
+        return None
 
     def memo(self, key: str, render: Callable[[Snapshot], T]) -> T | None:
         """`render(current snapshot)`, computed once per snapshot (see the module notes).
@@ -253,29 +279,32 @@ class SnapshotService:
     def readiness(self) -> Readiness:
         health = self._source.health()
         if self._current is None or not health.synced:
+            if self.last_error is not None:  # listed, but no build has succeeded yet
+                return Readiness(False, False, f"snapshot build failed: {self.last_error}")
             return Readiness(False, False, "waiting for the first list of the cluster")
-        if health.failing_since is not None:
-            return Readiness(True, True, f"API server unreachable: {health.last_error}")
+        reason = self.stale_reason
+        if reason is not None:
+            return Readiness(True, True, reason)
         return Readiness(True, False, "ok")
 
     def rebuild(self) -> Snapshot:
-        """Compute a snapshot from what the cache and the report store hold now."""
+        """Compute a snapshot from what the cache and the report store hold now.
+
+        A failure of any kind keeps the last good snapshot served, marked stale with the
+        reason (`stale_reason`), and /readyz degraded, until a build succeeds again.
+        """
         now = self._clock()
-        daemonsets = self._source.items("daemonsets")
-        state = ClusterState(
-            daemonset=configured_daemonset(daemonsets, self._options),
-            configmaps=configmaps_by_key(
-                self._source.items("configmaps"), self._options.plugin_namespace
-            ),
-            nodes=self._source.items("nodes"),
-            pods=self._source.items("pods"),
-            reports=self._reports.latest(),
-            device_classes=self._source.items("deviceclasses"),
-            resource_slices=self._source.items("resourceslices"),
-            resource_claims=self._source.items("resourceclaims"),
-            daemonsets=daemonsets,
-        )
-        snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+        try:
+            state = self._state(now)
+            snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+        except Exception as exc:
+            self._engine_memo = EngineMemo()  # it may hold half of the failed build
+            self._publish_failure(exc, now=now)
+            raise
+        snapshot = self._with_history(snapshot, now=now)
+        self.last_error = None
+        self._failed_since = None
+        self._good = snapshot
         self._reported_nodes = len(state.reports)
         health = self._source.health()
         if health.failing_since is not None:
@@ -289,6 +318,50 @@ class SnapshotService:
         self._slow_wake.set()
         return snapshot
 
+    def _with_history(self, snapshot: Snapshot, *, now: datetime) -> Snapshot:
+        """The snapshot plus the findings only the idle history can tell (idle slots)."""
+        self.usage.observe(snapshot, now=now)
+        extra = history_findings(
+            self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
+        )
+        return with_findings(snapshot, extra)
+
+    def _state(self, now: datetime) -> ClusterState:
+        """What the engine reads: the cache's collections and the reports of known nodes."""
+        daemonsets = self._source.items("daemonsets")
+        nodes = self._source.items("nodes")
+        self._node_names = frozenset(
+            str((node.get("metadata") or {}).get("name", "")) for node in nodes
+        )
+        self._reports.forget_unknown(nodes=self._node_names, now=now)
+        return ClusterState(
+            daemonset=configured_daemonset(daemonsets, self._options),
+            configmaps=configmaps_by_key(
+                self._source.items("configmaps"), self._options.plugin_namespace
+            ),
+            nodes=nodes,
+            pods=self._source.items("pods"),
+            reports=self._reports.latest(),
+            device_classes=self._source.items("deviceclasses"),
+            resource_slices=self._source.items("resourceslices"),
+            resource_claims=self._source.items("resourceclaims"),
+            daemonsets=daemonsets,
+        )
+
+    def _publish_failure(self, exc: Exception, *, now: datetime) -> None:
+        """Serve the last good snapshot marked stale, with the reason; /readyz says degraded."""
+        self.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        if self._failed_since is None:
+            self._failed_since = now
+        good = self._good
+        if good is None:
+            return
+        age_s = max(0.0, (now - self._failed_since).total_seconds())
+        stale = good.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
+        with self._lock:
+            self._current = stale
+            self._memo = {}
+
     def _run(self) -> None:
         seen = -1
         while not self._stop.is_set():
@@ -299,15 +372,13 @@ class SnapshotService:
                 started = time.monotonic()
                 try:
                     self.rebuild()
-                    self.last_error = None
-                except Exception as exc:
-                    self.last_error = repr(exc)
+                except Exception:
                     log.exception("snapshot computation failed; serving the previous one")
                 work_s = time.monotonic() - started
             seen = generation
             if self._stop.wait(self._min_interval_s):
                 return
-            hold_s = max(work_s, REPORT_BATCH * self._min_interval_s) - self._min_interval_s
+            hold_s = work_s - self._min_interval_s  # the engine at most about half of the time
             self._pace(seen, hold_s)
             self._wait(seen, self._refresh_interval_s - max(hold_s, 0.0))
 

@@ -103,10 +103,17 @@ keeps generated tokens), else a new random one. Call with
 {{- end }}
 {{- end }}
 
-{{/* The URL the agents post their reports to. */}}
+{{/* The headless Service naming every dashboard replica (replicas > 1). */}}
+{{- define "gpu-slots.peersName" -}}
+{{- printf "%s-peers" (include "gpu-slots.fullname" . | trunc 57 | trimSuffix "-") }}
+{{- end }}
+
+{{/* The URL the agents post their reports to: every replica's address when there are several. */}}
 {{- define "gpu-slots.dashboardUrl" -}}
 {{- if .Values.agent.dashboardUrl }}
 {{- .Values.agent.dashboardUrl }}
+{{- else if gt (int .Values.dashboard.replicas) 1 }}
+{{- printf "http://%s.%s.svc:8000" (include "gpu-slots.peersName" .) .Release.Namespace }}
 {{- else }}
 {{- printf "http://%s.%s.svc:%v" (include "gpu-slots.fullname" .) .Release.Namespace .Values.service.port }}
 {{- end }}

@@ -146,3 +146,82 @@ def test_tls_verify_is_on_by_default_and_takes_a_ca_file(tmp_path: Path) -> None
 
     with pytest.raises(ConfigError, match="cannot load CA file"):
         tls_verify(ca_file=tmp_path / "missing.pem", insecure=False)
+
+
+def _fanout_poster(tmp_path: Path, answer: object, addresses: list[str]) -> ReportPoster:
+    client = httpx.Client(transport=httpx.MockTransport(answer))  # type: ignore[arg-type]
+    return ReportPoster(
+        dashboard_url="https://gpu-slots-peers.ops.svc:8443",
+        token=_token(tmp_path),
+        client=client,
+        resolve=lambda host, port: (
+            addresses if (host, port) == ("gpu-slots-peers.ops.svc", 8443) else []
+        ),
+    )
+
+
+def test_report_goes_to_every_address_of_the_dashboard_name(tmp_path: Path) -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(202, json={"status": "stored"})
+
+    poster = _fanout_poster(tmp_path, answer, ["10.42.0.7", "10.42.1.9"])
+    outcome = poster.post(REPORT)
+
+    assert (outcome.delivered, outcome.detail) == (True, "accepted by 2 replicas")
+    assert [str(r.url) for r in seen] == [
+        "https://10.42.0.7:8443/api/v1/agent/reports",
+        "https://10.42.1.9:8443/api/v1/agent/reports",
+    ]
+    assert {r.headers["Host"] for r in seen} == {"gpu-slots-peers.ops.svc:8443"}
+    assert {r.extensions["sni_hostname"] for r in seen} == {"gpu-slots-peers.ops.svc"}
+
+
+def test_a_replica_that_failed_is_retried_alone(tmp_path: Path) -> None:
+    seen: list[str] = []
+    down = {"10.42.1.9"}
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        if request.url.host in down:
+            return httpx.Response(503, json={"detail": "starting"}, headers={"Retry-After": "2"})
+        return httpx.Response(202, json={"status": "stored"})
+
+    poster = _fanout_poster(tmp_path, answer, ["10.42.0.7", "10.42.1.9"])
+    first = poster.post(REPORT)
+    down.clear()
+    second = poster.post(REPORT)
+
+    assert (first.delivered, first.retry, first.retry_after_s) == (False, True, 2.0)
+    assert first.detail.startswith(
+        "1 of 2 replicas accepted; 10.42.1.9: dashboard answered HTTP 503"
+    )
+    assert second.delivered is True
+    assert seen == ["10.42.0.7", "10.42.1.9", "10.42.1.9"]
+
+
+def test_a_replica_refusing_the_token_is_not_retried(tmp_path: Path) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "10.42.1.9":
+            return httpx.Response(401, json={"detail": "bad agent token"})
+        return httpx.Response(202, json={"status": "stored"})
+
+    outcome = _fanout_poster(tmp_path, answer, ["10.42.0.7", "10.42.1.9"]).post(REPORT)
+
+    assert (outcome.delivered, outcome.retry, outcome.status) == (False, False, 401)
+    assert "1 of 2 replicas accepted; 10.42.1.9: dashboard refused the token" in outcome.detail
+
+
+def test_an_unresolvable_name_is_posted_to_as_given(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(202, json={"status": "stored"})
+
+    outcome = _fanout_poster(tmp_path, answer, []).post(REPORT)
+
+    assert outcome.delivered is True
+    assert seen == ["https://gpu-slots-peers.ops.svc:8443/api/v1/agent/reports"]

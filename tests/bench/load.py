@@ -42,14 +42,18 @@ def tool() -> str:
     return "wrk" if shutil.which("wrk") else "loadgen"
 
 
-def get_load(url: str, path: str, *, connections: int, duration_s: float) -> LoadResult:
+def get_load(
+    url: str, path: str, *, connections: int, duration_s: float, headers: tuple[str, ...] = ()
+) -> LoadResult:
     """`connections` keep-alive connections GETting `url + path` for `duration_s`."""
     if shutil.which("wrk"):
-        return _wrk(url + path, connections=connections, duration_s=duration_s)
-    return _loadgen(url, path, connections=connections, duration_s=duration_s)
+        return _wrk(url + path, connections=connections, duration_s=duration_s, headers=headers)
+    return _loadgen(url, path, connections=connections, duration_s=duration_s, headers=headers)
 
 
-def _wrk(target: str, *, connections: int, duration_s: float) -> LoadResult:
+def _wrk(
+    target: str, *, connections: int, duration_s: float, headers: tuple[str, ...] = ()
+) -> LoadResult:
     with tempfile.NamedTemporaryFile("w", suffix=".lua") as script:
         script.write(WRK_SCRIPT)
         script.flush()
@@ -63,6 +67,7 @@ def _wrk(target: str, *, connections: int, duration_s: float) -> LoadResult:
                 "30s",
                 "-s",
                 script.name,
+                *(item for header in headers for item in ("-H", header)),
                 target,
             ],
             capture_output=True,
@@ -83,9 +88,12 @@ def _wrk(target: str, *, connections: int, duration_s: float) -> LoadResult:
     )
 
 
-def _loadgen(url: str, path: str, *, connections: int, duration_s: float) -> LoadResult:
+def _loadgen(
+    url: str, path: str, *, connections: int, duration_s: float, headers: tuple[str, ...] = ()
+) -> LoadResult:
     data = run_loadgen(
         [
+            *(item for header in headers for item in ("--header", header)),
             "--url",
             url,
             "--path",

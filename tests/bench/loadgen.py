@@ -32,8 +32,9 @@ def percentile(sorted_values: list[float], fraction: float) -> float:
     return sorted_values[rank]
 
 
-def get_request(host: str, path: str) -> bytes:
-    return f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\n\r\n".encode()
+def get_request(host: str, path: str, headers: tuple[str, ...] = ()) -> bytes:
+    extra = "".join(f"{header}\r\n" for header in headers)
+    return f"GET {path} HTTP/1.1\r\nHost: {host}\r\nAccept: */*\r\n{extra}\r\n".encode()
 
 
 def post_request(host: str, path: str, body: bytes, token: str) -> bytes:
@@ -134,6 +135,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--bodies", type=Path, default=None, help="JSON lines to POST, once each")
     parser.add_argument("--token", default="")
     parser.add_argument("--rate", type=float, default=None, help="requests per second, paced")
+    parser.add_argument("--header", action="append", default=[], help="'Name: value' (GET)")
     args = parser.parse_args(argv)
     host = urlsplit(args.url).netloc
     requests: Iterator[bytes]
@@ -148,7 +150,7 @@ def main(argv: list[str]) -> int:
         requests = posts(args.bodies)
         duration = args.duration
     else:
-        one = get_request(host, args.path)
+        one = get_request(host, args.path, tuple(args.header))
 
         def forever() -> Iterator[bytes]:
             while True:

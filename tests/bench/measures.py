@@ -17,7 +17,16 @@ import httpx
 from tests.bench import cluster_gen, kubectl_way, load, procs
 from tests.bench.load import LoadResult
 
-PAGES = ("/api/v1/summary", "/api/v1/nodes", "/")
+GZIP = ("Accept-Encoding: gzip",)
+# (name in the results, path, request headers): /healthz is the ceiling of the process.
+LOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("/healthz", "/healthz", ()),
+    ("/api/v1/summary", "/api/v1/summary", ()),
+    ("/api/v1/nodes", "/api/v1/nodes", ()),
+    ("/", "/", ()),
+    ("/ gzip", "/", GZIP),
+)
+REPLICAS_UP_TO = 1000  # the two-replica setup runs at these sizes (memory x2 above)
 CHANGE_NODE = 1  # gpu-0001: no host process of its own, so a report can add one
 AGENT_INTERVAL_S = 15.0  # the chart's agent.interval
 
@@ -49,6 +58,8 @@ class ScaleResult:
     report_change_s: list[float] = field(default_factory=list)
     ingest: dict[str, Any] = field(default_factory=dict)
     background: dict[str, Any] = field(default_factory=dict)  # the agents during the loads
+    replica_ready_s: float = math.nan  # a second replica: spawn -> ready with every report
+    replicas_agree: bool | None = None
     rss_kib: int = -1
     hwm_kib: int = -1
     agreed: bool | None = None  # the kubectl way and the dashboard give the same totals
@@ -157,18 +168,26 @@ def _measure(
 
     # From here on every other node's agent reports every AGENT_INTERVAL_S, as in production.
     rate = (nodes - 1) / AGENT_INTERVAL_S
-    span_s = settings.load_s * len(PAGES) + 20 * settings.changes + 30
+    span_s = settings.load_s * len(LOADS) + 20 * settings.changes + 30
     rounds_bg = math.ceil(span_s / AGENT_INTERVAL_S) + 1
     stamp = now + timedelta(seconds=rounds + 1)
     background = _bodies(nodes, uids, at=stamp, rounds=rounds_bg, skip=CHANGE_NODE)
     agents = load.BackgroundAgents(dash.url, background, token=procs.AGENT_TOKEN, rate=rate)
     try:
-        for path in PAGES:
-            result.body_bytes[path] = len(client.get(path).content)
-            result.loads[path] = load.get_load(
-                dash.url, path, connections=settings.connections, duration_s=settings.load_s
+        for name, path, headers in LOADS:
+            sample = client.get(
+                path,
+                headers={"Accept-Encoding": "identity", **dict(h.split(": ", 1) for h in headers)},
             )
-            _log(f"  {path}: {result.loads[path]}")
+            result.body_bytes[name] = sample.num_bytes_downloaded
+            result.loads[name] = load.get_load(
+                dash.url,
+                path,
+                connections=settings.connections,
+                duration_s=settings.load_s,
+                headers=headers,
+            )
+            _log(f"  {name}: {result.loads[name]}")
         result.pod_change_s = _pod_changes(sim_url, client, count=settings.changes)
         _log(f"  pod change -> snapshot: {result.pod_change_s}")
         result.report_change_s = _report_changes(
@@ -179,6 +198,9 @@ def _measure(
             count=settings.changes,
         )
         _log(f"  report -> snapshot: {result.report_change_s}")
+        if nodes <= REPLICAS_UP_TO:
+            later = stamp + timedelta(seconds=rounds_bg + 2 * settings.changes + 1)
+            second_replica(result, settings, sim_url, dash, client, uids, at=later)
     finally:
         result.background = agents.stop()
     _log(f"  background agents: {result.background}")
@@ -195,6 +217,62 @@ def _measure(
         _log(f"  kubectl: {result.kubectl} (same totals as the dashboard: {result.agreed})")
     else:
         result.notes.append("kubectl not installed: the kubectl way was not timed")
+
+
+def second_replica(
+    result: ScaleResult,
+    settings: Settings,
+    sim_url: str,
+    first: procs.Dashboard,
+    client: httpx.Client,
+    uids: dict[tuple[str, str], str],
+    *,
+    at: datetime,
+) -> None:
+    """Start a second replica that asks the first for its reports (as after a restart);
+    time until it is ready and counts every node's GPUs; then one round of reports to both
+    and compare their answers."""
+    log = settings.log_dir / f"bench-dash-{result.nodes}-replica.log"
+    env = {"GEO_MLOPS_PEERS": first.url, "GEO_MLOPS_REPORT_WAIT_S": "120"}
+    second = procs.start_dashboard(sim_url, log=log, env_extra=env)
+    gpus = result.nodes * cluster_gen.GPUS_PER_NODE
+    try:
+        with httpx.Client(base_url=second.url, timeout=120) as other:
+            ready_at = procs.poll(
+                lambda: (
+                    other.get("/readyz").status_code == 200
+                    and _summary(other)["totals"]["physical_gpus"] == gpus
+                ),
+                timeout_s=300,
+                interval_s=0.05,
+                what="the second replica ready with every report",
+            )
+            result.replica_ready_s = ready_at - second.started_at
+            how = other.get("/readyz").json().get("reports")
+            _log(f"  second replica ready after {result.replica_ready_s:.2f} s ({how})")
+            bodies = list(_bodies(result.nodes, uids, at=at))
+            for url in (first.url, second.url):
+                load.post_reports(url, bodies, token=procs.AGENT_TOKEN, connections=4)
+            last = json.loads(bodies[-1])["collected_at"]
+
+            def answers(c: httpx.Client) -> tuple[object, object]:
+                nodes = c.get("/api/v1/nodes").json()["nodes"]
+                newest = max((n["agent"] or {}).get("collected_at", "") for n in nodes)
+                summary = _summary(c)
+                return newest[:19], (summary["totals"], summary["findings"])
+
+            def agree() -> bool:
+                mine, theirs = answers(client), answers(other)
+                return mine[0] == theirs[0] == last[:19] and mine[1] == theirs[1]
+
+            try:
+                procs.poll(agree, timeout_s=60, interval_s=0.2, what="the replicas to agree")
+                result.replicas_agree = True
+            except TimeoutError:
+                result.replicas_agree = False
+            _log(f"  replicas agree: {result.replicas_agree}")
+    finally:
+        procs.stop(second.process)
 
 
 def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -> float:

@@ -90,10 +90,22 @@ class Dashboard:
         return proc_status_kib(self.process.pid, "VmHWM")
 
 
-def start_dashboard(kube_url: str, *, log: Path) -> Dashboard:
+SESSION_SECRET = "bench-session-secret-0123456789abcdef"  # shared by replicas (peer token)
+
+
+def start_dashboard(
+    kube_url: str, *, log: Path, env_extra: dict[str, str] | None = None
+) -> Dashboard:
     """`gpu-slots serve --kube-server URL` with an agent token; returns at once."""
     port = free_port()
-    env = dict(os.environ, GEO_MLOPS_AGENT_TOKEN=AGENT_TOKEN)
+    # One token for thousands of synthetic agents: the shared token, opted in explicitly.
+    env = dict(
+        os.environ,
+        GEO_MLOPS_AGENT_TOKEN=AGENT_TOKEN,
+        GEO_MLOPS_AGENT_AUTH="shared-token",
+        GEO_MLOPS_SESSION_SECRET=SESSION_SECRET,
+        **(env_extra or {}),
+    )
     # `gpu-slots serve`, importing `app` from ROOT (so a copy of the tree can be measured)
     command = [
         sys.executable,

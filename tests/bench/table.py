@@ -44,15 +44,29 @@ def _kubectl(attr: str) -> Callable[[ScaleResult], float | None]:
     return get
 
 
+def _throughput_share(result: ScaleResult) -> float | None:
+    summary, healthz = result.loads.get("/api/v1/summary"), result.loads.get("/healthz")
+    if summary is None or healthz is None or healthz.rps <= 0:
+        return None
+    return summary.rps / healthz.rps
+
+
+def _agree(result: ScaleResult) -> float | None:
+    return None if result.replicas_agree is None else float(result.replicas_agree)
+
+
 FIGURES: list[Figure] = [
     Figure("pods (GPU pods)", lambda r: r.pods, "{:,.0f}"),
     Figure("simulator load, s (setup, not the dashboard)", lambda r: r.sim_load_s, "{:.1f}"),
     Figure("dashboard start -> first complete snapshot, s", lambda r: r.startup_s, "{:.2f}"),
     Figure("all reports POSTed -> in the snapshot, s", lambda r: r.reports_complete_s, "{:.2f}"),
     Figure("engine build_snapshot (in-process), s", lambda r: r.engine_s, "{:.3f}"),
+    Figure("/healthz req/s (the process's ceiling)", _load("/healthz", "rps"), "{:,.0f}"),
+    Figure("/healthz p50, ms", _load("/healthz", "p50_ms"), "{:.2f}"),
     Figure("/api/v1/summary p50, ms", _load("/api/v1/summary", "p50_ms"), "{:.2f}"),
     Figure("/api/v1/summary p99, ms", _load("/api/v1/summary", "p99_ms"), "{:.2f}"),
     Figure("/api/v1/summary req/s", _load("/api/v1/summary", "rps"), "{:,.0f}"),
+    Figure("  summary req/s / healthz req/s", _throughput_share, "{:.2f}"),
     Figure("/api/v1/nodes p50, ms", _load("/api/v1/nodes", "p50_ms"), "{:.1f}"),
     Figure("/api/v1/nodes p99, ms", _load("/api/v1/nodes", "p99_ms"), "{:.1f}"),
     Figure("/api/v1/nodes req/s", _load("/api/v1/nodes", "rps"), "{:,.1f}"),
@@ -63,6 +77,12 @@ FIGURES: list[Figure] = [
     Figure("overview page / p99, ms", _load("/", "p99_ms"), "{:.1f}"),
     Figure("overview page / req/s", _load("/", "rps"), "{:,.1f}"),
     Figure("overview page / body, MB", lambda r: r.body_bytes.get("/", 0) / 1e6, "{:.2f}"),
+    Figure("overview page / gzip p50, ms", _load("/ gzip", "p50_ms"), "{:.1f}"),
+    Figure("overview page / gzip p99, ms", _load("/ gzip", "p99_ms"), "{:.1f}"),
+    Figure("overview page / gzip req/s", _load("/ gzip", "rps"), "{:,.1f}"),
+    Figure(
+        "overview page / gzip body, KB", lambda r: r.body_bytes.get("/ gzip", 0) / 1e3, "{:,.0f}"
+    ),
     Figure("kubectl get nodes -o custom-columns, s", _kubectl("nodes_s"), "{:.2f}"),
     Figure("kubectl get pods -A -o json, s", _kubectl("pods_s"), "{:.2f}"),
     Figure(
@@ -88,6 +108,12 @@ FIGURES: list[Figure] = [
         lambda r: max(r.report_change_s, default=None),
         "{:.2f}",
     ),
+    Figure(
+        "second replica start -> ready with every report (from its peer), s",
+        lambda r: r.replica_ready_s,
+        "{:.2f}",
+    ),
+    Figure("two replicas give the same answers (1 = yes)", _agree, "{:.0f}"),
     Figure("report ingestion, reports/s", lambda r: r.ingest.get("rps"), "{:,.0f}"),
     Figure("report POST p50, ms", lambda r: r.ingest.get("p50_ms"), "{:.1f}"),
     Figure("report POST p99, ms", lambda r: r.ingest.get("p99_ms"), "{:.1f}"),

@@ -59,6 +59,8 @@ def test_admin_flow_switch_preview_apply_rollout_and_rollback(
     expect(row.get_by_test_id("slots-before")).to_contain_text("2")
     expect(row.get_by_test_id("slots-after")).to_contain_text("8")
     expect(tab.get_by_test_id("dry-run-ok")).to_be_visible()
+    expect(tab.get_by_test_id("totals-before-after")).to_have_attribute("data-after", "8")
+    expect(tab.get_by_test_id("signed-in")).to_be_visible()
     expect(tab.get_by_test_id("diff-daemonset")).to_contain_text("CONFIG_FILE")
 
     tab.get_by_test_id("apply-button").click()
@@ -71,6 +73,8 @@ def test_admin_flow_switch_preview_apply_rollout_and_rollback(
     expect(current).to_have_attribute("data-replicas", "4")
     expect(tab.get_by_test_id("previous-config")).to_have_attribute("data-mode", "basic")
     tab.get_by_test_id("rollback-button").click()
+    expect(tab.get_by_test_id("totals-before-after")).to_have_attribute("data-after", "2")
+    tab.get_by_test_id("rollback-confirm").click()
     expect(tab.get_by_test_id("rollout-done")).to_be_visible()
     expect(tab.get_by_test_id(f"rollout-{NODE}").get_by_test_id("advertised")).to_contain_text("2")
 

@@ -6,8 +6,14 @@ import re
 from typing import Any
 
 import kubernetes_validate
+from kubernetes_validate.utils import latest_version
 
-KUBE_VERSION = "1.32"
+# k3s publishes releases for the Kubernetes minors upstream still supports (the newest
+# three); the chart is validated against the oldest and the newest of those that
+# kubernetes-validate knows.
+NEWEST_KUBE_VERSION = ".".join(latest_version().split(".")[:2])
+OLDEST_KUBE_VERSION = f"1.{int(NEWEST_KUBE_VERSION.split('.')[1]) - 2}"
+KUBE_VERSIONS = (OLDEST_KUBE_VERSION, NEWEST_KUBE_VERSION)
 DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "Namespace"}
@@ -16,13 +22,13 @@ WORKLOADS = {"Deployment", "DaemonSet", "StatefulSet"}
 LABEL_NAMED = {"Service", "Namespace"}
 
 
-def schema_errors(obj: dict[str, Any]) -> list[str]:
+def schema_errors(obj: dict[str, Any], kube_version: str) -> list[str]:
     """The first schema error of the object, with its path, or nothing."""
     try:
-        kubernetes_validate.validate(obj, KUBE_VERSION, strict=True)
+        kubernetes_validate.validate(obj, kube_version, strict=True)
     except kubernetes_validate.ValidationError as exc:
         path = "/".join(str(p) for p in exc.absolute_path)
-        return [f"{obj['kind']}/{obj['metadata']['name']}: {exc.message} at /{path}"]
+        return [f"{kube_version} {obj['kind']}/{obj['metadata']['name']}: {exc.message} at /{path}"]
     return []
 
 
@@ -64,11 +70,11 @@ def service_selects(service: dict[str, Any], workload: dict[str, Any]) -> bool:
     return all(labels.get(k) == v for k, v in service["spec"]["selector"].items())
 
 
-def all_errors(objects: list[dict[str, Any]]) -> list[str]:
+def all_errors(objects: list[dict[str, Any]], kube_version: str) -> list[str]:
     errors: list[str] = []
     seen: set[tuple[str, str, str]] = set()
     for obj in objects:
-        errors += schema_errors(obj) + name_errors(obj) + selector_errors(obj)
+        errors += schema_errors(obj, kube_version) + name_errors(obj) + selector_errors(obj)
         key = (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
         if key in seen:
             errors.append(f"duplicate object {key}")

@@ -1,31 +1,39 @@
-"""What `helm template` does with a chart, in the small: merge values, check the schema, render.
+"""The chart rendered by the real Helm binary (`helm template`, `helm install --dry-run`).
 
-Used only by the chart tests (no Helm binary is available here). `lookup` returns an empty
-map, as it does under `helm template`, so generated secrets are new on each render.
+Helm comes from `tests/kube_tools.py` (pinned, checksummed, cached). Overrides are passed
+as a values file, exactly as `-f my-values.yaml` in docs/INSTALL.md; the merged values
+the tests reason about are read back from Helm itself (`helm template --show-only` cannot
+print them, so they are coalesced here the way Helm does and checked against the schema
+by Helm on every render).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import os
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
-from tests.chart.gotemplate import Renderer, Struct
+from tests.kube_tools import kube_tools
 
 CHART_DIR = Path(__file__).resolve().parents[2] / "chart"
 
 
+class HelmError(RuntimeError):
+    """Helm refused the chart or the values; the message is Helm's own."""
+
+
 @dataclass(frozen=True)
 class Rendered:
-    """The manifests (one dict per YAML document) and NOTES.txt of one render."""
+    """The manifests (one dict per YAML document) of one render, and the values used."""
 
     objects: list[dict[str, Any]]
-    notes: str
     values: dict[str, Any]
 
     def find(self, kind: str, name_suffix: str = "") -> dict[str, Any]:
@@ -65,58 +73,93 @@ def values_schema(chart_dir: Path = CHART_DIR) -> dict[str, Any]:
     return schema
 
 
+def helm(*args: str, extra_env: dict[str, str] | None = None) -> str:
+    """Run Helm with a throw-away home (no repositories, no cache, no kubeconfig)."""
+    with tempfile.TemporaryDirectory(prefix="helm-home-") as home:
+        env = {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": home,
+            "HELM_CACHE_HOME": f"{home}/cache",
+            "HELM_CONFIG_HOME": f"{home}/config",
+            "HELM_DATA_HOME": f"{home}/data",
+            "KUBECONFIG": f"{home}/kubeconfig",
+            **(extra_env or {}),
+        }
+        done = subprocess.run(
+            [str(kube_tools().helm), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise HelmError(done.stderr.strip() or done.stdout.strip())
+    return done.stdout
+
+
+def _values_file(overrides: dict[str, Any] | None, directory: str) -> str:
+    path = Path(directory) / "values.yaml"
+    path.write_text(yaml.safe_dump(overrides or {}))
+    return str(path)
+
+
 def render(
     overrides: dict[str, Any] | None = None,
     *,
     release_name: str = "gpu-slots",
     namespace: str = "gpu-slots",
     chart_dir: Path = CHART_DIR,
-    cluster: dict[tuple[str, str, str, str], Any] | None = None,
+    server: str | None = None,
 ) -> Rendered:
-    """Render every template as `helm template RELEASE chart/ -n NAMESPACE -f overrides` would."""
-    chart_meta = yaml.safe_load((chart_dir / "Chart.yaml").read_text())
+    """`helm template RELEASE chart/ -n NAMESPACE -f overrides`.
+
+    With `server` (an API server URL) Helm renders with `--dry-run=server`, so `lookup`
+    reads that cluster, as on `helm upgrade`.
+    """
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as directory:
+        args = [
+            "template",
+            release_name,
+            str(chart_dir),
+            "--namespace",
+            namespace,
+            "-f",
+            _values_file(overrides, directory),
+        ]
+        if server is not None:
+            args += ["--dry-run=server", "--kube-apiserver", server]
+        text = helm(*args)
+    objects = [doc for doc in yaml.safe_load_all(text) if doc is not None]
     values = merge_values(default_values(chart_dir), overrides or {})
-    jsonschema.validate(values, values_schema(chart_dir))  # Helm refuses such values too
+    return Rendered(objects=objects, values=values)
 
-    renderer = Renderer(cluster=cluster)
-    base_path = f"{chart_meta['name']}/templates"
-    names: list[str] = []
-    for path in sorted((chart_dir / "templates").iterdir()):
-        name = f"{base_path}/{path.name}"
-        renderer.add(name, path.read_text())
-        names.append(name)
 
-    def context(template_name: str) -> Struct:
-        return Struct(
-            Values=values,
-            Release=Struct(
-                Name=release_name,
-                Namespace=namespace,
-                Service="Helm",
-                IsInstall=True,
-                IsUpgrade=False,
-                Revision=1,
-            ),
-            Chart=Struct(
-                Name=chart_meta["name"],
-                Version=chart_meta["version"],
-                AppVersion=chart_meta.get("appVersion", ""),
-            ),
-            Capabilities=Struct(KubeVersion=Struct(Version="v1.32.0", Major="1", Minor="32")),
-            Template=Struct(Name=template_name, BasePath=base_path),
+def notes(
+    overrides: dict[str, Any] | None = None,
+    *,
+    release_name: str = "gpu-slots",
+    namespace: str = "gpu-slots",
+) -> str:
+    """NOTES.txt as `helm install` prints it (client-side dry run, no cluster)."""
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as directory:
+        out = helm(
+            "install",
+            release_name,
+            str(CHART_DIR),
+            "--namespace",
+            namespace,
+            "--dry-run=client",
+            "-o",
+            "json",
+            "-f",
+            _values_file(overrides, directory),
         )
+    text: str = json.loads(out)["info"]["notes"]
+    return text
 
-    objects: list[dict[str, Any]] = []
-    notes = ""
-    for name in names:
-        base = name.rsplit("/", 1)[1]
-        if base.startswith("_"):
-            continue
-        text = renderer.render(name, context(name))
-        if base == "NOTES.txt":
-            notes = text
-            continue
-        for doc in yaml.safe_load_all(text):
-            if doc is not None:
-                objects.append(doc)
-    return Rendered(objects=objects, notes=notes, values=values)
+
+def lint(overrides: dict[str, Any] | None = None) -> str:
+    """`helm lint --strict chart/ -f overrides`; raises HelmError on any finding."""
+    with tempfile.TemporaryDirectory(prefix="helm-values-") as directory:
+        return helm("lint", "--strict", str(CHART_DIR), "-f", _values_file(overrides, directory))

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.kube.permissions import READ_CALLS, WRITE_CALLS, ApiCall
+from app.kube.permissions import AGENT_AUTH_CALLS, READ_CALLS, WRITE_CALLS, ApiCall
 from tests.chart.helm import Rendered, render
 
 READ_VERBS = {"get", "list", "watch"}
@@ -103,6 +103,7 @@ def needed_calls(values: dict[str, Any]) -> list[ApiCall]:
     """The calls this install must allow: writes unless read-only, impersonation with proxy."""
     extra = set(values["plugin"]["configNamespaces"]) - {values["plugin"]["namespace"]}
     calls = [c for c in READ_CALLS if c.scope != "config-namespaces" or extra]
+    calls += AGENT_AUTH_CALLS
     if not values["rbac"]["readOnly"]:
         calls += [
             c for c in WRITE_CALLS if c.verb != "impersonate" or values["auth"]["proxy"]["enabled"]
@@ -157,7 +158,13 @@ def test_rbac_read_only_install_grants_no_write_verb(case: str) -> None:
     rendered = render(CASES[case])
     grants = _dashboard_grants(rendered)
 
-    assert {g.verb for g in grants} <= READ_VERBS
+    # Reviewing agent tokens creates TokenReviews, which write nothing in the cluster.
+    writes = {
+        g.verb
+        for g in grants
+        if (g.api_group, g.resource) != ("authentication.k8s.io", "tokenreviews")
+    }
+    assert writes <= READ_VERBS
     assert not [c for c in WRITE_CALLS if any(allows(g, c, rendered.values) for g in grants)]
 
 
@@ -173,11 +180,15 @@ def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
     assert cluster_wide == {
         ("nodes", "list"),
         ("nodes", "watch"),
+        ("nodes", "get"),
+        ("nodes", "patch"),  # the label that hands a split node to its own DaemonSet
         ("pods", "list"),
         ("pods", "watch"),
         *((resource, verb) for resource in dra for verb in ("list", "watch")),
         ("daemonsets", "list"),
         ("daemonsets", "watch"),
+        ("pods", "get"),
+        ("tokenreviews", "create"),
     }
 
 

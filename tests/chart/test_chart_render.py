@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import base64
+import copy
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -11,12 +13,25 @@ import jsonschema
 import pytest
 import yaml
 
-from tests.chart.checks import all_errors, service_selects
-from tests.chart.gotemplate import TemplateError
-from tests.chart.helm import CHART_DIR, Rendered, default_values, render, values_schema
+from app.simulator.cluster import SimulatedCluster
+from tests.chart.checks import KUBE_VERSIONS, all_errors, service_selects
+from tests.chart.helm import (
+    CHART_DIR,
+    HelmError,
+    Rendered,
+    default_values,
+    lint,
+    merge_values,
+    notes,
+    render,
+    values_schema,
+)
+from tests.kube_tools import kube_tools
 
 MATRIX: dict[str, dict[str, Any]] = {
     "defaults": {},
+    "public-reads-off": {"auth": {"publicReads": False}},
+    "agent-off": {"agent": {"enabled": False}},
     "ingress": {
         "ingress": {
             "enabled": True,
@@ -44,6 +59,7 @@ MATRIX: dict[str, dict[str, Any]] = {
             "configMapName": "nvdp-config",
         }
     },
+    "two-replicas": {"dashboard": {"replicas": 2, "reportWaitSeconds": 30}},
     "agent-off-no-rbac": {"agent": {"enabled": False}, "rbac": {"create": False}},
     "nodeport-private-registry": {
         "service": {"type": "NodePort", "nodePort": 30080},
@@ -85,11 +101,33 @@ def _env(container: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("case", sorted(MATRIX))
-def test_chart_option_matrix_renders_valid_kubernetes_objects(case: str) -> None:
+def test_chart_option_matrix_passes_helm_lint(case: str) -> None:
+    assert "1 chart(s) linted, 0 chart(s) failed" in lint(MATRIX[case])
+
+
+@pytest.mark.parametrize("kube_version", KUBE_VERSIONS)
+@pytest.mark.parametrize("case", sorted(MATRIX))
+def test_chart_option_matrix_renders_valid_kubernetes_objects(case: str, kube_version: str) -> None:
     rendered = render(MATRIX[case])
 
     assert rendered.objects, "nothing rendered"
-    assert all_errors(rendered.objects) == []
+    assert all_errors(rendered.objects, kube_version) == []
+
+
+def test_chart_validation_covers_two_supported_minors() -> None:
+    oldest, newest = KUBE_VERSIONS
+
+    assert int(newest.split(".")[1]) - int(oldest.split(".")[1]) == 2
+    assert int(newest.split(".")[1]) >= 35  # kubectl 1.35 is what the tests drive
+
+
+def test_chart_validation_flags_an_unknown_field() -> None:
+    """The validator must be able to fail: a misspelt field is an error on every version."""
+    deployment = copy.deepcopy(render().find("Deployment"))
+    deployment["spec"]["replica"] = 1
+
+    for kube_version in KUBE_VERSIONS:
+        assert all_errors([deployment], kube_version) != []
 
 
 def test_chart_defaults_render_the_expected_objects() -> None:
@@ -113,10 +151,14 @@ def test_chart_defaults_render_the_expected_objects() -> None:
     )
 
 
-def test_chart_long_release_name_objects_still_valid() -> None:
-    rendered = render(release_name="a-very-long-release-name-for-the-gpu-slot-dashboard-x12345")
+def test_chart_longest_release_name_objects_still_valid() -> None:
+    name = "a-very-long-release-name-for-the-gpu-slot-dashboard12"  # 53: Helm's limit
+    rendered = render(release_name=name)
 
-    assert all_errors(rendered.objects) == []
+    for kube_version in KUBE_VERSIONS:
+        assert all_errors(rendered.objects, kube_version) == []
+    with pytest.raises(HelmError, match="must not be longer than 53"):
+        render(release_name=name + "x")
 
 
 def test_chart_default_values_validate_against_values_schema() -> None:
@@ -138,11 +180,13 @@ def test_chart_default_values_validate_against_values_schema() -> None:
 )
 def test_chart_bad_values_are_refused_by_the_schema(bad: dict[str, Any]) -> None:
     with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(merge_values(default_values(), bad), values_schema())
+    with pytest.raises(HelmError, match="values don't meet the specifications of the schema"):
         render(bad)
 
 
 def test_chart_proxy_auth_without_trusted_proxies_fails_with_a_message() -> None:
-    with pytest.raises(TemplateError, match="trustedProxies"):
+    with pytest.raises(HelmError, match="trustedProxies"):
         render({"auth": {"proxy": {"enabled": True}}})
 
 
@@ -254,10 +298,18 @@ def test_agent_posts_to_the_dashboard_service_with_the_mounted_token() -> None:
     assert args[args.index("--dashboard") + 1] == (
         f"http://{service['metadata']['name']}.gpu-slots.svc:{service['spec']['ports'][0]['port']}"
     )
-    assert volume["secret"]["items"] == [{"key": "agent-token", "path": token_file.name}]
-    assert (
-        _one(rendered, "Secret", "-agent-token")["metadata"]["name"]
-        == volume["secret"]["secretName"]
+    [source] = volume["projected"]["sources"]
+    assert source["serviceAccountToken"] == {
+        "audience": "gpu-slots",
+        "expirationSeconds": 3600,
+        "path": token_file.name,
+    }
+    settings = _one(rendered, "ConfigMap", "-settings")["data"]
+    account = _one(rendered, "ServiceAccount", "-agent")["metadata"]
+    assert settings["GEO_MLOPS_AGENT_TOKEN_AUDIENCE"] == "gpu-slots"
+    assert settings["GEO_MLOPS_AGENT_AUTH"] == "serviceaccount,node-token"
+    assert settings["GEO_MLOPS_AGENT_SERVICE_ACCOUNT"] == (
+        f"{account['namespace']}:{account['name']}"
     )
 
 
@@ -382,31 +434,43 @@ def test_secrets_missing_tokens_are_generated_long_and_distinct() -> None:
     assert len(set(values)) == 3
 
 
-def test_secrets_upgrade_keeps_the_tokens_already_in_the_cluster() -> None:
+def test_secrets_upgrade_keeps_the_tokens_already_in_the_cluster(tmp_path: Path) -> None:
+    """`helm template --dry-run=server` against the simulator: `lookup` finds the Secrets."""
     first = render()
-    cluster = {
-        ("v1", "Secret", "gpu-slots", obj["metadata"]["name"]): obj
-        for obj in first.objects
-        if obj["kind"] == "Secret"
-    }
-    second = render(cluster=cluster)
+    secrets = [obj for obj in first.objects if obj["kind"] == "Secret"]
+    for secret in secrets:  # what `helm install` wrote on them
+        secret["metadata"]["annotations"] = {
+            "meta.helm.sh/release-name": "gpu-slots",
+            "meta.helm.sh/release-namespace": "gpu-slots",
+        }
+    manifest = tmp_path / "secrets.yaml"
+    manifest.write_text(yaml.safe_dump_all(secrets))
+    with SimulatedCluster("empty") as sim:
+        url = sim.start()
+        kubectl = [str(kube_tools().kubectl), f"--server={url}"]
+        for args in (["create", "namespace", "gpu-slots"], ["apply", "-f", str(manifest)]):
+            done = subprocess.run([*kubectl, *args], capture_output=True, text=True, timeout=60)
+            assert done.returncode == 0, done.stderr
+        second = render(server=url)
+    fresh = render()
 
     for suffix, key in (("-admin", "admin-token"), ("-agent-token", "agent-token")):
         assert _secret_value(second, suffix, key) == _secret_value(first, suffix, key)
+        assert _secret_value(fresh, suffix, key) != _secret_value(first, suffix, key)
 
 
 def test_notes_tell_how_to_reach_the_page_and_read_the_admin_token() -> None:
-    notes = render().notes
+    printed = notes()
 
-    assert "kubectl -n gpu-slots port-forward svc/gpu-slots 8000:8000" in notes
+    assert "kubectl -n gpu-slots port-forward svc/gpu-slots 8000:8000" in printed
     assert (
         "kubectl -n gpu-slots get secret gpu-slots-admin -o jsonpath='{.data.admin-token}'"
-        " | base64 -d" in notes
+        " | base64 -d" in printed
     )
 
 
 def test_notes_with_ingress_show_the_host() -> None:
-    assert "https://gpu-slots.local/" in render(MATRIX["ingress"]).notes
+    assert "https://gpu-slots.local/" in notes(MATRIX["ingress"])
 
 
 # ---------------------------------------------------------------- the CLI contract
@@ -429,3 +493,23 @@ def test_chart_yaml_is_a_helm3_application_chart() -> None:
     assert meta["apiVersion"] == "v2"
     assert meta["name"] == "gpu-slots"
     assert meta["type"] == "application"
+
+
+def test_two_replicas_get_a_headless_service_the_agents_post_through() -> None:
+    rendered = render({"dashboard": {"replicas": 2, "reportWaitSeconds": 30}})
+    deployment = _one(rendered, "Deployment")
+    peers = _one(rendered, "Service", "-peers")
+    agent_args = _container(_one(rendered, "DaemonSet", "-agent"))["args"]
+    settings = _one(rendered, "ConfigMap", "-settings")["data"]
+    peers_url = f"http://{peers['metadata']['name']}.gpu-slots.svc:8000"
+
+    assert deployment["spec"]["replicas"] == 2
+    assert peers["spec"]["clusterIP"] == "None"
+    assert peers["spec"]["publishNotReadyAddresses"] is True
+    assert service_selects(peers, deployment)
+    assert agent_args[agent_args.index("--dashboard") + 1] == peers_url
+    assert settings["GEO_MLOPS_PEERS"] == peers_url
+    assert settings["GEO_MLOPS_REPORT_WAIT_S"] == "30"
+    assert _env(_container(deployment))["GEO_MLOPS_POD_IP"] == {
+        "fieldRef": {"fieldPath": "status.podIP"}
+    }

@@ -122,6 +122,7 @@ def test_build_snapshot_host_split_counts_four_two_two_and_no_error() -> None:
         "physical_gpus": 4,
         "visible_gpus": 2,
         "host_gpus": 2,
+        "failing_gpus": 0,
         "allocatable": 2,
         "requested": 1,
         "free": 1,
@@ -264,6 +265,7 @@ def test_build_snapshot_totals_treat_unknown_as_zero() -> None:
         "physical_gpus": 4,
         "visible_gpus": 4,
         "host_gpus": 0,
+        "failing_gpus": 0,
         "allocatable": 4,
         "requested": 2,
         "free": 3,
@@ -283,3 +285,19 @@ def test_build_snapshot_no_daemonset_leaves_mode_unknown() -> None:
 
 def test_build_snapshot_generated_at_is_now() -> None:
     assert snap(world()).generated_at == f.NOW
+
+
+def test_build_snapshot_crash_looping_plugin_gpus_failing_not_kept_for_host() -> None:
+    readings = [f.gpu(0), f.gpu(1)]
+    state = world(
+        ds_kwargs={"env": {"NVIDIA_VISIBLE_DEVICES": "2,3"}},
+        allocatable=0,
+        readings=readings,
+        plugin_pods=[f.plugin_pod("gpu-1", ready=False, waiting_reason="CrashLoopBackOff")],
+    )
+    result = snap(state)
+    node = result.nodes[0]
+    assert (node.physical_gpus, node.host_gpus, node.failing_gpus) == (2, 0, 2)
+    assert [g.role for g in node.gpus] == ["failing", "failing"]
+    assert node.plugin_pod is not None and node.plugin_pod.state == "CrashLoopBackOff"
+    assert (result.totals.host_gpus, result.totals.failing_gpus) == (0, 2)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -12,8 +10,7 @@ import pytest
 from kubernetes import client
 
 from app.simulator.cluster import SimulatedCluster
-
-KUBECTL = shutil.which("kubectl") or "/usr/bin/kubectl"
+from tests.kube_tools import kube_tools
 
 
 def api_client(url: str) -> client.ApiClient:
@@ -51,12 +48,12 @@ def apps(api: client.ApiClient) -> client.AppsV1Api:
 
 @pytest.fixture
 def kubectl() -> Callable[..., subprocess.CompletedProcess[str]]:
-    if not os.path.exists(KUBECTL):
-        pytest.skip("kubectl is not installed (/usr/bin/kubectl missing)")
+    """The real kubectl v1.35 (tests/kube_tools.py) against a simulator URL."""
+    binary = str(kube_tools().kubectl)
 
     def run(url: str, *args: str, input_text: str | None = None, check: bool = True) -> Any:
         result = subprocess.run(
-            [KUBECTL, f"--server={url}", *args],
+            [binary, f"--server={url}", *args],
             input=input_text,
             capture_output=True,
             text=True,

@@ -38,7 +38,12 @@ def test_discovery_resource_lists_name_groupversion_and_status(sim: SimulatedClu
     assert {"nodes", "nodes/status", "pods", "pods/status", "configmaps", "events"} <= names
     assert {"namespaces", "namespaces/status"} <= names
     assert {"daemonsets", "daemonsets/status"} <= {r["name"] for r in apps_list["resources"]}
-    assert [g["name"] for g in groups["groups"]] == ["apps", "resource.k8s.io"]
+    assert [g["name"] for g in groups["groups"]] == [
+        "apps",
+        "networking.k8s.io",
+        "rbac.authorization.k8s.io",
+        "resource.k8s.io",
+    ]
     dra = httpx.get(f"{sim.url}/apis/resource.k8s.io/v1").json()
     assert dra["groupVersion"] == "resource.k8s.io/v1"
     assert {(r["name"], r["namespaced"]) for r in dra["resources"]} == {

@@ -102,7 +102,7 @@ def test_scenario_by_path(tmp_path: Path) -> None:
     [
         ("nodes: [{gpu_count: 1}]", "name"),
         ("objects: [{kind: Pod}]", "kind and metadata"),
-        ("objects: [{kind: Secret, metadata: {name: s}}]", "unsupported kind"),
+        ("objects: [{kind: CronJob, metadata: {name: s}}]", "unsupported kind"),
         ("workload: {steps: [{after_s: 1}]}", "exactly one"),
         ("objects: [{kind: ConfigMap, metadata: {name: BAD}}]", "invalid"),
         ("[1, 2", "invalid YAML"),

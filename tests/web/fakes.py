@@ -61,7 +61,7 @@ class FakeSource:
             return self.generation
 
 
-def app_with_world() -> FastAPI:
+def app_with_world(**settings: object) -> FastAPI:
     """The real app over a FakeSource holding a healthy one-node world, snapshot built."""
     state = world()
     source = FakeSource(
@@ -69,6 +69,6 @@ def app_with_world() -> FastAPI:
         pods=list(state.pods),
         daemonsets=[state.daemonset] if state.daemonset else [],
     )
-    app = create_app(stack_settings(), source=source)
+    app = create_app(stack_settings(**settings), source=source)
     app.state.runtime.snapshots.rebuild()
     return app

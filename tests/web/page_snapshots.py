@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from fastapi import FastAPI
 from fastapi.templating import Jinja2Templates
@@ -27,7 +27,10 @@ from app.domain.snapshot import (
     Snapshot,
     Totals,
 )
+from app.domain.usage.idle import UsageHistory
+from app.settings import Settings
 from app.web import pages
+from app.web.auth import AuthState
 
 ROOT = Path(__file__).resolve().parents[2]
 NOW = datetime(2025, 5, 1, 12, 0, 0, tzinfo=UTC)
@@ -285,6 +288,7 @@ class FakeSnapshots:
         self.snapshot = snapshot
         self.renders = 0
         self._memo: dict[str, object] = {}
+        self.usage = UsageHistory()  # the idle history the node page draws sparklines from
 
     def set(self, snapshot: Snapshot | None) -> None:
         self.snapshot = snapshot
@@ -302,12 +306,27 @@ class FakeSnapshots:
         return self._memo[key]  # type: ignore[return-value]
 
 
+class FakeSource:
+    """The cache's `items(kind)`: the pod manifests the usage page reads (none by default)."""
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, list[dict[str, object]]] = {}
+
+    def items(self, kind: str) -> list[dict[str, object]]:
+        return self.kinds.get(kind, [])
+
+
 @dataclass
 class FakeRuntime:
     snapshots: FakeSnapshots
     templates: Jinja2Templates
     assets_dir: Path
-    extras: dict[str, Any] = field(default_factory=dict)
+    settings: Settings = field(default_factory=Settings)
+    page_refresh_s: float | None = None
+    source: FakeSource = field(default_factory=FakeSource)
+
+    def __post_init__(self) -> None:
+        self.auth = AuthState(self.settings)
 
 
 def page_app(snapshot: Snapshot | None, *, assets_dir: Path = ROOT) -> tuple[FastAPI, FakeRuntime]:
@@ -320,4 +339,5 @@ def page_app(snapshot: Snapshot | None, *, assets_dir: Path = ROOT) -> tuple[Fas
     )
     app.state.runtime = runtime
     app.include_router(pages.router)
+    app.include_router(pages.open_router)
     return app, runtime

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from html import unescape
-from types import SimpleNamespace
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -14,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from app.domain.changes.models import ConfigMapAction, RefusalCode
+from app.domain.changes.rollout import RolloutStatus
 from app.domain.snapshot import Mode
 from app.web import admin_pages, i18n
 from tests.conftest import ADMIN_TOKEN, Stack
@@ -189,13 +189,15 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
 
 def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() -> None:
     templates = Jinja2Templates(directory=str(ROOT / "templates"))
-    status = SimpleNamespace(
-        done=False,
-        updated=1,
+    status = RolloutStatus(
+        generation=2,
+        observed_generation=2,
         desired=2,
+        updated=1,
         ready=0,
+        pods=(),
+        nodes=(),
         stuck=("Plugin pod p-1 on gpu-server-2 still runs the old template.",),
-        nodes=[],
     )
     context = {"status": status, "poll_url": "/admin/plugin/rollout/fragment?lang=ko"}
     template = templates.get_template("admin/_rollout.html")

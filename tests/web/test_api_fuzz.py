@@ -5,9 +5,11 @@ from __future__ import annotations
 import schemathesis
 from hypothesis import HealthCheck, settings
 
+from app.settings import Settings
 from tests.conftest import AGENT_TOKEN
 from tests.web.fakes import app_with_world
 
+MAX_REPORT_BYTES = Settings.model_fields["max_report_bytes"].default
 schema = schemathesis.openapi.from_asgi("/openapi.json", app_with_world())
 
 
@@ -16,7 +18,16 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", app_with_world())
 def test_api_fuzzed_requests_never_500_and_match_schema(case: schemathesis.Case) -> None:
     # Starlette answers 405 per route, so `Allow` names only the methods of the matched
     # route when GET and PUT of one path are separate handlers; not a contract we break.
-    case.call_and_validate(
-        headers={"Authorization": f"Bearer {AGENT_TOKEN}"},
-        excluded_checks=[schemathesis.checks.allow_header_conformance],
-    )
+    excluded = [schemathesis.checks.allow_header_conformance]
+    if case.operation.path == "/api/v1/agent/reports":
+        # Rules JSON Schema cannot state (unique GPU UUIDs and indexes per report, a
+        # collected_at not ahead of the dashboard's clock) answer 422 to schema-valid data;
+        # tests/web/test_report_bounds.py covers them.
+        excluded.append(schemathesis.checks.positive_data_acceptance)
+    response = case.call(headers={"Authorization": f"Bearer {AGENT_TOKEN}"})
+    if response.status_code == 413:
+        # The byte limit (GEO_MLOPS_MAX_REPORT_BYTES) is checked before the schema: a body
+        # over it is refused whatever it holds, which JSON Schema cannot state either.
+        assert len(response.request.body or b"") > MAX_REPORT_BYTES
+        return
+    case.validate_response(response, excluded_checks=excluded)

@@ -41,6 +41,7 @@ def test_summary_host_split_counts_four_physical_two_visible_two_host(host_split
         "physical_gpus": 4,
         "visible_gpus": 2,
         "host_gpus": 2,
+        "failing_gpus": 0,
         "allocatable": 2,
         "requested": 1,
         "free": 1,

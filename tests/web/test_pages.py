@@ -196,7 +196,7 @@ def test_page_refresh_interval_comes_from_query_or_runtime() -> None:
     assert parse(get(app, "/?refresh_s=0.5").text).by_testid("live")[0]["hx-trigger"] == (
         "every 500ms"
     )
-    runtime.extras["page_refresh_s"] = 2
+    runtime.page_refresh_s = 2
     assert parse(get(app, "/").text).by_testid("live")[0]["hx-trigger"] == "every 2000ms"
 
 
@@ -233,7 +233,7 @@ def test_findings_page_shows_evidence_copyable_remedy_and_doc_link() -> None:
     buttons = [attrs for tag, attrs in page.elements if tag == "button" and "data-copy" in attrs]
     assert buttons and all(page_has_id(html, attrs["data-copy"]) for attrs in buttons)
     links = [attrs["href"] for attrs in page.by_testid("doc-link")]
-    assert f"/docs/findings#{HOST_FINDING.code}" in links
+    assert f"/docs/findings?lang=en#{HOST_FINDING.code}" in links
 
 
 def page_has_id(html: str, element_id: str) -> bool:

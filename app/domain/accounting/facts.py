@@ -45,6 +45,7 @@ class NodeFacts:
     physical_gpus: int | None
     visible_gpus: int | None
     host_gpus: int | None
+    failing_gpus: int
     expected_slots: int | None
     capacity: int | None
     allocatable: int | None
@@ -237,7 +238,27 @@ def plugin_pod_state(pod: Manifest) -> PluginPod:
         ready=is_ready(pod),
         started_at=parse_time((pod.get("status") or {}).get("startTime")),
         image=containers[0].get("image"),
+        state=container_state(pod),
+        restarts=sum(
+            int(s.get("restartCount") or 0)
+            for s in (pod.get("status") or {}).get("containerStatuses") or []
+        ),
     )
+
+
+def container_state(pod: Manifest) -> str | None:
+    """What `kubectl get pods` shows as STATUS: a waiting/terminated reason, else the phase."""
+    status = pod.get("status") or {}
+    if (pod.get("metadata") or {}).get("deletionTimestamp"):
+        return "Terminating"
+    for container in status.get("containerStatuses") or []:
+        state = container.get("state") or {}
+        for key in ("waiting", "terminated"):
+            reason = (state.get(key) or {}).get("reason")
+            if reason:
+                return str(reason)
+    phase = status.get("phase")
+    return str(phase) if phase else None
 
 
 def is_plugin_pod(pod: Manifest, *, name: str, namespace: str, selector: Mapping[str, str]) -> bool:

@@ -13,6 +13,7 @@ from app.domain.accounting.facts import (
     GPU_PRESENT_LABEL,
     NodeFacts,
     agent_state,
+    container_state,
     has_nvidia_capacity,
     is_k3s,
     plugin_pod_state,
@@ -90,7 +91,8 @@ def build_node_facts(
 
     physical = len(readings) if gpu_data else None
     visible = len([g for g in gpus if g.role == "advertised"]) if gpu_data and spec else None
-    host = physical - visible if physical is not None and visible is not None else None
+    failing = mark_failing(gpus, plugin_pod) if spec is not None else 0
+    host = physical - visible - failing if physical is not None and visible is not None else None
     allocatable = resource_count(node, "allocatable", resource)
     requested = sum(p.slots for p in pod_slots_list)
     ready = is_ready(node)
@@ -124,6 +126,7 @@ def build_node_facts(
         physical_gpus=physical,
         visible_gpus=visible,
         host_gpus=host,
+        failing_gpus=failing,
         expected_slots=_expected_slots(visible, config, gpus),
         capacity=resource_count(node, "capacity", resource),
         allocatable=allocatable,
@@ -139,6 +142,41 @@ def build_node_facts(
         held_by_resource=held,
         stranded=(spare or 0) if reason is not None else 0,
     )
+
+
+FAILING_STATES = frozenset(
+    {
+        "CrashLoopBackOff",
+        "Error",
+        "ImagePullBackOff",
+        "ErrImagePull",
+        "CreateContainerError",
+        "CreateContainerConfigError",
+        "RunContainerError",
+        "OOMKilled",
+        "Failed",
+    }
+)
+
+
+def plugin_pod_failing(pod: Manifest) -> bool:
+    """A plugin pod that is not ready because it fails (not because it is starting)."""
+    return not is_ready(pod) and container_state(pod) in FAILING_STATES
+
+
+def mark_failing(gpus: list[GpuFacts], plugin_pod: Manifest | None) -> int:
+    """GPUs hidden from Kubernetes while the node's plugin pod is not ready: count them apart.
+
+    A plugin that crash-loops advertises nothing, so the GPUs it would hide are not "kept
+    for the host" by a decision that works; they are not advertised because it fails. A pod
+    merely starting (ContainerCreating in a rollout) is not failing.
+    """
+    if plugin_pod is None or not plugin_pod_failing(plugin_pod):
+        return 0
+    failing = [g for g in gpus if g.role == "host"]
+    for gpu in failing:
+        gpu.role = "failing"
+    return len(failing)
 
 
 def _node_config(

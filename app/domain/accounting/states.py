@@ -54,6 +54,7 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         )
     return NodeState(
         name=facts.name,
+        labels=dict(facts.labels),
         ready=facts.ready,
         gpu_node=facts.gpu_node,
         k3s=facts.k3s,
@@ -63,6 +64,7 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         physical_gpus=facts.physical_gpus,
         visible_gpus=facts.visible_gpus,
         host_gpus=facts.host_gpus,
+        failing_gpus=facts.failing_gpus,
         expected_slots=facts.expected_slots,
         capacity=facts.capacity,
         allocatable=facts.allocatable,
@@ -168,6 +170,7 @@ def totals_of(nodes: list[NodeState], demand: list[PendingDemand]) -> Totals:
         physical_gpus=sum(n.physical_gpus or 0 for n in nodes),
         visible_gpus=sum(n.visible_gpus or 0 for n in nodes),
         host_gpus=sum(n.host_gpus or 0 for n in nodes),
+        failing_gpus=sum(n.failing_gpus for n in nodes),
         allocatable=sum(n.allocatable or 0 for n in nodes),
         requested=sum(n.requested for n in nodes),
         free=sum(n.free or 0 for n in nodes),

@@ -33,6 +33,13 @@ class RefusalCode(StrEnum):
     OUT_OF_RANGE = "out-of-range"
     NO_CHANGE = "no-change"
     NO_PREVIOUS = "no-previous-config"
+    NODE_NOT_FOUND = "node-not-found"
+    NO_INVENTORY = "no-gpu-inventory"
+    UNKNOWN_GPU = "unknown-gpu"
+    HOST_PROCESSES = "host-processes"
+    NOT_SPLIT = "not-split"
+    CHANGE_NOT_FOUND = "change-not-found"
+    NOT_REVERSIBLE = "not-reversible"
 
 
 class PlanRefused(GpuSlotsError):

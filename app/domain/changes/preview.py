@@ -8,16 +8,31 @@ from __future__ import annotations
 
 import copy
 import difflib
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any
 
 from app.domain.changes.edits import dump_yaml
 from app.domain.changes.models import PREVIOUS_ANNOTATION, PluginSettings
+from app.domain.changes.rollout import (  # re-exported: callers import them from here
+    NodeRollout,
+    PodRollout,
+    RolloutStatus,
+    rollout_status,
+    slots_of,
+)
 from app.domain.cluster import Manifest
-from app.domain.kube_time import parse_time
 from app.domain.snapshot import Mode, Snapshot
+
+__all__ = [
+    "NodeRollout",
+    "NodeSlots",
+    "PodImpact",
+    "PodRollout",
+    "RolloutStatus",
+    "object_diff",
+    "rollout_status",
+    "slots_by_node",
+    "slots_of",
+]
 
 _NOISE = ("managedFields", "resourceVersion", "uid", "generation", "creationTimestamp")
 
@@ -46,45 +61,6 @@ class NodeSlots:
     pods: tuple[PodImpact, ...]
 
 
-@dataclass(frozen=True)
-class PodRollout:
-    node: str
-    name: str
-    ready: bool
-    updated: bool
-    phase: str
-
-
-@dataclass(frozen=True)
-class NodeRollout:
-    node: str
-    expected: int | None
-    advertised: int | None
-    resource: str
-
-    @property
-    def ok(self) -> bool:
-        return self.expected is None or self.advertised == self.expected
-
-
-@dataclass(frozen=True)
-class RolloutStatus:
-    """Where the rollout of a DaemonSet generation stands."""
-
-    generation: int
-    observed_generation: int
-    desired: int
-    updated: int
-    ready: int
-    pods: tuple[PodRollout, ...]
-    nodes: tuple[NodeRollout, ...]
-    stuck: tuple[str, ...]
-
-    @property
-    def done(self) -> bool:
-        return not self.stuck
-
-
 def object_diff(before: Manifest | None, after: Manifest | None, *, title: str) -> str:
     """A unified diff of two objects as YAML, without server-managed fields."""
     old = dump_yaml(_clean(before)).splitlines() if before is not None else []
@@ -106,12 +82,6 @@ def _clean(obj: Manifest | None) -> Manifest:
         size = len(str(annotations[PREVIOUS_ANNOTATION]))
         annotations[PREVIOUS_ANNOTATION] = f"<the config before this change, {size} bytes>"
     return cleaned
-
-
-def slots_of(settings: PluginSettings, visible_gpus: int | None) -> int | None:
-    if visible_gpus is None:
-        return None
-    return visible_gpus * (settings.replicas if settings.mode is Mode.TIME_SLICING else 1)
 
 
 def slots_by_node(snapshot: Snapshot | None, after: PluginSettings) -> list[NodeSlots]:
@@ -165,97 +135,3 @@ def slots_by_node(snapshot: Snapshot | None, after: PluginSettings) -> list[Node
             )
         )
     return rows
-
-
-def rollout_status(
-    daemonset: Manifest | None,
-    pods: Sequence[Manifest],
-    snapshot: Snapshot | None,
-    *,
-    expected: PluginSettings,
-    generation: int,
-    since: datetime | None = None,
-) -> RolloutStatus:
-    """How far the DaemonSet's `generation` rolled out, from cached objects and the snapshot."""
-    ds = daemonset or {}
-    status = ds.get("status") or {}
-    meta = ds.get("metadata") or {}
-    namespace = meta.get("namespace")
-    selector: Mapping[str, Any] = ((ds.get("spec") or {}).get("selector") or {}).get(
-        "matchLabels"
-    ) or {}
-    stuck: list[str] = []
-    current = int(meta.get("generation") or 0)
-    observed = int(status.get("observedGeneration") or 0)
-    desired = int(status.get("desiredNumberScheduled") or 0)
-    if daemonset is None:
-        stuck.append("The DaemonSet is gone.")
-    elif current > generation:
-        stuck.append(f"The DaemonSet changed again since (generation {current}).")
-    if observed < generation:
-        stuck.append(f"The DaemonSet controller has not seen generation {generation} yet.")
-    rows: list[PodRollout] = []
-    for pod in pods:
-        pod_meta = pod.get("metadata") or {}
-        labels = pod_meta.get("labels") or {}
-        if pod_meta.get("namespace") != namespace or not selector:
-            continue
-        if any(labels.get(k) != v for k, v in selector.items()):
-            continue
-        if pod_meta.get("deletionTimestamp"):
-            continue
-        rows.append(_pod_rollout(pod, generation=generation, since=since))
-    for row in rows:
-        if not row.updated:
-            stuck.append(f"Plugin pod {row.name} on {row.node} still runs the old template.")
-        elif not row.ready:
-            stuck.append(f"Plugin pod {row.name} on {row.node} is not ready ({row.phase}).")
-    updated = sum(1 for r in rows if r.updated)
-    ready = sum(1 for r in rows if r.updated and r.ready)
-    if updated < desired:
-        stuck.append(f"{updated} of {desired} plugin pods run the new template.")
-    nodes: list[NodeRollout] = []
-    for node in snapshot.nodes if snapshot is not None else []:
-        if not node.gpu_node:
-            continue
-        want = slots_of(expected, node.visible_gpus)
-        advertised = node.capacity if node.resource == expected.resource else None
-        row_node = NodeRollout(node.name, want, advertised, expected.resource)
-        nodes.append(row_node)
-        if not row_node.ok:
-            shown = "nothing" if advertised is None else str(advertised)
-            stuck.append(
-                f"Node {node.name} advertises {shown} {expected.resource}, expected {want}."
-            )
-    return RolloutStatus(
-        generation=generation,
-        observed_generation=observed,
-        desired=desired,
-        updated=updated,
-        ready=ready,
-        pods=tuple(rows),
-        nodes=tuple(nodes),
-        stuck=tuple(stuck),
-    )
-
-
-def _pod_rollout(pod: Manifest, *, generation: int, since: datetime | None) -> PodRollout:
-    meta = pod.get("metadata") or {}
-    status = pod.get("status") or {}
-    label = (meta.get("labels") or {}).get("pod-template-generation")
-    if label is not None:
-        updated = label == str(generation)
-    else:
-        started = parse_time(status.get("startTime"))
-        updated = since is not None and started is not None and started >= since
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-    return PodRollout(
-        node=str((pod.get("spec") or {}).get("nodeName") or "?"),
-        name=str(meta.get("name", "")),
-        ready=ready,
-        updated=updated,
-        phase=str(status.get("phase") or "Unknown"),
-    )

@@ -11,6 +11,7 @@ from app.domain.dra.inventory import DraView, pod_claims
 from app.domain.dra.ledger import schedulable_nodes
 from app.domain.dra.objects import Claim, Request
 from app.domain.findings.catalogue import finding
+from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding
 
 LISTED_PODS = 10
@@ -49,10 +50,10 @@ def _lost_nodes(view: DraView, nodes: Mapping[str, Manifest]) -> list[Finding]:
                     "pods": ",".join(claim.reserved_for) or None,
                 },
                 remedy=(
-                    f"kubectl -n {claim.namespace} delete pod <pods of the claim>  # their "
+                    f"kubectl -n {sh(claim.namespace)} delete pod <pods of the claim>  # their "
                     "controller recreates them and the scheduler allocates a device elsewhere"
                     if claim.reserved_for
-                    else f"kubectl -n {claim.namespace} delete resourceclaim {claim.name}"
+                    else f"kubectl -n {sh(claim.namespace)} delete resourceclaim {sh(claim.name)}"
                 ),
                 node=node,
                 pod=claim.reserved_for[0] if claim.reserved_for else None,
@@ -129,9 +130,9 @@ def _unsatisfiable(
                     "pods": ",".join(pods) or None,
                 },
                 remedy=(
-                    f"kubectl -n {claim.namespace} describe resourceclaim {claim.name}  # free a "
-                    "device (delete an idle claim), lower the request's count, or add a node "
-                    "whose DRA driver publishes that class"
+                    f"kubectl -n {sh(claim.namespace)} describe resourceclaim {sh(claim.name)}"
+                    "  # free a device (delete an idle claim), lower the request's count, or add "
+                    "a node whose DRA driver publishes that class"
                 ),
                 pod=pods[0] if pods else None,
             )
@@ -175,8 +176,8 @@ def _extended(view: DraView, facts: ClusterFacts) -> list[Finding]:
                     "pending_pods_listed": listed or None,
                 },
                 remedy=(
-                    f"kubectl get deviceclass {device_class} -o yaml  # pending pods that ask "
-                    f"for {resource} are scheduled onto DRA nodes with an automatic claim when "
+                    f"kubectl get deviceclass {sh(device_class)} -o yaml  # pending pods that ask "
+                    f"for {sh(resource)} are scheduled onto DRA nodes with an automatic claim when "
                     "no plugin node fits; remove extendedResourceName to keep them on slots"
                 ),
             )

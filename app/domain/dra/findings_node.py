@@ -7,6 +7,7 @@ from app.domain.accounting.gpus import GpuFacts
 from app.domain.dra.inventory import DraView
 from app.domain.dra.ledger import PLUGIN_ONLY_CODES, node_allocation
 from app.domain.findings.catalogue import finding
+from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding
 
 _RUNNING = "Running"
@@ -55,7 +56,7 @@ def _claimed_processes(view: DraView, node: NodeFacts, found: list[Finding]) -> 
                 "which its DRA claim did not allocate to it",
                 evidence={**item.evidence, "assigned_gpus": ",".join(sorted(claimed))},
                 remedy=(
-                    f"kubectl -n {namespace} get pod {name} -o yaml  # remove "
+                    f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
                     "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
                 ),
                 node=node.name,
@@ -79,7 +80,7 @@ def _both(view: DraView, node: NodeFacts) -> Finding:
             "plugin_capacity": node.capacity,
         },
         remedy=(
-            f"keep one per node: label {node.name} so the plugin DaemonSet's nodeSelector or "
+            f"keep one per node: label {sh(node.name)} so the plugin DaemonSet's nodeSelector or "
             "affinity skips it (or the DRA driver's kubelet plugin does), then drain it"
         ),
         node=node.name,
@@ -107,7 +108,7 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
                     "agent_gpus": len(seen),
                 },
                 remedy=(
-                    f"on {node.name}: nvidia-smi -L  # a GPU that fell off the bus or a stale "
+                    f"on {sh(node.name)}: nvidia-smi -L  # a GPU that fell off the bus or a stale "
                     "slice; restart the DRA driver's kubelet plugin pod on this node"
                 ),
                 node=node.name,
@@ -131,9 +132,10 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
                         "mig_mode": gpu.reading.mig_mode,
                     },
                     remedy=(
-                        f"kubectl get resourceslices --field-selector spec.nodeName={node.name} "
-                        "-o yaml  # if the GPU is kept for the host this is expected; otherwise "
-                        "check the DRA driver's kubelet plugin logs on the node"
+                        "kubectl get resourceslices --field-selector "
+                        f"{sh('spec.nodeName=' + node.name)} -o yaml  # if the GPU is kept for "
+                        "the host this is expected; otherwise check the DRA driver's kubelet "
+                        "plugin logs on the node"
                     ),
                     node=node.name,
                     gpu_uuid=gpu.uuid,
@@ -167,7 +169,7 @@ def _host_processes(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
                     "claims": claims or None,
                 },
                 remedy=(
-                    f"move PID {proc.pid} to a GPU no ResourceSlice publishes "
+                    f"move PID {sh(proc.pid)} to a GPU no ResourceSlice publishes "
                     "(CUDA_VISIBLE_DEVICES=<host GPU UUID>), or stop it"
                 ),
                 node=node.name,
@@ -244,8 +246,8 @@ def _idle(view: DraView, facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) ->
                     "memory_used_mib": gpu.reading.memory_used_mib,
                 },
                 remedy=(
-                    f"kubectl -n {namespace} describe resourceclaim {name}  # delete idle pods "
-                    "so the device goes back to the pool"
+                    f"kubectl -n {sh(namespace)} describe resourceclaim {sh(name)}  # delete idle "
+                    "pods so the device goes back to the pool"
                 ),
                 node=node.name,
                 gpu_uuid=gpu.uuid,

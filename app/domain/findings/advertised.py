@@ -11,6 +11,8 @@ from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
 from app.domain.findings.resources import mps_daemon_missing
+from app.domain.findings.shell import sh
+from app.domain.findings.split_remedies import per_node_remedy, runs_on_one_node, set_devices
 from app.domain.plugin.daemonset import UNIFIED_MEMORY_FIX, PluginSpec
 from app.domain.snapshot import Finding
 
@@ -46,7 +48,7 @@ def _runtime_class_missing(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "expected_slots": expected,
         },
         remedy=(
-            f"kubectl -n {spec.namespace} patch daemonset {spec.name} --type merge -p "
+            f"kubectl -n {sh(spec.namespace)} patch daemonset {sh(spec.name)} --type merge -p "
             '\'{"spec":{"template":{"spec":{"runtimeClassName":"nvidia"}}}}\''
         ),
         node=node.name,
@@ -67,7 +69,7 @@ def _unified_memory(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "memory_total_mib": None,
             "fixed_in": "v0.17.4",
         },
-        remedy=f"kubectl set image {ds_ref(spec)} {spec.container}={FIXED_IMAGE}",
+        remedy=f"kubectl set image {ds_ref(spec)} {sh(f'{spec.container}={FIXED_IMAGE}')}",
         node=node.name,
     )
 
@@ -98,7 +100,7 @@ def _privileged_ignores_visible(spec: PluginSpec, node: NodeFacts) -> Finding | 
             "capacity": capacity,
         },
         remedy=(
-            f"kubectl -n {spec.namespace} patch daemonset {spec.name} --type json -p "
+            f"kubectl -n {sh(spec.namespace)} patch daemonset {sh(spec.name)} --type json -p "
             '\'[{"op":"remove","path":"/spec/template/spec/containers/0/'
             "securityContext/privileged\"}]'"
         ),
@@ -134,8 +136,8 @@ def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "physical_gpus": physical,
         },
         remedy=(
-            f"kubectl -n {spec.namespace} logs {pod.name}  # then: kubectl set env "
-            f"{ds_ref(spec)} -c {spec.container} FAIL_ON_INIT_ERROR=true"
+            f"kubectl -n {sh(spec.namespace)} logs {sh(pod.name)}  # then: kubectl set env "
+            f"{ds_ref(spec)} -c {sh(spec.container)} FAIL_ON_INIT_ERROR=true"
         ),
         node=node.name,
     )
@@ -162,8 +164,8 @@ def _unhealthy(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         "devices are unhealthy",
         evidence={"capacity": capacity, "allocatable": allocatable, "resource": node.resource},
         remedy=(
-            f"check XID errors: kubectl -n {spec.namespace} logs {pod_name}; then: "
-            f"kubectl -n {spec.namespace} delete pod {pod_name}  # unhealthy is permanent "
+            f"check XID errors: kubectl -n {sh(spec.namespace)} logs {sh(pod_name)}; then: "
+            f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod_name)}  # unhealthy is permanent "
             "until the plugin restarts"
         ),
         node=node.name,
@@ -204,7 +206,7 @@ def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "resource": node.resource,
         },
         remedy=(
-            f"kubectl get pods -A --field-selector spec.nodeName={node.name}  "
+            f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}  "
             "# drain and reschedule the pods started before the config change"
         ),
         node=node.name,
@@ -225,8 +227,9 @@ def _visible_missing(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                 "node_gpus": ",".join(g.uuid for g in node.gpus),
             },
             remedy=(
-                f"kubectl set env {ds_ref(spec)} -c {spec.container} NVIDIA_VISIBLE_DEVICES="
-                + (",".join(sorted(vis.uuids)) or "<this node's GPU UUIDs>")
+                set_devices(spec, sorted(vis.uuids))
+                if runs_on_one_node(spec) and vis.uuids
+                else per_node_remedy(spec, node.name, sorted(vis.uuids))
             ),
             node=node.name,
         )

@@ -83,6 +83,9 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("dra-claim-unsatisfiable", _W, _C, "Pending claim that no device can satisfy"),
         _kind("dra-extended-resource-mapped", _I, _C, "nvidia.com/gpu requests become DRA claims"),
         _kind("dra-claim-idle", _I, _G, "Claim allocated but nothing runs on the GPU"),
+        # From the idle history (app/domain/usage), after the engine.
+        _kind("slot-held-idle", _W, _P, "Pod holds a slot but runs nothing on the GPU"),
+        _kind("gpu-utilization-low", _I, _G, "Held GPU under 1% utilization for a long time"),
     )
 }
 
@@ -109,6 +112,7 @@ def finding(
         severity=kind.severity,
         scope=scope or kind.scope,
         title=title,
+        params={**evidence, "node": node, "gpu_uuid": gpu_uuid, "pod": pod},
         evidence=evidence,
         remedy=remedy,
         node=node,

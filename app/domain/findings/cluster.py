@@ -8,6 +8,8 @@ from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.gpus import listed_devices
 from app.domain.cluster import Manifest
 from app.domain.findings.catalogue import finding
+from app.domain.findings.shell import sh
+from app.domain.findings.split_remedies import per_node_list, runs_on_one_node, set_devices
 from app.domain.kube_time import parse_time
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
 from app.domain.plugin.daemonset import (
@@ -24,7 +26,7 @@ FIXED_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.18.2"
 
 def ds_ref(spec: PluginSpec) -> str:
     """`-n <ns> daemonset/<name>`, for kubectl remedies."""
-    return f"-n {spec.namespace} daemonset/{spec.name}"
+    return f"-n {sh(spec.namespace)} {sh('daemonset/' + spec.name)}"
 
 
 def cluster_findings(facts: ClusterFacts) -> list[Finding]:
@@ -47,7 +49,7 @@ def cluster_findings(facts: ClusterFacts) -> list[Finding]:
                 "plugin-image-outdated",
                 f"Plugin {spec.version_text} is older than the platform's minimum v0.18.2",
                 evidence={"image": spec.image, "version": spec.version_text, "minimum": "v0.18.2"},
-                remedy=f"kubectl set image {ds_ref(spec)} {spec.container}={FIXED_IMAGE}",
+                remedy=f"kubectl set image {ds_ref(spec)} {sh(f'{spec.container}={FIXED_IMAGE}')}",
             )
         )
     found += _config_errors(facts, spec)
@@ -71,7 +73,7 @@ def _missing(facts: ClusterFacts) -> Finding:
             "gpu_nodes": gpu_nodes,
         },
         remedy=(
-            f"kubectl -n {options.plugin_namespace} get daemonsets  # deploy the NVIDIA device "
+            f"kubectl -n {sh(options.plugin_namespace)} get daemonsets  # deploy the NVIDIA device "
             "plugin, or set GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME/_NAMESPACE to where it runs"
         ),
     )
@@ -88,8 +90,8 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 "The plugin refuses its config.yaml and exits (CrashLoopBackOff)",
                 evidence={"source": config.source, "error": config.error},
                 remedy=(
-                    f"kubectl -n {spec.namespace} edit configmap {config.configmap}  "
-                    f"# fix key {config.key}, then: kubectl rollout restart {ds_ref(spec)}"
+                    f"kubectl -n {sh(spec.namespace)} edit configmap {sh(config.configmap)}  "
+                    f"# fix key {sh(config.key)}, then: kubectl rollout restart {ds_ref(spec)}"
                 ),
             )
         ]
@@ -103,8 +105,8 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 "error": config.error,
             },
             remedy=(
-                f"kubectl -n {spec.namespace} get configmap -o yaml  # add the key, or: "
-                f"kubectl set env {ds_ref(spec)} -c {spec.container} CONFIG_FILE=<mounted file>"
+                f"kubectl -n {sh(spec.namespace)} get configmap -o yaml  # add the key, or: "
+                f"kubectl set env {ds_ref(spec)} -c {sh(spec.container)} CONFIG_FILE=<mounted file>"
             ),
         )
     ]
@@ -139,7 +141,10 @@ def _config_unused(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                     "keys": ",".join(keys),
                     "config_file": None,
                 },
-                remedy=f"kubectl set env {ds_ref(spec)} -c {spec.container} CONFIG_FILE={target}",
+                remedy=(
+                    f"kubectl set env {ds_ref(spec)} -c {sh(spec.container)} "
+                    f"{sh('CONFIG_FILE=' + target)}"
+                ),
             )
         )
     return found
@@ -211,7 +216,7 @@ def _left_over(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
             "config-left-over",
             f"ConfigMap {name} is left over: the plugin runs in basic mode without it",
             evidence={"configmap": f"{spec.namespace}/{name}", "mode": "basic", "used": False},
-            remedy=f"kubectl -n {spec.namespace} delete configmap {name}",
+            remedy=f"kubectl -n {sh(spec.namespace)} delete configmap {sh(name)}",
         )
     ]
 
@@ -223,11 +228,12 @@ def _serving_resource(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
         return []
     if config.rename_by_default:
         remedy = (
-            f"set GEO_MLOPS_SERVING_GPU_RESOURCE={config.resource}, or set renameByDefault: false "
-            f"in {facts.default_config.source} and run: kubectl rollout restart {ds_ref(spec)}"
+            f"set GEO_MLOPS_SERVING_GPU_RESOURCE={sh(config.resource)}, or set renameByDefault: "
+            f"false in {sh(facts.default_config.source)} and run: kubectl rollout restart "
+            f"{ds_ref(spec)}"
         )
     else:
-        remedy = f"set GEO_MLOPS_SERVING_GPU_RESOURCE={config.resource}"
+        remedy = f"set GEO_MLOPS_SERVING_GPU_RESOURCE={sh(config.resource)}"
     return [
         finding(
             "serving-resource-mismatch",
@@ -263,8 +269,9 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 "across reboots and driver updates",
                 evidence={"NVIDIA_VISIBLE_DEVICES": spec.visible_devices, "indexes": len(indexes)},
                 remedy=(
-                    f"kubectl set env {ds_ref(spec)} -c {spec.container} "
-                    f"NVIDIA_VISIBLE_DEVICES={','.join(uuids) if uuids else '<GPU UUIDs>'}"
+                    set_devices(spec, uuids)
+                    if runs_on_one_node(spec) and uuids
+                    else per_node_list(spec, [n.name for n in facts.nodes if n.gpu_node])
                 ),
             )
         )
@@ -283,11 +290,7 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                     "nodes": len(plugin_nodes),
                     "nodes_matching_list": len(matching),
                 },
-                remedy=(
-                    f"run one plugin DaemonSet per node (copy {spec.name} with a nodeSelector "
-                    "kubernetes.io/hostname=<node> and that node's UUIDs), or remove the list "
-                    f"from {spec.name} on nodes that share all GPUs"
-                ),
+                remedy=per_node_list(spec, plugin_nodes),
             )
         )
     return found

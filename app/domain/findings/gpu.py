@@ -5,7 +5,9 @@ from __future__ import annotations
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
 from app.domain.accounting.gpus import GpuFacts
 from app.domain.accounting.pods import pod_key
+from app.domain.changes.split_models import editor_path
 from app.domain.findings.catalogue import finding
+from app.domain.findings.shell import sh
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
 HOST_MEMORY_MIN_MIB = 1024
@@ -41,8 +43,7 @@ def _host_use(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
                 },
                 remedy=(
                     f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), "
-                    "or keep this GPU for the host: leave its UUID out of the plugin's "
-                    "NVIDIA_VISIBLE_DEVICES"
+                    f"or keep this GPU for the host in the GPU editor {sh(editor_path(node.name))}"
                 ),
                 node=node.name,
                 gpu_uuid=gpu.uuid,
@@ -62,7 +63,7 @@ def _host_use(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
                     "memory_total_mib": gpu.reading.memory_total_mib,
                 },
                 remedy=(
-                    f"on {node.name}: nvidia-smi --query-compute-apps=pid,used_memory "
+                    f"on {sh(node.name)}: nvidia-smi --query-compute-apps=pid,used_memory "
                     "--format=csv  # run the agent with hostPID to name the process"
                 ),
                 node=node.name,
@@ -93,7 +94,7 @@ def _pressure(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Findi
                 "pods": len(pods),
             },
             remedy=(
-                "cap each pod's memory in the workload (e.g. PYTORCH_CUDA_ALLOC_CONF, "
+                "cap the memory of each pod in the workload (e.g. PYTORCH_CUDA_ALLOC_CONF, "
                 "TF_FORCE_GPU_ALLOW_GROWTH) or lower replicas in the plugin config"
             ),
             node=node.name,
@@ -141,8 +142,8 @@ def _pod_processes(
                     "a GPU slot: the scheduler does not count it",
                     evidence={**evidence, "requested_slots": 0},
                     remedy=(
-                        f"kubectl -n {namespace} get pod {name} -o yaml  # request "
-                        f"{node.resource}: 1 in its resources.limits, and remove any "
+                        f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
+                        f"{sh(node.resource)}: 1 in its resources.limits, and remove any "
                         "NVIDIA_VISIBLE_DEVICES from its env"
                     ),
                     node=node.name,
@@ -161,7 +162,7 @@ def _pod_processes(
                         "assigned_gpus": ",".join(sorted(assigned.get(key, set()))) or None,
                     },
                     remedy=(
-                        f"kubectl -n {namespace} get pod {name} -o yaml  # remove "
+                        f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
                         "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
                     ),
                     node=node.name,

@@ -8,6 +8,7 @@ from app.domain.findings.advertised import advertised_findings
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import ds_ref
 from app.domain.findings.resources import resource_findings
+from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec, StaticConfigRef
 from app.domain.snapshot import Finding, Mode
 
@@ -40,7 +41,7 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
                 remedy=(
                     "deploy the gpu-slots agent on this node (chart value agent.enabled=true) "
                     "and check: kubectl get pods -A -o wide "
-                    f"--field-selector spec.nodeName={node.name}"
+                    f"--field-selector {sh('spec.nodeName=' + node.name)}"
                 ),
                 node=node.name,
             )
@@ -57,8 +58,9 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
                     "received_at": node.agent.received_at.isoformat(),
                 },
                 remedy=(
-                    f"check the agent pod on {node.name}: kubectl get pods -A -o wide "
-                    f"--field-selector spec.nodeName={node.name}  # (plugin namespace: {ns})"
+                    f"check the agent pod on {sh(node.name)}: kubectl get pods -A -o wide "
+                    f"--field-selector {sh('spec.nodeName=' + node.name)}  "
+                    f"# (plugin namespace: {sh(ns)})"
                 ),
                 node=node.name,
             )
@@ -69,7 +71,7 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
                 "agent-report-error",
                 f"The agent on {node.name} could not read its GPUs",
                 evidence={"source": "none", "error": node.agent.error or "unknown"},
-                remedy="check the NVIDIA driver on the node: nvidia-smi; and the agent's logs",
+                remedy="check the NVIDIA driver on the node: nvidia-smi; and the logs of the agent",
                 node=node.name,
             )
         )
@@ -98,9 +100,9 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                     "desired": spec.desired,
                 },
                 remedy=(
-                    f"kubectl -n {spec.namespace} get daemonset {spec.name} -o "
+                    f"kubectl -n {sh(spec.namespace)} get daemonset {sh(spec.name)} -o "
                     "jsonpath='{.spec.template.spec.nodeSelector}'  # and compare with: "
-                    f"kubectl get node {node.name} --show-labels"
+                    f"kubectl get node {sh(node.name)} --show-labels"
                 ),
                 node=node.name,
             )
@@ -117,7 +119,7 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                 "ready": False,
                 "waiting_reason": _waiting_reason(node.plugin_pod) if node.plugin_pod else None,
             },
-            remedy=f"kubectl -n {spec.namespace} logs {pod.name} --all-containers",
+            remedy=f"kubectl -n {sh(spec.namespace)} logs {sh(pod.name)} --all-containers",
             node=node.name,
         )
     ]
@@ -155,7 +157,8 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
                 f"{node.name} is labelled {ref.node_label}={label}, which {ref.configmap} lacks",
                 evidence={"label": label, "configmap": ref.configmap, "error": config.error},
                 remedy=(
-                    f"kubectl label node {node.name} {ref.node_label}=<existing key> --overwrite"
+                    f"kubectl label node {sh(node.name)} {sh(ref.node_label)}=<existing key> "
+                    "--overwrite"
                 ),
                 node=node.name,
             )
@@ -166,7 +169,7 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
             f"The plugin on {node.name} cannot start with its config",
             evidence={"source": config.source, "key": config.key, "error": config.error},
             remedy=(
-                f"kubectl -n {spec.namespace} edit configmap {ref.configmap}  "
+                f"kubectl -n {sh(spec.namespace)} edit configmap {sh(ref.configmap)}  "
                 f"# then: kubectl rollout restart {ds_ref(spec)}"
             ),
             node=node.name,

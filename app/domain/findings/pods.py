@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.pods import TERMINAL_PHASES
 from app.domain.findings.catalogue import finding
+from app.domain.findings.shell import sh
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
 _HARMLESS_VISIBLE = ("", "void", "none")
@@ -54,8 +55,9 @@ def _sets_visible(key: str, node: str | None, value: str) -> Finding:
         "never gave it",
         evidence={"pod": key, "NVIDIA_VISIBLE_DEVICES": value},
         remedy=(
-            f"kubectl -n {namespace} get pod {name} -o yaml  # remove NVIDIA_VISIBLE_DEVICES "
-            "from its env and request nvidia.com/gpu in resources.limits instead"
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
+            "NVIDIA_VISIBLE_DEVICES from its env and request nvidia.com/gpu in "
+            "resources.limits instead"
         ),
         node=node,
         pod=key,
@@ -88,8 +90,8 @@ def _multi_slot(
             "shared slot (UnexpectedAdmissionError)",
             evidence=evidence,
             remedy=(
-                f"kubectl -n {namespace} delete pod {name}  # and request {resource}: 1 "
-                "(2 slots are not 2 GPUs)"
+                f"kubectl -n {sh(namespace)} delete pod {sh(name)}  "
+                f"# and request {sh(resource)}: 1 (2 slots are not 2 GPUs)"
             ),
             node=node,
             pod=key,
@@ -100,7 +102,7 @@ def _multi_slot(
         "of the same GPU, not more compute",
         evidence=evidence,
         remedy=(
-            f"request {resource}: 1 in pod {key}, or set failRequestsGreaterThanOne: true "
+            f"request {sh(resource)}: 1 in pod {sh(key)}, or set failRequestsGreaterThanOne: true "
             "in the plugin config to refuse such pods"
         ),
         node=node,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import ds_ref
+from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.snapshot import Finding, Mode, PendingDemand
 
@@ -38,11 +39,11 @@ def _stranded(node: NodeFacts) -> list[Finding]:
         return []
     reason = node.unschedulable_reason
     remedy = (
-        f"kubectl uncordon {node.name}"
+        f"kubectl uncordon {sh(node.name)}"
         if reason == "cordoned"
-        else f"kubectl describe node {node.name}  # fix the node's Ready condition"
+        else f"kubectl describe node {sh(node.name)}  # fix the Ready condition of the node"
         if reason == "NotReady"
-        else f"kubectl describe node {node.name}  # then remove the taint or tolerate it"
+        else f"kubectl describe node {sh(node.name)}  # then remove the taint or tolerate it"
     )
     return [
         finding(
@@ -88,7 +89,7 @@ def _double_booked(node: NodeFacts) -> list[Finding]:
                     "pods": pods,
                 },
                 remedy=(
-                    f"kubectl get pods -A --field-selector spec.nodeName={node.name}  "
+                    f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}  "
                     f"# restart the pods holding {name} so they request {now_as[0]}"
                 ),
                 node=node.name,
@@ -114,7 +115,7 @@ def _other_overcommit(node: NodeFacts) -> list[Finding]:
                         "resource": name,
                     },
                     remedy=(
-                        f"kubectl get pods -A --field-selector spec.nodeName={node.name}  "
+                        f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}  "
                         "# drain and reschedule the pods started before the config change"
                     ),
                     node=node.name,
@@ -157,9 +158,9 @@ def _mps_daemon_missing(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             MPS_CAPABLE_LABEL: node.labels.get(MPS_CAPABLE_LABEL),
         },
         remedy=(
-            f"kubectl get node {node.name} -L {MPS_CAPABLE_LABEL}  # the MPS control daemon "
+            f"kubectl get node {sh(node.name)} -L {MPS_CAPABLE_LABEL}  # the MPS control daemon "
             "DaemonSet selects nodes labelled true (set by GFD from the same config); check: "
-            f"kubectl -n {spec.namespace} get daemonset | grep mps-control-daemon"
+            f"kubectl -n {sh(spec.namespace)} get daemonset | grep mps-control-daemon"
         ),
         node=node.name,
     )

@@ -1,0 +1,125 @@
+"""One change history for every kind of change (mode, split), kept in the cluster.
+
+Each applied change is a Kubernetes Event on the object it changed, named after the
+change id, labelled `gpu-slots.io/change=<kind>` and carrying the whole record (who, when,
+what before, what after) in an annotation, so the history survives a dashboard restart
+and rollback knows what to restore. Pure: records to Event manifests and back.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from app.domain.cluster import Manifest
+
+CHANGE_LABEL = "gpu-slots.io/change"
+RECORD_ANNOTATION = "gpu-slots.io/change-record"
+EVENT_PREFIX = "gpu-slots-change."
+ChangeKind = Literal["mode", "split"]
+
+
+@dataclass(frozen=True)
+class ChangeRecord:
+    """One applied change: enough to list it and to undo it."""
+
+    id: str
+    kind: ChangeKind
+    action: Literal["change", "rollback"]
+    at: datetime
+    user: str
+    summary: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+    node: str | None = None
+    rolls_back: str | None = None  # the id of the change this one undid
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "action": self.action,
+            "at": self.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "user": self.user,
+            "summary": self.summary,
+            "node": self.node,
+            "before": self.before,
+            "after": self.after,
+            "rollsBack": self.rolls_back,
+        }
+
+
+def change_id(at: datetime, salt: str) -> str:
+    """A sortable, DNS-safe id: time to the millisecond plus a short salt."""
+    stamp = at.astimezone(UTC).strftime("%Y%m%d-%H%M%S-%f")[:-3]
+    return f"{stamp}-{salt[:6].lower()}"
+
+
+def record_event(
+    record: ChangeRecord, *, namespace: str, involved: Manifest, reason: str, component: str
+) -> Manifest:
+    """The Event that holds `record` (involvedObject: the object the change wrote)."""
+    meta = involved.get("metadata") or {}
+    stamp = record.at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": EVENT_PREFIX + record.id,
+            "namespace": namespace,
+            "labels": {CHANGE_LABEL: record.kind},
+            "annotations": {RECORD_ANNOTATION: json.dumps(record.as_json(), sort_keys=True)},
+        },
+        "involvedObject": {
+            "apiVersion": involved.get("apiVersion", "v1"),
+            "kind": involved.get("kind", ""),
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "resourceVersion": meta.get("resourceVersion"),
+        },
+        "reason": reason,
+        "message": f"{record.user}: {record.summary}"[:1024],
+        "type": "Normal",
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+    }
+
+
+def record_of(event: Manifest) -> ChangeRecord | None:
+    """The record an Event holds (None: not one of ours, or unreadable)."""
+    raw = ((event.get("metadata") or {}).get("annotations") or {}).get(RECORD_ANNOTATION)
+    if not raw:
+        return None
+    try:
+        data = json.loads(raw)
+        at = datetime.strptime(str(data["at"]), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        kind = data["kind"]
+        action = data["action"]
+        if kind not in ("mode", "split") or action not in ("change", "rollback"):
+            return None
+        return ChangeRecord(
+            id=str(data["id"]),
+            kind=kind,
+            action=action,
+            at=at,
+            user=str(data.get("user", "")),
+            summary=str(data.get("summary", "")),
+            before=dict(data.get("before") or {}),
+            after=dict(data.get("after") or {}),
+            node=data.get("node"),
+            rolls_back=data.get("rollsBack"),
+        )
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def history(events: list[Manifest]) -> list[ChangeRecord]:
+    """The records among `events`, newest first."""
+    records = [r for r in (record_of(e) for e in events) if r is not None]
+    return sorted(records, key=lambda r: (r.at, r.id), reverse=True)

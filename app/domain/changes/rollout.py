@@ -1,0 +1,215 @@
+"""How far a plugin change rolled out, and when it is done.
+
+Done means every node that should advertise the new count does. Nodes the change cannot
+make advertise are listed apart instead of awaited: nodes expected at 0 (no GPU visible to
+the plugin) and nodes whose plugin pod fails (CrashLoopBackOff, ...), saying whether they
+were already failing before the change. Pure: cached manifests and the snapshot in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from app.domain.accounting.nodes import plugin_pod_failing
+from app.domain.changes.models import PluginSettings
+from app.domain.cluster import Manifest
+from app.domain.kube_time import parse_time
+from app.domain.snapshot import Mode, Snapshot
+
+NodeRolloutState = Literal["done", "waiting", "zero", "failing"]
+
+
+@dataclass(frozen=True)
+class PodRollout:
+    node: str
+    name: str
+    ready: bool
+    updated: bool
+    phase: str
+    failing: bool = False
+
+
+@dataclass(frozen=True)
+class NodeRollout:
+    node: str
+    expected: int | None
+    advertised: int | None
+    resource: str
+    state: NodeRolloutState = "waiting"
+    broken_before: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.state != "waiting"
+
+
+@dataclass(frozen=True)
+class RolloutStatus:
+    """Where the rollout of a DaemonSet generation stands."""
+
+    generation: int
+    observed_generation: int
+    desired: int
+    updated: int
+    ready: int
+    pods: tuple[PodRollout, ...]
+    nodes: tuple[NodeRollout, ...]
+    stuck: tuple[str, ...]
+
+    @property
+    def done(self) -> bool:
+        return not self.stuck
+
+    def nodes_in(self, state: NodeRolloutState) -> list[NodeRollout]:
+        return [node for node in self.nodes if node.state == state]
+
+
+def slots_of(settings: PluginSettings, visible_gpus: int | None) -> int | None:
+    if visible_gpus is None:
+        return None
+    return visible_gpus * (settings.replicas if settings.mode is Mode.TIME_SLICING else 1)
+
+
+def _plugin_pods(daemonset: Manifest, pods: Sequence[Manifest]) -> list[Manifest]:
+    meta = daemonset.get("metadata") or {}
+    namespace = meta.get("namespace")
+    selector: Mapping[str, Any] = ((daemonset.get("spec") or {}).get("selector") or {}).get(
+        "matchLabels"
+    ) or {}
+    found = []
+    for pod in pods:
+        pod_meta = pod.get("metadata") or {}
+        labels = pod_meta.get("labels") or {}
+        if pod_meta.get("namespace") != namespace or not selector:
+            continue
+        if any(labels.get(k) != v for k, v in selector.items()):
+            continue
+        if pod_meta.get("deletionTimestamp"):
+            continue
+        found.append(pod)
+    return found
+
+
+def rollout_status(
+    daemonset: Manifest | None,
+    pods: Sequence[Manifest],
+    snapshot: Snapshot | None,
+    *,
+    expected: PluginSettings,
+    generation: int,
+    since: datetime | None = None,
+    broken_before: frozenset[str] = frozenset(),
+) -> RolloutStatus:
+    """How far the DaemonSet's `generation` rolled out, from cached objects and the snapshot."""
+    ds = daemonset or {}
+    status = ds.get("status") or {}
+    meta = ds.get("metadata") or {}
+    stuck: list[str] = []
+    current = int(meta.get("generation") or 0)
+    observed = int(status.get("observedGeneration") or 0)
+    desired = int(status.get("desiredNumberScheduled") or 0)
+    if daemonset is None:
+        stuck.append("The DaemonSet is gone.")
+    elif current > generation:
+        stuck.append(f"The DaemonSet changed again since (generation {current}).")
+    if observed < generation:
+        stuck.append(f"The DaemonSet controller has not seen generation {generation} yet.")
+    rows = [
+        _pod_rollout(pod, generation=generation, since=since)
+        for pod in (_plugin_pods(daemonset, pods) if daemonset is not None else [])
+    ]
+    # A failing plugin pod, old or new, is listed apart: awaiting it would never end.
+    failing_nodes = {row.node for row in rows if row.failing}
+    for row in rows:
+        if row.failing:
+            continue
+        if not row.updated:
+            stuck.append(f"Plugin pod {row.name} on {row.node} still runs the old template.")
+        elif not row.ready:
+            stuck.append(f"Plugin pod {row.name} on {row.node} is not ready ({row.phase}).")
+    updated = sum(1 for r in rows if r.updated)
+    ready = sum(1 for r in rows if r.updated and r.ready)
+    failing_old = sum(1 for r in rows if r.failing and not r.updated)
+    if updated + failing_old < desired:
+        stuck.append(f"{updated} of {desired} plugin pods run the new template.")
+    nodes: list[NodeRollout] = []
+    ref = f"{meta.get('namespace')}/{meta.get('name')}"
+    for node in snapshot.nodes if snapshot is not None else []:
+        owner = node.config.daemonset if node.config is not None else None
+        if not node.gpu_node or (owner is not None and owner != ref):
+            continue  # another plugin install runs there: this change does not reach it
+        want = slots_of(expected, node.visible_gpus)
+        advertised = node.capacity if node.resource == expected.resource else None
+        state: NodeRolloutState
+        if node.name in failing_nodes:
+            state = "failing"
+        elif want == 0:
+            state = "zero"
+        elif want is None or advertised == want:
+            state = "done"
+        else:
+            state = "waiting"
+        row_node = NodeRollout(
+            node.name,
+            want,
+            advertised,
+            expected.resource,
+            state=state,
+            broken_before=node.name in broken_before,
+        )
+        nodes.append(row_node)
+        if state == "waiting":
+            shown = "nothing" if advertised is None else str(advertised)
+            stuck.append(
+                f"Node {node.name} advertises {shown} {expected.resource}, expected {want}."
+            )
+    return RolloutStatus(
+        generation=generation,
+        observed_generation=observed,
+        desired=desired,
+        updated=updated,
+        ready=ready,
+        pods=tuple(rows),
+        nodes=tuple(nodes),
+        stuck=tuple(stuck),
+    )
+
+
+def failing_plugin_nodes(snapshot: Snapshot | None) -> frozenset[str]:
+    """Nodes whose plugin pod fails now: recorded before a change, listed apart after it."""
+    if snapshot is None:
+        return frozenset()
+    return frozenset(
+        node.name
+        for node in snapshot.nodes
+        if node.plugin_pod is not None
+        and not node.plugin_pod.ready
+        and node.failing_gpus + (node.visible_gpus or 0) > 0
+        and (node.plugin_pod.state or "") not in ("ContainerCreating", "Running", "Pending")
+    )
+
+
+def _pod_rollout(pod: Manifest, *, generation: int, since: datetime | None) -> PodRollout:
+    meta = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    label = (meta.get("labels") or {}).get("pod-template-generation")
+    if label is not None:
+        updated = label == str(generation)
+    else:
+        started = parse_time(status.get("startTime"))
+        updated = since is not None and started is not None and started >= since
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in status.get("conditions") or []
+    )
+    return PodRollout(
+        node=str((pod.get("spec") or {}).get("nodeName") or "?"),
+        name=str(meta.get("name", "")),
+        ready=ready,
+        updated=updated,
+        phase=str(status.get("phase") or "Unknown"),
+        failing=plugin_pod_failing(pod),
+    )

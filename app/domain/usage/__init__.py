@@ -1,0 +1,1 @@
+"""Who holds the slots and whether they use them: usage by owner and the idle history."""

@@ -1,0 +1,127 @@
+"""Findings from the idle history, and a snapshot with them added where they belong.
+
+They come after the engine (the engine sees one moment; these need the history), so the
+snapshot service adds them to each new snapshot: to the cluster list, the node's list and
+the GPU's codes and worst severity.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime
+
+from app.domain.findings.catalogue import SEVERITY_RANK, finding, sort_key
+from app.domain.findings.shell import sh
+from app.domain.snapshot import Finding, GpuState, NodeState, Snapshot
+from app.domain.usage.idle import IdleHolder, LowGpu, UsageHistory
+
+
+def duration_text(seconds: float) -> str:
+    """A duration as people say it: `35 s`, `42 min`, `1 h 5 min`."""
+    whole = max(0, int(seconds))
+    if whole < 120:
+        return f"{whole} s"
+    minutes = whole // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, rest = divmod(minutes, 60)
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
+
+
+def _pod_command(pod: str) -> tuple[str, str]:
+    namespace, _, name = pod.partition("/")
+    return sh(namespace or "default"), sh(name or pod)
+
+
+def idle_holder_finding(item: IdleHolder) -> Finding:
+    namespace, name = _pod_command(item.pod)
+    idle = duration_text(item.idle_s)
+    return finding(
+        "slot-held-idle",
+        f"{item.pod} holds {item.slots} slot(s) of GPU {item.gpu_index}: "
+        f"held for {idle}, no GPU process",
+        evidence={
+            "idle_for": idle,
+            "idle_for_s": round(item.idle_s),
+            "held_slots": item.slots,
+            "gpu_index": item.gpu_index,
+            "gpu_processes_of_pod": 0,
+            "watched_since": item.watched_since.isoformat(),
+        },
+        remedy=f"kubectl -n {namespace} delete pod {name}  # once its owner agrees",
+        node=item.node,
+        gpu_uuid=item.gpu_uuid,
+        pod=item.pod,
+    )
+
+
+def low_gpu_finding(item: LowGpu) -> Finding:
+    low = duration_text(item.low_s)
+    return finding(
+        "gpu-utilization-low",
+        f"GPU {item.gpu_index} is held but ran under 1% utilization for {low}",
+        evidence={
+            "low_for": low,
+            "low_for_s": round(item.low_s),
+            "gpu_index": item.gpu_index,
+            "holders": ", ".join(item.holders) or "?",
+            "utilization_below_pct": 1,
+        },
+        remedy=(
+            " && ".join(
+                "kubectl -n {} get pod {} -o wide".format(*_pod_command(pod))
+                for pod in item.holders
+            )
+            + "  # ask the holders to release the GPU"
+            if item.holders
+            else "nvidia-smi -q -d UTILIZATION"
+        ),
+        node=item.node,
+        gpu_uuid=item.gpu_uuid,
+    )
+
+
+def history_findings(
+    history: UsageHistory, *, now: datetime, idle_after_s: float, low_after_s: float
+) -> list[Finding]:
+    """The idle-slot and low-utilization findings the history supports at `now`."""
+    found = [
+        idle_holder_finding(item) for item in history.idle_holders(now=now, after_s=idle_after_s)
+    ]
+    found.extend(low_gpu_finding(item) for item in history.low_gpus(now=now, after_s=low_after_s))
+    return found
+
+
+def with_findings(snapshot: Snapshot, extra: list[Finding]) -> Snapshot:
+    """`snapshot` with `extra` findings added to the cluster, node and GPU views."""
+    if not extra:
+        return snapshot
+    by_node: dict[str, list[Finding]] = defaultdict(list)
+    for item in extra:
+        if item.node is not None:
+            by_node[item.node].append(item)
+    nodes = [
+        _node_with(node, by_node[node.name]) if node.name in by_node else node
+        for node in snapshot.nodes
+    ]
+    findings = sorted([*snapshot.findings, *extra], key=sort_key)
+    return snapshot.model_copy(update={"nodes": nodes, "findings": findings})
+
+
+def _node_with(node: NodeState, extra: list[Finding]) -> NodeState:
+    by_gpu: dict[str, list[Finding]] = defaultdict(list)
+    for item in extra:
+        if item.gpu_uuid is not None:
+            by_gpu[item.gpu_uuid].append(item)
+    gpus = [_gpu_with(gpu, by_gpu[gpu.uuid]) if gpu.uuid in by_gpu else gpu for gpu in node.gpus]
+    findings = sorted([*node.findings, *extra], key=sort_key)
+    return node.model_copy(update={"gpus": gpus, "findings": findings})
+
+
+def _gpu_with(gpu: GpuState, extra: list[Finding]) -> GpuState:
+    severities = [item.severity for item in extra]
+    if gpu.worst_severity is not None:
+        severities.append(gpu.worst_severity)
+    worst = min(severities, key=lambda severity: SEVERITY_RANK[severity])
+    codes = sorted({*gpu.finding_codes, *(item.code for item in extra)})
+    return gpu.model_copy(update={"finding_codes": codes, "worst_severity": worst})

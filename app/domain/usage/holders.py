@@ -1,0 +1,165 @@
+"""Who holds the slots: usage per namespace, owner or node, with idle slots and pending demand.
+
+Read from the snapshot (slots held, GPU processes, idle-slot findings) and the pod manifests
+(owner, pending pods). Owner is the person a pod names with a `user` or `owner` label, else
+its controller (`ReplicaSet/infer-7d9f`), else the pod itself; always inside its namespace.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from app.domain.accounting.pods import pod_key, pod_node, pod_phase, pod_slots
+from app.domain.cluster import Manifest
+from app.domain.snapshot import Snapshot
+
+UsageBy = Literal["namespace", "owner", "node"]
+USAGE_BY: tuple[UsageBy, ...] = ("namespace", "owner", "node")
+OWNER_LABELS = ("user", "owner")
+
+
+@dataclass(frozen=True)
+class PodUsage:
+    """One pod that holds or wants slots."""
+
+    pod: str
+    namespace: str
+    owner: str
+    node: str | None
+    slots: int
+    gpus: tuple[int, ...]
+    memory_used_mib: int
+    processes: int
+    idle_slots: int
+    idle_for_s: int | None
+    pending: bool
+
+
+@dataclass
+class UsageRow:
+    """The pods of one namespace, owner or node added up."""
+
+    key: str
+    slots_held: int = 0
+    pods: int = 0
+    gpus: int = 0
+    memory_used_mib: int = 0
+    idle_slots: int = 0
+    pending_pods: int = 0
+    pending_slots: int = 0
+    pod_names: list[str] = field(default_factory=list)
+
+
+def owner_of(pod: Manifest) -> str:
+    """`namespace/who`: a user/owner label, else the controller, else the pod."""
+    meta = pod.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "default")
+    labels = meta.get("labels") or {}
+    for label in OWNER_LABELS:
+        if labels.get(label):
+            return f"{namespace}/{labels[label]}"
+    for ref in meta.get("ownerReferences") or []:
+        if ref.get("controller"):
+            return f"{namespace}/{ref.get('kind', '?')}/{ref.get('name', '?')}"
+    return f"{namespace}/Pod/{meta.get('name', '?')}"
+
+
+def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
+    """Every pod holding slots (from the snapshot) or pending for the resource (manifests)."""
+    manifests = {pod_key(pod): pod for pod in pods}
+    idle: dict[str, tuple[int, int]] = {}
+    for item in snapshot.findings:
+        if item.code == "slot-held-idle" and item.pod is not None:
+            slots = item.evidence.get("held_slots")
+            seconds = item.evidence.get("idle_for_s")
+            before = idle.get(item.pod, (0, 0))
+            idle[item.pod] = (
+                before[0] + (slots if isinstance(slots, int) else 0),
+                max(before[1], seconds if isinstance(seconds, int) else 0),
+            )
+    found: list[PodUsage] = []
+    for node in snapshot.nodes:
+        memory: dict[str, int] = defaultdict(int)
+        running: dict[str, int] = defaultdict(int)
+        gpus: dict[str, set[int]] = defaultdict(set)
+        for gpu in node.gpus:
+            for process in gpu.processes:
+                if process.pod:
+                    memory[process.pod] += process.used_memory_mib or 0
+                    running[process.pod] += 1
+            for holder in gpu.holders:
+                gpus[holder.pod].add(gpu.index)
+        for held in node.pods:
+            if held.slots <= 0 or held.phase in ("Succeeded", "Failed"):
+                continue
+            manifest = manifests.get(held.pod, {"metadata": _meta_of(held.pod)})
+            idle_slots, idle_s = idle.get(held.pod, (0, 0))
+            found.append(
+                PodUsage(
+                    pod=held.pod,
+                    namespace=held.pod.partition("/")[0],
+                    owner=owner_of(manifest),
+                    node=node.name,
+                    slots=held.slots,
+                    gpus=tuple(sorted(gpus.get(held.pod, ()))),
+                    memory_used_mib=memory.get(held.pod, 0),
+                    processes=running.get(held.pod, 0),
+                    idle_slots=idle_slots,
+                    idle_for_s=idle_s if idle_slots else None,
+                    pending=False,
+                )
+            )
+    resource = snapshot.plugin.resource
+    for pod in pods:
+        if pod_node(pod) is not None or pod_phase(pod) != "Pending":
+            continue
+        want = pod_slots(pod).get(resource, 0)
+        if want <= 0:
+            continue
+        key = pod_key(pod)
+        found.append(
+            PodUsage(
+                pod=key,
+                namespace=key.partition("/")[0],
+                owner=owner_of(pod),
+                node=None,
+                slots=want,
+                gpus=(),
+                memory_used_mib=0,
+                processes=0,
+                idle_slots=0,
+                idle_for_s=None,
+                pending=True,
+            )
+        )
+    return sorted(found, key=lambda item: (item.pending, item.pod))
+
+
+def usage_rows(usages: Iterable[PodUsage], by: UsageBy) -> list[UsageRow]:
+    """The pods added up per namespace, owner or node; most slots held first."""
+    rows: dict[str, UsageRow] = {}
+    distinct_gpus: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    for item in usages:
+        key = {"namespace": item.namespace, "owner": item.owner, "node": item.node or "-"}[by]
+        row = rows.setdefault(key, UsageRow(key))
+        row.pod_names.append(item.pod)
+        if item.pending:
+            row.pending_pods += 1
+            row.pending_slots += item.slots
+            continue
+        row.pods += 1
+        row.slots_held += item.slots
+        row.memory_used_mib += item.memory_used_mib
+        row.idle_slots += item.idle_slots
+        distinct_gpus[key].update((item.node or "", index) for index in item.gpus)
+    for key, row in rows.items():
+        row.gpus = len(distinct_gpus[key])
+    return sorted(rows.values(), key=lambda row: (-row.slots_held, -row.pending_slots, row.key))
+
+
+def _meta_of(key: str) -> Manifest:
+    namespace, _, name = key.partition("/")
+    return {"namespace": namespace, "name": name}

@@ -1,0 +1,215 @@
+"""A short history per GPU and per slot holder, kept in memory, to tell held-but-idle slots.
+
+The dashboard observes each new agent report (through the snapshot) and remembers, per GPU,
+its utilization in buckets of `bucket_s` for `keep_s` (an hour by default), and per holder
+(pod x GPU) since when it holds the slot and when it last ran a process there. Longer
+history is Prometheus' job: /metrics exposes the same figures. Pure: `now` is an argument.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from app.domain.snapshot import GpuState, NodeState, Snapshot
+
+LOW_UTILIZATION_PCT = 1
+
+
+@dataclass(frozen=True)
+class Point:
+    """One bucket of a GPU's series: the highest utilization and memory seen in it."""
+
+    at: datetime
+    utilization_pct: int | None
+    memory_used_mib: int | None
+
+
+@dataclass
+class HolderWatch:
+    """One pod holding slots of one GPU, as the dashboard has seen it."""
+
+    node: str
+    gpu_uuid: str
+    gpu_index: int
+    pod: str
+    slots: int
+    held_since: datetime
+    busy_at: datetime | None = None
+    seen_at: datetime | None = None
+
+    def idle_since(self) -> datetime:
+        return self.busy_at if self.busy_at is not None else self.held_since
+
+
+@dataclass
+class GpuSeries:
+    node: str
+    uuid: str
+    index: int
+    points: deque[Point]
+    low_since: datetime | None = None  # held, with utilization under 1 %, since then
+
+
+@dataclass(frozen=True)
+class IdleHolder:
+    """A holder with no GPU process for `idle_s` (the dashboard watched it since `since`)."""
+
+    node: str
+    gpu_uuid: str
+    gpu_index: int
+    pod: str
+    slots: int
+    idle_s: float
+    held_s: float
+    watched_since: datetime
+
+
+@dataclass(frozen=True)
+class LowGpu:
+    """A held GPU whose utilization stayed under 1 % for `low_s`."""
+
+    node: str
+    gpu_uuid: str
+    gpu_index: int
+    holders: tuple[str, ...]
+    low_s: float
+
+
+@dataclass
+class UsageHistory:
+    """The in-memory history; `observe` each snapshot, ask `idle_holders` / `low_gpus`."""
+
+    keep_s: float = 3900.0
+    bucket_s: float = 30.0
+    gpus: dict[str, GpuSeries] = field(default_factory=dict)
+    holders: dict[str, dict[str, HolderWatch]] = field(default_factory=dict)  # uuid -> pod
+    started_at: datetime | None = None
+    _seen_reports: dict[str, datetime] = field(default_factory=dict)
+
+    @property
+    def max_points(self) -> int:
+        return max(1, int(self.keep_s // self.bucket_s) + 1)
+
+    def observe(self, snapshot: Snapshot, *, now: datetime) -> None:
+        """Take in the reports of `snapshot` that are newer than the ones already seen."""
+        if self.started_at is None:
+            self.started_at = now
+        present: set[str] = set()
+        for node in snapshot.nodes:
+            present.add(node.name)
+            if node.agent is None or not node.agent.fresh:
+                continue
+            at = node.agent.collected_at
+            if self._seen_reports.get(node.name) == at:
+                continue
+            self._seen_reports[node.name] = at
+            for gpu in node.gpus:
+                self._observe_gpu(node, gpu, at=at)
+        self._forget(present, now=now)
+
+    def _observe_gpu(self, node: NodeState, gpu: GpuState, *, at: datetime) -> None:
+        series = self.gpus.get(gpu.uuid)
+        if series is None:
+            series = self.gpus[gpu.uuid] = GpuSeries(
+                node.name, gpu.uuid, gpu.index, deque(maxlen=self.max_points)
+            )
+        series.node, series.index = node.name, gpu.index
+        bucket = _bucket(at, self.bucket_s)
+        point = Point(bucket, gpu.utilization_pct, gpu.memory_used_mib)
+        if series.points and series.points[-1].at == bucket:
+            last = series.points[-1]
+            point = Point(
+                bucket,
+                _max(last.utilization_pct, gpu.utilization_pct),
+                _max(last.memory_used_mib, gpu.memory_used_mib),
+            )
+            series.points[-1] = point
+        else:
+            series.points.append(point)
+        held = [holder for holder in gpu.holders if holder.slots > 0]
+        low = gpu.utilization_pct is not None and gpu.utilization_pct < LOW_UTILIZATION_PCT
+        if held and low:
+            series.low_since = series.low_since or at
+        else:
+            series.low_since = None
+        running = {process.pod for process in gpu.processes if process.pod}
+        before = self.holders.get(gpu.uuid, {})
+        now_held: dict[str, HolderWatch] = {}
+        for holder in held:
+            watch = before.get(holder.pod) or HolderWatch(
+                node.name, gpu.uuid, gpu.index, holder.pod, holder.slots, held_since=at
+            )
+            watch.slots, watch.seen_at = holder.slots, at
+            if holder.pod in running:
+                watch.busy_at = at
+            now_held[holder.pod] = watch
+        if now_held:
+            self.holders[gpu.uuid] = now_held  # holders no longer named are forgotten
+        else:
+            self.holders.pop(gpu.uuid, None)
+
+    def _forget(self, present: set[str], *, now: datetime) -> None:
+        """Drop GPUs of nodes gone, and points older than `keep_s`."""
+        oldest = now - timedelta(seconds=self.keep_s)
+        for uuid in list(self.gpus):
+            series = self.gpus[uuid]
+            if series.node not in present:
+                del self.gpus[uuid]
+                self.holders.pop(uuid, None)
+                continue
+            while series.points and series.points[0].at < oldest:
+                series.points.popleft()
+        for name in [n for n in self._seen_reports if n not in present]:
+            del self._seen_reports[name]
+
+    def idle_holders(self, *, now: datetime, after_s: float) -> list[IdleHolder]:
+        """Holders without a GPU process for at least `after_s`, longest idle first."""
+        found = []
+        for watch in (w for by_pod in self.holders.values() for w in by_pod.values()):
+            idle_s = (now - watch.idle_since()).total_seconds()
+            if idle_s >= after_s:
+                found.append(
+                    IdleHolder(
+                        watch.node,
+                        watch.gpu_uuid,
+                        watch.gpu_index,
+                        watch.pod,
+                        watch.slots,
+                        idle_s=idle_s,
+                        held_s=(now - watch.held_since).total_seconds(),
+                        watched_since=self.started_at or watch.held_since,
+                    )
+                )
+        return sorted(found, key=lambda item: (-item.idle_s, item.node, item.pod))
+
+    def low_gpus(self, *, now: datetime, after_s: float) -> list[LowGpu]:
+        """Held GPUs under 1 % utilization for at least `after_s`."""
+        found = []
+        for series in self.gpus.values():
+            if series.low_since is None:
+                continue
+            low_s = (now - series.low_since).total_seconds()
+            if low_s >= after_s:
+                holders = tuple(sorted(self.holders.get(series.uuid, {})))
+                found.append(LowGpu(series.node, series.uuid, series.index, holders, low_s))
+        return sorted(found, key=lambda item: (item.node, item.gpu_index))
+
+    def series(self, uuid: str) -> list[Point]:
+        found = self.gpus.get(uuid)
+        return list(found.points) if found is not None else []
+
+
+def _bucket(at: datetime, bucket_s: float) -> datetime:
+    step = max(bucket_s, 1.0)
+    epoch = at.timestamp()
+    return datetime.fromtimestamp(epoch - epoch % step, tz=at.tzinfo)
+
+
+def _max(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return max(a, b)

@@ -1,0 +1,213 @@
+"""Response shapes of the admin (write) endpoints: every write answers one of these."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class PluginSettingsOut(BaseModel):
+    """The plugin's sharing settings as the plugin would run them."""
+
+    mode: str = Field(description="basic | time-slicing | mps | unknown")
+    replicas: int
+    resource: str
+    renameByDefault: bool
+    failRequestsGreaterThanOne: bool
+    error: str | None = None
+
+
+class PodOverOut(BaseModel):
+    pod: str
+    slots: int
+    resource: str
+    reason: str
+
+
+class NodeSlotsOut(BaseModel):
+    """One node's slots before and after a change."""
+
+    node: str
+    visibleGpus: int | None
+    before: int | None
+    beforeResource: str
+    after: int | None
+    afterResource: str
+    held: int
+    podsOver: list[PodOverOut]
+
+
+class ServerDryRunOut(BaseModel):
+    ok: bool
+    configmap: str | None
+    daemonset: str | None
+
+
+class DiffOut(BaseModel):
+    configmap: str
+    daemonset: str
+
+
+class ModePreviewOut(BaseModel):
+    """PUT /api/v1/plugin/config?dryRun=true: what the mode change would do."""
+
+    changed: Literal[True] = True
+    dryRun: Literal[True] = True
+    kind: Literal["change", "rollback"]
+    before: PluginSettingsOut
+    after: PluginSettingsOut
+    configmapAction: str
+    rollsPods: bool
+    resourceVersions: dict[str, str | None]
+    diff: DiffOut
+    serverDryRun: ServerDryRunOut
+    nodes: list[NodeSlotsOut]
+    warnings: list[str]
+
+
+class ModeAppliedOut(BaseModel):
+    """PUT /api/v1/plugin/config: the mode change as written."""
+
+    changed: Literal[True] = True
+    dryRun: Literal[False] = False
+    kind: Literal["change", "rollback"]
+    before: PluginSettingsOut
+    after: PluginSettingsOut
+    configmapAction: str
+    rollsPods: bool
+    appliedAt: str
+    generation: int
+    resourceVersions: dict[str, str | None]
+    warnings: list[str]
+    changeId: str | None = Field(default=None, description="The entry in /api/v1/changes")
+
+
+class NoChangeOut(BaseModel):
+    """The request asks for what is already there: nothing is written."""
+
+    changed: Literal[False] = False
+    dryRun: bool
+    detail: str
+
+
+ModeChangeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
+
+
+# per-node GPU split ----------------------------------------------------------------------
+
+
+class GpuProcessOut(BaseModel):
+    pid: int
+    owner: str = Field(description="host | pod | unknown")
+    pod: str | None
+    user: str | None
+    command: str | None
+    used_memory_mib: int | None
+
+
+class SplitGpuOut(BaseModel):
+    uuid: str
+    index: int
+    name: str
+    memory_total_mib: int | None
+    role: Literal["kubernetes", "host"]
+    slots: int
+    processes: list[GpuProcessOut]
+
+
+class GoverningOut(BaseModel):
+    name: str
+    namespace: str
+    own: bool = Field(description="True: the node's own DaemonSet; False: the shared one")
+
+
+class GpuSplitOut(BaseModel):
+    """GET /api/v1/nodes/{name}/gpu-split: which GPUs Kubernetes gets, and who decides."""
+
+    node: str
+    daemonset: GoverningOut
+    mode: str
+    replicas: int
+    allocatable: int | None
+    gpus: list[SplitGpuOut]
+    writesEnabled: bool
+    operatorManaged: bool
+
+
+class SplitStateOut(BaseModel):
+    daemonset: str
+    own: bool
+    kubernetes_gpus: list[str]
+    mode: str
+    replicas: int
+
+
+class SplitWriteOut(BaseModel):
+    action: Literal["create", "replace", "delete", "label"]
+    kind: str
+    name: str
+    diff: str
+    serverDryRun: str | None = Field(description="The API server's objection; null: accepted")
+
+
+class SplitPreviewOut(BaseModel):
+    """PUT/DELETE ...?dryRun=true: the plan of a split change."""
+
+    changed: Literal[True] = True
+    dryRun: Literal[True] = True
+    kind: Literal["split", "rollback"]
+    node: str
+    before: SplitStateOut
+    after: SplitStateOut
+    slotsBefore: int | None
+    slotsAfter: int
+    writes: list[SplitWriteOut]
+    serverDryRunOk: bool
+    hostProcesses: list[str] = Field(
+        description="Host processes on GPUs going to Kubernetes: apply needs confirmHostProcesses"
+    )
+    blocking: bool
+    podsOnHostGpus: list[str]
+    restarts: list[str]
+    resourceVersions: dict[str, str | None]
+    warnings: list[str]
+
+
+class SplitAppliedOut(BaseModel):
+    """PUT/DELETE: the split change as written."""
+
+    changed: Literal[True] = True
+    dryRun: Literal[False] = False
+    kind: Literal["split", "rollback"]
+    node: str
+    before: SplitStateOut
+    after: SplitStateOut
+    slotsAfter: int
+    appliedAt: str
+    changeId: str | None
+    warnings: list[str]
+
+
+class ChangeOut(BaseModel):
+    """One entry of the change history."""
+
+    id: str
+    kind: Literal["mode", "split"]
+    action: Literal["change", "rollback"]
+    at: str
+    user: str
+    summary: str
+    node: str | None
+    before: dict[str, object]
+    after: dict[str, object]
+    rollsBack: str | None
+
+
+class ChangesOut(BaseModel):
+    """GET /api/v1/changes: every applied change, newest first."""
+
+    changes: list[ChangeOut]
+    available: bool = Field(
+        description="False when this server does not write (no history to read): empty list"
+    )

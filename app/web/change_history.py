@@ -1,0 +1,121 @@
+"""The change history (mode and split changes) and rolling one change back.
+
+The history lives in the cluster (app.domain.changes.history): Events labelled
+`gpu-slots.io/change`, each carrying its whole record. Rolling back a change plans the
+way from the cluster as it is now to the change's `before`, through the same preview and
+apply as any change, and records itself as a new entry that names the one it undid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from app.domain.changes.history import ChangeRecord, history, record_of
+from app.domain.changes.models import (
+    ChangeRequest,
+    PlanRefused,
+    RefusalCode,
+)
+from app.domain.changes.split_models import SplitRequest
+from app.web.admin_schemas import (
+    ChangeOut,
+    ModeAppliedOut,
+    ModePreviewOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitPreviewOut,
+)
+from app.web.auth import Principal
+from app.web.gpu_split import applied_out, apply_split, preview_split
+from app.web.plugin_admin import (
+    Applied,
+    build_preview,
+    get_writer,
+    make_plan,
+    writer_for,
+)
+from app.web.runtime import Runtime
+
+RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
+
+
+def list_changes(runtime: Runtime) -> list[ChangeRecord]:
+    """Every recorded change, newest first (fresh from the API server)."""
+    return history(get_writer(runtime).change_events())
+
+
+def change_out(record: ChangeRecord) -> ChangeOut:
+    return ChangeOut.model_validate(record.as_json())
+
+
+def find_change(runtime: Runtime, change: str) -> ChangeRecord:
+    event = get_writer(runtime).change_event(change)
+    record = record_of(event) if event is not None else None
+    if record is None:
+        raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, f"No change {change} in the history.")
+    return record
+
+
+def rollback_change(
+    runtime: Runtime,
+    principal: Principal,
+    change: str,
+    *,
+    user: str,
+    dry_run: bool,
+    confirm_host_processes: bool = False,
+) -> RollbackOut:
+    """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
+    record = find_change(runtime, change)
+    try:
+        if record.kind == "split":
+            request = split_request(record, confirm_host_processes)
+            if dry_run:
+                return preview_split(runtime, principal, request, rollback=True).out()
+            split_plan, applied = apply_split(
+                runtime, principal, request, None, user=user, rollback=True, rolls_back=record.id
+            )
+            return applied_out(split_plan, applied)
+        mode = mode_request(record)
+        with writer_for(runtime, principal) as writer:
+            plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
+            if dry_run:
+                return build_preview(runtime, writer, plan).out()
+            result = writer.apply(plan, user=user, rolls_back=record.id)
+        runtime.snapshots.poke()
+        return Applied(plan, result, result.change_id).out()
+    except PlanRefused as refused:
+        if refused.code is RefusalCode.NO_CHANGE:
+            return NoChangeOut(dryRun=dry_run, detail=refused.message)
+        raise
+
+
+def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
+    before = record.before
+    if not record.node:
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, f"Change {record.id} names no node.")
+    if not before.get("own"):
+        return SplitRequest(record.node, None, confirm_host_processes=confirm)
+    return SplitRequest(
+        record.node,
+        tuple(str(u) for u in before.get("kubernetes_gpus") or ()),
+        "time-slicing" if before.get("mode") == "time-slicing" else "basic",
+        int(before.get("replicas") or 1),
+        confirm,
+    )
+
+
+def mode_request(record: ChangeRecord) -> ChangeRequest:
+    before = record.before
+    mode = before.get("mode")
+    if mode not in ("basic", "time-slicing") or before.get("error"):
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE,
+            f"Change {record.id} started from a config GPU Slots cannot write back ({mode}).",
+        )
+    return ChangeRequest(
+        mode="basic" if mode == "basic" else "time-slicing",
+        replicas=int(before.get("replicas") or 1),
+        rename_by_default=bool(before.get("renameByDefault")),
+        fail_requests_greater_than_one=bool(before.get("failRequestsGreaterThanOne")),
+    )

@@ -1,0 +1,54 @@
+"""The change history page: every mode and split change, newest first, from the cluster.
+
+The history lives in the cluster as Events (app.domain.changes.history, read through
+app.web.change_history); this page only lists it. Rolling a mode change back goes through
+the plugin form's preview and confirmation.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.domain.changes.history import ChangeRecord
+from app.errors import ClusterError
+from app.web.auth import get_auth
+from app.web.change_history import list_changes
+from app.web.deps import RuntimeDep
+from app.web.i18n import CATALOGS, Translator, language_of
+
+router = APIRouter(include_in_schema=False)
+CHANGES_PATH = "/admin/changes"
+
+
+@router.get(CHANGES_PATH, response_class=HTMLResponse)
+def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    lang = language_of(request)
+    t = Translator(lang)
+    records: list[ChangeRecord] = []
+    error: str | None = None
+    available = runtime.writer is not None
+    if available:
+        try:
+            records = list_changes(runtime)
+        except ClusterError as exc:
+            error = str(exc)
+    principal = get_auth(request).identify(request, for_write=False)
+    html = runtime.templates.get_template("admin/changes.html").render(
+        {
+            "t": t,
+            "lang": lang,
+            "languages": list(CATALOGS),
+            "title": t("title_changes"),
+            "path": request.url.path,
+            "live_url": None,
+            "records": records,
+            "available": available,
+            "error": error,
+            "signed_in": principal.user if principal is not None else None,
+        }
+    )
+    response = HTMLResponse(html, status_code=502 if error else 200)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Vary"] = "Accept-Language, Cookie"
+    return response

@@ -1,0 +1,172 @@
+"""JSON API for per-node GPU splits and the change history. Thin: see app.web.gpu_split
+and app.web.change_history for the use cases (shared with the editor page)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.split_models import SplitRequest
+from app.errors import ClusterError
+from app.web.admin_api import WRITE_ERRORS, _problem
+from app.web.admin_schemas import (
+    ChangesOut,
+    GpuSplitOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitPreviewOut,
+)
+from app.web.auth import Principal, require_admin_api
+from app.web.change_history import RollbackOut, change_out, list_changes, rollback_change
+from app.web.deps import RuntimeDep
+from app.web.gpu_split import applied_out, apply_split, preview_split, split_view
+from app.web.plugin_admin import audit_user, http_error
+
+router = APIRouter(prefix="/api/v1", tags=["gpu split"])
+write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])
+
+NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
+DryRun = Annotated[bool, Query(alias="dryRun")]
+READ_ERRORS: dict[int | str, dict[str, object]] = {
+    401: _problem("Reads need a login"),
+    404: _problem("No such node, or the plugin DaemonSet is not found"),
+    409: _problem("The node's GPUs are not known yet (no agent report)"),
+    502: _problem("The API server answered with an error"),
+    503: _problem("API server unreachable, or writes (and their history) not enabled"),
+}
+SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
+
+
+class GpuSplitIn(BaseModel):
+    """Which GPUs of the node Kubernetes gets, and how they are shared."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kubernetes_gpus: list[StrictStr] = Field(max_length=64, description="GPU UUIDs")
+    mode: Literal["basic", "time-slicing"] = "basic"
+    replicas: StrictInt = Field(default=1, description="2..64 for time-slicing")
+    confirmHostProcesses: StrictBool = False
+    expectedResourceVersions: dict[str, str | None] | None = Field(
+        default=None, description="resourceVersions seen at preview; a mismatch is a 409"
+    )
+
+
+class ReturnIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    expectedResourceVersions: dict[str, str | None] | None = None
+
+
+class RollbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    confirmHostProcesses: StrictBool = False
+
+
+def _refused(error: PlanRefused | ClusterError) -> HTTPException:
+    return http_error(error)
+
+
+@router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
+def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
+    """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
+    try:
+        return split_view(runtime, name)
+    except (PlanRefused, ClusterError) as error:
+        raise _refused(error) from error
+
+
+@router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
+def get_changes(runtime: RuntimeDep) -> ChangesOut:
+    """Every mode and split change applied, newest first (kept in the cluster as Events)."""
+    if runtime.writer is None:
+        return ChangesOut(changes=[], available=False)
+    try:
+        return ChangesOut(changes=[change_out(r) for r in list_changes(runtime)], available=True)
+    except ClusterError as error:
+        raise _refused(error) from error
+
+
+@write_router.put("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
+def put_gpu_split(
+    name: NodeName,
+    body: GpuSplitIn,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    dry_run: DryRun = False,
+) -> SplitOut:
+    """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
+    change = SplitRequest(
+        name,
+        tuple(body.kubernetes_gpus),
+        body.mode,
+        body.replicas,
+        body.confirmHostProcesses,
+    )
+    return _split(request, runtime, principal, change, body.expectedResourceVersions, dry_run)
+
+
+@write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
+def delete_gpu_split(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    body: ReturnIn | None = None,
+    dry_run: DryRun = False,
+) -> SplitOut:
+    """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
+    expected = body.expectedResourceVersions if body is not None else None
+    change = SplitRequest(name, None, confirm_host_processes=True)
+    return _split(request, runtime, principal, change, expected, dry_run)
+
+
+@write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
+def post_change_rollback(
+    change: ChangeId,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    body: RollbackIn | None = None,
+    dry_run: DryRun = False,
+) -> RollbackOut:
+    """Undo one change of the history (`?dryRun=true`: its preview)."""
+    try:
+        return rollback_change(
+            runtime,
+            principal,
+            change,
+            user=audit_user(principal, request),
+            dry_run=dry_run,
+            confirm_host_processes=body.confirmHostProcesses if body is not None else False,
+        )
+    except (PlanRefused, ClusterError) as error:
+        raise _refused(error) from error
+
+
+def _split(
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Principal,
+    change: SplitRequest,
+    expected: dict[str, str | None] | None,
+    dry_run: bool,
+) -> SplitOut:
+    try:
+        if dry_run:
+            return preview_split(runtime, principal, change).out()
+        plan, applied = apply_split(
+            runtime, principal, change, expected, user=audit_user(principal, request)
+        )
+        return applied_out(plan, applied)
+    except PlanRefused as refused:
+        if refused.code is RefusalCode.NO_CHANGE:
+            return NoChangeOut(dryRun=dry_run, detail=refused.message)
+        raise _refused(refused) from refused
+    except ClusterError as error:
+        raise _refused(error) from error

@@ -1,0 +1,209 @@
+"""The idle history: held-but-idle slots and low utilization, with literal durations."""
+
+from __future__ import annotations
+
+import shlex
+from datetime import UTC, datetime, timedelta
+
+from app.domain.snapshot import (
+    AgentState,
+    GpuProcess,
+    GpuState,
+    Mode,
+    NodeState,
+    PluginState,
+    SlotHolder,
+    Snapshot,
+    Totals,
+)
+from app.domain.usage.findings import duration_text, history_findings, with_findings
+from app.domain.usage.idle import UsageHistory
+
+T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+UUID = "GPU-11111111-2222-3333-4444-555555555555"
+
+
+def gpu(*, holders: list[str], running: list[str], util: int | None) -> GpuState:
+    return GpuState(
+        index=3,
+        uuid=UUID,
+        name="NVIDIA A100",
+        role="advertised",
+        slots=1,
+        held_slots=len(holders),
+        holders=[SlotHolder(pod=pod, slots=1, assigned=True) for pod in holders],
+        memory_total_mib=81920,
+        memory_used_mib=512,
+        memory_pods_mib=0,
+        memory_host_mib=0,
+        utilization_pct=util,
+        mig_mode=None,
+        processes=[
+            GpuProcess(pid=10 + n, used_memory_mib=100, owner="pod", pod=pod)
+            for n, pod in enumerate(running)
+        ],
+        finding_codes=[],
+        worst_severity=None,
+    )
+
+
+def snapshot(at: datetime, gpu_state: GpuState) -> Snapshot:
+    agent = AgentState(
+        collected_at=at,
+        received_at=at,
+        age_s=0.0,
+        fresh=True,
+        source="nvml",
+        driver_version=None,
+        error=None,
+    )
+    node = NodeState(
+        name="gpu-4",
+        ready=True,
+        gpu_node=True,
+        k3s=True,
+        mode=Mode.BASIC,
+        resource="nvidia.com/gpu",
+        replicas=1,
+        physical_gpus=1,
+        visible_gpus=1,
+        host_gpus=0,
+        expected_slots=1,
+        capacity=1,
+        allocatable=1,
+        requested=1,
+        free=0,
+        plugin_pod=None,
+        agent=agent,
+        gpus=[gpu_state],
+        pods=[],
+        findings=[],
+    )
+    plugin = PluginState(
+        name="p",
+        namespace="kube-system",
+        found=True,
+        image=None,
+        version=None,
+        ready=1,
+        desired=1,
+        config_source=None,
+        operator_managed=False,
+        mode=Mode.BASIC,
+        replicas=1,
+        resource="nvidia.com/gpu",
+        rename_by_default=False,
+        fail_requests_greater_than_one=False,
+    )
+    totals = Totals(
+        physical_gpus=1, visible_gpus=1, host_gpus=0, allocatable=1, requested=1, free=0
+    )
+    return Snapshot(generated_at=at, plugin=plugin, totals=totals, nodes=[node], findings=[])
+
+
+def feed(history: UsageHistory, minutes: list[tuple[int, GpuState]]) -> None:
+    for minute, state in minutes:
+        at = T0 + timedelta(minutes=minute)
+        history.observe(snapshot(at, state), now=at)
+
+
+def test_duration_text_seconds_minutes_hours() -> None:
+    assert [duration_text(s) for s in (35, 119, 2520, 3900, 7200)] == [
+        "35 s",
+        "119 s",
+        "42 min",
+        "1 h 5 min",
+        "2 h",
+    ]
+
+
+def test_idle_holder_held_42_min_without_process_is_flagged() -> None:
+    history = UsageHistory()
+    idle = gpu(holders=["ml/nb-0"], running=[], util=0)
+    feed(history, [(minute, idle) for minute in range(0, 43, 2)])
+    found = history_findings(
+        history, now=T0 + timedelta(minutes=42), idle_after_s=900, low_after_s=86400
+    )
+    assert [(f.code, f.pod, f.evidence["idle_for"]) for f in found] == [
+        ("slot-held-idle", "ml/nb-0", "42 min")
+    ]
+    assert found[0].title == "ml/nb-0 holds 1 slot(s) of GPU 3: held for 42 min, no GPU process"
+    assert found[0].remedy == "kubectl -n ml delete pod nb-0  # once its owner agrees"
+
+
+def test_idle_remedy_quotes_hostile_pod_names() -> None:
+    history = UsageHistory()
+    idle = gpu(holders=["ml;touch x/nb$(touch y)"], running=[], util=0)
+    feed(history, [(0, idle), (20, idle)])
+    now = T0 + timedelta(minutes=20)
+    found = history_findings(history, now=now, idle_after_s=60, low_after_s=60)
+    for item in found:
+        assert "\n" not in item.remedy
+        words = shlex.split(item.remedy, comments=True)
+        assert "ml;touch x" in words and "nb$(touch y)" in words, words
+
+
+def test_idle_holder_counts_from_its_last_process() -> None:
+    history = UsageHistory()
+    feed(
+        history,
+        [
+            (0, gpu(holders=["ml/nb-0"], running=["ml/nb-0"], util=50)),
+            (30, gpu(holders=["ml/nb-0"], running=["ml/nb-0"], util=50)),
+            (40, gpu(holders=["ml/nb-0"], running=[], util=0)),
+        ],
+    )
+    now = T0 + timedelta(minutes=40)
+    assert history_findings(history, now=now, idle_after_s=900, low_after_s=86400) == []
+    later = T0 + timedelta(minutes=46)
+    idle = history.idle_holders(now=later, after_s=900)
+    assert [(i.pod, round(i.idle_s)) for i in idle] == [("ml/nb-0", 16 * 60)]
+
+
+def test_released_slot_is_forgotten() -> None:
+    history = UsageHistory()
+    feed(
+        history,
+        [
+            (0, gpu(holders=["ml/nb-0"], running=[], util=0)),
+            (20, gpu(holders=[], running=[], util=0)),
+        ],
+    )
+    assert history.idle_holders(now=T0 + timedelta(minutes=30), after_s=60) == []
+
+
+def test_low_utilization_under_one_percent_for_30_min() -> None:
+    history = UsageHistory()
+    busy = gpu(holders=["ml/a"], running=["ml/a"], util=0)
+    feed(history, [(minute, busy) for minute in range(0, 31, 5)])
+    found = history_findings(
+        history, now=T0 + timedelta(minutes=30), idle_after_s=86400, low_after_s=1800
+    )
+    assert [(f.code, f.evidence["low_for"], f.evidence["holders"]) for f in found] == [
+        ("gpu-utilization-low", "30 min", "ml/a")
+    ]
+
+
+def test_series_keeps_one_hour_in_buckets() -> None:
+    history = UsageHistory(keep_s=3600, bucket_s=60)
+    feed(
+        history, [(minute, gpu(holders=[], running=[], util=minute % 100)) for minute in range(90)]
+    )
+    points = history.series(UUID)
+    assert (len(points), points[0].utilization_pct, points[-1].utilization_pct) == (61, 29, 89)
+
+
+def test_with_findings_marks_gpu_and_node() -> None:
+    history = UsageHistory()
+    idle = gpu(holders=["ml/nb-0"], running=[], util=0)
+    feed(history, [(0, idle), (20, idle)])
+    now = T0 + timedelta(minutes=20)
+    extra = history_findings(history, now=now, idle_after_s=900, low_after_s=86400)
+    result = with_findings(snapshot(now, idle), extra)
+    node = result.nodes[0]
+    assert [f.code for f in result.findings] == ["slot-held-idle"]
+    assert [f.code for f in node.findings] == ["slot-held-idle"]
+    assert (node.gpus[0].finding_codes, node.gpus[0].worst_severity) == (
+        ["slot-held-idle"],
+        "warning",
+    )
