@@ -44,6 +44,7 @@ def test_summary_shows_dra_devices_beside_plugin_slots(dra: Stack) -> None:
         "physical_gpus": 10,
         "visible_gpus": 4,
         "host_gpus": 0,
+        "failing_gpus": 0,
         "allocatable": 4,
         "requested": 1,
         "free": 3,
