@@ -14,6 +14,7 @@ from app.agent.readings import RawGpu, RawProcess, RawReadings, ReaderUnavailabl
 from app.domain.report import (
     AgentReport,
     DeviceAssignment,
+    DraAssignment,
     GpuReading,
     MigDeviceReading,
     ProcessReading,
@@ -43,6 +44,7 @@ class Collector:
         clock: Callable[[], datetime],
         agent_version: str | None,
         assignments: Callable[[], list[DeviceAssignment] | None] = lambda: None,
+        dra_assignments: Callable[[], list[DraAssignment] | None] = lambda: None,
     ) -> None:
         self._node = node
         self._readers = readers
@@ -50,6 +52,7 @@ class Collector:
         self._clock = clock
         self._agent_version = agent_version
         self._assignments = assignments
+        self._dra_assignments = dra_assignments  # read after `assignments` (same List call)
 
     def collect(self) -> AgentReport:
         """The report for now; source "none" with `error` set when no reader works."""
@@ -84,6 +87,7 @@ class Collector:
             source="none",
             error=error[:_ERROR_MAX_CHARS],
             assignments=self._assignments(),
+            dra_assignments=self._dra_assignments(),
             agent_version=self._agent_version,
         )
 
@@ -103,6 +107,7 @@ class Collector:
             error="; ".join(problems)[:_ERROR_MAX_CHARS] or None,
             gpus=gpus,
             assignments=self._assignments(),
+            dra_assignments=self._dra_assignments(),
             agent_version=self._agent_version,
         )
 

@@ -3,9 +3,10 @@
 The kubelet serves `v1.PodResourcesLister` over gRPC on a unix socket
 (`/var/lib/kubelet/pod-resources/kubelet.sock`; the chart mounts its directory read-only).
 `List` gives every container's device ids per resource (GPU UUIDs, `MIG-...` UUIDs, or
-time-sliced replicas `<UUID>::<n>`); `GetAllocatableResources` gives the healthy device ids
-the kubelet knows. Without the socket the agent says so once and reports `assignments`
-null, and the dashboard keeps inferring holders from pod requests.
+time-sliced replicas `<UUID>::<n>`) and, on DRA nodes, the devices of its ResourceClaims
+(`dynamic_resources`: claim, driver, pool, device); `GetAllocatableResources` gives the
+healthy device ids the kubelet knows. Without the socket the agent says so once and
+reports `assignments` null, and the dashboard keeps inferring holders from pod requests.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ import grpc
 
 from app.agent.logs import fields
 from app.agent.podresources_proto import ALLOCATABLE_METHOD, LIST_METHOD, message_classes
-from app.domain.report import DeviceAssignment
+from app.domain.report import DeviceAssignment, DraAssignment
 
 GPU_PREFIX = "nvidia.com/"
 TIMEOUT_S = 5.0
 MAX_ASSIGNMENTS = 4096  # per report; a node runs far fewer GPU containers
 MAX_IDS = 1024  # per container and resource, as the report model bounds it
+MAX_DRA = 256  # DRA devices per report, as the report model bounds them (1 MiB body)
 
 
 class PodResourcesClient:
@@ -35,6 +37,7 @@ class PodResourcesClient:
         self._timeout_s = timeout_s
         self._messages = message_classes()
         self._channel: Any = None
+        self.dra: list[DraAssignment] = []  # the dynamic_resources of the last List
 
     def _call(self, method: str, request: str, response: str) -> Any:
         if self._channel is None:
@@ -50,6 +53,7 @@ class PodResourcesClient:
         """Every container's nvidia.com/ devices (v1 List)."""
         reply = self._call(LIST_METHOD, "ListPodResourcesRequest", "ListPodResourcesResponse")
         found: list[DeviceAssignment] = []
+        self.dra = _dra_assignments(reply)
         for pod in reply.pod_resources:
             for container in pod.containers:
                 for devices in container.devices:
@@ -83,6 +87,28 @@ class PodResourcesClient:
             self._channel = None
 
 
+def _dra_assignments(reply: Any) -> list[DraAssignment]:
+    """Every container's DRA devices (v1 List, ContainerResources.dynamic_resources)."""
+    found: list[DraAssignment] = []
+    for pod in reply.pod_resources:
+        for container in pod.containers:
+            for claim in container.dynamic_resources:
+                for resource in claim.claim_resources:
+                    found.append(
+                        DraAssignment(
+                            namespace=pod.namespace,
+                            pod=pod.name,
+                            container=container.name,
+                            claim_namespace=claim.claim_namespace or pod.namespace,
+                            claim=claim.claim_name,
+                            driver=resource.driver_name,
+                            pool=resource.pool_name,
+                            device=resource.device_name,
+                        )
+                    )
+    return found[:MAX_DRA]
+
+
 class PodResourcesReader:
     """The kubelet's device assignments for the report, or None (unknown) when unreadable.
 
@@ -96,6 +122,7 @@ class PodResourcesReader:
         self._client = PodResourcesClient(socket_path) if socket_path is not None else None
         self._state = ""
         self.allocatable_ids: dict[str, int] = {}
+        self._dra: list[DraAssignment] | None = None
 
     def _tell(self, state: str, message: str, **extra: Any) -> None:
         if state != self._state:
@@ -109,6 +136,7 @@ class PodResourcesReader:
             return None  # not asked for (--pod-resources-socket unset): nothing to say
         if not self._socket_path.exists():
             self._tell("missing", "PodResources socket not mounted: slot holders stay inferred")
+            self._dra = None
             return None
         try:
             assignments = self._client.list_assignments()
@@ -123,6 +151,12 @@ class PodResourcesReader:
                 status=str(code),
             )
             self._client.close()
+            self._dra = None
             return None
+        self._dra = self._client.dra
         self._tell("ok", "reading the kubelet's device assignments", containers=len(assignments))
         return assignments
+
+    def read_dra(self) -> list[DraAssignment] | None:
+        """The DRA devices of the last `read` (None when that read got nothing)."""
+        return self._dra

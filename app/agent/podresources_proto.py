@@ -2,7 +2,7 @@
 
 Declared here with protobuf's descriptor API from the published field numbers of
 k8s.io/kubelet/pkg/apis/podresources/v1/api.proto (no generated code): only the fields the
-agent uses; the parser skips the others (cpu_ids, memory, topology, dynamic_resources).
+agent uses; the parser skips the others (cpu_ids, memory, topology, CDI devices).
 They live in a private descriptor pool so they never clash with another `v1` package.
 """
 
@@ -31,7 +31,22 @@ _MESSAGES: dict[str, list[tuple[str, int, bool, str | None]]] = {
         ("namespace", 2, False, None),
         ("containers", 3, True, "ContainerResources"),
     ],
-    "ContainerResources": [("name", 1, False, None), ("devices", 2, True, "ContainerDevices")],
+    "ContainerResources": [
+        ("name", 1, False, None),
+        ("devices", 2, True, "ContainerDevices"),
+        ("dynamic_resources", 5, True, "DynamicResource"),
+    ],
+    # DRA (Kubernetes 1.34+ by default): the devices of a container's ResourceClaims.
+    "DynamicResource": [
+        ("claim_name", 2, False, None),
+        ("claim_namespace", 3, False, None),
+        ("claim_resources", 4, True, "ClaimResource"),
+    ],
+    "ClaimResource": [
+        ("driver_name", 2, False, None),
+        ("pool_name", 3, False, None),
+        ("device_name", 4, False, None),
+    ],
     "ContainerDevices": [("resource_name", 1, False, None), ("device_ids", 2, True, None)],
     "AllocatableResourcesRequest": [],
     "AllocatableResourcesResponse": [("devices", 1, True, "ContainerDevices")],

@@ -91,6 +91,7 @@ def _run(
         clock=lambda: datetime.now(UTC),
         agent_version=__version__,
         assignments=pod_resources.read,
+        dra_assignments=pod_resources.read_dra,
     )
     stop = threading.Event()
     try:

@@ -34,6 +34,10 @@ class ClusterState:
     nodes: Sequence[Manifest]
     pods: Sequence[Manifest]
     reports: Mapping[str, ReceivedReport] = field(default_factory=dict)  # by node name
+    # resource.k8s.io/v1 (empty where the cluster has no DRA API)
+    device_classes: Sequence[Manifest] = ()
+    resource_slices: Sequence[Manifest] = ()
+    resource_claims: Sequence[Manifest] = ()
     # Every DaemonSet the cache sees (issue 12): other plugin installs (Helm chart, GPU
     # Operator, per node group) are found among them; `daemonset` stays the configured one.
     # ConfigMaps of other namespaces are keyed "namespace/name" in `configmaps`.

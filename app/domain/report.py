@@ -138,6 +138,19 @@ class DeviceAssignment(_Strict):
     )
 
 
+class DraAssignment(_Strict):
+    """A DRA device the kubelet prepared for one pod container (PodResources dynamic_resources)."""
+
+    namespace: str = Field(max_length=253)
+    pod: str = Field(max_length=253)
+    container: str = Field(max_length=253)
+    claim_namespace: str = Field(max_length=253)
+    claim: str = Field(max_length=253, description="The ResourceClaim's name")
+    driver: str = Field(max_length=253, description="e.g. gpu.nvidia.com")
+    pool: str = Field(max_length=253)
+    device: str = Field(max_length=253, description="Device name in the slice, e.g. gpu-0")
+
+
 class AgentReport(_Strict):
     """Schema 1 of the report a node agent POSTs to the dashboard."""
 
@@ -157,6 +170,12 @@ class AgentReport(_Strict):
         description="Kubelet device assignments, when the PodResources socket is mounted",
     )
     agent_version: str | None = Field(default=None, max_length=64)
+    dra_assignments: list[DraAssignment] | None = Field(
+        default=None,
+        max_length=256,
+        description="DRA devices per pod container from the kubelet's PodResources "
+        "(dynamic_resources); null when the socket is not read",
+    )
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

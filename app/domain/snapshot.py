@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.domain.dra.models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
+
 EvidenceValue = str | int | float | bool | None
 
 
@@ -72,18 +74,22 @@ class GpuProcess(_Out):
 
 
 class SlotHolder(_Out):
-    """A pod holding slots of one GPU (or of one MIG device on it)."""
+    """A pod holding slots of one GPU (or of one MIG device on it), or a DRA claim's device."""
 
     pod: str = Field(description="namespace/name")
     slots: int
     assigned: bool = Field(
         description="True when the kubelet's assignment is known; False when inferred"
     )
-    assignment: Literal["kubelet", "inferred"] = Field(
+    assignment: Literal["kubelet", "inferred", "claim"] = Field(
         default="inferred",
-        description="kubelet: from the PodResources API via the agent; inferred: from requests",
+        description="kubelet: from the PodResources API via the agent; inferred: from requests; "
+        "claim: from a DRA claim's allocation and reservedFor",
     )
-    resource: str = Field(default="nvidia.com/gpu", description="The resource the slots are of")
+    resource: str = Field(
+        default="nvidia.com/gpu",
+        description="The resource the slots are of (DRA: the DeviceClass of the request)",
+    )
     source: Literal["device-plugin", "dra"] = Field(
         default="device-plugin", description="How the GPU is handed out"
     )
@@ -91,6 +97,9 @@ class SlotHolder(_Out):
     replicas: list[int] = Field(
         default_factory=list, description="Replica numbers n of <UUID>::n ids (kubelet only)"
     )
+    claim: str | None = Field(default=None, description="DRA: the claim's namespace/name")
+    sharing: DraSharing | None = Field(default=None, description="DRA: how the claim shares")
+    device: str | None = Field(default=None, description="DRA: the device, e.g. gpu-0")
 
 
 class MigDeviceState(_Out):
@@ -124,9 +133,10 @@ class GpuState(_Out):
     index: int
     uuid: str
     name: str
-    role: Literal["advertised", "host", "failing", "unknown"] = Field(
-        description="advertised: visible to the plugin; host: deliberately kept out of "
-        "Kubernetes by a working plugin; failing: not advertised because the node's plugin fails"
+    role: Literal["advertised", "dra", "host", "failing", "unknown"] = Field(
+        description="advertised: visible to the plugin; dra: published by a DRA driver; "
+        "host: deliberately kept out of Kubernetes by a working plugin; failing: not "
+        "advertised because the node's plugin fails"
     )
     slots: int = Field(
         description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
@@ -142,6 +152,9 @@ class GpuState(_Out):
     processes: list[GpuProcess]
     finding_codes: list[str]
     worst_severity: Severity | None
+    dra_devices: list[DraDeviceState] = Field(
+        default_factory=list, description="DRA devices published for this GPU (MIG: several)"
+    )
     mig_devices: list[MigDeviceState] = Field(default_factory=list)
 
 
@@ -225,6 +238,12 @@ class NodeState(_Out):
     gpus: list[GpuState]
     pods: list[PodSlots]
     findings: list[Finding]
+    allocation: Allocation = Field(
+        default="none", description="Who hands out the GPUs: device-plugin | dra | both | none"
+    )
+    dra_devices: list[DraDeviceState] = Field(
+        default_factory=list, description="DRA devices of GPUs the agent did not report"
+    )
     schedulable: bool = True
     unschedulable_reason: str | None = Field(
         default=None, description="NotReady, cordoned or tainted <key>=<value>:<effect>"
@@ -289,6 +308,7 @@ class Snapshot(_Out):
     totals: Totals
     nodes: list[NodeState]
     findings: list[Finding]
+    dra: DraSummary = EMPTY_SUMMARY
     mode: str = Field(
         default="unknown", description="basic | time-slicing | mps | mixed | unknown (per node)"
     )

@@ -30,6 +30,7 @@ log = logging.getLogger(__name__)
 # Lists at least this long are frozen out of the cyclic garbage collector (see settle()).
 FREEZE_MIN_ITEMS = 1_000
 GC_THRESHOLD = 10_000  # allocations between young collections once a big list is held
+ABSENT_RECHECK_S = 60.0  # how often an optional API that answered 404 is asked again
 _GC_LOCK = threading.Lock()
 
 ListFunc = Callable[..., Any]
@@ -43,6 +44,7 @@ class WatchTarget:
     list_func: ListFunc
     args: tuple[str, ...] = ()
     field_selector: str | None = None
+    optional: bool = False  # a 404 means the API is not served (e.g. no DRA): empty, not an error
     # What to keep of each object, applied as it arrives (app/kube/slim.py for pods).
     transform: Callable[[Manifest], Manifest] | None = None
 
@@ -80,6 +82,7 @@ class Reflector:
         self.failing_since: datetime | None = None
         self.last_error: str | None = None
         self.relists = 0
+        self.absent = False  # an optional API the server does not serve (404)
         self._watch: watch.Watch | None = None
         self._thread = threading.Thread(
             target=self._run, name=f"reflector-{target.name}", daemon=True
@@ -115,6 +118,11 @@ class Reflector:
                 if exc.status == 410:
                     log.info("watch expired, re-listing", extra={"collection": self.target.name})
                     continue
+                if exc.status == 404 and self.target.optional:
+                    self._mark_absent()
+                    if self._stop.wait(ABSENT_RECHECK_S):
+                        return
+                    continue
                 self._mark_failing(exc)
             except Exception as exc:
                 if self._stop.is_set():
@@ -145,13 +153,16 @@ class Reflector:
         if len(items) >= FREEZE_MIN_ITEMS:
             settle()
         self.relists += 1
+        self.absent = False
         self.synced = True
         self._on_change()
 
     def _watch_until_broken(self) -> None:
         """Apply watch events until the stream ends; returns to re-watch, raises to re-list."""
         while not self._stop.is_set():
-            self._watch = watch.Watch()
+            # Events stay plain dicts (deserialize=False); naming the type skips the client's
+            # lookup of a model class, which fails for resource.k8s.io/v1 ResourceClaims.
+            self._watch = watch.Watch(return_type=dict)
             for event in self._events(self._watch):
                 kind = event.get("type")
                 obj = event.get("object")
@@ -184,6 +195,19 @@ class Reflector:
             _request_timeout=self._watch_timeout_s + 30,
             **self._kwargs(),
         )
+
+    def _mark_absent(self) -> None:
+        """The server does not serve this optional API: hold nothing, and say so once."""
+        if not self.absent:
+            log.info("API not served; treated as empty", extra={"collection": self.target.name})
+        with self._lock:
+            changed = bool(self._items) or not self.synced
+            self._items = {}
+        self.absent = True
+        self.synced = True
+        self._mark_ok()
+        if changed:
+            self._on_change()
 
     def _mark_ok(self) -> None:
         if self.failing_since is not None:
@@ -226,12 +250,24 @@ class ClusterCache:
         self._probe_failing_since: datetime | None = None
         self._probe_error: str | None = None
         apps = client.AppsV1Api(api_client)
+        dra = client.ResourceV1Api(api_client)
         targets = {
             "nodes": WatchTarget("nodes", core.list_node),
             "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=slim_pod),
             "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(
                 "configmaps", core.list_namespaced_config_map, (plugin_namespace,)
+            ),
+            # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+): optional.
+            "deviceclasses": WatchTarget("deviceclasses", dra.list_device_class, optional=True),
+            "resourceslices": WatchTarget("resourceslices", dra.list_resource_slice, optional=True),
+            "resourceclaims": WatchTarget(
+                "resourceclaims", dra.list_resource_claim_for_all_namespaces, optional=True
+            ),
+            "resourceclaimtemplates": WatchTarget(
+                "resourceclaimtemplates",
+                dra.list_resource_claim_template_for_all_namespaces,
+                optional=True,
             ),
         }
         del plugin_name, configmap_name  # found among all of them (app/web/snapshots.py)
@@ -307,6 +343,10 @@ class ClusterCache:
                 if key.startswith("configmaps@"):
                     found = found + reflector.items()
         return found
+
+    def absent(self) -> set[str]:
+        """Collections whose (optional) API the server does not serve."""
+        return {name for name, reflector in self._reflectors.items() if reflector.absent}
 
     def relists(self) -> dict[str, int]:
         return {name: reflector.relists for name, reflector in self._reflectors.items()}

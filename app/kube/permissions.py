@@ -40,6 +40,15 @@ READ_CALLS: tuple[ApiCall, ...] = (
     # ... and of the other namespaces plugin installs run in, when the admin lists them.
     ApiCall("", "configmaps", "list", "config-namespaces"),
     ApiCall("", "configmaps", "watch", "config-namespaces"),
+    # Dynamic Resource Allocation (resource.k8s.io/v1); a cluster without it answers 404.
+    ApiCall("resource.k8s.io", "deviceclasses", "list", "cluster"),
+    ApiCall("resource.k8s.io", "deviceclasses", "watch", "cluster"),
+    ApiCall("resource.k8s.io", "resourceslices", "list", "cluster"),
+    ApiCall("resource.k8s.io", "resourceslices", "watch", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaims", "list", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaims", "watch", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaimtemplates", "list", "cluster"),
+    ApiCall("resource.k8s.io", "resourceclaimtemplates", "watch", "cluster"),
     # Per-node GPU splits: a node's own DaemonSet (any name), the node and its labels, and
     # the change history (Events labelled gpu-slots.io/change in the plugin namespace).
     ApiCall("apps", "daemonsets", "get", "plugin-namespace"),

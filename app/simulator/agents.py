@@ -18,6 +18,7 @@ import httpx
 from app.domain.report import (
     AgentReport,
     DeviceAssignment,
+    DraAssignment,
     GpuReading,
     MigDeviceReading,
     ProcessReading,
@@ -48,8 +49,12 @@ def build_report(
     outcome: PluginOutcome | None,
     *,
     now: datetime,
+    dra_assignments: Sequence[DraAssignment] = (),
 ) -> AgentReport:
-    """The report a real agent would send for this node right now."""
+    """The report a real agent would send for this node right now.
+
+    On a DRA node the kubelet lists no device-plugin devices, only the claims' devices.
+    """
     gpus: list[GpuReading] = []
     for gpu in inventory.gpus:
         on_gpu = [p for p in processes if p.gpu_index == gpu.index]
@@ -98,9 +103,12 @@ def build_report(
             "source": "nvml",
             "driver_version": DRIVER_VERSION,
             "gpus": gpus,
-            "assignments": _assignments(inventory, processes, pods, outcome)
-            if inventory.pod_resources
-            else None,
+            "assignments": (
+                ([] if inventory.dra else _assignments(inventory, processes, pods, outcome))
+                if inventory.pod_resources
+                else None
+            ),
+            "dra_assignments": list(dra_assignments) if inventory.pod_resources else None,
             "agent_version": AGENT_VERSION,
         }
     )

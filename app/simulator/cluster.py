@@ -56,6 +56,7 @@ from app.errors import ConfigError
 from app.simulator.agents import SimulatedAgents, build_report
 from app.simulator.api import create_app
 from app.simulator.apierrors import ApiError
+from app.simulator.dra import DraDriver
 from app.simulator.faults import Faults
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
@@ -71,7 +72,17 @@ from app.simulator.workload import Timeline, Workload
 log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_LOAD_ORDER = ("Namespace", "Node", "ConfigMap", "DaemonSet", "Pod", "Event")
+_LOAD_ORDER = (
+    "Namespace",
+    "Node",
+    "ConfigMap",
+    "DaemonSet",
+    "DeviceClass",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+    "Pod",
+    "Event",
+)
 
 
 class SimulatedCluster:
@@ -100,7 +111,9 @@ class SimulatedCluster:
             namespace=self.scenario.plugin_namespace,
             pace=rollout_pace or self.scenario.rollout_pace,
         )
+        self.dra = DraDriver(self.registry, self.inventories, start_process=self.workload.start)
         self.store.add_listener(self.controller.on_change)
+        self.store.add_listener(self.dra.on_change)
         self.store.add_listener(self.workload.on_change)
         self.workload.add_listener(self._poke_agents)
         self.timeline = Timeline(
@@ -141,6 +154,7 @@ class SimulatedCluster:
             for process in scenario.processes:
                 self.workload.start(process)
             self.controller.sync_all()
+            self.dra.sync_all()
             for obj in scenario.edits:
                 self._apply_edit(obj)
         except ApiError as exc:
@@ -335,7 +349,14 @@ class SimulatedCluster:
             for p in self.store.objects(POD)
             if p.get("spec", {}).get("nodeName") == node
         }
-        return build_report(inventory, processes, pods, self.plugin_outcome(node), now=self.clock())
+        return build_report(
+            inventory,
+            processes,
+            pods,
+            self.plugin_outcome(node),
+            now=self.clock(),
+            dra_assignments=self.dra.assignments(node),
+        )
 
     # agents --------------------------------------------------------------------------------
 

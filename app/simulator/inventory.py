@@ -40,6 +40,7 @@ class NodeInventory:
     k3s: bool = False
     gfd: bool = False
     pod_resources: bool = False
+    dra: bool = False  # NVIDIA's DRA driver, not the device plugin, serves this node
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
         f"(kubectl --server={url} get nodes)",
         flush=True,
     )
+    dra_nodes = sorted(sim.dra.inventories)
+    if dra_nodes:
+        print(
+            f"DRA nodes (gpu.nvidia.com): {', '.join(dra_nodes)}  "
+            f"(kubectl --server={url} get resourceslices,resourceclaims,deviceclasses -A)",
+            flush=True,
+        )
     try:
         threading.Event().wait()
     except KeyboardInterrupt:

@@ -82,7 +82,24 @@ GENERIC: tuple[ResourceType, ...] = (
     _generic(RBAC, "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
 )
 
-RESOURCES: tuple[ResourceType, ...] = (NODE, POD, CONFIGMAP, EVENT, NAMESPACE, DAEMONSET, *GENERIC)
+# Dynamic Resource Allocation, GA in Kubernetes 1.34 (app/simulator/dra.py plays its driver).
+DRA_GROUP = "resource.k8s.io"
+DEVICECLASS = _generic(DRA_GROUP, "deviceclasses", "DeviceClass", namespaced=False)
+RESOURCESLICE = _generic(DRA_GROUP, "resourceslices", "ResourceSlice", namespaced=False)
+RESOURCECLAIM = _generic(DRA_GROUP, "resourceclaims", "ResourceClaim", status=True)
+RESOURCECLAIMTEMPLATE = _generic(DRA_GROUP, "resourceclaimtemplates", "ResourceClaimTemplate")
+DRA: tuple[ResourceType, ...] = (DEVICECLASS, RESOURCESLICE, RESOURCECLAIM, RESOURCECLAIMTEMPLATE)
+
+RESOURCES: tuple[ResourceType, ...] = (
+    NODE,
+    POD,
+    CONFIGMAP,
+    EVENT,
+    NAMESPACE,
+    DAEMONSET,
+    *GENERIC,
+    *DRA,
+)
 BY_KIND: dict[str, ResourceType] = {r.kind: r for r in RESOURCES}
 
 

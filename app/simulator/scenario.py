@@ -9,12 +9,14 @@ A scenario is one YAML mapping (every key optional)::
         k3s: true                # k3s: the plugin needs runtimeClassName: nvidia
         gfd: false               # write GPU-feature-discovery labels on plugin restarts
         pod_resources: true      # simulated agents report kubelet device assignments
+        dra: false               # true: NVIDIA's DRA driver serves the node (ResourceSlices),
+                                 # not the device plugin (app/simulator/dra.py)
         labels: {nvidia.com/gpu.present: "true"}   # merged over hostname/os/arch labels
         annotations: {}
         capacity: {cpu: "64", memory: 512Gi}       # merged over defaults
         gpus:                    # or gpu_count / gpu_model / gpu_memory_mib shorthand
           - {index: 0, uuid: GPU-..., name: NVIDIA A100-SXM4-80GB, memory_total_mib: 81920,
-             memory_supported: true, healthy: true}
+             memory_supported: true, healthy: true, mig: [3g.40gb, 3g.40gb]}  # mig: MIG devices
         processes:
           - {gpu: 0, pid: 4101, used_memory_mib: 30000, command: python train.py, user: alice}
           - {gpu: 2, pod: ml/notebook-0, container: notebook, used_memory_mib: 9000,
@@ -55,7 +57,7 @@ from app.errors import ConfigError
 from app.simulator.inventory import GpuProcess, NodeInventory, SimGpu, SimMig
 from app.simulator.rollout import RolloutPace
 
-BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "clusters")
+BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "clusters", "dra")
 DEFAULT_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
 DEFAULT_PLUGIN_NAMESPACE = "kube-system"
 STEP_ACTIONS = ("start_process", "stop_process", "create_pod", "delete_pod")
@@ -211,6 +213,7 @@ def _inventory(node: dict[str, Any]) -> NodeInventory:
         k3s=bool(node.get("k3s", False)),
         gfd=bool(node.get("gfd", False)),
         pod_resources=bool(node.get("pod_resources", False)),
+        dra=bool(node.get("dra", False)),
     )
 
 

@@ -146,7 +146,56 @@ def _event_row(event: JsonObject, now: datetime) -> Row:
     ]
 
 
+def _name_age_row(obj: JsonObject, now: datetime) -> Row:
+    return [obj["metadata"]["name"], age(obj["metadata"].get("creationTimestamp"), now)]
+
+
+def _slice_row(obj: JsonObject, now: datetime) -> Row:
+    spec = obj.get("spec") or {}
+    return [
+        obj["metadata"]["name"],
+        spec.get("nodeName") or "<none>",
+        spec.get("driver", ""),
+        (spec.get("pool") or {}).get("name", ""),
+        age(obj["metadata"].get("creationTimestamp"), now),
+    ]
+
+
+def _claim_row(obj: JsonObject, now: datetime) -> Row:
+    status = obj.get("status") or {}
+    states = []
+    if status.get("allocation"):
+        states.append("allocated")
+    if status.get("reservedFor"):
+        states.append("reserved")
+    if obj["metadata"].get("deletionTimestamp"):
+        states.append("deleted")
+    return [
+        obj["metadata"]["name"],
+        ",".join(states) or "pending",
+        age(obj["metadata"].get("creationTimestamp"), now),
+    ]
+
+
+_NAME_AGE: Sequence[Column] = [("Name", "string", 0), ("Age", "string", 0)]
+
 _PRINTERS: dict[str, tuple[Sequence[Column], Callable[[JsonObject, datetime], Row]]] = {
+    "DeviceClass": (_NAME_AGE, _name_age_row),
+    "ResourceClaimTemplate": (_NAME_AGE, _name_age_row),
+    "ResourceSlice": (
+        [
+            ("Name", "string", 0),
+            ("Node", "string", 0),
+            ("Driver", "string", 0),
+            ("Pool", "string", 0),
+            ("Age", "string", 0),
+        ],
+        _slice_row,
+    ),
+    "ResourceClaim": (
+        [("Name", "string", 0), ("State", "string", 0), ("Age", "string", 0)],
+        _claim_row,
+    ),
     "Pod": (
         [
             ("Name", "string", 0),
@@ -206,10 +255,6 @@ _PRINTERS: dict[str, tuple[Sequence[Column], Callable[[JsonObject, datetime], Ro
         _event_row,
     ),
 }
-
-
-def _name_age_row(obj: JsonObject, now: datetime) -> Row:
-    return [obj["metadata"]["name"], age(obj["metadata"].get("creationTimestamp"), now)]
 
 
 # Kinds without a printer of their own get the API server's default columns.

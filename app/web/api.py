@@ -28,6 +28,7 @@ def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> Summar
         plugin=plugin,
         resources=snapshot.resources,
         totals=snapshot.totals,
+        dra=snapshot.dra,
         pending_demand=snapshot.pending_demand,
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,

@@ -48,4 +48,17 @@ FINDINGS_EN: dict[str, str] = {
     "slot-held-idle": "Ask the owner whether it is still needed; if not, delete the pod to "
     "free the slot.",
     "gpu-utilization-low": "Ask the holders to release the GPU; graph longer history in Prometheus.",
+    "dra-and-device-plugin-on-node": "Keep one allocator per node: exclude the node from the "
+    "plugin DaemonSet or from the DRA driver, then drain it.",
+    "dra-device-not-seen-by-agent": "Check the GPU with nvidia-smi on the node; restart the DRA "
+    "driver's kubelet plugin if the slice is stale.",
+    "dra-gpu-not-published": "Expected for a GPU kept for the host; otherwise read the DRA "
+    "driver's kubelet plugin logs on the node.",
+    "dra-claim-on-lost-node": "Delete the claim's pods (or the claim) so a device is allocated "
+    "on a node that works.",
+    "dra-claim-unsatisfiable": "Free a device, lower the request's count, or add a node whose "
+    "DRA driver publishes that class.",
+    "dra-extended-resource-mapped": "Informational: pods asking for the resource may get DRA "
+    "claims; remove extendedResourceName to keep them on plugin slots.",
+    "dra-claim-idle": "Delete the idle pods so the device goes back to the pool.",
 }

@@ -190,4 +190,39 @@ FINDINGS_KO: dict[str, tuple[str, str, str]] = {
         "GPU {gpu_index}이(가) 잡혀 있지만 {low_for} 동안 사용률이 1% 미만입니다",
         "잡고 있는 파드들에 GPU를 돌려달라고 하세요. 한 시간보다 긴 기록은 Prometheus에서 보세요.",
     ),
+    "dra-and-device-plugin-on-node": (
+        "노드에서 DRA 드라이버와 디바이스 플러그인이 함께 실행됩니다",
+        "{node}에서 디바이스 플러그인과 DRA 드라이버 {dra_drivers}이(가) 같은 GPU를 함께 나눠 줍니다",
+        "노드마다 하나만 두세요: 플러그인 DaemonSet이나 DRA 드라이버에서 이 노드를 빼고 드레인하세요.",
+    ),
+    "dra-device-not-seen-by-agent": (
+        "에이전트가 보지 못하는 DRA 장치가 있습니다",
+        "{node}의 ResourceSlice 장치 {device}이(가) 가리키는 GPU {gpu_uuid}을(를) 에이전트가 보지 못합니다",
+        "노드에서 nvidia-smi로 GPU를 확인하고, 슬라이스가 오래되었다면 DRA 드라이버의 kubelet 플러그인을 재시작하세요.",
+    ),
+    "dra-gpu-not-published": (
+        "DRA 노드의 GPU가 어떤 ResourceSlice에도 없습니다",
+        "{node}의 GPU {gpu_index}이(가) 어떤 ResourceSlice에도 없어 Kubernetes가 나눠 줄 수 없습니다",
+        "호스트용으로 남긴 GPU라면 정상입니다. 아니라면 노드의 DRA 드라이버 kubelet 플러그인 로그를 보세요.",
+    ),
+    "dra-claim-on-lost-node": (
+        "클레임이 사라졌거나 NotReady인 노드에 할당되어 있습니다",
+        "클레임 {claim}이(가) {node}에 할당되어 있지만 노드가 {node_state} 상태라 파드가 실행될 수 없습니다",
+        "클레임의 파드(또는 클레임)를 지워 동작하는 노드의 장치가 할당되게 하세요.",
+    ),
+    "dra-claim-unsatisfiable": (
+        "어떤 장치로도 충족할 수 없는 대기 중인 클레임입니다",
+        "클레임 {claim}을(를) 할당할 수 없습니다: {count}개 요청, 클래스 {device_class}의 장치 {matching_devices}개 중 빈 장치 {free_devices}개",
+        "장치를 비우거나, 요청 개수를 줄이거나, 그 클래스를 게시하는 DRA 드라이버가 있는 노드를 추가하세요.",
+    ),
+    "dra-extended-resource-mapped": (
+        "nvidia.com/gpu 요청이 DRA 클레임이 됩니다",
+        "DeviceClass {device_class}이(가) {resource}을(를) 매핑합니다: 요청 파드 {pods_requesting}개 중 {pods_with_claims}개가 DRA 클레임을 받았습니다",
+        "안내입니다: 이 리소스를 요청하는 파드가 DRA 클레임을 받을 수 있습니다. 플러그인 슬롯에 두려면 extendedResourceName을 지우세요.",
+    ),
+    "dra-claim-idle": (
+        "클레임이 할당되었지만 GPU에서 아무것도 실행되지 않습니다",
+        "클레임 {claim}이(가) {node}의 GPU {gpu_index}을(를) 잡고 있지만 파드 프로세스가 없습니다",
+        "쉬고 있는 파드를 지워 장치를 풀로 돌려주세요.",
+    ),
 }

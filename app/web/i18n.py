@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 from starlette.requests import Request
 
+from app.web.catalog_dra import DRA_EN, DRA_KO
 from app.web.catalog_en import EN
 from app.web.catalog_ko import KO
 from app.web.catalog_scale import SCALE_EN, SCALE_KO
@@ -22,8 +23,8 @@ DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {
-    "en": {**EN, **SPLIT_EN, **SCALE_EN},
-    "ko": {**KO, **SPLIT_KO, **SCALE_KO},
+    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN},
+    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO},
 }
 
 

@@ -44,6 +44,20 @@ def render_metrics(snapshot: Snapshot) -> str:
     for severity, count in snapshot.severity_counts().items():
         lines.append(_sample("gpu_slots_cluster_findings", {"severity": severity}, count))
     lines += _gpu_lines(snapshot)
+    lines += _header(
+        "gpu_slots_dra_devices", "GPU and MIG devices of DRA drivers, by state", "gauge"
+    )
+    dra = snapshot.dra
+    for state, count in (
+        ("total", dra.devices),
+        ("allocated", dra.allocated),
+        ("shared", dra.shared),
+        ("free", dra.free),
+        ("stranded", dra.stranded),
+    ):
+        lines.append(_sample("gpu_slots_dra_devices", {"state": state}, count))
+    lines += _header("gpu_slots_dra_pending_claims", "GPU claims not allocated yet", "gauge")
+    lines.append(_sample("gpu_slots_dra_pending_claims", {}, dra.pending_claims))
     lines += _header("gpu_slots_stale", "1 while the API server cannot be reached", "gauge")
     lines.append(_sample("gpu_slots_stale", {}, int(snapshot.stale)))
     return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from app.domain.dra.models import DraSummary
 from app.domain.snapshot import (
     Finding,
     NodeState,
@@ -27,7 +28,8 @@ class SummaryOut(BaseModel):
     resources: dict[str, ResourceState] = Field(
         description="Every GPU resource in the cluster: allocatable, requested, free, stranded"
     )
-    totals: Totals
+    totals: Totals = Field(description="Device-plugin slots (DRA devices are in `dra`)")
+    dra: DraSummary = Field(description="Devices handed out by Dynamic Resource Allocation")
     pending_demand: list[PendingDemand] = Field(
         description="Unscheduled pods wanting GPU resources, per resource, with the reason"
     )

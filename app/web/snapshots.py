@@ -342,6 +342,9 @@ class SnapshotService:
             nodes=nodes,
             pods=self._source.items("pods"),
             reports=self._reports.latest(),
+            device_classes=self._source.items("deviceclasses"),
+            resource_slices=self._source.items("resourceslices"),
+            resource_claims=self._source.items("resourceclaims"),
             daemonsets=daemonsets,
         )
 

@@ -16,6 +16,7 @@ from markupsafe import Markup, escape
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity
 from app.domain.usage.findings import duration_text
 from app.web import page_views
+from app.web.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.i18n import Translator
 from app.web.node_window import slot_bar
@@ -52,6 +53,8 @@ def slot_cells(gpu: GpuState) -> list[SlotCell]:
     """One cell per slot; cells held past the GPU's slots are drawn as over capacity."""
     held: list[SlotCell] = []
     for holder in gpu.holders:
+        if holder.source == "dra":
+            continue  # a DRA claim holds a device, drawn by dra_views.dra_grid
         kind = "held" if holder.assigned else "inferred"
         held.extend(SlotCell(kind, holder.pod) for _ in range(max(holder.slots, 0)))
     while len(held) < gpu.held_slots:
@@ -145,14 +148,14 @@ def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
     """The node's GPUs by role, advertised first; empty groups left out."""
     groups = [
         (role, [gpu for gpu in node.gpus if gpu.role == role])
-        for role in ("advertised", "failing", "host", "unknown")
+        for role in ("advertised", "dra", "failing", "host", "unknown")
     ]
     return [(role, gpus) for role, gpus in groups if gpus]
 
 
 def unplaced_pods(node: NodeState) -> list[str]:
     """Pods holding slots of the node that no GPU's holders name (assignment not known yet)."""
-    placed = {holder.pod for gpu in node.gpus for holder in gpu.holders}
+    placed = {holder.pod for gpu in node.gpus for holder in gpu.holders if holder.source != "dra"}
     return [pod.pod for pod in node.pods if pod.slots > 0 and pod.pod not in placed]
 
 
@@ -195,4 +198,8 @@ views = SimpleNamespace(
     where=where,
     unplaced_pods=unplaced_pods,
     slot_bar=slot_bar,
+    dra_grid=dra_grid,
+    dra_held=dra_held,
+    claim_lines=claim_lines,
+    node_dra_devices=node_dra_devices,
 )

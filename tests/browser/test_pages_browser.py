@@ -236,3 +236,20 @@ def test_phone_width_has_no_horizontal_scroll(watched: Watched) -> None:
         expect(page.get_by_role("heading", level=1)).to_be_visible()
         width = page.evaluate("document.documentElement.scrollWidth")
         assert width <= 390, f"{path} is {width} px wide at 390 px"
+
+
+def test_dra_node_draws_its_devices_and_claims(watched: Watched, demo_stack: Stack) -> None:
+    watched.open("/")
+    page = watched.page
+    node = page.get_by_test_id("node-gpu-dra-9")
+    expect(node.get_by_test_id("allocation-gpu-dra-9")).to_have_text("Dynamic Resource Allocation")
+    group = page.get_by_test_id("dra-gpus-gpu-dra-9")
+    # GPU 0, two MIG devices of GPU 1, GPUs 2 and 3: five device cells, three claimed.
+    expect(group.get_by_test_id("dra-device-cell")).to_have_count(5)
+    expect(group.locator('[data-testid="dra-device-cell"][data-held="true"]')).to_have_count(3)
+    expect(group.locator('[data-claim="ml/lab-shared-gpu"]')).to_contain_text(
+        "(time-slicing): ml/lab-notebook-a, ml/lab-notebook-b"
+    )
+    expect(page.get_by_test_id("dra-total-allocated").locator("dd")).to_have_text("3")
+    # The page refreshes itself: a retrying check survives a swap mid-read.
+    expect(group).to_have_css("border-top-style", "solid")

@@ -176,6 +176,7 @@ def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
     }
 
     assert namespaced == {"nvidia-device-plugin"}
+    dra = ("deviceclasses", "resourceslices", "resourceclaims", "resourceclaimtemplates")
     assert cluster_wide == {
         ("nodes", "list"),
         ("nodes", "watch"),
@@ -183,6 +184,7 @@ def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
         ("nodes", "patch"),  # the label that hands a split node to its own DaemonSet
         ("pods", "list"),
         ("pods", "watch"),
+        *((resource, verb) for resource in dra for verb in ("list", "watch")),
         ("daemonsets", "list"),
         ("daemonsets", "watch"),
         ("pods", "get"),

@@ -11,6 +11,8 @@ from app.domain.changes.preview import object_diff, rollout_status, slots_by_nod
 from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Mode, Snapshot
 from tests import factories as f
+from tests.domain.dra_worlds import dra_world
+from tests.domain.worlds import snap
 
 GPU = "nvidia.com/gpu"
 
@@ -131,3 +133,10 @@ def test_object_diff_hides_server_fields_and_shows_changes() -> None:
     assert "-  a: '1'" in diff and "+  a: '2'" in diff
     assert "resourceVersion" not in diff
     assert object_diff(before, None, title="configmap/x").count("-") >= 3
+
+
+def test_rollout_leaves_out_a_node_whose_gpus_a_dra_driver_hands_out() -> None:
+    status = rollout_status(
+        _ds(2, 2), [_plugin_pod(2)], snap(dra_world()), expected=settings(), generation=2
+    )
+    assert [(n.node, n.state) for n in status.nodes] == [("gpu-1", "waiting")]

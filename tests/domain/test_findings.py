@@ -11,6 +11,7 @@ from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION
 from tests import factories as f
+from tests.domain.dra_worlds import DRA_CASES
 from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world
 
 SPLIT = f.host_split_uuids()
@@ -297,6 +298,9 @@ def _renamed(pods: list[f.Manifest]) -> ClusterState:
     for key in ("capacity", "allocatable"):
         node["status"][key]["nvidia.com/gpu"] = "0"
     return ts_world(4, rename=True, nodes=[node], pods=pods)
+
+
+CASES += DRA_CASES
 
 
 def _codes(

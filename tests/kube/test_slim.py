@@ -12,7 +12,15 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.kube.slim import slim_pod
 from app.simulator.cluster import SimulatedCluster
-from app.simulator.resources import CONFIGMAP, DAEMONSET, NODE, POD
+from app.simulator.resources import (
+    CONFIGMAP,
+    DAEMONSET,
+    DEVICECLASS,
+    NODE,
+    POD,
+    RESOURCECLAIM,
+    RESOURCESLICE,
+)
 from app.simulator.scenario import BUILTIN_SCENARIOS
 from tests.bench.engine_bench import cluster_state
 
@@ -45,12 +53,18 @@ def same_snapshot(state: ClusterState) -> tuple[int, int]:
     return len(json.dumps(whole)), len(json.dumps(slim))
 
 
+def dra_allocated(state: ClusterState) -> int:
+    """Devices the snapshot shows allocated to claims (DRA data took part in the build)."""
+    return build_snapshot(state, options=AccountingOptions(), now=NOW).dra.allocated
+
+
 def test_slim_pods_give_the_same_snapshot_on_the_benchmark_cluster() -> None:
     whole, slim = same_snapshot(cluster_state(6))
     assert slim < whole * 0.6  # 30 pods a node, nearly all of them workload
 
 
 def test_slim_pods_give_the_same_snapshot_on_every_builtin_scenario() -> None:
+    with_dra = set()
     for scenario in BUILTIN_SCENARIOS:
         simulator = SimulatedCluster(scenario)
         store = simulator.store
@@ -61,9 +75,17 @@ def test_slim_pods_give_the_same_snapshot_on_every_builtin_scenario() -> None:
             nodes=store.objects(NODE),
             pods=store.objects(POD),
             reports={},
+            device_classes=store.objects(DEVICECLASS),
+            resource_slices=store.objects(RESOURCESLICE),
+            resource_claims=store.objects(RESOURCECLAIM),
             daemonsets=daemonsets,
         )
         same_snapshot(state)
+        if dra_allocated(state):
+            with_dra.add(scenario)
+    # Pods with DRA fields (spec.resourceClaims, status.resourceClaimStatuses, container
+    # resources.claims) were part of the comparison: these scenarios allocate claims.
+    assert with_dra == {"demo", "dra"}
 
 
 def test_plugin_pods_are_kept_whole_and_workload_pods_lose_only_unread_parts() -> None:

@@ -42,7 +42,17 @@ def test_discovery_resource_lists_name_groupversion_and_status(sim: SimulatedClu
         "apps",
         "networking.k8s.io",
         "rbac.authorization.k8s.io",
+        "resource.k8s.io",
     ]
+    dra = httpx.get(f"{sim.url}/apis/resource.k8s.io/v1").json()
+    assert dra["groupVersion"] == "resource.k8s.io/v1"
+    assert {(r["name"], r["namespaced"]) for r in dra["resources"]} == {
+        ("deviceclasses", False),
+        ("resourceslices", False),
+        ("resourceclaims", True),
+        ("resourceclaims/status", True),
+        ("resourceclaimtemplates", True),
+    }
 
 
 def test_get_node_has_advertised_gpus(core: client.CoreV1Api) -> None:

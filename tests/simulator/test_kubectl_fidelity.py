@@ -242,7 +242,18 @@ def test_openapi_documents_describe_every_served_kind(
         "apis/apps/v1",
         "apis/networking.k8s.io/v1",
         "apis/rbac.authorization.k8s.io/v1",
+        "apis/resource.k8s.io/v1",
     ]
+    dra_url = root["paths"]["apis/resource.k8s.io/v1"]["serverRelativeURL"]
+    dra = httpx.get(f"{sim.url}{dra_url}").json()
+    claim = dra["paths"]["/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"]
+    assert claim["patch"]["x-kubernetes-group-version-kind"] == {
+        "group": "resource.k8s.io",
+        "version": "v1",
+        "kind": "ResourceClaim",
+    }
+    assert "/apis/resource.k8s.io/v1/resourceslices" in dra["paths"]
+    assert "io.k8s.api.resource.v1.DeviceClass" in v2["definitions"]
     patch = rbac["paths"]["/apis/rbac.authorization.k8s.io/v1/clusterroles/{name}"]["patch"]
     assert patch["x-kubernetes-group-version-kind"] == {
         "group": "rbac.authorization.k8s.io",

@@ -50,7 +50,7 @@ class FakeSource:
             self._changed.notify_all()
 
     def items(self, name: str) -> list[Manifest]:
-        return list(self.collections[name])
+        return list(self.collections.get(name, []))
 
     def health(self) -> FakeHealth:
         return self.state

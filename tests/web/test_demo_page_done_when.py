@@ -53,7 +53,7 @@ def _all_reported(client: httpx.Client) -> bool:
     if response.status_code != 200:
         return False
     nodes = [n for n in response.json()["nodes"] if n["gpu_node"]]
-    return len(nodes) == 8 and all(n["agent"] is not None for n in nodes)
+    return len(nodes) == 9 and all(n["agent"] is not None for n in nodes)
 
 
 @pytest.fixture(scope="module")
@@ -175,5 +175,5 @@ def test_admin_switch_in_demo_ends_on_done_within_rollout_time(paced: Stack) -> 
         "gpu-server-4": ("done", 8),
         "gpu-server-6": ("done", 8),  # cordoned: it still advertises, its slots are stranded
         "gpu-ws-5": ("failing", None),
-    }  # gpu-ts-7 and gpu-mig-8 run another plugin install: this change does not reach them
+    }  # gpu-ts-7 and gpu-mig-8 run another plugin install, gpu-dra-9 DRA: not reached
     assert (done["mode"], done["replicas"], done["pending"]) == ("time-slicing", 4, [])

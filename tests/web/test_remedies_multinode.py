@@ -25,6 +25,7 @@ DEMO_ALLOCATABLE = {
     "gpu-server-6": "2",
     "gpu-ts-7": "16",
     "gpu-mig-8": "1",
+    "gpu-dra-9": "<none>",  # GPUs handed out by the DRA driver: the plugin does not run there
 }
 
 

@@ -32,6 +32,10 @@ from app.domain.accounting.states import (
     totals_of,
 )
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.dra.findings_cluster import dra_cluster_findings
+from app.domain.dra.findings_node import dra_node_findings
+from app.domain.dra.inventory import DraView, read_dra
+from app.domain.dra.ledger import apply_dra, dra_node_state, dra_summary
 from app.domain.findings.catalogue import CATALOGUE, sort_key
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.gpu import gpu_findings
@@ -82,6 +86,7 @@ def build_snapshot(
     specs = plugin_specs(state)
     spec = specs[0] if specs else None
     default_config = resolve_config(spec, state.configmaps, readable=readable(options))
+    dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
     index = _index_pods(state, specs, memo)
     inputs = NodeInputs(
         spec=spec,
@@ -92,7 +97,7 @@ def build_snapshot(
         slots_by_uid=index.slots_by_uid,
         pods_by_uid=index.pods_by_uid,
     )
-    nodes, entries, reused = _all_node_facts(inputs, index, memo)
+    nodes, entries, reused = _all_node_facts(inputs, index, memo, dra)
     facts = ClusterFacts(
         state=state,
         options=options,
@@ -106,9 +111,10 @@ def build_snapshot(
         pod_facts=index.facts_by_uid,
     )
     findings = list(cluster_findings(facts)) + list(pod_findings(facts))
+    findings += dra_cluster_findings(dra, facts)
     node_states = []
     for node_facts in nodes:
-        own, node_state = _node_result(facts, node_facts, entries, reused)
+        own, node_state = _node_result(facts, node_facts, entries, reused, dra)
         node_states.append(node_state)
         findings.extend(own)
     demand = _demand(facts)
@@ -122,6 +128,7 @@ def build_snapshot(
         totals=totals_of(node_states, demand),
         nodes=node_states,
         findings=findings,
+        dra=dra_summary(dra, state.nodes),
         mode=cluster_mode(nodes, default=plugin.mode),
         resources=sum_resources([n.resources for n in nodes]),
         pending_demand=demand,
@@ -202,13 +209,15 @@ def _owner(index: _PodIndex, node: Manifest) -> PluginSpec | None:
 
 
 def _all_node_facts(
-    inputs: NodeInputs, index: _PodIndex, memo: EngineMemo | None
+    inputs: NodeInputs, index: _PodIndex, memo: EngineMemo | None, dra: DraView | None
 ) -> tuple[list[NodeFacts], dict[str, NodeEntry], set[str]]:
     """Every node's facts, reusing the memo's entry of a node whose inputs did not change."""
     state, options, now = inputs.state, inputs.options, inputs.now
     context = context_key(state, options) if memo is not None else None
     if len({node_name(n) for n in state.nodes}) != len(state.nodes):
         context = None  # two nodes of one name: nothing to key them by
+    if context is not None and dra is not None:
+        context = (context, dra.version)  # any DRA change recomputes every node
     previous = memo.nodes if memo is not None else {}
     entries: dict[str, NodeEntry] = {}
     reused: set[str] = set()
@@ -247,6 +256,8 @@ def _all_node_facts(
                 manifest, inputs, pods=pods, plugin_pod=plugin_pod, spec=_owner(index, manifest)
             )
         )
+        if entry is None:
+            apply_dra(dra, node_facts)
         if key is not None and entry is None:
             entry = NodeEntry(key, received, pods, process_pods, node_facts)
         if entry is not None:
@@ -263,14 +274,16 @@ def _node_result(
     node_facts: NodeFacts,
     entries: Mapping[str, NodeEntry],
     reused: set[str],
+    dra: DraView | None = None,
 ) -> tuple[list[Finding], NodeState]:
     """A node's own findings (node + GPU) and state, from the memo when it was reused."""
     entry = entries.get(node_facts.name)
     if entry is not None and node_facts.name in reused and entry.state is not None:
         return entry.findings, entry.state
     own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
+    own = dra_node_findings(dra, facts, node_facts, own)
     own.sort(key=sort_key)
-    node_state = build_node_state(node_facts, own)
+    node_state = dra_node_state(dra, node_facts, build_node_state(node_facts, own))
     if entry is not None:
         entry.findings, entry.state = own, node_state
     return own, node_state

@@ -14,7 +14,7 @@ from app.domain.cluster import Manifest
 from app.domain.report import DeviceAssignment, GpuReading, MigDeviceReading
 from app.domain.snapshot import GpuProcess, PodSlots, SlotHolder
 
-Role = Literal["advertised", "host", "failing", "unknown"]
+Role = Literal["advertised", "dra", "host", "failing", "unknown"]
 _NO_GPUS = ("", "none", "void")
 
 

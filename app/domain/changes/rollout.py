@@ -141,6 +141,8 @@ def rollout_status(
         owner = node.config.daemonset if node.config is not None else None
         if not node.gpu_node or (owner is not None and owner != ref):
             continue  # another plugin install runs there: this change does not reach it
+        if node.allocation == "dra":
+            continue  # a DRA driver hands out its GPUs: no plugin pod to await there
         want = slots_of(expected, node.visible_gpus)
         advertised = node.capacity if node.resource == expected.resource else None
         state: NodeRolloutState

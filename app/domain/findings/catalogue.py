@@ -75,6 +75,14 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("pod-sets-visible-devices", _W, _P, "Pod sets NVIDIA_VISIBLE_DEVICES itself"),
         _kind("multi-slot-request-rejected", _E, _P, "Pod asks for 2+ slots; the plugin refuses"),
         _kind("multi-slot-request-shared", _W, _P, "Pod asks for 2+ time-sliced slots"),
+        # Dynamic Resource Allocation (resource.k8s.io/v1, app/domain/dra).
+        _kind("dra-and-device-plugin-on-node", _E, _N, "Node runs the DRA driver and the plugin"),
+        _kind("dra-device-not-seen-by-agent", _W, _N, "DRA device the agent does not see"),
+        _kind("dra-gpu-not-published", _W, _G, "GPU on a DRA node that no ResourceSlice lists"),
+        _kind("dra-claim-on-lost-node", _E, _C, "Claim allocated on a gone or NotReady node"),
+        _kind("dra-claim-unsatisfiable", _W, _C, "Pending claim that no device can satisfy"),
+        _kind("dra-extended-resource-mapped", _I, _C, "nvidia.com/gpu requests become DRA claims"),
+        _kind("dra-claim-idle", _I, _G, "Claim allocated but nothing runs on the GPU"),
         # From the idle history (app/domain/usage), after the engine.
         _kind("slot-held-idle", _W, _P, "Pod holds a slot but runs nothing on the GPU"),
         _kind("gpu-utilization-low", _I, _G, "Held GPU under 1% utilization for a long time"),

@@ -1,0 +1,256 @@
+"""DRA findings about one node and its GPUs: the same ledger rules as for plugin slots."""
+
+from __future__ import annotations
+
+from app.domain.accounting.facts import ClusterFacts, NodeFacts
+from app.domain.accounting.gpus import GpuFacts
+from app.domain.dra.inventory import DraView
+from app.domain.dra.ledger import PLUGIN_ONLY_CODES, node_allocation
+from app.domain.findings.catalogue import finding
+from app.domain.findings.shell import sh
+from app.domain.snapshot import Finding
+
+_RUNNING = "Running"
+
+
+def dra_node_findings(
+    view: DraView | None, facts: ClusterFacts, node: NodeFacts, own: list[Finding]
+) -> list[Finding]:
+    """The node's plugin and GPU findings, corrected for DRA, plus the DRA rules."""
+    allocation = node_allocation(view, node)
+    found = own
+    if allocation == "dra":
+        found = [f for f in own if f.code not in PLUGIN_ONLY_CODES]
+    if view is None or allocation not in ("dra", "both"):
+        return found
+    found = _claimed_processes(view, node, found)
+    if allocation == "both":
+        found.append(_both(view, node))
+    if node.has_gpu_data and node.agent is not None and node.agent.fresh:
+        found += _agent_disagrees(view, node, only_dra=allocation == "dra")
+    for gpu in node.gpus:
+        if not any(h.source == "dra" for h in gpu.holders) and gpu.role != "dra":
+            continue
+        found += _host_processes(node, gpu)
+        found += _pressure(facts, node, gpu)
+        if node.agent is not None and node.agent.fresh:
+            found += _idle(view, facts, node, gpu)
+    return found
+
+
+def _claimed_processes(view: DraView, node: NodeFacts, found: list[Finding]) -> list[Finding]:
+    """A pod process on a GPU its claim holds is accounted; on another GPU it is not."""
+    kept = []
+    for item in found:
+        if item.code not in ("pod-process-without-slot", "pod-process-on-unassigned-gpu"):
+            kept.append(item)
+            continue
+        claimed = view.gpus_by_pod.get(item.pod or "", set())
+        if item.gpu_uuid in claimed:
+            continue
+        if claimed and item.code == "pod-process-without-slot":
+            namespace, _, name = (item.pod or "").partition("/")
+            item = finding(
+                "pod-process-on-unassigned-gpu",
+                f"Pod {item.pod} runs on GPU {item.evidence.get('gpu_index')} on {node.name}, "
+                "which its DRA claim did not allocate to it",
+                evidence={**item.evidence, "assigned_gpus": ",".join(sorted(claimed))},
+                remedy=(
+                    f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
+                    "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
+                ),
+                node=node.name,
+                gpu_uuid=item.gpu_uuid,
+                pod=item.pod,
+            )
+        kept.append(item)
+    return kept
+
+
+def _both(view: DraView, node: NodeFacts) -> Finding:
+    drivers = sorted(view.drivers_on(node.name))
+    return finding(
+        "dra-and-device-plugin-on-node",
+        f"{node.name} runs the device plugin and the DRA driver {', '.join(drivers)}: both hand "
+        "out the same GPUs",
+        evidence={
+            "dra_drivers": ",".join(drivers),
+            "dra_devices": len(view.devices_on(node.name)),
+            "plugin_pod": node.plugin_pod_state.name if node.plugin_pod_state else None,
+            "plugin_capacity": node.capacity,
+        },
+        remedy=(
+            f"keep one per node: label {sh(node.name)} so the plugin DaemonSet's nodeSelector or "
+            "affinity skips it (or the DRA driver's kubelet plugin does), then drain it"
+        ),
+        node=node.name,
+    )
+
+
+def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[Finding]:
+    found = []
+    seen = {g.uuid for g in node.gpus}
+    devices = view.devices_on(node.name)
+    for device in devices:
+        if device.gpu_uuid is None or device.gpu_uuid in seen:
+            continue
+        found.append(
+            finding(
+                "dra-device-not-seen-by-agent",
+                f"ResourceSlice device {device.name} on {node.name} names GPU "
+                f"{device.gpu_uuid}, which the agent does not see",
+                evidence={
+                    "driver": device.driver,
+                    "pool": device.pool,
+                    "device": device.name,
+                    "uuid": device.uuid,
+                    "parent_uuid": device.parent_uuid,
+                    "agent_gpus": len(seen),
+                },
+                remedy=(
+                    f"on {sh(node.name)}: nvidia-smi -L  # a GPU that fell off the bus or a stale "
+                    "slice; restart the DRA driver's kubelet plugin pod on this node"
+                ),
+                node=node.name,
+                gpu_uuid=device.gpu_uuid,
+            )
+        )
+    if only_dra:
+        published = {d.gpu_uuid for d in devices}
+        for gpu in node.gpus:
+            if gpu.uuid in published:
+                continue
+            found.append(
+                finding(
+                    "dra-gpu-not-published",
+                    f"GPU {gpu.reading.index} on {node.name} is in no ResourceSlice: "
+                    "Kubernetes cannot hand it out",
+                    evidence={
+                        "gpu_index": gpu.reading.index,
+                        "uuid": gpu.uuid,
+                        "slice_devices": len(devices),
+                        "mig_mode": gpu.reading.mig_mode,
+                    },
+                    remedy=(
+                        "kubectl get resourceslices --field-selector "
+                        f"{sh('spec.nodeName=' + node.name)} -o yaml  # if the GPU is kept for "
+                        "the host this is expected; otherwise check the DRA driver's kubelet "
+                        "plugin logs on the node"
+                    ),
+                    node=node.name,
+                    gpu_uuid=gpu.uuid,
+                )
+            )
+    return found
+
+
+def _claims_text(gpu: GpuFacts) -> str:
+    return ",".join(sorted({h.claim for h in gpu.holders if h.claim}))
+
+
+def _host_processes(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
+    found = []
+    for proc in gpu.processes:
+        if proc.owner != "host":
+            continue
+        claims = _claims_text(gpu)
+        found.append(
+            finding(
+                "host-process-on-advertised-gpu",
+                f"Host process {proc.pid} uses GPU {gpu.reading.index} on {node.name}, which "
+                + (f"DRA claim {claims} holds" if claims else "DRA can hand out to a claim"),
+                evidence={
+                    "pid": proc.pid,
+                    "command": proc.command,
+                    "user": proc.user,
+                    "used_memory_mib": proc.used_memory_mib,
+                    "gpu_index": gpu.reading.index,
+                    "memory_total_mib": gpu.reading.memory_total_mib,
+                    "claims": claims or None,
+                },
+                remedy=(
+                    f"move PID {sh(proc.pid)} to a GPU no ResourceSlice publishes "
+                    "(CUDA_VISIBLE_DEVICES=<host GPU UUID>), or stop it"
+                ),
+                node=node.name,
+                gpu_uuid=gpu.uuid,
+            )
+        )
+    return found
+
+
+def _pressure(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
+    total = gpu.reading.memory_total_mib
+    dra = [h for h in gpu.holders if h.source == "dra"]
+    shared = len({h.pod for h in dra}) > 1 or any(
+        h.sharing is not None and h.sharing.strategy != "Exclusive" for h in dra
+    )
+    if not shared or not total:
+        return []
+    pct = 100.0 * gpu.memory_pods_mib / total
+    if pct < facts.options.memory_pressure_pct:
+        return []
+    strategies = sorted({h.sharing.strategy for h in dra if h.sharing is not None})
+    return [
+        finding(
+            "shared-gpu-memory-pressure",
+            f"Pods sharing GPU {gpu.reading.index} on {node.name} through DRA claims use "
+            f"{pct:.0f}% of its memory",
+            evidence={
+                "memory_pods_mib": gpu.memory_pods_mib,
+                "memory_total_mib": total,
+                "used_pct": round(pct, 1),
+                "threshold_pct": facts.options.memory_pressure_pct,
+                "pods": len({h.pod for h in dra}),
+                "claims": _claims_text(gpu),
+                "sharing": ",".join(strategies),
+            },
+            remedy=(
+                "set MPS with defaultPinnedDeviceMemoryLimit in the claim's GpuConfig, or cap "
+                "each pod's memory in the workload (time-slicing has no memory isolation)"
+            ),
+            node=node.name,
+            gpu_uuid=gpu.uuid,
+        )
+    ]
+
+
+def _running(view: DraView, facts: ClusterFacts, pod: str) -> bool:
+    known = facts.pod_facts.get(view.uid_by_pod.get(pod, ""))
+    return known is not None and known.key == pod and known.phase == _RUNNING
+
+
+def _idle(view: DraView, facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
+    found = []
+    running_here = {p.pod for p in gpu.processes if p.owner == "pod" and p.pod}
+    claims: dict[str, list[str]] = {}
+    for holder in gpu.holders:
+        if holder.source == "dra" and holder.claim:
+            claims.setdefault(holder.claim, []).append(holder.pod)
+    for claim, pods in sorted(claims.items()):
+        if any(p in running_here for p in pods):
+            continue
+        running = [p for p in pods if _running(view, facts, p)]
+        if not running:
+            continue
+        namespace, _, name = claim.partition("/")
+        found.append(
+            finding(
+                "dra-claim-idle",
+                f"Claim {claim} holds GPU {gpu.reading.index} on {node.name}, but none of its "
+                "pods runs a process there",
+                evidence={
+                    "claim": claim,
+                    "pods": ",".join(sorted(pods)),
+                    "gpu_index": gpu.reading.index,
+                    "memory_used_mib": gpu.reading.memory_used_mib,
+                },
+                remedy=(
+                    f"kubectl -n {sh(namespace)} describe resourceclaim {sh(name)}  # delete idle "
+                    "pods so the device goes back to the pool"
+                ),
+                node=node.name,
+                gpu_uuid=gpu.uuid,
+            )
+        )
+    return found

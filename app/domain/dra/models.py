@@ -1,0 +1,84 @@
+"""The DRA shapes the snapshot and the JSON API carry (no dependency on the rest of domain)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Allocation = Literal["device-plugin", "dra", "both", "none"]
+Strategy = Literal["Exclusive", "TimeSlicing", "MPS"]
+
+
+class _Out(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class DraSharing(_Out):
+    """How the pods of one claim share its device, from the claim's opaque GpuConfig."""
+
+    strategy: Strategy = Field(
+        description="Exclusive: one pod; TimeSlicing or MPS: from GpuConfig, or TimeSlicing "
+        "when several pods use a claim without a sharing config"
+    )
+    configured: bool = Field(description="True when the claim's GpuConfig sets the strategy")
+    interval: str | None = Field(
+        default=None, description="TimeSlicing interval: Default | Short | Medium | Long"
+    )
+    active_thread_pct: int | None = Field(
+        default=None, description="MPS defaultActiveThreadPercentage"
+    )
+    pinned_memory_limit: str | None = Field(
+        default=None, description="MPS defaultPinnedDeviceMemoryLimit, e.g. 10Gi"
+    )
+
+
+class DraShare(_Out):
+    """A claim's share of a shareable device (consumable capacity, Kubernetes 1.34+)."""
+
+    claim: str = Field(description="namespace/name")
+    share_id: str | None = Field(description="status.allocation.devices.results[].shareID")
+    consumed_capacity: dict[str, str] = Field(
+        description="consumedCapacity of the result, e.g. {memory: 10Gi}"
+    )
+
+
+class DraDeviceState(_Out):
+    """One device a DRA driver publishes on a node, and the claims allocated to it."""
+
+    driver: str
+    pool: str
+    name: str = Field(description="Device name in the ResourceSlice, e.g. gpu-0")
+    type: str | None = Field(description="gpu | mig (attribute type)")
+    uuid: str | None
+    parent_uuid: str | None = Field(description="The physical GPU of a MIG device")
+    profile: str | None = Field(description="MIG profile, e.g. 3g.40gb")
+    product_name: str | None
+    memory_mib: int | None = Field(description="Capacity memory in MiB")
+    claims: list[str] = Field(description="namespace/name of the claims allocated to it")
+    shares: list[DraShare] = Field(
+        default_factory=list, description="Per-claim shares, where the results carry them"
+    )
+
+
+class DraSummary(_Out):
+    """Cluster totals of DRA devices, kept apart from device-plugin slots."""
+
+    drivers: list[str] = Field(description="DRA drivers publishing GPU devices")
+    devices: int = Field(description="GPU and MIG devices published in ResourceSlices")
+    allocated: int = Field(description="Devices with at least one allocated claim")
+    shared: int = Field(
+        description="Allocated devices shared by several pods, claims, TimeSlicing or MPS"
+    )
+    free: int = Field(description="Unallocated devices on Ready, schedulable nodes")
+    stranded: int = Field(
+        default=0, description="Unallocated devices on NotReady or cordoned nodes"
+    )
+    pending_claims: int = Field(description="GPU claims not allocated yet")
+    extended_resources: list[str] = Field(
+        default_factory=list,
+        description="Extended resource names a DeviceClass maps to DRA (e.g. nvidia.com/gpu)",
+    )
+
+
+EMPTY_SUMMARY = DraSummary(drivers=[], devices=0, allocated=0, shared=0, free=0, pending_claims=0)

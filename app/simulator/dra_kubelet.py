@@ -1,0 +1,91 @@
+"""The simulated kubelet's side of DRA: what PodResources lists, and the pods' GPU processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from app.domain.report import DraAssignment
+from app.simulator.dra_slices import DRIVER
+from app.simulator.inventory import GpuProcess, NodeInventory
+from app.simulator.registry import Registry
+from app.simulator.resources import POD, RESOURCECLAIM, RESOURCESLICE
+from app.simulator.store import JsonObject
+
+MEMORY_ANNOTATION = "sim.gpu-slots.io/used-memory-mib"
+COMMAND_ANNOTATION = "sim.gpu-slots.io/command"
+
+
+def kubelet_assignments(registry: Registry, node: str) -> list[DraAssignment]:
+    """The `dynamic_resources` of the node's Running pods, one per claim device."""
+    pods = {
+        (p["metadata"].get("namespace", ""), p["metadata"]["name"]): p
+        for p in registry.store.objects(POD)
+        if (p.get("spec") or {}).get("nodeName") == node
+        and (p.get("status") or {}).get("phase") == "Running"
+    }
+    found = []
+    for claim in registry.store.objects(RESOURCECLAIM):
+        status = claim.get("status") or {}
+        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+        namespace = claim["metadata"].get("namespace", "")
+        for reserved in status.get("reservedFor") or []:
+            pod = pods.get((namespace, reserved.get("name", "")))
+            if pod is None:
+                continue
+            containers = (pod.get("spec") or {}).get("containers") or [{}]
+            for result in results:
+                found.append(
+                    DraAssignment(
+                        namespace=namespace,
+                        pod=pod["metadata"]["name"],
+                        container=str(containers[0].get("name", "")),
+                        claim_namespace=namespace,
+                        claim=claim["metadata"]["name"],
+                        driver=str(result.get("driver", "")),
+                        pool=str(result.get("pool", "")),
+                        device=str(result.get("device", "")),
+                    )
+                )
+    return found
+
+
+def start_pod_processes(
+    registry: Registry,
+    inventory: NodeInventory,
+    pod: JsonObject,
+    results: Sequence[JsonObject],
+    start: Callable[[GpuProcess], object],
+) -> None:
+    """Start the pod's simulated GPU process on each GPU its claims got (MIG: the parent)."""
+    node = inventory.node
+    annotations = pod["metadata"].get("annotations") or {}
+    try:
+        memory_mib = int(annotations.get(MEMORY_ANNOTATION, ""))
+    except ValueError:
+        return  # no (or no valid) simulated process asked for
+    if memory_mib < 0:
+        return
+    by_uuid = {g.uuid: g.index for g in inventory.gpus}
+    entry = registry.store.get(RESOURCESLICE, None, f"{node}-{DRIVER}")
+    listed = (entry.obj.get("spec") or {}).get("devices") or [] if entry else []
+    devices = {d.get("name"): d for d in listed}
+    indexes: list[int] = []
+    for result in results:
+        attributes = (devices.get(result.get("device")) or {}).get("attributes") or {}
+        uuid = (attributes.get("parentUUID") or attributes.get("uuid") or {}).get("string")
+        if uuid in by_uuid and by_uuid[uuid] not in indexes:
+            indexes.append(by_uuid[uuid])
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    for index in indexes:
+        start(
+            GpuProcess(
+                node=node,
+                gpu_index=index,
+                pid=0,
+                used_memory_mib=memory_mib,
+                command=str(annotations.get(COMMAND_ANNOTATION, "")),
+                pod_namespace=pod["metadata"].get("namespace", "default"),
+                pod_name=pod["metadata"]["name"],
+                container=containers[0].get("name"),
+            )
+        )
