@@ -7,7 +7,7 @@ node and by UID once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 
 from app.domain.accounting.demand import NodeOffer, pending_demand
@@ -18,13 +18,13 @@ from app.domain.accounting.facts import (
     NodeFacts,
     agent_state,
     context_key,
-    is_plugin_pod,
     node_key,
     pod_refs,
 )
 from app.domain.accounting.ledger import sum_resources
 from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name, readable
-from app.domain.accounting.pods import PodFacts, read_pod
+from app.domain.accounting.pod_index import PodIndex, PodIndexMemo, index_pods
+from app.domain.accounting.pods import read_pod
 from app.domain.accounting.states import (
     build_node_state,
     cluster_mode,
@@ -50,20 +50,6 @@ from app.domain.snapshot import (
     PendingDemand,
     Snapshot,
 )
-
-
-@dataclass
-class _PodIndex:
-    """The cluster's pods read once: by UID, by node, and the plugin's own pods."""
-
-    pods_by_uid: dict[str, Manifest] = field(default_factory=dict)
-    slots_by_uid: dict[str, Mapping[str, int]] = field(default_factory=dict)
-    facts_by_uid: dict[str, PodFacts] = field(default_factory=dict)
-    pods_by_node: dict[str, list[PodFacts]] = field(default_factory=dict)
-    plugin_by_node: dict[str, Manifest] = field(default_factory=dict)
-    plugin_pods: list[Manifest] = field(default_factory=list)  # of the main DaemonSet
-    owner_by_node: dict[str, PluginSpec] = field(default_factory=dict)  # whose pod runs there
-    specs: list[PluginSpec] = field(default_factory=list)
 
 
 def build_snapshot(
@@ -142,54 +128,15 @@ def plugin_specs(state: ClusterState) -> list[PluginSpec]:
     return specs
 
 
-def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo | None) -> _PodIndex:
-    index = _PodIndex(specs=specs)
-    namespaces = {s.namespace for s in specs}
-    read = memo.pods.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
-    for pod, pod_facts_ in zip(state.pods, read, strict=True):
-        uid = pod_facts_.uid
-        index.pods_by_uid[uid] = pod
-        index.slots_by_uid[uid] = pod_facts_.slots
-        index.facts_by_uid[uid] = pod_facts_
-        node = pod_facts_.node
-        if node is None:
-            continue
-        if pod_facts_.holds:
-            index.pods_by_node.setdefault(node, []).append(pod_facts_)
-        owner = (
-            _pod_owner(pod, pod_facts_.namespace, specs)
-            if pod_facts_.namespace in namespaces
-            else None
-        )
-        if owner is not None:
-            if owner is specs[0]:
-                index.plugin_pods.append(pod)
-            if _newer(pod, index.plugin_by_node.get(node)):
-                index.plugin_by_node[node] = pod
-                index.owner_by_node[node] = owner
-    return index
+def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo | None) -> PodIndex:
+    if memo is None:
+        return index_pods(state.pods, specs, [read_pod(p) for p in state.pods])
+    if memo.pod_index is None:
+        memo.pod_index = PodIndexMemo(memo.pods)
+    return memo.pod_index.index(state.pods, specs)
 
 
-def _pod_owner(pod: Manifest, namespace: str, specs: list[PluginSpec]) -> PluginSpec | None:
-    """The plugin DaemonSet a pod belongs to: by owner reference, else by selector."""
-    mine = [s for s in specs if s.namespace == namespace]
-    if not mine:
-        return None
-    owners = {
-        o.get("name")
-        for o in (pod.get("metadata") or {}).get("ownerReferences") or []
-        if o.get("kind") == "DaemonSet"
-    }
-    for spec in mine:
-        if spec.name in owners:
-            return spec
-    for spec in mine:
-        if is_plugin_pod(pod, name=spec.name, namespace=spec.namespace, selector=spec.selector):
-            return spec
-    return None
-
-
-def _owner(index: _PodIndex, node: Manifest) -> PluginSpec | None:
+def _owner(index: PodIndex, node: Manifest) -> PluginSpec | None:
     """The DaemonSet whose pod runs on the node, else the one whose nodeSelector fits it."""
     found = index.owner_by_node.get(node_name(node))
     if found is not None or len(index.specs) < 2:
@@ -202,7 +149,7 @@ def _owner(index: _PodIndex, node: Manifest) -> PluginSpec | None:
 
 
 def _all_node_facts(
-    inputs: NodeInputs, index: _PodIndex, memo: EngineMemo | None
+    inputs: NodeInputs, index: PodIndex, memo: EngineMemo | None
 ) -> tuple[list[NodeFacts], dict[str, NodeEntry], set[str]]:
     """Every node's facts, reusing the memo's entry of a node whose inputs did not change."""
     state, options, now = inputs.state, inputs.options, inputs.now
@@ -290,13 +237,6 @@ def _with_pod_findings(node_states: list[NodeState], findings: list[Finding]) ->
         else n
         for n in node_states
     ]
-
-
-def _newer(pod: Manifest, current: Manifest | None) -> bool:
-    if current is None:
-        return True
-    created = str((pod.get("metadata") or {}).get("creationTimestamp", ""))
-    return created > str((current.get("metadata") or {}).get("creationTimestamp", ""))
 
 
 def _demand(facts: ClusterFacts) -> list[PendingDemand]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from app.domain.accounting.gpus import GpuFacts, Visibility
 from app.domain.accounting.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
@@ -22,6 +23,9 @@ from app.domain.snapshot import (
     PodSlots,
     ResourceState,
 )
+
+if TYPE_CHECKING:
+    from app.domain.accounting.pod_index import PodIndexMemo
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -120,6 +124,8 @@ class NodeEntry:
 
 
 def _same(old: Sequence[object], new: Sequence[object]) -> bool:
+    if old is new:
+        return True
     return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
 
 
@@ -136,6 +142,7 @@ class EngineMemo:
 
     def __init__(self) -> None:
         self.pods = PodMemo()
+        self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
         self.nodes: dict[str, NodeEntry] = {}
         self.reused = 0  # nodes reused by the latest build
 
