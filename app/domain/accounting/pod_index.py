@@ -6,7 +6,9 @@ keeps the previous list and index; when the new list is the old one with a few p
 replaced in place (same position, same UID), added at the end or deleted, only those pods
 are read again and only the lists of the nodes they were on change. Anything else (a pod
 of a plugin namespace changed, UIDs not unique, many changes, another plugin DaemonSet)
-indexes every pod again. Either way the index equals `index_pods` of the new list.
+indexes every pod again; so does a list with a pod without a resourceVersion (test
+fixtures that change manifests in place). Either way the index equals `index_pods` of the
+new list.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ class PodIndexMemo:
             found = _updated(old, self._list, pods, specs)
         if found is None:
             found = index_pods(pods, specs, self.pods.read(pods))
+            if not all(_versioned(p) for p in pods):
+                self._list, self._index = [], None  # fixtures: read every pod every time
+                return found
         else:
             self.incremental += 1
         self._list, self._index = list(pods), found
@@ -122,6 +127,8 @@ def _updated(
     namespaces = {s.namespace for s in specs}
     gone = [old.facts_by_uid.get(_uid(old_list[i])) for i in replaced + deleted]
     came = [read_pod(new[i]) for i in replaced + appended]
+    if not all(_versioned(new[i]) for i in replaced + appended):
+        return None  # a pod without a resourceVersion: never reused
     if any(f is None or f.namespace in namespaces for f in gone) or any(
         f.namespace in namespaces for f in came
     ):
@@ -176,6 +183,10 @@ def _in_list_order(
     wanted = {id(index.pods_by_uid[f.uid]) for f in facts}
     order = {id(p): i for i, p in enumerate(pods) if id(p) in wanted}
     return sorted(facts, key=lambda f: order[id(index.pods_by_uid[f.uid])])
+
+
+def _versioned(pod: Manifest) -> bool:
+    return bool((pod.get("metadata") or {}).get("resourceVersion"))
 
 
 def _uid(pod: Manifest) -> str:
