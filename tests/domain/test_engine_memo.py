@@ -10,7 +10,8 @@ from app.domain.accounting.engine import build_snapshot, plugin_specs
 from app.domain.accounting.facts import EngineMemo
 from app.domain.accounting.pod_index import index_pods
 from app.domain.accounting.pods import read_pod
-from app.domain.cluster import AccountingOptions
+from app.domain.cluster import AccountingOptions, Manifest
+from tests import factories
 from tests.bench.engine_bench import _bump, check_memo, cluster_state
 
 
@@ -64,3 +65,36 @@ def test_pod_index_kept_up_to_date_equals_plain_build_under_random_pod_churn() -
         assert list(kept.pods_by_uid) == list(fresh.pods_by_uid), f"order, step {step}"
     assert memo.pod_index is not None
     assert memo.pod_index.incremental >= 30
+
+
+def _versioned(manifest: Manifest, version: int) -> Manifest:
+    return {**manifest, "metadata": {**manifest["metadata"], "resourceVersion": str(version)}}
+
+
+def test_pod_findings_follow_a_config_change_while_no_pod_changed() -> None:
+    # The pods stay the very same objects; the ConfigMap turns on time-slicing, so the pod
+    # asking for 2 slots gets its finding, exactly as a plain build says.
+    daemonset = _versioned(
+        factories.plugin_daemonset(
+            configmap=factories.CONFIGMAP, config_file="/config/config.yaml"
+        ),
+        1,
+    )
+    plain_config = factories.configmap({"config.yaml": "version: v1\n"})
+    shared = factories.configmap({"config.yaml": factories.time_slicing_yaml(4)})
+    pods = [_versioned(factories.pod("train", gpus=2), 3)]
+    before = factories.cluster(
+        daemonset=daemonset,
+        configmaps=[_versioned(plain_config, 4)],
+        nodes=[_versioned(factories.node("gpu-1", allocatable=8), 2)],
+        pods=pods,
+    )
+    after = replace(before, configmaps={factories.CONFIGMAP: _versioned(shared, 5)})
+    options = AccountingOptions()
+    memo = EngineMemo()
+    ids = []
+    for state in (before, after):
+        with_memo = build_snapshot(state, options=options, now=factories.NOW, memo=memo)
+        assert with_memo == build_snapshot(state, options=options, now=factories.NOW)
+        ids.append(sorted(f.code for f in with_memo.findings if f.pod == "ml/train"))
+    assert ids == [[], ["multi-slot-request-shared"]]

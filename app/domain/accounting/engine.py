@@ -16,6 +16,7 @@ from app.domain.accounting.facts import (
     EngineMemo,
     NodeEntry,
     NodeFacts,
+    PodFindingsMemo,
     agent_state,
     context_key,
     node_key,
@@ -91,7 +92,7 @@ def build_snapshot(
         plugin_pods=index.plugin_pods,
         pod_facts=index.facts_by_uid,
     )
-    findings = list(cluster_findings(facts)) + list(pod_findings(facts))
+    findings = list(cluster_findings(facts)) + _pod_findings(facts, memo)
     node_states = []
     for node_facts in nodes:
         own, node_state = _node_result(facts, node_facts, entries, reused)
@@ -221,6 +222,30 @@ def _node_result(
     if entry is not None:
         entry.findings, entry.state = own, node_state
     return own, node_state
+
+
+def _pod_findings(facts: ClusterFacts, memo: EngineMemo | None) -> list[Finding]:
+    """pod_findings(facts); the latest ones again when nothing they read changed.
+
+    They read the pods (the very index objects: kept while no pod changed), the plugin's
+    pods, and the config of each pod's node and the default one (by value).
+    """
+    if memo is None:
+        return pod_findings(facts)
+    inputs = (facts.pod_facts, facts.slots_by_uid, facts.plugin_pods)
+    configs = {n.name: n.config.config for n in facts.nodes}
+    default = facts.default_config.config
+    kept = memo.pod_findings
+    if (
+        kept is not None
+        and all(a is b for a, b in zip(kept.inputs, inputs, strict=True))
+        and kept.default == default
+        and kept.configs == configs
+    ):
+        return kept.findings
+    found = pod_findings(facts)
+    memo.pod_findings = PodFindingsMemo(inputs, configs, default, found)
+    return found
 
 
 def _with_pod_findings(node_states: list[NodeState], findings: list[Finding]) -> list[NodeState]:

@@ -11,6 +11,7 @@ from app.domain.accounting.gpus import GpuFacts, Visibility
 from app.domain.accounting.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.kube_time import parse_time
+from app.domain.plugin.config import PluginConfig
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.report import ReceivedReport
@@ -129,6 +130,16 @@ def _same(old: Sequence[object], new: Sequence[object]) -> bool:
     return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
 
 
+@dataclass
+class PodFindingsMemo:
+    """The pod findings of the latest build and what they read (see engine._pod_findings)."""
+
+    inputs: tuple[object, ...]  # pod facts, slots and plugin pods: the very objects
+    configs: dict[str, PluginConfig | None]  # each node's config
+    default: PluginConfig | None
+    findings: list[Finding]
+
+
 class EngineMemo:
     """What the engine keeps from one snapshot to the next (see build_snapshot).
 
@@ -143,6 +154,7 @@ class EngineMemo:
     def __init__(self) -> None:
         self.pods = PodMemo()
         self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
+        self.pod_findings: PodFindingsMemo | None = None
         self.nodes: dict[str, NodeEntry] = {}
         self.reused = 0  # nodes reused by the latest build
 
