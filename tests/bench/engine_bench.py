@@ -67,7 +67,8 @@ def check_memo(state: ClusterState) -> None:
         with_memo = build_snapshot(current, options=options, now=at, memo=memo)
         plain = build_snapshot(current, options=options, now=at)
         assert with_memo == plain, f"memo differs after: {what}"
-        print(f"  same snapshot after {what} (nodes reused: {memo.reused})")
+        index = memo.pod_index.incremental if memo.pod_index is not None else 0
+        print(f"  same snapshot after {what} (nodes reused: {memo.reused}, index updated: {index})")
 
     compare("the first build", state, now)
     compare("nothing changed, 5 s later", state, now + timedelta(seconds=5))
@@ -89,6 +90,31 @@ def check_memo(state: ClusterState) -> None:
     )
     state = replace(state, pods=[p for p in state.pods if p["metadata"].get("uid") != uid])
     compare("a pod with a GPU process was deleted", state, now + timedelta(seconds=7))
+    # a new GPU pod, still Pending, then bound to a node (only that node's pods change)
+    created = copy.deepcopy(
+        next(p for p in state.pods if p["metadata"]["name"].startswith("train-"))
+    )
+    version += 1
+    created["metadata"].update(name="train-new", uid="uid-train-new", resourceVersion=str(version))
+    del created["spec"]["nodeName"]
+    created["status"] = {"phase": "Pending"}
+    state = replace(state, pods=[*state.pods, created])
+    compare("a pending GPU pod was created", state, now + timedelta(seconds=7))
+    pods = list(state.pods)
+    version += 1
+    pods[-1] = _bump(pods[-1], version)
+    pods[-1]["spec"]["nodeName"] = state.nodes[5]["metadata"]["name"]
+    pods[-1]["status"]["phase"] = "Running"
+    state = replace(state, pods=pods)
+    compare("the pending pod was bound to a node", state, now + timedelta(seconds=7))
+    # the plugin's own pod on a node restarts (its pods are indexed afresh)
+    pods = list(state.pods)
+    index = next(i for i, p in enumerate(pods) if p["metadata"]["namespace"] == "kube-system")
+    version += 1
+    pods[index] = _bump(pods[index], version)
+    pods[index]["metadata"]["creationTimestamp"] = "2030-01-01T00:00:00Z"
+    state = replace(state, pods=pods)
+    compare("a plugin pod was replaced", state, now + timedelta(seconds=7))
     # a pod sets NVIDIA_VISIBLE_DEVICES (pod finding) on a node
     pods = list(state.pods)
     index = rng.randrange(len(pods))
@@ -135,6 +161,7 @@ def check_memo(state: ClusterState) -> None:
     # a node disappears
     state = replace(state, nodes=list(state.nodes)[1:])
     compare("a node was deleted", state, later + timedelta(seconds=2))
+    assert memo.pod_index is not None and memo.pod_index.incremental >= 5, "index rebuilt"
 
 
 def _gc_timer() -> list[float]:

@@ -2,10 +2,99 @@
 
 from __future__ import annotations
 
-from tests.bench.engine_bench import check_memo, cluster_state
+import random
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+from app.domain.accounting.engine import build_snapshot, plugin_specs
+from app.domain.accounting.facts import EngineMemo
+from app.domain.accounting.pod_index import index_pods
+from app.domain.accounting.pods import read_pod
+from app.domain.cluster import AccountingOptions, Manifest
+from tests import factories
+from tests.bench.engine_bench import _bump, check_memo, cluster_state
 
 
 def test_build_snapshot_with_memo_equals_plain_build_after_every_kind_of_change() -> None:
     # check_memo applies pod, node, report, DaemonSet and staleness changes between builds
     # and raises AssertionError naming the first figure where the two builds differ.
     check_memo(cluster_state(12))
+
+
+def test_pod_index_kept_up_to_date_equals_plain_build_under_random_pod_churn() -> None:
+    # Pods finish, move, are deleted and created between builds (a few at a time, as watch
+    # events bring them): the index updated in place must give the very snapshot a plain
+    # build gives, and it must have been updated rather than rebuilt.
+    state = cluster_state(12)
+    options = AccountingOptions()
+    memo = EngineMemo()
+    rng = random.Random(11)
+    now = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)
+    nodes = [n["metadata"]["name"] for n in state.nodes]
+    build_snapshot(state, options=options, now=now, memo=memo)
+    version = 20_000_000
+    for step in range(40):
+        pods = list(state.pods)
+        for _ in range(rng.randint(1, 3)):
+            movable = [i for i, p in enumerate(pods) if p["metadata"]["namespace"] != "kube-system"]
+            index = rng.choice(movable)
+            version += 1
+            kind = rng.choice(["finish", "move", "delete", "create"])
+            if kind == "delete":
+                del pods[index]
+                break  # a deletion comes alone (replacements keep their places)
+            pod = _bump(pods[index], version)
+            if kind == "finish":
+                pod["status"]["phase"] = rng.choice(["Succeeded", "Failed", "Running"])
+            elif kind == "move":
+                pod["spec"]["nodeName"] = rng.choice(nodes)
+            else:
+                pod["metadata"].update(name=f"new-{step}", uid=f"uid-new-{step}")
+                pods.append(pod)
+                continue
+            pods[index] = pod
+        state = replace(state, pods=pods)
+        at = now + timedelta(seconds=step + 1)
+        with_memo = build_snapshot(state, options=options, now=at, memo=memo)
+        assert with_memo == build_snapshot(state, options=options, now=at), f"step {step}"
+        assert memo.pod_index is not None
+        specs = plugin_specs(state)
+        kept = memo.pod_index.index(state.pods, specs)  # nothing changed since: the same
+        fresh = index_pods(state.pods, specs, [read_pod(p) for p in state.pods])
+        assert kept == fresh, f"step {step}"
+        assert list(kept.pods_by_uid) == list(fresh.pods_by_uid), f"order, step {step}"
+    assert memo.pod_index is not None
+    assert memo.pod_index.incremental >= 30
+
+
+def _versioned(manifest: Manifest, version: int) -> Manifest:
+    return {**manifest, "metadata": {**manifest["metadata"], "resourceVersion": str(version)}}
+
+
+def test_pod_findings_follow_a_config_change_while_no_pod_changed() -> None:
+    # The pods stay the very same objects; the ConfigMap turns on time-slicing, so the pod
+    # asking for 2 slots gets its finding, exactly as a plain build says.
+    daemonset = _versioned(
+        factories.plugin_daemonset(
+            configmap=factories.CONFIGMAP, config_file="/config/config.yaml"
+        ),
+        1,
+    )
+    plain_config = factories.configmap({"config.yaml": "version: v1\n"})
+    shared = factories.configmap({"config.yaml": factories.time_slicing_yaml(4)})
+    pods = [_versioned(factories.pod("train", gpus=2), 3)]
+    before = factories.cluster(
+        daemonset=daemonset,
+        configmaps=[_versioned(plain_config, 4)],
+        nodes=[_versioned(factories.node("gpu-1", allocatable=8), 2)],
+        pods=pods,
+    )
+    after = replace(before, configmaps={factories.CONFIGMAP: _versioned(shared, 5)})
+    options = AccountingOptions()
+    memo = EngineMemo()
+    ids = []
+    for state in (before, after):
+        with_memo = build_snapshot(state, options=options, now=factories.NOW, memo=memo)
+        assert with_memo == build_snapshot(state, options=options, now=factories.NOW)
+        ids.append(sorted(f.code for f in with_memo.findings if f.pod == "ml/train"))
+    assert ids == [[], ["multi-slot-request-shared"]]

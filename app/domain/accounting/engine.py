@@ -7,7 +7,7 @@ node and by UID once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import datetime
 
 from app.domain.accounting.demand import NodeOffer, pending_demand
@@ -16,15 +16,16 @@ from app.domain.accounting.facts import (
     EngineMemo,
     NodeEntry,
     NodeFacts,
+    PodFindingsMemo,
     agent_state,
     context_key,
-    is_plugin_pod,
     node_key,
     pod_refs,
 )
 from app.domain.accounting.ledger import sum_resources
 from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name, readable
-from app.domain.accounting.pods import PodFacts, read_pod
+from app.domain.accounting.pod_index import PodIndex, PodIndexMemo, index_pods
+from app.domain.accounting.pods import read_pod
 from app.domain.accounting.states import (
     build_node_state,
     cluster_mode,
@@ -54,20 +55,6 @@ from app.domain.snapshot import (
     PendingDemand,
     Snapshot,
 )
-
-
-@dataclass
-class _PodIndex:
-    """The cluster's pods read once: by UID, by node, and the plugin's own pods."""
-
-    pods_by_uid: dict[str, Manifest] = field(default_factory=dict)
-    slots_by_uid: dict[str, Mapping[str, int]] = field(default_factory=dict)
-    facts_by_uid: dict[str, PodFacts] = field(default_factory=dict)
-    pods_by_node: dict[str, list[PodFacts]] = field(default_factory=dict)
-    plugin_by_node: dict[str, Manifest] = field(default_factory=dict)
-    plugin_pods: list[Manifest] = field(default_factory=list)  # of the main DaemonSet
-    owner_by_node: dict[str, PluginSpec] = field(default_factory=dict)  # whose pod runs there
-    specs: list[PluginSpec] = field(default_factory=list)
 
 
 def build_snapshot(
@@ -110,7 +97,7 @@ def build_snapshot(
         plugin_pods=index.plugin_pods,
         pod_facts=index.facts_by_uid,
     )
-    findings = list(cluster_findings(facts)) + list(pod_findings(facts))
+    findings = list(cluster_findings(facts)) + _pod_findings(facts, memo)
     findings += dra_cluster_findings(dra, facts)
     node_states = []
     for node_facts in nodes:
@@ -149,54 +136,15 @@ def plugin_specs(state: ClusterState) -> list[PluginSpec]:
     return specs
 
 
-def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo | None) -> _PodIndex:
-    index = _PodIndex(specs=specs)
-    namespaces = {s.namespace for s in specs}
-    read = memo.pods.read(state.pods) if memo is not None else [read_pod(p) for p in state.pods]
-    for pod, pod_facts_ in zip(state.pods, read, strict=True):
-        uid = pod_facts_.uid
-        index.pods_by_uid[uid] = pod
-        index.slots_by_uid[uid] = pod_facts_.slots
-        index.facts_by_uid[uid] = pod_facts_
-        node = pod_facts_.node
-        if node is None:
-            continue
-        if pod_facts_.holds:
-            index.pods_by_node.setdefault(node, []).append(pod_facts_)
-        owner = (
-            _pod_owner(pod, pod_facts_.namespace, specs)
-            if pod_facts_.namespace in namespaces
-            else None
-        )
-        if owner is not None:
-            if owner is specs[0]:
-                index.plugin_pods.append(pod)
-            if _newer(pod, index.plugin_by_node.get(node)):
-                index.plugin_by_node[node] = pod
-                index.owner_by_node[node] = owner
-    return index
+def _index_pods(state: ClusterState, specs: list[PluginSpec], memo: EngineMemo | None) -> PodIndex:
+    if memo is None:
+        return index_pods(state.pods, specs, [read_pod(p) for p in state.pods])
+    if memo.pod_index is None:
+        memo.pod_index = PodIndexMemo(memo.pods)
+    return memo.pod_index.index(state.pods, specs)
 
 
-def _pod_owner(pod: Manifest, namespace: str, specs: list[PluginSpec]) -> PluginSpec | None:
-    """The plugin DaemonSet a pod belongs to: by owner reference, else by selector."""
-    mine = [s for s in specs if s.namespace == namespace]
-    if not mine:
-        return None
-    owners = {
-        o.get("name")
-        for o in (pod.get("metadata") or {}).get("ownerReferences") or []
-        if o.get("kind") == "DaemonSet"
-    }
-    for spec in mine:
-        if spec.name in owners:
-            return spec
-    for spec in mine:
-        if is_plugin_pod(pod, name=spec.name, namespace=spec.namespace, selector=spec.selector):
-            return spec
-    return None
-
-
-def _owner(index: _PodIndex, node: Manifest) -> PluginSpec | None:
+def _owner(index: PodIndex, node: Manifest) -> PluginSpec | None:
     """The DaemonSet whose pod runs on the node, else the one whose nodeSelector fits it."""
     found = index.owner_by_node.get(node_name(node))
     if found is not None or len(index.specs) < 2:
@@ -209,7 +157,7 @@ def _owner(index: _PodIndex, node: Manifest) -> PluginSpec | None:
 
 
 def _all_node_facts(
-    inputs: NodeInputs, index: _PodIndex, memo: EngineMemo | None, dra: DraView | None
+    inputs: NodeInputs, index: PodIndex, memo: EngineMemo | None, dra: DraView | None
 ) -> tuple[list[NodeFacts], dict[str, NodeEntry], set[str]]:
     """Every node's facts, reusing the memo's entry of a node whose inputs did not change."""
     state, options, now = inputs.state, inputs.options, inputs.now
@@ -289,6 +237,30 @@ def _node_result(
     return own, node_state
 
 
+def _pod_findings(facts: ClusterFacts, memo: EngineMemo | None) -> list[Finding]:
+    """pod_findings(facts); the latest ones again when nothing they read changed.
+
+    They read the pods (the very index objects: kept while no pod changed), the plugin's
+    pods, and the config of each pod's node and the default one (by value).
+    """
+    if memo is None:
+        return pod_findings(facts)
+    inputs = (facts.pod_facts, facts.slots_by_uid, facts.plugin_pods)
+    configs = {n.name: n.config.config for n in facts.nodes}
+    default = facts.default_config.config
+    kept = memo.pod_findings
+    if (
+        kept is not None
+        and all(a is b for a, b in zip(kept.inputs, inputs, strict=True))
+        and kept.default == default
+        and kept.configs == configs
+    ):
+        return kept.findings
+    found = pod_findings(facts)
+    memo.pod_findings = PodFindingsMemo(inputs, configs, default, found)
+    return found
+
+
 def _with_pod_findings(node_states: list[NodeState], findings: list[Finding]) -> list[NodeState]:
     """Node states with the pod-scoped findings of their pods merged into their own."""
     by_node: dict[str, list[Finding]] = {}
@@ -303,13 +275,6 @@ def _with_pod_findings(node_states: list[NodeState], findings: list[Finding]) ->
         else n
         for n in node_states
     ]
-
-
-def _newer(pod: Manifest, current: Manifest | None) -> bool:
-    if current is None:
-        return True
-    created = str((pod.get("metadata") or {}).get("creationTimestamp", ""))
-    return created > str((current.get("metadata") or {}).get("creationTimestamp", ""))
 
 
 def _demand(facts: ClusterFacts) -> list[PendingDemand]:

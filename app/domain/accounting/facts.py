@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from app.domain.accounting.gpus import GpuFacts, Visibility
 from app.domain.accounting.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.kube_time import parse_time
+from app.domain.plugin.config import PluginConfig
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.report import ReceivedReport
@@ -22,6 +24,9 @@ from app.domain.snapshot import (
     PodSlots,
     ResourceState,
 )
+
+if TYPE_CHECKING:
+    from app.domain.accounting.pod_index import PodIndexMemo
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -120,7 +125,19 @@ class NodeEntry:
 
 
 def _same(old: Sequence[object], new: Sequence[object]) -> bool:
+    if old is new:
+        return True
     return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+
+
+@dataclass
+class PodFindingsMemo:
+    """The pod findings of the latest build and what they read (see engine._pod_findings)."""
+
+    inputs: tuple[object, ...]  # pod facts, slots and plugin pods: the very objects
+    configs: dict[str, PluginConfig | None]  # each node's config
+    default: PluginConfig | None
+    findings: list[Finding]
 
 
 class EngineMemo:
@@ -136,6 +153,8 @@ class EngineMemo:
 
     def __init__(self) -> None:
         self.pods = PodMemo()
+        self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
+        self.pod_findings: PodFindingsMemo | None = None
         self.nodes: dict[str, NodeEntry] = {}
         self.reused = 0  # nodes reused by the latest build
 
