@@ -45,6 +45,16 @@ FINDINGS_EN: dict[str, str] = {
     "multi-slot-request-rejected": "Delete the pod and request 1 slot.",
     "multi-slot-request-shared": "Request 1 slot, or refuse such pods with "
     "failRequestsGreaterThanOne: true.",
+    "slots-stranded": "Make the node schedulable again: uncordon it, fix its Ready condition, "
+    "or remove the taint (or tolerate it).",
+    "gpu-double-booked": "Restart the pods holding the old resource so they request the new "
+    "name; until then the same GPUs are handed out twice.",
+    "mps-daemon-missing": "Let the MPS control daemon DaemonSet run on the node (node label "
+    "nvidia.com/mps.capable=true).",
+    "gpu-demand-pending": "Read the scheduler's events (kubectl describe pod), then add nodes "
+    "with free slots or lower the request.",
+    "config-namespace-not-read": "Add the namespace to plugin.configNamespaces "
+    "(GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES).",
     "slot-held-idle": "Ask the owner whether it is still needed; if not, delete the pod to "
     "free the slot.",
     "gpu-utilization-low": "Ask the holders to release the GPU; graph longer history in Prometheus.",

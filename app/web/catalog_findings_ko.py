@@ -180,6 +180,31 @@ FINDINGS_KO: dict[str, tuple[str, str, str]] = {
         "파드 {pod}이(가) 공유 슬롯 {requested_slots}개를 요청합니다: GPU 2개가 아닙니다",
         "슬롯 1개를 요청하거나 failRequestsGreaterThanOne: true로 거부하세요.",
     ),
+    "slots-stranded": (
+        "새 파드를 배치할 수 없는 노드의 빈 슬롯",
+        "{node}의 빈 슬롯을 새 파드가 쓸 수 없습니다: {reason}",
+        "노드를 다시 스케줄 가능하게 하세요: cordon이면 uncordon, NotReady면 노드 상태를, taint면 taint를 고치세요.",
+    ),
+    "gpu-double-booked": (
+        "노드가 더 이상 광고하지 않는 GPU 리소스를 파드가 잡고 있습니다",
+        "{node}의 파드들이 더 이상 광고되지 않는 {resource} {requested}개를 잡고 있습니다: 같은 GPU가 이제 {advertised_as}로도 광고됩니다",
+        "그 파드들을 다시 시작해 새 리소스 이름을 요청하게 하세요. 그때까지 같은 GPU가 두 번 배정됩니다.",
+    ),
+    "mps-daemon-missing": (
+        "MPS가 설정되었지만 MPS 제어 데몬이 없습니다",
+        "{node}에 MPS가 설정되었지만 MPS 제어 데몬이 없어 플러그인이 아무것도 광고하지 않습니다",
+        "MPS 제어 데몬 DaemonSet이 이 노드에서 실행되게 하세요(노드 레이블 nvidia.com/mps.capable=true).",
+    ),
+    "gpu-demand-pending": (
+        "GPU 리소스를 원하는 파드가 스케줄되지 못합니다",
+        "대기 중인 파드 {pods}개가 {resource} {slots}개를 원합니다: {reason}",
+        "스케줄러 이벤트(kubectl describe pod)를 보고, 빈 슬롯이 있는 노드를 늘리거나 요청을 줄이세요.",
+    ),
+    "config-namespace-not-read": (
+        "GPU Slots가 읽지 않는 네임스페이스에 플러그인 설정이 있습니다",
+        "{node}의 플러그인({daemonset})이 GPU Slots가 읽지 않는 네임스페이스에서 설정을 읽습니다",
+        "그 네임스페이스를 plugin.configNamespaces(GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES)에 더하세요.",
+    ),
     "slot-held-idle": (
         "파드가 슬롯을 잡고 있지만 GPU에서 아무것도 실행하지 않습니다",
         "{pod}이(가) GPU {gpu_index}의 슬롯 {held_slots}개를 {idle_for} 동안 잡고 있지만 GPU 프로세스가 없습니다",

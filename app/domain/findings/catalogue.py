@@ -112,7 +112,10 @@ def finding(
         severity=kind.severity,
         scope=scope or kind.scope,
         title=title,
-        params={**evidence, "node": node, "gpu_uuid": gpu_uuid, "pod": pod},
+        params={
+            **evidence,
+            **{k: v for k, v in (("node", node), ("gpu_uuid", gpu_uuid), ("pod", pod)) if v},
+        },
         evidence=evidence,
         remedy=remedy,
         node=node,

@@ -1,4 +1,4 @@
-"""DRA findings are worded in both languages, from their params (issue 16's catalogs)."""
+"""Every finding code is worded in both languages, its Korean title filled from its params."""
 
 from __future__ import annotations
 
@@ -8,22 +8,20 @@ from app.domain.findings.catalogue import CATALOGUE
 from app.web.catalog_findings_en import FINDINGS_EN
 from app.web.catalog_findings_ko import FINDINGS_KO
 from app.web.finding_text import finding_explanation, finding_summary, finding_title
-from tests.domain.dra_worlds import DRA_CASES
+from tests.domain.test_findings import CASES, Builder
 from tests.domain.worlds import snap
 
-DRA_CODES = [code for code, _broken, _healthy in DRA_CASES]
+
+def test_every_catalogued_code_has_an_english_and_a_korean_entry() -> None:
+    assert set(CATALOGUE) - set(FINDINGS_EN) == set()
+    assert set(CATALOGUE) - set(FINDINGS_KO) == set()
 
 
-def test_every_dra_code_has_an_english_and_a_korean_entry() -> None:
-    assert set(DRA_CODES) == {code for code in CATALOGUE if code.startswith("dra-")}
-    assert set(DRA_CODES) <= set(FINDINGS_EN) & set(FINDINGS_KO)
-
-
-@pytest.mark.parametrize(("code", "broken", "_healthy"), DRA_CASES, ids=DRA_CODES)
-def test_dra_finding_gets_a_korean_title_with_its_values(
-    code: str, broken: object, _healthy: object
+@pytest.mark.parametrize(("code", "broken", "_healthy"), CASES, ids=[c[0] for c in CASES])
+def test_finding_gets_a_korean_title_with_its_values(
+    code: str, broken: Builder, _healthy: Builder
 ) -> None:
-    built = broken()  # type: ignore[operator]
+    built = broken()
     state, options = built if isinstance(built, tuple) else (built, None)
     findings = snap(state, options=options).findings if options else snap(state).findings
     raised = [item for item in findings if item.code == code]
