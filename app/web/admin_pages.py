@@ -9,6 +9,7 @@ with the server's English words under it where they carry details (names, versio
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
@@ -346,23 +347,7 @@ def preview(
     form: ModeFormDep,
     csrf_token: Checkbox = None,
 ) -> HTMLResponse:
-    try:
-        principal = _admin(request, csrf_token)
-        change = form.to_request()
-        shown = preview_mode(runtime, principal, change)
-    except (AuthRefused, PlanRefused, ClusterError) as error:
-        return _error_page(request, runtime, error)
-    return _render(
-        request,
-        runtime,
-        "admin/preview.html",
-        title=_t(request)("title_admin_preview"),
-        preview=shown,
-        change=change,
-        principal=principal,
-        versions=shown.plan.resource_versions,
-        rollback=False,
-    )
+    return _preview_page(request, runtime, csrf_token, form.to_request)
 
 
 @router.post(f"{PLUGIN_PATH}/rollback/preview", response_class=HTMLResponse)
@@ -370,21 +355,32 @@ def rollback_preview(
     request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
 ) -> HTMLResponse:
     """What rolling back would do (diff, dry run, slots), before the admin confirms it."""
+    return _preview_page(request, runtime, csrf_token, None)
+
+
+def _preview_page(
+    request: Request,
+    runtime: Runtime,
+    csrf_token: str | None,
+    to_request: Callable[[], ChangeRequest] | None,
+) -> HTMLResponse:
+    """The preview of a mode change (`to_request`) or, without one, of the rollback."""
     try:
         principal = _admin(request, csrf_token)
-        shown = preview_mode(runtime, principal, None)
+        change = to_request() if to_request is not None else None
+        shown = preview_mode(runtime, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
     return _render(
         request,
         runtime,
         "admin/preview.html",
-        title=_t(request)("rollback_preview_title"),
+        title=_t(request)("title_admin_preview" if change else "rollback_preview_title"),
         preview=shown,
-        change=None,
+        change=change,
         principal=principal,
         versions=shown.plan.resource_versions,
-        rollback=True,
+        rollback=change is None,
     )
 
 

@@ -10,6 +10,7 @@ import string
 
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.snapshot import Finding
+from app.domain.usage.findings import duration_text
 from app.web.catalog_findings_en import FINDINGS_EN
 from app.web.catalog_findings_ko import FINDINGS_KO
 
@@ -25,15 +26,8 @@ def _fill(template: str, params: dict[str, object]) -> str | None:
 
 
 def duration_ko(seconds: float) -> str:
-    """A duration in Korean: `35초`, `42분`, `1시간 5분` (the English `duration_text`'s steps)."""
-    whole = max(0, int(seconds))
-    if whole < 120:
-        return f"{whole}초"
-    minutes = whole // 60
-    if minutes < 60:
-        return f"{minutes}분"
-    hours, rest = divmod(minutes, 60)
-    return f"{hours}시간 {rest}분" if rest else f"{hours}시간"
+    """A duration in Korean: `35초`, `42분`, `1시간 5분`."""
+    return duration_text(seconds, units=("초", "분", "시간"))
 
 
 def _ko_params(item: Finding) -> dict[str, object]:

@@ -16,16 +16,19 @@ from app.domain.snapshot import Finding, GpuState, NodeState, Snapshot
 from app.domain.usage.idle import IdleHolder, LowGpu, UsageHistory
 
 
-def duration_text(seconds: float) -> str:
-    """A duration as people say it: `35 s`, `42 min`, `1 h 5 min`."""
+def duration_text(
+    seconds: float, *, units: tuple[str, str, str] = (" s", " min", " h"), gap: str = " "
+) -> str:
+    """A duration as people say it: `35 s`, `42 min`, `1 h 5 min` (other `units` per language)."""
+    second, minute, hour = units
     whole = max(0, int(seconds))
     if whole < 120:
-        return f"{whole} s"
+        return f"{whole}{second}"
     minutes = whole // 60
     if minutes < 60:
-        return f"{minutes} min"
+        return f"{minutes}{minute}"
     hours, rest = divmod(minutes, 60)
-    return f"{hours} h {rest} min" if rest else f"{hours} h"
+    return f"{hours}{hour}{gap}{rest}{minute}" if rest else f"{hours}{hour}"
 
 
 def _pod_command(pod: str) -> tuple[str, str]:
