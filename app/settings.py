@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     public_reads: bool = True
     agent_stale_after_s: float = Field(default=90.0, gt=0)
     max_report_bytes: int = Field(default=1_048_576, ge=1024)
-    snapshot_min_interval_s: float = Field(default=0.2, ge=0)
+    snapshot_min_interval_s: float = Field(default=0.1, ge=0)
     watch_timeout_s: int = Field(default=300, ge=5)
     memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
     # A slot held with no GPU process this long is flagged (slot-held-idle); a held GPU

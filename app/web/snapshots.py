@@ -9,10 +9,10 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
 - pacing: after a build, report-driven builds wait as long as that build (and its
-  renders) took, so the engine uses at most about half of the process's time while
-  reports stream in, and reports arriving meanwhile are taken in one batch; an idle
-  engine builds at once for a report, and a change of the cluster itself (a pod, a node)
-  or a node's first report is never held back;
+  renders) took, at least `min_interval_s`, so the engine uses at most about half of
+  the process's time while reports stream in, and reports arriving meanwhile are taken
+  in one batch; a change of the cluster itself (a pod, a node) or a node's first report
+  is never held back: it is built as soon as the build in progress ends;
 - rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
   snapshot in the snapshot thread right after it is published, cheapest first, so
   requests do not render JSON bodies on the event loop (where they would hold up every
@@ -37,7 +37,7 @@ from typing import Protocol, TypeVar
 from app.domain.accounting.engine import build_snapshot
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
-from app.domain.snapshot import Snapshot
+from app.domain.snapshot import Finding, Snapshot
 from app.domain.usage.findings import history_findings, with_findings
 from app.domain.usage.idle import UsageHistory
 from app.web.reports import ReportStore
@@ -49,6 +49,7 @@ T = TypeVar("T")
 HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
 PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
 SLOW_RENDER_S = 0.5  # a key rendering this slowly (twice running) is refreshed on demand
+HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often
 
 
 class CacheHealthLike(Protocol):
@@ -109,7 +110,7 @@ class SnapshotService:
         *,
         options: AccountingOptions,
         clock: Clock,
-        min_interval_s: float = 0.2,
+        min_interval_s: float = 0.1,
         refresh_interval_s: float = 5.0,
         idle_after_s: float = 900.0,
         low_after_s: float = 1800.0,
@@ -127,6 +128,8 @@ class SnapshotService:
         self._engine_memo = EngineMemo()
         self.usage = UsageHistory()  # idle slots and utilization, last hour (observe: builds)
         self._idle_after_s, self._low_after_s = idle_after_s, low_after_s
+        self._history: list[Finding] = []  # the idle-history findings of ...
+        self._history_at: datetime | None = None  # ... this moment
         self._reported_nodes = 0  # nodes with a report in the latest build
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -319,12 +322,20 @@ class SnapshotService:
         return snapshot
 
     def _with_history(self, snapshot: Snapshot, *, now: datetime) -> Snapshot:
-        """The snapshot plus the findings only the idle history can tell (idle slots)."""
+        """The snapshot plus the findings only the idle history can tell (idle slots).
+
+        They are about slots idle for many minutes, so they are reckoned at most once per
+        `HISTORY_EVERY_S` (every holder of every GPU is looked at): a build in between
+        adds the latest ones again.
+        """
         self.usage.observe(snapshot, now=now)
-        extra = history_findings(
-            self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
-        )
-        return with_findings(snapshot, extra)
+        last = self._history_at
+        if last is None or not 0 <= (now - last).total_seconds() < HISTORY_EVERY_S:
+            self._history = history_findings(
+                self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
+            )
+            self._history_at = now
+        return with_findings(snapshot, self._history)
 
     def _state(self, now: datetime) -> ClusterState:
         """What the engine reads: the cache's collections and the reports of known nodes."""
@@ -376,14 +387,13 @@ class SnapshotService:
                     log.exception("snapshot computation failed; serving the previous one")
                 work_s = time.monotonic() - started
             seen = generation
-            if self._stop.wait(self._min_interval_s):
-                return
-            hold_s = work_s - self._min_interval_s  # the engine at most about half of the time
+            hold_s = max(work_s, self._min_interval_s)  # the engine at most about half the time
             self._pace(seen, hold_s)
-            self._wait(seen, self._refresh_interval_s - max(hold_s, 0.0))
+            self._wait(seen, self._refresh_interval_s - hold_s)
 
     def _pace(self, seen: int, hold_s: float) -> None:
-        """Hold back report-driven builds for as long as the last build and renders took.
+        """Hold back report-driven builds for as long as the last build and renders took
+        (at least `min_interval_s`, so reports arriving meanwhile are taken in one batch).
 
         A change of the cluster itself (pods, nodes, the plugin) is not held back, nor is
         the first report of a node (its GPUs were unknown until then).

@@ -31,7 +31,7 @@ def pending_demand(
     """Unbound, unfinished pods per GPU resource with the reason they cannot fit now."""
     wanting: dict[str, list[tuple[int, float]]] = {}
     for pod in pods:
-        if pod.node is not None or pod.phase in TERMINAL_PHASES or not pod.slots:
+        if not is_pending_demand(pod):
             continue
         created = parse_time(pod.created)
         age_s = max((now - created).total_seconds(), 0.0) if created else 0.0
@@ -49,6 +49,11 @@ def pending_demand(
             )
         )
     return found
+
+
+def is_pending_demand(pod: PodFacts) -> bool:
+    """Not bound, not finished, and asking for a GPU resource."""
+    return pod.node is None and pod.phase not in TERMINAL_PHASES and bool(pod.slots)
 
 
 def _reason(resource: str, smallest: int, offers: Sequence[NodeOffer]) -> str:

@@ -7,17 +7,16 @@ node and by UID once.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import datetime
 
-from app.domain.accounting.demand import NodeOffer, pending_demand
+from app.domain.accounting.demand import NodeOffer, is_pending_demand, pending_demand
 from app.domain.accounting.facts import (
     ClusterFacts,
     EngineMemo,
     NodeEntry,
     NodeFacts,
     PodFindingsMemo,
-    agent_state,
+    agent_age,
     context_key,
     node_key,
     pod_refs,
@@ -25,7 +24,7 @@ from app.domain.accounting.facts import (
 from app.domain.accounting.ledger import sum_resources
 from app.domain.accounting.nodes import NodeInputs, build_node_facts, node_name, readable
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo, index_pods
-from app.domain.accounting.pods import read_pod
+from app.domain.accounting.pods import PodFacts, read_pod
 from app.domain.accounting.states import (
     build_node_state,
     cluster_mode,
@@ -41,7 +40,7 @@ from app.domain.findings.catalogue import CATALOGUE, sort_key
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.gpu import gpu_findings
 from app.domain.findings.node import node_findings
-from app.domain.findings.pods import pod_findings
+from app.domain.findings.pods import pod_findings, pod_findings_by_uid
 from app.domain.findings.resources import demand_findings
 from app.domain.plugin.daemonset import (
     PluginSpec,
@@ -97,14 +96,14 @@ def build_snapshot(
         plugin_pods=index.plugin_pods,
         pod_facts=index.facts_by_uid,
     )
-    findings = list(cluster_findings(facts)) + _pod_findings(facts, memo)
+    findings = list(cluster_findings(facts)) + _pod_findings(facts, index, memo)
     findings += dra_cluster_findings(dra, facts)
     node_states = []
     for node_facts in nodes:
         own, node_state = _node_result(facts, node_facts, entries, reused, dra)
         node_states.append(node_state)
         findings.extend(own)
-    demand = _demand(facts)
+    demand = _demand(facts, index, memo)
     findings += demand_findings(demand)
     node_states = _with_pod_findings(node_states, findings)
     findings.sort(key=sort_key)
@@ -166,6 +165,8 @@ def _all_node_facts(
         context = None  # two nodes of one name: nothing to key them by
     if context is not None and dra is not None:
         context = (context, dra.version)  # any DRA change recomputes every node
+    if memo is not None and context is not None and context == memo.context:
+        context = memo.context  # the same object: each node's key compares at once
     previous = memo.nodes if memo is not None else {}
     entries: dict[str, NodeEntry] = {}
     reused: set[str] = set()
@@ -175,45 +176,31 @@ def _all_node_facts(
         pods = index.pods_by_node.get(name, [])
         plugin_pod = index.plugin_by_node.get(name)
         received = state.reports.get(name)
-        agent = (
-            agent_state(received, now=now, stale_after_s=options.agent_stale_after_s)
-            if received is not None
-            else None
+        key = None
+        if context is not None:
+            # a stale agent's age is in its finding: such a node is recomputed every time
+            stale = received is not None and agent_age(received, now) > options.agent_stale_after_s
+            key = None if stale else node_key(manifest, plugin_pod, context)
+        old = previous.get(name) if key is not None else None
+        if old is not None and old.reusable(key, received, pods, index):
+            old.renew(now, options.agent_stale_after_s)
+            entries[name] = old
+            reused.add(name)
+            nodes.append(old.facts)
+            continue
+        node_facts = build_node_facts(
+            manifest, inputs, pods=pods, plugin_pod=plugin_pod, spec=_owner(index, manifest)
         )
-        key = node_key(manifest, plugin_pod, agent, context) if context is not None else None
-        entry = None
+        apply_dra(dra, node_facts)
         if key is not None:
-            process_pods = pod_refs(received, index.facts_by_uid)
-            old = previous.get(name)
-            if old is not None and old.reusable(key, received, pods, process_pods):
-                assert old.state is not None
-                entry = NodeEntry(
-                    key,
-                    received,
-                    pods,
-                    process_pods,
-                    replace(old.facts, agent=agent),
-                    old.findings,
-                    old.state.model_copy(update={"agent": agent}),
-                )
-                reused.add(name)
-        node_facts = (
-            entry.facts
-            if entry is not None
-            else build_node_facts(
-                manifest, inputs, pods=pods, plugin_pod=plugin_pod, spec=_owner(index, manifest)
+            entries[name] = NodeEntry(
+                key, received, pods, pod_refs(received, index.facts_by_uid), node_facts
             )
-        )
-        if entry is None:
-            apply_dra(dra, node_facts)
-        if key is not None and entry is None:
-            entry = NodeEntry(key, received, pods, process_pods, node_facts)
-        if entry is not None:
-            entries[name] = entry
         nodes.append(node_facts)
     if memo is not None:
         memo.nodes = entries
         memo.reused = len(reused)
+        memo.context = context
     return nodes, entries, reused
 
 
@@ -237,27 +224,35 @@ def _node_result(
     return own, node_state
 
 
-def _pod_findings(facts: ClusterFacts, memo: EngineMemo | None) -> list[Finding]:
-    """pod_findings(facts); the latest ones again when nothing they read changed.
+def _pod_findings(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[Finding]:
+    """pod_findings(facts), recomputed for the pods that changed only, when that is enough.
 
-    They read the pods (the very index objects: kept while no pod changed), the plugin's
-    pods, and the config of each pod's node and the default one (by value).
+    A pod's findings read the pod, the config of its node (or the default one) and whether
+    it is one of the plugin's pods: while configs and plugin pods are the same, only the
+    pods the index says changed are looked at again.
     """
     if memo is None:
         return pod_findings(facts)
-    inputs = (facts.pod_facts, facts.slots_by_uid, facts.plugin_pods)
     configs = {n.name: n.config.config for n in facts.nodes}
     default = facts.default_config.config
     kept = memo.pod_findings
     if (
-        kept is not None
-        and all(a is b for a, b in zip(kept.inputs, inputs, strict=True))
-        and kept.default == default
-        and kept.configs == configs
+        kept is None
+        or index.changed is None
+        or kept.plugin_pods is not facts.plugin_pods
+        or kept.default != default
+        or kept.configs != configs
     ):
+        by_uid = pod_findings_by_uid(facts, facts.pod_facts)
+    elif index.changed:
+        by_uid = dict(kept.by_uid)
+        for uid in index.changed:
+            by_uid.pop(uid, None)
+        by_uid.update(pod_findings_by_uid(facts, index.changed))
+    else:
         return kept.findings
-    found = pod_findings(facts)
-    memo.pod_findings = PodFindingsMemo(inputs, configs, default, found)
+    found = [item for items in by_uid.values() for item in items]
+    memo.pod_findings = PodFindingsMemo(facts.plugin_pods, configs, default, by_uid, found)
     return found
 
 
@@ -277,7 +272,10 @@ def _with_pod_findings(node_states: list[NodeState], findings: list[Finding]) ->
     ]
 
 
-def _demand(facts: ClusterFacts) -> list[PendingDemand]:
+def _demand(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PendingDemand]:
+    pending = _pending_pods(facts, index, memo)
+    if not pending:
+        return []
     offers = [
         NodeOffer(
             resources=n.resources,
@@ -291,7 +289,26 @@ def _demand(facts: ClusterFacts) -> list[PendingDemand]:
         )
         for n in facts.nodes
     ]
-    return pending_demand(facts.pod_facts.values(), offers, now=facts.now)
+    return pending_demand(pending, offers, now=facts.now)
+
+
+def _pending_pods(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PodFacts]:
+    """The pods waiting for GPU resources; only the pods that changed are looked at again."""
+    if memo is None or memo.pending is None or index.changed is None:
+        pending = {uid: p for uid, p in facts.pod_facts.items() if is_pending_demand(p)}
+    elif index.changed:
+        pending = dict(memo.pending)
+        for uid in index.changed:
+            pod = facts.pod_facts.get(uid)
+            if pod is not None and is_pending_demand(pod):
+                pending[uid] = pod
+            else:
+                pending.pop(uid, None)
+    else:
+        pending = memo.pending
+    if memo is not None:
+        memo.pending = pending
+    return list(pending.values())
 
 
 __all__ = ["CATALOGUE", "build_snapshot"]

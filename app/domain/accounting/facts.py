@@ -26,7 +26,7 @@ from app.domain.snapshot import (
 )
 
 if TYPE_CHECKING:
-    from app.domain.accounting.pod_index import PodIndexMemo
+    from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -100,28 +100,47 @@ class ClusterFacts:
 class NodeEntry:
     """One node's facts, findings and state from an earlier snapshot, with what they read."""
 
-    key: Hashable  # versions of the node, DaemonSet, ConfigMaps, plugin pod; options; fresh
+    key: Hashable  # versions of the node, DaemonSet, ConfigMaps, plugin pod; options
     report: ReceivedReport | None  # the very report object read
     pods: Sequence[PodFacts]  # the very PodFacts of the pods holding resources on the node
     process_pods: tuple[PodFacts | None, ...]  # the pods the GPU processes name, by UID
     facts: NodeFacts
     findings: list[Finding] = field(default_factory=list)  # node + GPU findings, sorted
     state: NodeState | None = None  # before pod findings are merged in
+    process_uids: frozenset[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.process_uids = frozenset(_process_uids(self.report))
 
     def reusable(
         self,
         key: Hashable,
         report: ReceivedReport | None,
         pods: Sequence[PodFacts],
-        process_pods: tuple[PodFacts | None, ...],
+        index: PodIndex,
     ) -> bool:
-        return (
-            self.state is not None
-            and self.key == key
-            and self.report is report
-            and _same(self.pods, pods)
-            and _same(self.process_pods, process_pods)
+        """Whether nothing the entry read changed; `index` says which pods changed."""
+        if (
+            self.state is None
+            or self.key != key
+            or self.report is not report
+            or not _same(self.pods, pods)
+        ):
+            return False
+        if index.changed is None:  # every pod was indexed again: compare the very objects
+            return _same(self.process_pods, pod_refs(report, index.facts_by_uid))
+        return self.process_uids.isdisjoint(index.changed)
+
+    def renew(self, now: datetime, stale_after_s: float) -> None:
+        """Bring the agent's age up to `now` in the kept facts and state."""
+        if self.report is None or self.facts.agent is None or self.state is None:
+            return
+        age_s = agent_age(self.report, now)
+        agent = self.facts.agent.model_copy(
+            update={"age_s": age_s, "fresh": age_s <= stale_after_s}
         )
+        self.facts.agent = agent
+        self.state = self.state.model_copy(update={"agent": agent})
 
 
 def _same(old: Sequence[object], new: Sequence[object]) -> bool:
@@ -134,9 +153,10 @@ def _same(old: Sequence[object], new: Sequence[object]) -> bool:
 class PodFindingsMemo:
     """The pod findings of the latest build and what they read (see engine._pod_findings)."""
 
-    inputs: tuple[object, ...]  # pod facts, slots and plugin pods: the very objects
+    plugin_pods: Sequence[Manifest]  # the very list
     configs: dict[str, PluginConfig | None]  # each node's config
     default: PluginConfig | None
+    by_uid: dict[str, list[Finding]]  # pods with findings only
     findings: list[Finding]
 
 
@@ -155,7 +175,9 @@ class EngineMemo:
         self.pods = PodMemo()
         self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
         self.pod_findings: PodFindingsMemo | None = None
+        self.pending: dict[str, PodFacts] | None = None  # pods waiting for GPU resources
         self.nodes: dict[str, NodeEntry] = {}
+        self.context: Hashable | None = None  # what every node read besides itself, last time
         self.reused = 0  # nodes reused by the latest build
 
 
@@ -186,13 +208,11 @@ def context_key(state: ClusterState, options: AccountingOptions) -> Hashable | N
     return (daemonset, tuple(configmaps), options, tuple(others))
 
 
-def node_key(
-    node: Manifest, plugin_pod: Manifest | None, agent: AgentState | None, context: Hashable
-) -> Hashable | None:
+def node_key(node: Manifest, plugin_pod: Manifest | None, context: Hashable) -> Hashable | None:
     """The versions a node's results depend on; None when they cannot be reused."""
     version = version_of(node)
-    if not version or (agent is not None and not agent.fresh):
-        return None  # a stale agent's age is in its finding: recompute every time
+    if not version:
+        return None
     plugin = None
     if plugin_pod is not None:
         plugin = (str((plugin_pod.get("metadata") or {}).get("uid", "")), version_of(plugin_pod))
@@ -205,14 +225,13 @@ def pod_refs(
     received: ReceivedReport | None, facts_by_uid: Mapping[str, PodFacts]
 ) -> tuple[PodFacts | None, ...]:
     """The pods the node's GPU processes belong to, as the engine sees them now."""
+    return tuple(facts_by_uid.get(uid) for uid in _process_uids(received))
+
+
+def _process_uids(received: ReceivedReport | None) -> list[str]:
     if received is None:
-        return ()
-    return tuple(
-        facts_by_uid.get(proc.pod_uid)
-        for gpu in received.report.gpus
-        for proc in gpu.processes
-        if proc.pod_uid
-    )
+        return []
+    return [proc.pod_uid for gpu in received.report.gpus for proc in gpu.processes if proc.pod_uid]
 
 
 def is_k3s(node: Manifest) -> bool:
@@ -234,9 +253,14 @@ def has_nvidia_capacity(node: Manifest) -> bool:
     return any(str(name).startswith("nvidia.com/") for name in values)
 
 
+def agent_age(received: ReceivedReport, now: datetime) -> float:
+    """Seconds since the dashboard received the report."""
+    return max((now - received.received_at).total_seconds(), 0.0)
+
+
 def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float) -> AgentState:
     report = received.report
-    age_s = max((now - received.received_at).total_seconds(), 0.0)
+    age_s = agent_age(received, now)
     return AgentState(
         collected_at=report.collected_at,
         received_at=received.received_at,

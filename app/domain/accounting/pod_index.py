@@ -14,7 +14,7 @@ new list.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from app.domain.accounting.facts import is_plugin_pod
 from app.domain.accounting.pods import PodFacts, PodMemo, read_pod
@@ -36,6 +36,8 @@ class PodIndex:
     plugin_pods: list[Manifest] = field(default_factory=list)  # of the main DaemonSet
     owner_by_node: dict[str, PluginSpec] = field(default_factory=dict)  # whose pod runs there
     specs: list[PluginSpec] = field(default_factory=list)
+    # UIDs whose pods changed since the index before (None: not known, take every pod)
+    changed: frozenset[str] | None = field(default=None, compare=False)
 
 
 class PodIndexMemo:
@@ -90,28 +92,53 @@ def index_pods(
             if _newer(pod, index.plugin_by_node.get(node)):
                 index.plugin_by_node[node] = pod
                 index.owner_by_node[node] = owner
+    for holding in index.pods_by_node.values():
+        holding.sort(key=_by_key)
     return index
 
 
-def _changes(
-    old: Sequence[Manifest], new: Sequence[Manifest]
-) -> tuple[list[int], list[int], list[int]] | None:
-    """Positions replaced in place, deleted from `old`, appended to `new`; None if more."""
-    if len(new) >= len(old):
-        appended = list(range(len(old), len(new)))
-        replaced = [i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a is not b]
-        if len(replaced) + len(appended) > MAX_CHANGES:
+CHUNK = 512  # list positions compared at once (at C speed) while looking for changes
+
+
+@dataclass
+class _Changes:
+    """How a new pod list differs from the old one (see _changes)."""
+
+    replaced: list[tuple[int, int]]  # (old position, new position): the same UID
+    deleted: list[int]  # old positions
+    appended: list[int]  # new positions
+
+    def __len__(self) -> int:
+        return len(self.replaced) + len(self.deleted) + len(self.appended)
+
+
+def _changes(old: Sequence[Manifest], new: Sequence[Manifest]) -> _Changes | None:
+    """How `new` differs from `old`; None when more than MAX_CHANGES pods changed.
+
+    The cache lists pods in insertion order: a watch event replaces a pod in its place,
+    deletes it, or appends it. Runs of unchanged pods are skipped a chunk at a time (list
+    comparison checks identity first), so an unchanged list of 150,000 pods costs little.
+    """
+    found = _Changes([], [], [])
+    i = j = 0
+    while i < len(old) and j < len(new):
+        step = min(CHUNK, len(old) - i, len(new) - j)
+        if old[i : i + step] == new[j : j + step]:
+            i, j = i + step, j + step
+            continue
+        while old[i] is new[j]:  # the chunk differs somewhere: find where
+            i, j = i + 1, j + 1
+        if _uid(old[i]) == _uid(new[j]):
+            found.replaced.append((i, j))
+            j += 1
+        else:
+            found.deleted.append(i)
+        i += 1
+        if len(found) > MAX_CHANGES:
             return None
-        return replaced, [], appended
-    new_ids = {id(p) for p in new}
-    deleted = [i for i, p in enumerate(old) if id(p) not in new_ids]
-    if len(deleted) != len(old) - len(new) or len(deleted) > MAX_CHANGES:
-        return None
-    gone = set(deleted)
-    kept = [p for i, p in enumerate(old) if i not in gone]
-    if any(a is not b for a, b in zip(kept, new, strict=True)):
-        return None  # deleted and replaced or reordered together
-    return [], deleted, []
+    found.deleted.extend(range(i, len(old)))
+    found.appended.extend(range(j, len(new)))
+    return found if len(found) <= MAX_CHANGES else None
 
 
 def _updated(
@@ -121,20 +148,19 @@ def _updated(
     changes = _changes(old_list, new)
     if changes is None or len(old.pods_by_uid) != len(old_list):
         return None  # too many changes, or UIDs not unique
-    replaced, deleted, appended = changes
-    if not (replaced or deleted or appended):
-        return old
+    if not changes:
+        return replace(old, changed=frozenset())
     namespaces = {s.namespace for s in specs}
-    gone = [old.facts_by_uid.get(_uid(old_list[i])) for i in replaced + deleted]
-    came = [read_pod(new[i]) for i in replaced + appended]
-    if not all(_versioned(new[i]) for i in replaced + appended):
+    old_positions = [i for i, _ in changes.replaced] + changes.deleted
+    gone = [old.facts_by_uid.get(_uid(old_list[i])) for i in old_positions]
+    positions = [j for _, j in changes.replaced] + changes.appended
+    came = [read_pod(new[j]) for j in positions]
+    if not all(_versioned(new[j]) for j in positions):
         return None  # a pod without a resourceVersion: never reused
     if any(f is None or f.namespace in namespaces for f in gone) or any(
         f.namespace in namespaces for f in came
     ):
         return None  # the plugin's own pods: who runs where may change
-    if any(f.uid != g.uid for f, g in zip(came, gone, strict=False) if g is not None):
-        return None  # a new pod in an old one's place (replaced lists keep positions)
     index = PodIndex(
         pods_by_uid=dict(old.pods_by_uid),
         slots_by_uid=dict(old.slots_by_uid),
@@ -145,18 +171,19 @@ def _updated(
         owner_by_node=old.owner_by_node,
         specs=specs,
     )
+    came_uids = {f.uid for f in came}
     touched: set[str] = set()
     for before in gone:
         assert before is not None
         if before.node is not None and before.holds:
             touched.add(before.node)
-        if before.uid in index.pods_by_uid and before.uid not in {f.uid for f in came}:
+        if before.uid not in came_uids:
             del index.pods_by_uid[before.uid]
             del index.slots_by_uid[before.uid]
             del index.facts_by_uid[before.uid]
-    positions = [*replaced, *appended]
-    for position, after in zip(positions, came, strict=True):
-        if after.uid in index.pods_by_uid and position >= len(old_list):
+    first_appended = len(changes.replaced)
+    for n, (position, after) in enumerate(zip(positions, came, strict=True)):
+        if n >= first_appended and after.uid in index.pods_by_uid:
             return None  # an appended pod with a UID already known
         index.pods_by_uid[after.uid] = new[position]
         index.slots_by_uid[after.uid] = after.slots
@@ -166,23 +193,19 @@ def _updated(
     if len(index.pods_by_uid) != len(new):
         return None
     for node in touched:
-        uids = {f.uid for f in old.pods_by_node.get(node, [])} | {f.uid for f in came}
+        uids = {f.uid for f in old.pods_by_node.get(node, [])} | came_uids
         holding = [index.facts_by_uid[u] for u in uids if u in index.facts_by_uid]
-        ordered = [f for f in holding if f.node == node and f.holds]
+        ordered = sorted((f for f in holding if f.node == node and f.holds), key=_by_key)
         if ordered:
-            index.pods_by_node[node] = _in_list_order(ordered, index, new)
+            index.pods_by_node[node] = ordered
         else:
             index.pods_by_node.pop(node, None)
+    index.changed = frozenset({f.uid for f in gone if f is not None} | came_uids)
     return index
 
 
-def _in_list_order(
-    facts: list[PodFacts], index: PodIndex, pods: Sequence[Manifest]
-) -> list[PodFacts]:
-    """`facts` in the order of their manifests in `pods` (as index_pods would list them)."""
-    wanted = {id(index.pods_by_uid[f.uid]) for f in facts}
-    order = {id(p): i for i, p in enumerate(pods) if id(p) in wanted}
-    return sorted(facts, key=lambda f: order[id(index.pods_by_uid[f.uid])])
+def _by_key(facts: PodFacts) -> str:
+    return facts.key
 
 
 def _versioned(pod: Manifest) -> bool:

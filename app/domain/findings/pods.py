@@ -2,48 +2,64 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from app.domain.accounting.facts import ClusterFacts
-from app.domain.accounting.pods import TERMINAL_PHASES
+from app.domain.accounting.pods import TERMINAL_PHASES, PodFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.shell import sh
+from app.domain.plugin.config import PluginConfig
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
 _HARMLESS_VISIBLE = ("", "void", "none")
 
 
 def pod_findings(facts: ClusterFacts) -> list[Finding]:
-    nodes = {n.name: n for n in facts.nodes}
+    """Every pod's findings."""
+    found = pod_findings_by_uid(facts, facts.pod_facts)
+    return [item for items in found.values() for item in items]
+
+
+def pod_findings_by_uid(facts: ClusterFacts, uids: Iterable[str]) -> dict[str, list[Finding]]:
+    """The findings of the pods `uids` names (those the cluster has), by UID; none: absent."""
+    configs = {n.name: n.config.config for n in facts.nodes}
     default = facts.default_config.config
     plugin_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in facts.plugin_pods}
-    found: list[Finding] = []
-    for uid, pod in facts.pod_facts.items():
-        phase = pod.phase
-        failed_admission = pod.failed_admission
-        if phase in TERMINAL_PHASES and not failed_admission:
+    found: dict[str, list[Finding]] = {}
+    for uid in uids:
+        pod = facts.pod_facts.get(uid)
+        if pod is None or (pod.phase in TERMINAL_PHASES and not pod.failed_admission):
             continue
-        node_name = pod.node
-        node = nodes.get(node_name) if node_name else None
-        key = pod.key
-        if not failed_admission and uid not in plugin_uids and not pod.daemon:
-            value = pod.visible_devices
-            if value is not None and value.strip().lower() not in _HARMLESS_VISIBLE:
-                found.append(_sets_visible(key, node_name, value))
-        config = node.config.config if node is not None else default
-        if config is None or config.mode not in (Mode.TIME_SLICING, Mode.MPS):
-            continue
-        slots = facts.slots_by_uid.get(uid, {}).get(config.resource, 0)
-        if slots > 1:
-            found.append(
-                _multi_slot(
-                    key,
-                    node_name,
-                    slots,
-                    config.mode,
-                    rejected=(config.fail_requests_greater_than_one),
-                    resource=config.resource,
-                    phase=phase,
-                )
+        config = configs.get(pod.node, default) if pod.node else default
+        own = _pod_findings(pod, config, facts.slots_by_uid.get(uid, {}), uid in plugin_uids)
+        if own:
+            found[uid] = own
+    return found
+
+
+def _pod_findings(
+    pod: PodFacts, config: PluginConfig | None, slots: Mapping[str, int], plugin: bool
+) -> list[Finding]:
+    found = []
+    if not pod.failed_admission and not plugin and not pod.daemon:
+        value = pod.visible_devices
+        if value is not None and value.strip().lower() not in _HARMLESS_VISIBLE:
+            found.append(_sets_visible(pod.key, pod.node, value))
+    if config is None or config.mode not in (Mode.TIME_SLICING, Mode.MPS):
+        return found
+    count = slots.get(config.resource, 0)
+    if count > 1:
+        found.append(
+            _multi_slot(
+                pod.key,
+                pod.node,
+                count,
+                config.mode,
+                rejected=config.fail_requests_greater_than_one,
+                resource=config.resource,
+                phase=pod.phase,
             )
+        )
     return found
 
 

@@ -87,6 +87,8 @@ class UsageHistory:
     holders: dict[str, dict[str, HolderWatch]] = field(default_factory=dict)  # uuid -> pod
     started_at: datetime | None = None
     _seen_reports: dict[str, datetime] = field(default_factory=dict)
+    _present: frozenset[str] = frozenset()  # the nodes of the latest snapshot
+    _trimmed_at: datetime | None = None  # when old points were last dropped
 
     @property
     def max_points(self) -> int:
@@ -107,7 +109,9 @@ class UsageHistory:
             self._seen_reports[node.name] = at
             for gpu in node.gpus:
                 self._observe_gpu(node, gpu, at=at)
-        self._forget(present, now=now)
+        due = self._trimmed_at is None or (now - self._trimmed_at).total_seconds() >= self.bucket_s
+        if due or present != self._present:
+            self._forget(present, now=now)
 
     def _observe_gpu(self, node: NodeState, gpu: GpuState, *, at: datetime) -> None:
         series = self.gpus.get(gpu.uuid)
@@ -151,7 +155,12 @@ class UsageHistory:
             self.holders.pop(gpu.uuid, None)
 
     def _forget(self, present: set[str], *, now: datetime) -> None:
-        """Drop GPUs of nodes gone, and points older than `keep_s`."""
+        """Drop GPUs of nodes gone, and points older than `keep_s`.
+
+        Done when the nodes change and once a bucket otherwise: a point is kept at most
+        one bucket longer than `keep_s`.
+        """
+        self._present, self._trimmed_at = frozenset(present), now
         oldest = now - timedelta(seconds=self.keep_s)
         for uuid in list(self.gpus):
             series = self.gpus[uuid]
@@ -167,9 +176,11 @@ class UsageHistory:
     def idle_holders(self, *, now: datetime, after_s: float) -> list[IdleHolder]:
         """Holders without a GPU process for at least `after_s`, longest idle first."""
         found = []
+        cutoff = now - timedelta(seconds=after_s)
         for watch in (w for by_pod in self.holders.values() for w in by_pod.values()):
-            idle_s = (now - watch.idle_since()).total_seconds()
-            if idle_s >= after_s:
+            since = watch.idle_since()
+            if since <= cutoff:
+                idle_s = (now - since).total_seconds()
                 found.append(
                     IdleHolder(
                         watch.node,
