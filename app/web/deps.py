@@ -1,4 +1,8 @@
-"""FastAPI dependencies, defined once with Annotated aliases."""
+"""FastAPI dependencies, defined once with Annotated aliases.
+
+They are `async`: FastAPI runs a plain `def` dependency in its thread pool, a hop per
+request that these (which never block) do not need.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from app.domain.snapshot import Snapshot
 from app.web.runtime import Runtime
 
 
-def get_runtime(request: Request) -> Runtime:
+async def get_runtime(request: Request) -> Runtime:
     runtime: Runtime = request.app.state.runtime
     return runtime
 
@@ -18,7 +22,7 @@ def get_runtime(request: Request) -> Runtime:
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 
 
-def get_snapshot(runtime: RuntimeDep) -> Snapshot:
+async def get_snapshot(runtime: RuntimeDep) -> Snapshot:
     snapshot = runtime.snapshots.current()
     if snapshot is None:
         raise HTTPException(

@@ -18,6 +18,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from fastapi import FastAPI, HTTPException, Request, status
+from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.web.auth import CSRF_HEADER, AuthRefused, Principal, get_auth
@@ -43,24 +44,27 @@ def _read_refused() -> HTTPException:
     ).as_http()
 
 
-def require_reader(request: Request) -> Principal | None:
+async def require_reader(request: Request) -> Principal | None:
     """Reads: anyone when reads are public, else any authenticated caller (401)."""
-    auth = get_auth(request)
-    if auth.settings.public_reads:
+    if get_auth(request).settings.public_reads:
         return None  # nothing to check (and nothing to parse) on the hot path
-    principal = auth.identify(request, for_write=False)
-    if principal is None and not auth.settings.public_reads:
+    return await run_in_threadpool(_identified_reader, request)
+
+
+def _identified_reader(request: Request) -> Principal:
+    """The caller of a read when reads are not public (may ask the API server: blocks)."""
+    principal = get_auth(request).identify(request, for_write=False)
+    if principal is None:
         raise _read_refused()
     return principal
 
 
-def require_page_reader(request: Request) -> Principal | None:
+async def require_page_reader(request: Request) -> Principal | None:
     """Like `require_reader`, but a page answers with a redirect to the login form."""
-    auth = get_auth(request)
-    if auth.settings.public_reads:
+    if get_auth(request).settings.public_reads:
         return None
-    principal = auth.identify(request, for_write=False)
-    if principal is None and not auth.settings.public_reads:
+    principal = await run_in_threadpool(get_auth(request).identify, request, for_write=False)
+    if principal is None:
         if request.method not in READ_METHODS:
             raise _read_refused()
         path = request.url.path
@@ -78,7 +82,8 @@ def require_metrics(request: Request) -> None:
     auth = get_auth(request)
     expected = auth.settings.read_metrics_token()
     if expected is None:
-        require_reader(request)
+        if not auth.settings.public_reads:
+            _identified_reader(request)
         return
     if same_token(bearer_token(request.headers.get("authorization")), expected):
         return

@@ -16,12 +16,13 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 - rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
   snapshot in the snapshot thread right after it is published, cheapest first, so
   requests do not render JSON bodies on the event loop (where they would hold up every
-  other request); a request for a key being rendered waits for that rendering;
-- slow renderings (`SLOW_RENDER_S`, e.g. the overview page of 1,000 nodes: ~1 s) are not
-  redone for every snapshot: requests get the latest one, and a second thread renders the
-  key again for the newest snapshot once it has been requested since (and, under a flood
-  of requests, spends at most half of the time on it). A page may thus be one rendering
-  behind the JSON API; it shows its own `generated_at`.
+  other request); a request for a key being rendered waits for that rendering; a change
+  of the cluster arriving meanwhile stops the rendering ahead: its build comes first;
+- slow renderings (`SLOW_RENDER_S`, e.g. every node's JSON at 1,000 nodes: ~0.15 s) are
+  not redone for every snapshot: requests get the latest one, and a second thread renders
+  the key again for the newest snapshot once it has been requested since (and, under a
+  flood of requests, spends at most half of the time on it). Such a body may thus be one
+  rendering behind the summary; it carries its own `generated_at`.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ Clock = Callable[[], datetime]
 T = TypeVar("T")
 HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
 PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
-SLOW_RENDER_S = 0.5  # a key rendering this slowly (twice running) is refreshed on demand
+SLOW_RENDER_S = 0.1  # a key rendering this slowly (twice running) is refreshed on demand
 HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often
 
 
@@ -239,13 +240,14 @@ class SnapshotService:
             hot = [(k, e) for k, e in self._renderers.items() if e.slow == slow]
         return sorted(hot, key=lambda item: item[1].cost_s)
 
-    def _prerender(self, snapshot: Snapshot) -> None:
-        """Render the fast hot keys for the just published `snapshot`."""
+    def _prerender(self, snapshot: Snapshot, generation: int) -> None:
+        """Render the fast hot keys for the just published `snapshot` (built from the
+        cache's `generation`), unless the cluster changed since: that is built first."""
         for key, entry in self._hot(slow=False):
             done = threading.Event()
             with self._lock:
-                if self._current is not snapshot:
-                    return  # a newer snapshot took over
+                if self._current is not snapshot or self._source.generation != generation:
+                    return  # a newer snapshot took over, or is due
                 if key in self._memo:
                     continue  # a request rendered it already
                 self._pending[key] = done
@@ -297,6 +299,7 @@ class SnapshotService:
         reason (`stale_reason`), and /readyz degraded, until a build succeeds again.
         """
         now = self._clock()
+        generation = self._source.generation
         try:
             state = self._state(now)
             snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
@@ -317,7 +320,7 @@ class SnapshotService:
             self._current = snapshot
             self._memo = {}
         self.builds += 1
-        self._prerender(snapshot)
+        self._prerender(snapshot, generation)
         self._slow_wake.set()
         return snapshot
 
