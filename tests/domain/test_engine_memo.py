@@ -24,8 +24,9 @@ def test_build_snapshot_with_memo_equals_plain_build_after_every_kind_of_change(
 def test_pod_index_kept_up_to_date_equals_plain_build_under_random_pod_churn() -> None:
     # Pods finish, move, are deleted and created between builds (a few at a time, mixed, as
     # watch events bring them): the index updated in place must give the very snapshot a plain
-    # build gives, and it must have been updated rather than rebuilt.
-    state = cluster_state(12)
+    # build gives, and it must have been updated rather than rebuilt. 40 nodes: 1,200 pods,
+    # so changes fall in different chunks of the list comparison (pod_index.CHUNK).
+    state = cluster_state(40)
     options = AccountingOptions()
     memo = EngineMemo()
     rng = random.Random(11)
@@ -49,7 +50,7 @@ def test_pod_index_kept_up_to_date_equals_plain_build_under_random_pod_churn() -
             elif kind == "move":
                 pod["spec"]["nodeName"] = rng.choice(nodes)
             else:
-                pod["metadata"].update(name=f"new-{step}", uid=f"uid-new-{step}")
+                pod["metadata"].update(name=f"new-{version}", uid=f"uid-new-{version}")
                 pods.append(pod)
                 continue
             pods[index] = pod
@@ -62,6 +63,7 @@ def test_pod_index_kept_up_to_date_equals_plain_build_under_random_pod_churn() -
         kept = memo.pod_index.index(state.pods, specs)  # nothing changed since: the same
         fresh = index_pods(state.pods, specs, [read_pod(p) for p in state.pods])
         assert kept == fresh, f"step {step}"
+        assert kept.changed == frozenset(), f"nothing changed since, step {step}"
         assert list(kept.pods_by_uid) == list(fresh.pods_by_uid), f"order, step {step}"
     assert memo.pod_index is not None
     assert memo.pod_index.incremental >= 30
