@@ -96,9 +96,12 @@ async def post_report(
 
 
 async def _identify(request: Request, runtime: Runtime, authorization: str | None) -> AgentIdentity:
-    """The agent behind the token (a TokenReview may be needed: off the event loop)."""
+    """The agent behind the token (off the event loop when a TokenReview may be needed)."""
+    token = bearer_token(authorization)
     try:
-        return await run_in_threadpool(runtime.agents.authenticate, bearer_token(authorization))
+        if runtime.agents.may_block(token):
+            return await run_in_threadpool(runtime.agents.authenticate, token)
+        return runtime.agents.authenticate(token)
     except AgentRefused as refused:
         log.warning("agent report refused: %s", refused.message, extra={"client": _client(request)})
         headers = {"WWW-Authenticate": "Bearer"} if refused.status_code == 401 else None

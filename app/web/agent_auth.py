@@ -113,6 +113,18 @@ class AgentAuth:
             return self._service_account(token)
         raise AgentRefused(401, "Wrong agent token (Authorization: Bearer <token>).")
 
+    def may_block(self, token: str | None) -> bool:
+        """Whether `authenticate(token)` may ask the API server (a TokenReview): only a
+        JWT-shaped token while ServiceAccount tokens are accepted. The rest is an HMAC or a
+        compare with a secret from the environment or a mounted Secret (tmpfs)."""
+        return (
+            token is not None
+            and not token.startswith(NODE_TOKEN_PREFIX)
+            and "serviceaccount" in self.settings.agent_methods
+            and self._reviewer is not None
+            and token.count(".") == 2
+        )
+
     def _service_account(self, token: str) -> AgentIdentity:
         key = hashlib.sha256(token.encode()).hexdigest()
         now = self._clock()
