@@ -69,11 +69,11 @@ def build_snapshot(
     recomputing nodes that did not change (see EngineMemo); the result is the same with or
     without it.
     """
-    specs = plugin_specs(state)
+    index = _index_pods(state, plugin_specs(state), memo)
+    specs = index.specs  # the index's own objects: a node's owner is one of them
     spec = specs[0] if specs else None
     default_config = resolve_config(spec, state.configmaps, readable=readable(options))
     dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
-    index = _index_pods(state, specs, memo)
     inputs = NodeInputs(
         spec=spec,
         default_config=default_config,

@@ -169,7 +169,7 @@ def _updated(
         plugin_by_node=old.plugin_by_node,
         plugin_pods=old.plugin_pods,
         owner_by_node=old.owner_by_node,
-        specs=specs,
+        specs=old.specs,  # equal to `specs`; the very objects owner_by_node holds
     )
     came_uids = {f.uid for f in came}
     touched: set[str] = set()
