@@ -160,8 +160,9 @@ def _all_node_facts(
 ) -> tuple[list[NodeFacts], dict[str, NodeEntry], set[str]]:
     """Every node's facts, reusing the memo's entry of a node whose inputs did not change."""
     state, options, now = inputs.state, inputs.options, inputs.now
+    named = sorted(((node_name(n), n) for n in state.nodes), key=_first)
     context = context_key(state, options) if memo is not None else None
-    if len({node_name(n) for n in state.nodes}) != len(state.nodes):
+    if len({name for name, _ in named}) != len(named):
         context = None  # two nodes of one name: nothing to key them by
     if context is not None and dra is not None:
         context = (context, dra.version)  # any DRA change recomputes every node
@@ -171,8 +172,7 @@ def _all_node_facts(
     entries: dict[str, NodeEntry] = {}
     reused: set[str] = set()
     nodes: list[NodeFacts] = []
-    for manifest in sorted(state.nodes, key=node_name):
-        name = node_name(manifest)
+    for name, manifest in named:
         pods = index.pods_by_node.get(name, [])
         plugin_pod = index.plugin_by_node.get(name)
         received = state.reports.get(name)
@@ -202,6 +202,10 @@ def _all_node_facts(
         memo.reused = len(reused)
         memo.context = context
     return nodes, entries, reused
+
+
+def _first(pair: tuple[str, Manifest]) -> str:
+    return pair[0]
 
 
 def _node_result(
