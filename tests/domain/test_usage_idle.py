@@ -160,6 +160,33 @@ def test_idle_holder_counts_from_its_last_process() -> None:
     assert [(i.pod, round(i.idle_s)) for i in idle] == [("ml/nb-0", 16 * 60)]
 
 
+def test_busy_holders_are_not_looked_at_again_yet_a_new_idle_one_is_found() -> None:
+    # Every holder ran a process a minute ago: nothing is idle 15 minutes, and until the
+    # oldest of them could be, the holders are not walked again. A holder that appears
+    # with an old report (an agent's clock behind) must still be found at once.
+    history = UsageHistory()
+    busy = gpu(holders=["ml/nb-0"], running=["ml/nb-0"], util=50)
+    feed(history, [(0, busy), (1, busy)])
+    assert history.idle_holders(now=T0 + timedelta(minutes=2), after_s=900) == []
+    other = UUID.replace("1111", "9999")
+    late = snapshot(T0 - timedelta(minutes=30), gpu(holders=["ml/old"], running=[], util=0))
+    late = late.model_copy(
+        update={
+            "nodes": [
+                late.nodes[0].model_copy(
+                    update={
+                        "name": "gpu-5",
+                        "gpus": [late.nodes[0].gpus[0].model_copy(update={"uuid": other})],
+                    }
+                )
+            ]
+        }
+    )
+    history.observe(late, now=T0 + timedelta(minutes=2))
+    idle = history.idle_holders(now=T0 + timedelta(minutes=3), after_s=900)
+    assert [(i.node, i.pod, round(i.idle_s)) for i in idle] == [("gpu-5", "ml/old", 33 * 60)]
+
+
 def test_released_slot_is_forgotten() -> None:
     history = UsageHistory()
     feed(

@@ -88,6 +88,8 @@ class UsageHistory:
     started_at: datetime | None = None
     _seen_reports: dict[str, datetime] = field(default_factory=dict)
     _present: frozenset[str] = frozenset()  # the nodes of the latest snapshot
+    # No holder has been idle since before this (a lower bound: see idle_holders).
+    _idle_floor: datetime | None = None
     _trimmed_at: datetime | None = None  # when old points were last dropped
 
     @property
@@ -142,9 +144,13 @@ class UsageHistory:
         before = self.holders.get(gpu.uuid, {})
         now_held: dict[str, HolderWatch] = {}
         for holder in held:
-            watch = before.get(holder.pod) or HolderWatch(
-                node.name, gpu.uuid, gpu.index, holder.pod, holder.slots, held_since=at
-            )
+            watch = before.get(holder.pod)
+            if watch is None:
+                watch = HolderWatch(
+                    node.name, gpu.uuid, gpu.index, holder.pod, holder.slots, held_since=at
+                )
+                if self._idle_floor is not None and at < self._idle_floor:
+                    self._idle_floor = at
             watch.slots, watch.seen_at = holder.slots, at
             if holder.pod in running:
                 watch.busy_at = at
@@ -174,11 +180,20 @@ class UsageHistory:
             del self._seen_reports[name]
 
     def idle_holders(self, *, now: datetime, after_s: float) -> list[IdleHolder]:
-        """Holders without a GPU process for at least `after_s`, longest idle first."""
+        """Holders without a GPU process for at least `after_s`, longest idle first.
+
+        A holder's idle start only moves forward (a process seen) and a new holder's is
+        lowered into the floor, so the floor stays at or before every holder's: while it
+        is after the cutoff, no holder is idle long enough and none is looked at.
+        """
         found = []
         cutoff = now - timedelta(seconds=after_s)
+        if self._idle_floor is not None and self._idle_floor > cutoff:
+            return []
+        floor: datetime | None = None
         for watch in (w for by_pod in self.holders.values() for w in by_pod.values()):
             since = watch.idle_since()
+            floor = since if floor is None or since < floor else floor
             if since <= cutoff:
                 idle_s = (now - since).total_seconds()
                 found.append(
@@ -193,6 +208,7 @@ class UsageHistory:
                         watched_since=self.started_at or watch.held_since,
                     )
                 )
+        self._idle_floor = floor
         return sorted(found, key=lambda item: (-item.idle_s, item.node, item.pod))
 
     def low_gpus(self, *, now: datetime, after_s: float) -> list[LowGpu]:
