@@ -17,6 +17,7 @@ from app.domain.accounting.facts import (
     NodeFacts,
     PodFindingsMemo,
     agent_age,
+    ages_clock,
     context_key,
     node_key,
     pod_refs,
@@ -194,7 +195,12 @@ def _all_node_facts(
         apply_dra(dra, node_facts)
         if key is not None:
             entries[name] = NodeEntry(
-                key, received, pods, pod_refs(received, index.facts_by_uid), node_facts
+                key,
+                received,
+                pods,
+                pod_refs(received, index.facts_by_uid),
+                node_facts,
+                ages_at=ages_clock(now),
             )
         nodes.append(node_facts)
     if memo is not None:

@@ -107,6 +107,7 @@ class NodeEntry:
     facts: NodeFacts
     findings: list[Finding] = field(default_factory=list)  # node + GPU findings, sorted
     state: NodeState | None = None  # before pod findings are merged in
+    ages_at: datetime | None = None  # the agent age's clock (ages_clock) of facts and state
     process_uids: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -132,9 +133,12 @@ class NodeEntry:
         return self.process_uids.isdisjoint(index.changed)
 
     def renew(self, now: datetime, stale_after_s: float) -> None:
-        """Bring the agent's age up to `now` in the kept facts and state."""
+        """Bring the agent's age up to `now` in the kept facts and state (a new second)."""
         if self.report is None or self.facts.agent is None or self.state is None:
             return
+        if self.ages_at == ages_clock(now):
+            return  # the same second: every age is as it was
+        self.ages_at = ages_clock(now)
         age_s = agent_age(self.report, now)
         agent = self.facts.agent.model_copy(
             update={"age_s": age_s, "fresh": age_s <= stale_after_s}
@@ -254,8 +258,18 @@ def has_nvidia_capacity(node: Manifest) -> bool:
 
 
 def agent_age(received: ReceivedReport, now: datetime) -> float:
-    """Seconds since the dashboard received the report."""
-    return max((now - received.received_at).total_seconds(), 0.0)
+    """Seconds since the dashboard received the report, on the whole-second clock.
+
+    Ages are reckoned at `now` with its fraction of a second dropped (pages show whole
+    seconds; a report of this very second is 0 s old): builds within one second find every
+    age as it was, so a node whose inputs did not change keeps its state untouched.
+    """
+    return max((ages_clock(now) - received.received_at).total_seconds(), 0.0)
+
+
+def ages_clock(now: datetime) -> datetime:
+    """`now` on the whole-second clock agent ages are reckoned on (see agent_age)."""
+    return now.replace(microsecond=0)
 
 
 def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float) -> AgentState:
