@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 # Lists at least this long are frozen out of the cyclic garbage collector (see settle()).
 FREEZE_MIN_ITEMS = 1_000
+PAGE_SIZE = 500  # objects per list request (client-go's reflector pages pods by 500 too)
 GC_THRESHOLD = 10_000  # allocations between young collections once a big list is held
 ABSENT_RECHECK_S = 60.0  # how often an optional API that answered 404 is asked again
 _GC_LOCK = threading.Lock()
@@ -69,8 +70,10 @@ class Reflector:
         watch_timeout_s: int,
         retry_delay_s: float,
         stop: threading.Event,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.target = target
+        self._page_size = page_size
         self._on_change = on_change
         self._watch_timeout_s = watch_timeout_s
         self._retry_delay_s = retry_delay_s
@@ -139,17 +142,45 @@ class Reflector:
         return kwargs
 
     def _list(self) -> None:
-        response = self.target.list_func(
-            *self.target.args, _preload_content=False, _request_timeout=30, **self._kwargs()
-        )
-        body = json.loads(response.data)
+        """List in pages, keeping each object's transform as its page arrives.
+
+        Pages (`limit` + `continue`, as client-go's reflector lists) bound what is held
+        at once to one page of whole manifests: a single response of 150,000 pods is
+        ~250 MB of JSON, parsed whole before anything is dropped, and the allocator
+        keeps that peak as resident memory. Every page answers the first page's
+        resourceVersion, so the watch resumes from one consistent list; a 410 for an
+        expired continue token propagates and the reflector lists again from the start.
+        """
         keep = self.target.transform
-        listed = body.get("items") or []
-        items = {_key(item): keep(item) if keep else item for item in listed}
+        items: dict[str, Manifest] = {}
+        token: str | None = None
+        version = ""
+        while True:
+            paging: dict[str, Any] = {"limit": self._page_size}
+            if token:
+                paging["_continue"] = token
+            response = self.target.list_func(
+                *self.target.args,
+                _preload_content=False,
+                _request_timeout=30,
+                **paging,
+                **self._kwargs(),
+            )
+            body = json.loads(response.data)
+            del response
+            for item in body.get("items") or []:
+                items[_key(item)] = keep(item) if keep else item
+            metadata = body.get("metadata") or {}
+            version = version or metadata.get("resourceVersion", "")
+            token = metadata.get("continue") or None
+            del body
+            if self._stop.is_set():
+                return  # stopping: an incomplete list is never stored
+            if token is None:
+                break
         with self._lock:
             self._items = items
-            self._resource_version = body.get("metadata", {}).get("resourceVersion", "")
-        del body, response
+            self._resource_version = version
         if len(items) >= FREEZE_MIN_ITEMS:
             settle()
         self.relists += 1
@@ -243,6 +274,7 @@ class ClusterCache:
         watch_timeout_s: int = 300,
         retry_delay_s: float = 1.0,
         probe_interval_s: float = 10.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         core = client.CoreV1Api(api_client)
         self._version_api = client.VersionApi(api_client)
@@ -286,6 +318,7 @@ class ClusterCache:
                 watch_timeout_s=watch_timeout_s,
                 retry_delay_s=retry_delay_s,
                 stop=self._stop,
+                page_size=page_size,
             )
             for name, target in targets.items()
         }
