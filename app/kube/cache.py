@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
 from app.kube.client import translate
-from app.kube.slim import slim_pod
+from app.kube.slim import PodSlimmer
 
 log = logging.getLogger(__name__)
 
@@ -174,6 +174,8 @@ class Reflector:
             version = version or metadata.get("resourceVersion", "")
             token = metadata.get("continue") or None
             del body
+            if len(items) >= FREEZE_MIN_ITEMS:
+                hold()
             if self._stop.is_set():
                 return  # stopping: an incomplete list is never stored
             if token is None:
@@ -285,7 +287,7 @@ class ClusterCache:
         dra = client.ResourceV1Api(api_client)
         targets = {
             "nodes": WatchTarget("nodes", core.list_node),
-            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=slim_pod),
+            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
             "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(
                 "configmaps", core.list_namespaced_config_map, (plugin_namespace,)
@@ -414,6 +416,21 @@ def settle() -> None:
     with _GC_LOCK:
         gc.unfreeze()
         gc.collect()
+        gc.freeze()
+        threshold, *older = gc.get_threshold()
+        if threshold < GC_THRESHOLD:
+            gc.set_threshold(GC_THRESHOLD, *older)
+
+
+def hold() -> None:
+    """Keep the collector off what a big list has stored so far, while more pages come.
+
+    As a list grows, the cyclic collector's full collections (each one as the heap grows
+    by a quarter) walk every stored object again; freezing after each page makes each
+    page walked about once, and the first generation's threshold is raised at once (see
+    settle()). settle() at the end collects once and freezes again.
+    """
+    with _GC_LOCK:
         gc.freeze()
         threshold, *older = gc.get_threshold()
         if threshold < GC_THRESHOLD:
