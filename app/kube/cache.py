@@ -23,7 +23,7 @@ from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
 from app.kube.client import translate
-from app.kube.slim import PodSlimmer
+from app.kube.slim import PodSlimmer, slim_node
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class ClusterCache:
         apps = client.AppsV1Api(api_client)
         dra = client.ResourceV1Api(api_client)
         targets = {
-            "nodes": WatchTarget("nodes", core.list_node),
+            "nodes": WatchTarget("nodes", core.list_node, transform=slim_node),
             "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
             "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(

@@ -220,6 +220,25 @@ def slim_pod(manifest: Manifest, shared: Shared | None = None) -> Manifest:
     return slim
 
 
+def slim_node(manifest: Manifest) -> Manifest:
+    """A node without what nothing reads and real nodes carry plenty of (in place).
+
+    Nodes are read in many ways (labels, capacity, conditions, taints, node info), so only
+    three known-unread parts go: `managedFields`, the last-applied annotation and
+    `status.images` (every image the node pulled, often the bulk of a node's JSON).
+    """
+    meta = manifest.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+        annotations = meta.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop(LAST_APPLIED, None)
+    status = manifest.get("status")
+    if isinstance(status, dict):
+        status.pop("images", None)
+    return manifest
+
+
 class PodSlimmer:
     """slim_pod() with one `Shared` across every pod of a cache (its transform)."""
 

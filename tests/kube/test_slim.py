@@ -10,7 +10,7 @@ from typing import Any
 
 from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
-from app.kube.slim import PodSlimmer, slim_pod
+from app.kube.slim import PodSlimmer, slim_node, slim_pod
 from app.simulator.cluster import SimulatedCluster
 from app.simulator.resources import (
     CONFIGMAP,
@@ -42,13 +42,30 @@ def with_server_bookkeeping(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
+def node_with_bookkeeping(node: dict[str, Any]) -> dict[str, Any]:
+    """A node as a real API server sends it: managedFields, last-applied, pulled images."""
+    node = copy.deepcopy(node)
+    meta = node["metadata"]
+    meta["managedFields"] = [{"manager": "kubelet", "operation": "Update"}]
+    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    node.setdefault("status", {})["images"] = [
+        {"names": ["nvcr.io/nvidia/k8s-device-plugin:v0.18.2"], "sizeBytes": 123456789}
+    ]
+    return node
+
+
 def same_snapshot(state: ClusterState) -> tuple[int, int]:
-    """Builds from whole and from slim pods are equal; (bytes whole, bytes slim) as JSON."""
+    """Builds from whole and from slim pods and nodes are equal; (bytes whole, bytes slim)."""
     whole = [with_server_bookkeeping(pod) for pod in state.pods]
     slim = [slim_pod(copy.deepcopy(pod)) for pod in whole]
+    nodes = [node_with_bookkeeping(node) for node in state.nodes]
+    slim_nodes = [slim_node(copy.deepcopy(node)) for node in nodes]
+    assert all(
+        "images" not in n["status"] and "managedFields" not in n["metadata"] for n in slim_nodes
+    )
     options = AccountingOptions()
-    expected = build_snapshot(replace(state, pods=whole), options=options, now=NOW)
-    found = build_snapshot(replace(state, pods=slim), options=options, now=NOW)
+    expected = build_snapshot(replace(state, pods=whole, nodes=nodes), options=options, now=NOW)
+    found = build_snapshot(replace(state, pods=slim, nodes=slim_nodes), options=options, now=NOW)
     assert found.model_dump() == expected.model_dump()
     return len(json.dumps(whole)), len(json.dumps(slim))
 
