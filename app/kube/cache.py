@@ -9,8 +9,6 @@ reports since when it has been failing, so the dashboard can serve it marked sta
 from __future__ import annotations
 
 import contextlib
-import gc
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -23,16 +21,14 @@ from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
 from app.kube.client import translate
+from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
+from app.kube.pages import pages
 from app.kube.slim import PodSlimmer, slim_node
 
 log = logging.getLogger(__name__)
 
-# Lists at least this long are frozen out of the cyclic garbage collector (see settle()).
-FREEZE_MIN_ITEMS = 1_000
 PAGE_SIZE = 500  # objects per list request (client-go's reflector pages pods by 500 too)
-GC_THRESHOLD = 10_000  # allocations between young collections once a big list is held
 ABSENT_RECHECK_S = 60.0  # how often an optional API that answered 404 is asked again
-_GC_LOCK = threading.Lock()
 
 ListFunc = Callable[..., Any]
 
@@ -142,44 +138,26 @@ class Reflector:
         return kwargs
 
     def _list(self) -> None:
-        """List in pages, keeping each object's transform as its page arrives.
+        """List in pages (app/kube/pages.py), keeping each object's transform as it comes.
 
-        Pages (`limit` + `continue`, as client-go's reflector lists) bound what is held
-        at once to one page of whole manifests: a single response of 150,000 pods is
-        ~250 MB of JSON, parsed whole before anything is dropped, and the allocator
-        keeps that peak as resident memory. Every page answers the first page's
+        Pages bound what is held at once to one page of whole manifests: one response of
+        150,000 pods is ~230 MB of JSON, parsed whole before anything is dropped, and the
+        allocator keeps that peak as resident memory. Every page answers the first page's
         resourceVersion, so the watch resumes from one consistent list; a 410 for an
         expired continue token propagates and the reflector lists again from the start.
         """
         keep = self.target.transform
         items: dict[str, Manifest] = {}
-        token: str | None = None
         version = ""
-        while True:
-            paging: dict[str, Any] = {"limit": self._page_size}
-            if token:
-                paging["_continue"] = token
-            response = self.target.list_func(
-                *self.target.args,
-                _preload_content=False,
-                _request_timeout=30,
-                **paging,
-                **self._kwargs(),
-            )
-            body = json.loads(response.data)
-            del response
+        for body in pages(self._fetch):
             for item in body.get("items") or []:
                 items[_key(item)] = keep(item) if keep else item
-            metadata = body.get("metadata") or {}
-            version = version or metadata.get("resourceVersion", "")
-            token = metadata.get("continue") or None
+            version = version or (body.get("metadata") or {}).get("resourceVersion", "")
             del body
             if len(items) >= FREEZE_MIN_ITEMS:
                 hold()
             if self._stop.is_set():
                 return  # stopping: an incomplete list is never stored
-            if token is None:
-                break
         with self._lock:
             self._items = items
             self._resource_version = version
@@ -189,6 +167,20 @@ class Reflector:
         self.absent = False
         self.synced = True
         self._on_change()
+
+    def _fetch(self, token: str | None) -> bytes:
+        paging: dict[str, Any] = {"limit": self._page_size}
+        if token:
+            paging["_continue"] = token
+        response = self.target.list_func(
+            *self.target.args,
+            _preload_content=False,
+            _request_timeout=30,
+            **paging,
+            **self._kwargs(),
+        )
+        data: bytes = response.data
+        return data
 
     def _watch_until_broken(self) -> None:
         """Apply watch events until the stream ends; returns to re-watch, raises to re-list."""
@@ -398,43 +390,6 @@ class ClusterCache:
             failing_since=min(failing) if failing else None,
             last_error=errors[0] if errors else None,
         )
-
-
-def settle() -> None:
-    """Keep the cyclic garbage collector off the manifests a big list just stored.
-
-    Listed manifests live until a watch event replaces them and hold no reference cycles,
-    yet every full collection walks all of them: at 30,000 pods (~1.5 million objects) one
-    took ~0.7 s, about once per snapshot. Collecting first means nothing frozen is garbage;
-    unfreezing first lets this collection free what an earlier list froze and dropped.
-    Replaced manifests are still freed at once by reference counting.
-
-    The first generation's threshold is raised too (700 -> 10,000 allocations): a snapshot
-    of such a cluster allocates ~150,000 objects, and at the default every snapshot set off
-    a couple of full collections (~0.15 s each) even with the manifests frozen.
-    """
-    with _GC_LOCK:
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        threshold, *older = gc.get_threshold()
-        if threshold < GC_THRESHOLD:
-            gc.set_threshold(GC_THRESHOLD, *older)
-
-
-def hold() -> None:
-    """Keep the collector off what a big list has stored so far, while more pages come.
-
-    As a list grows, the cyclic collector's full collections (each one as the heap grows
-    by a quarter) walk every stored object again; freezing after each page makes each
-    page walked about once, and the first generation's threshold is raised at once (see
-    settle()). settle() at the end collects once and freezes again.
-    """
-    with _GC_LOCK:
-        gc.freeze()
-        threshold, *older = gc.get_threshold()
-        if threshold < GC_THRESHOLD:
-            gc.set_threshold(GC_THRESHOLD, *older)
 
 
 def _key(obj: Manifest) -> str:
