@@ -97,10 +97,9 @@ def _meta(meta: dict[str, Any], shared: Shared | None) -> dict[str, Any]:
         kept["deletionTimestamp"] = meta["deletionTimestamp"]
     labels = meta.get("labels")
     if shared is not None and isinstance(labels, dict):
-        try:
-            kept["labels"] = shared.one(labels, ("labels", *labels.items()))
-        except TypeError:  # a value that cannot be hashed (not a string): keyed by repr
-            kept["labels"] = shared.one(labels)
+        # Keyed by its pairs when all are strings (1, 1.0 and True would key alike).
+        plain = all(type(v) is str for v in labels.values())
+        kept["labels"] = shared.one(labels, ("labels", *labels.items()) if plain else None)
     elif "labels" in meta:
         kept["labels"] = labels
     annotations = meta.get("annotations")
@@ -182,7 +181,10 @@ def _status(status: dict[str, Any], shared: Shared | None) -> dict[str, Any]:
     statuses = status.get("containerStatuses")
     if isinstance(statuses, list):
         reduced = [_container_status(s) for s in statuses]
-        statuses_key = ("statuses", *(tuple(s.items()) for s in reduced if isinstance(s, dict)))
+        statuses_key = (
+            "statuses",
+            *(tuple(s.items()) if isinstance(s, dict) else ("not a dict", s) for s in reduced),
+        )
         kept["containerStatuses"] = (
             reduced if shared is None else shared.one(reduced, _hashable(statuses_key))
         )
@@ -195,7 +197,11 @@ def _status(status: dict[str, Any], shared: Shared | None) -> dict[str, Any]:
 
 
 def _hashable(key: tuple[Any, ...]) -> object:
-    """`key` if it can key a dict, else None (Shared.one then keys by repr)."""
+    """`key` if it can key a dict, else None (Shared.one then keys by repr).
+
+    Such keys treat 1, 1.0 and True alike; they are used only where every reader does too
+    (a condition's status is compared with "True", restart counts are summed as ints).
+    """
     try:
         hash(key)
     except TypeError:

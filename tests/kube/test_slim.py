@@ -250,3 +250,17 @@ def test_pods_of_one_template_share_their_repeated_parts_until_none_holds_them()
     del second
     slimmer.shared.prune()
     assert len(slimmer.shared) == 0
+
+
+def test_parts_equal_only_loosely_are_not_shared() -> None:
+    slimmer = PodSlimmer()
+    text, number, flag = _replica(0, "gpu-1"), _replica(1, "gpu-1"), _replica(2, "gpu-1")
+    number["spec"]["containers"][0]["resources"]["limits"]["cpu"] = 1
+    number["metadata"]["labels"]["tier"] = 1
+    flag["metadata"]["labels"]["tier"] = True
+    kept = [slimmer(pod) for pod in (text, number, flag)]
+
+    assert kept[0]["spec"]["containers"] is not kept[1]["spec"]["containers"]
+    assert kept[1]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == 1
+    assert kept[1]["metadata"]["labels"] is not kept[2]["metadata"]["labels"]
+    assert kept[2]["metadata"]["labels"]["tier"] is True
