@@ -47,8 +47,7 @@ class Page:
 
 @dataclass
 class _Held:
-    entries: list[Entry]
-    keys: list[tuple[str, str]]
+    entries: list[Entry]  # sorted by entry_key()
     made: float
 
 
@@ -124,7 +123,7 @@ class Pager:
             entries, rv = current()
             if limit <= 0 or len(entries) <= limit:
                 return Page(entries, rv, None, None)
-            held = _Held(entries, [entry_key(e) for e in entries], self._clock())
+            held = _Held(entries, self._clock())
             with self._lock:
                 self._forget_old()
                 self._held[(scope, rv)] = held
@@ -144,15 +143,15 @@ class Pager:
                     code=410,
                 )
             entries, now_rv = current()
-            held_or_none = _Held(entries, [entry_key(e) for e in entries], self._clock())
+            held_or_none = _Held(entries, self._clock())
             rv = now_rv
         held = held_or_none
-        return self._slice(held, rv, bisect_left(held.keys, start), limit)
+        return self._slice(held, rv, bisect_left(held.entries, start, key=entry_key), limit)
 
     def _slice(self, held: _Held, rv: int, begin: int, limit: int) -> Page:
         end = len(held.entries) if limit <= 0 else min(begin + limit, len(held.entries))
         remaining = len(held.entries) - end
-        token = _encode(rv, held.keys[end]) if remaining > 0 else None
+        token = _encode(rv, entry_key(held.entries[end])) if remaining > 0 else None
         return Page(held.entries[begin:end], rv, token, remaining if remaining > 0 else None)
 
     def _forget_old(self) -> None:
