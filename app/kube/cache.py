@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from app.domain.cluster import Manifest
 from app.kube.client import translate
 from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
-from app.kube.pages import pages
+from app.kube.pages import pages, same_version
 from app.kube.slim import PodSlimmer, slim_node
 
 log = logging.getLogger(__name__)
@@ -145,13 +145,23 @@ class Reflector:
         allocator keeps that peak as resident memory. Every page answers the first page's
         resourceVersion, so the watch resumes from one consistent list; a 410 for an
         expired continue token propagates and the reflector lists again from the start.
+
+        On a re-list, an object whose resourceVersion did not change keeps the object
+        already cached: no second copy while the list comes in, no transform again, and
+        the engine (which finds changed pods by identity) sees only what changed.
         """
         keep = self.target.transform
+        with self._lock:
+            cached = self._items
         items: dict[str, Manifest] = {}
         version = ""
         for body in pages(self._fetch):
             for item in body.get("items") or []:
-                items[_key(item)] = keep(item) if keep else item
+                key = _key(item)
+                same = cached.get(key)
+                if same is None or not same_version(same, item):
+                    same = keep(item) if keep else item
+                items[key] = same
             version = version or (body.get("metadata") or {}).get("resourceVersion", "")
             del body
             if len(items) >= FREEZE_MIN_ITEMS:

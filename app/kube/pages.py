@@ -27,3 +27,11 @@ def pages(fetch: Fetch) -> Iterator[dict[str, Any]]:
         del body
         if not token:
             return
+
+
+def same_version(cached: dict[str, Any], listed: dict[str, Any]) -> bool:
+    """The same object at the same resourceVersion (so with the same content)."""
+    was, now = cached.get("metadata") or {}, listed.get("metadata") or {}
+    version = now.get("resourceVersion")
+    same = bool(version) and version == was.get("resourceVersion")
+    return same and now.get("uid") == was.get("uid")

@@ -52,6 +52,18 @@ def test_pods_listed_three_a_page_are_all_cached_and_then_watched() -> None:
             what="the pod created after the list",
         )
         assert cache.relists()["pods"] == 1
+
+        # A re-list (the watch's version expired) keeps the very objects of unchanged pods.
+        before = {
+            (p["metadata"]["namespace"], p["metadata"]["name"]): p for p in cache.items("pods")
+        }
+        sim.expire_watches()
+        wait_for(lambda: cache.relists()["pods"] == 2, what="the re-list after 410 Gone")
+        after = cache.items("pods")
+        assert _keys(after) == set(before)
+        assert all(
+            pod is before[(pod["metadata"]["namespace"], pod["metadata"]["name"])] for pod in after
+        )
     finally:
         cache.stop()
         sim.stop()
