@@ -9,8 +9,6 @@ reports since when it has been failing, so the dashboard can serve it marked sta
 from __future__ import annotations
 
 import contextlib
-import gc
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterator
@@ -23,15 +21,14 @@ from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
 from app.kube.client import translate
-from app.kube.slim import slim_pod
+from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
+from app.kube.pages import pages, same_version
+from app.kube.slim import PodSlimmer, slim_node
 
 log = logging.getLogger(__name__)
 
-# Lists at least this long are frozen out of the cyclic garbage collector (see settle()).
-FREEZE_MIN_ITEMS = 1_000
-GC_THRESHOLD = 10_000  # allocations between young collections once a big list is held
+PAGE_SIZE = 500  # objects per list request (client-go's reflector pages pods by 500 too)
 ABSENT_RECHECK_S = 60.0  # how often an optional API that answered 404 is asked again
-_GC_LOCK = threading.Lock()
 
 ListFunc = Callable[..., Any]
 
@@ -69,8 +66,10 @@ class Reflector:
         watch_timeout_s: int,
         retry_delay_s: float,
         stop: threading.Event,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         self.target = target
+        self._page_size = page_size
         self._on_change = on_change
         self._watch_timeout_s = watch_timeout_s
         self._retry_delay_s = retry_delay_s
@@ -139,23 +138,59 @@ class Reflector:
         return kwargs
 
     def _list(self) -> None:
-        response = self.target.list_func(
-            *self.target.args, _preload_content=False, _request_timeout=30, **self._kwargs()
-        )
-        body = json.loads(response.data)
+        """List in pages (app/kube/pages.py), keeping each object's transform as it comes.
+
+        Pages bound what is held at once to one page of whole manifests: one response of
+        150,000 pods is ~230 MB of JSON, parsed whole before anything is dropped, and the
+        allocator keeps that peak as resident memory. Every page answers the first page's
+        resourceVersion, so the watch resumes from one consistent list; a 410 for an
+        expired continue token propagates and the reflector lists again from the start.
+
+        On a re-list, an object whose resourceVersion did not change keeps the object
+        already cached: no second copy while the list comes in, no transform again, and
+        the engine (which finds changed pods by identity) sees only what changed.
+        """
         keep = self.target.transform
-        listed = body.get("items") or []
-        items = {_key(item): keep(item) if keep else item for item in listed}
+        with self._lock:
+            cached = self._items
+        items: dict[str, Manifest] = {}
+        version = ""
+        for body in pages(self._fetch):
+            for item in body.get("items") or []:
+                key = _key(item)
+                same = cached.get(key)
+                if same is None or not same_version(same, item):
+                    same = keep(item) if keep else item
+                items[key] = same
+            version = version or (body.get("metadata") or {}).get("resourceVersion", "")
+            del body
+            if len(items) >= FREEZE_MIN_ITEMS:
+                hold()
+            if self._stop.is_set():
+                return  # stopping: an incomplete list is never stored
         with self._lock:
             self._items = items
-            self._resource_version = body.get("metadata", {}).get("resourceVersion", "")
-        del body, response
+            self._resource_version = version
         if len(items) >= FREEZE_MIN_ITEMS:
             settle()
         self.relists += 1
         self.absent = False
         self.synced = True
         self._on_change()
+
+    def _fetch(self, token: str | None) -> bytes:
+        paging: dict[str, Any] = {"limit": self._page_size}
+        if token:
+            paging["_continue"] = token
+        response = self.target.list_func(
+            *self.target.args,
+            _preload_content=False,
+            _request_timeout=30,
+            **paging,
+            **self._kwargs(),
+        )
+        data: bytes = response.data
+        return data
 
     def _watch_until_broken(self) -> None:
         """Apply watch events until the stream ends; returns to re-watch, raises to re-list."""
@@ -243,6 +278,7 @@ class ClusterCache:
         watch_timeout_s: int = 300,
         retry_delay_s: float = 1.0,
         probe_interval_s: float = 10.0,
+        page_size: int = PAGE_SIZE,
     ) -> None:
         core = client.CoreV1Api(api_client)
         self._version_api = client.VersionApi(api_client)
@@ -252,8 +288,8 @@ class ClusterCache:
         apps = client.AppsV1Api(api_client)
         dra = client.ResourceV1Api(api_client)
         targets = {
-            "nodes": WatchTarget("nodes", core.list_node),
-            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=slim_pod),
+            "nodes": WatchTarget("nodes", core.list_node, transform=slim_node),
+            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
             "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(
                 "configmaps", core.list_namespaced_config_map, (plugin_namespace,)
@@ -286,6 +322,7 @@ class ClusterCache:
                 watch_timeout_s=watch_timeout_s,
                 retry_delay_s=retry_delay_s,
                 stop=self._stop,
+                page_size=page_size,
             )
             for name, target in targets.items()
         }
@@ -363,28 +400,6 @@ class ClusterCache:
             failing_since=min(failing) if failing else None,
             last_error=errors[0] if errors else None,
         )
-
-
-def settle() -> None:
-    """Keep the cyclic garbage collector off the manifests a big list just stored.
-
-    Listed manifests live until a watch event replaces them and hold no reference cycles,
-    yet every full collection walks all of them: at 30,000 pods (~1.5 million objects) one
-    took ~0.7 s, about once per snapshot. Collecting first means nothing frozen is garbage;
-    unfreezing first lets this collection free what an earlier list froze and dropped.
-    Replaced manifests are still freed at once by reference counting.
-
-    The first generation's threshold is raised too (700 -> 10,000 allocations): a snapshot
-    of such a cluster allocates ~150,000 objects, and at the default every snapshot set off
-    a couple of full collections (~0.15 s each) even with the manifests frozen.
-    """
-    with _GC_LOCK:
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
-        threshold, *older = gc.get_threshold()
-        if threshold < GC_THRESHOLD:
-            gc.set_threshold(GC_THRESHOLD, *older)
 
 
 def _key(obj: Manifest) -> str:

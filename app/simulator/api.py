@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.datastructures import QueryParams
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from app.simulator import openapi
+from app.simulator import openapi, paging
 from app.simulator import resources as res
 from app.simulator.apierrors import ApiError, bad_request
 from app.simulator.faults import Faults
@@ -127,6 +128,7 @@ class KubeApi:
         self.registry = registry
         self.faults = faults
         self.logs = logs
+        self.pager = paging.Pager()
 
     async def handle(self, request: Request) -> Response:
         try:
@@ -191,9 +193,7 @@ class KubeApi:
                     return printed
             return json_response(entry.raw)
         if verb == "list":
-            return self._list(
-                target, query.get("labelSelector"), query.get("fieldSelector"), as_table=as_table
-            )
+            return self._list(target, query, as_table=as_table)
         if verb == "watch":
             return self._watch(request, target)
         if verb == "create" and target.name is None:
@@ -278,27 +278,39 @@ class KubeApi:
         printed = table(target.resource.kind, objects, rv, now=self.registry.clock())
         return None if printed is None else json_response(printed)
 
-    def _list(
-        self, target: Target, labels: str | None, fields: str | None, *, as_table: bool = False
-    ) -> Response:
+    def _list(self, target: Target, query: QueryParams, *, as_table: bool = False) -> Response:
         if target.name is not None:
             raise ApiError("MethodNotAllowed", "list on a named object")
+        labels, fields = query.get("labelSelector"), query.get("fieldSelector")
         selector = Selector.parse(labels, fields)
-        entries, rv = self.registry.list(target.resource, target.namespace, selector)
+        token = query.get("continue")
+        if token and query.get("resourceVersion"):
+            raise bad_request("specifying resource version is not allowed when using continue")
+        page = self.pager.page(
+            f"{target.resource.kind}|{target.namespace or ''}|{labels or ''}|{fields or ''}",
+            paging.parse_limit(query.get("limit")),
+            token,
+            current=lambda: self.registry.list(target.resource, target.namespace, selector),
+            current_rv=self.registry.store.resource_version,
+            compacted_rv=self.registry.store.compacted_version,
+        )
+        meta = paging.list_meta(page, counted=selector.empty)
         if as_table:
-            printed = self._table(target, [e.obj for e in entries], rv)
+            objects = [e.obj for e in page.entries]
+            printed = table(target.resource.kind, objects, page.rv, now=self.registry.clock())
             if printed is not None:
-                return printed
+                printed["metadata"] = meta
+                return json_response(printed)
         head = (
             b'{"kind":"'
             + target.resource.list_kind.encode()
             + b'","apiVersion":"'
             + target.resource.api_version.encode()
-            + b'","metadata":{"resourceVersion":"'
-            + str(rv).encode()
-            + b'"},"items":['
+            + b'","metadata":'
+            + dumps(meta)
+            + b',"items":['
         )
-        return json_response(head + b",".join(e.raw for e in entries) + b"]}")
+        return json_response(head + b",".join(e.raw for e in page.entries) + b"]}")
 
     def _watch(self, request: Request, target: Target) -> Response:
         query = request.query_params

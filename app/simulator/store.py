@@ -135,6 +135,11 @@ class Store:
     def resource_version(self) -> int:
         return self._rv
 
+    @property
+    def compacted_version(self) -> int:
+        """Versions before this one are forgotten (watches and list continuations get 410)."""
+        return self._compacted_rv
+
     def add_listener(self, listener: Listener) -> None:
         """Call `listener` after every committed write (serially, never re-entrantly)."""
         self._listeners.append(listener)

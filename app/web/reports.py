@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.domain.report import AgentReport, ReceivedReport
+from app.web.model_memory import share_fields_sets
 
 MAX_UNKNOWN_NODES = 64
 
@@ -57,7 +58,9 @@ class ReportStore:
             if not known:
                 self._make_room(now=received_at)
                 self._unknown[report.node] = None
-            self._reports[report.node] = ReceivedReport(report=report, received_at=received_at)
+            received = ReceivedReport(report=report, received_at=received_at)
+            share_fields_sets(received)  # about half of a stored report's memory
+            self._reports[report.node] = received
             self.generation += 1
         self._on_change()
         return Outcome.STORED

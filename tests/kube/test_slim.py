@@ -10,7 +10,7 @@ from typing import Any
 
 from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
-from app.kube.slim import slim_pod
+from app.kube.slim import PodSlimmer, slim_node, slim_pod
 from app.simulator.cluster import SimulatedCluster
 from app.simulator.resources import (
     CONFIGMAP,
@@ -42,13 +42,30 @@ def with_server_bookkeeping(pod: dict[str, Any]) -> dict[str, Any]:
     return pod
 
 
+def node_with_bookkeeping(node: dict[str, Any]) -> dict[str, Any]:
+    """A node as a real API server sends it: managedFields, last-applied, pulled images."""
+    node = copy.deepcopy(node)
+    meta = node["metadata"]
+    meta["managedFields"] = [{"manager": "kubelet", "operation": "Update"}]
+    meta.setdefault("annotations", {})["kubectl.kubernetes.io/last-applied-configuration"] = "{}"
+    node.setdefault("status", {})["images"] = [
+        {"names": ["nvcr.io/nvidia/k8s-device-plugin:v0.18.2"], "sizeBytes": 123456789}
+    ]
+    return node
+
+
 def same_snapshot(state: ClusterState) -> tuple[int, int]:
-    """Builds from whole and from slim pods are equal; (bytes whole, bytes slim) as JSON."""
+    """Builds from whole and from slim pods and nodes are equal; (bytes whole, bytes slim)."""
     whole = [with_server_bookkeeping(pod) for pod in state.pods]
     slim = [slim_pod(copy.deepcopy(pod)) for pod in whole]
+    nodes = [node_with_bookkeeping(node) for node in state.nodes]
+    slim_nodes = [slim_node(copy.deepcopy(node)) for node in nodes]
+    assert all(
+        "images" not in n["status"] and "managedFields" not in n["metadata"] for n in slim_nodes
+    )
     options = AccountingOptions()
-    expected = build_snapshot(replace(state, pods=whole), options=options, now=NOW)
-    found = build_snapshot(replace(state, pods=slim), options=options, now=NOW)
+    expected = build_snapshot(replace(state, pods=whole, nodes=nodes), options=options, now=NOW)
+    found = build_snapshot(replace(state, pods=slim, nodes=slim_nodes), options=options, now=NOW)
     assert found.model_dump() == expected.model_dump()
     return len(json.dumps(whole)), len(json.dumps(slim))
 
@@ -88,14 +105,27 @@ def test_slim_pods_give_the_same_snapshot_on_every_builtin_scenario() -> None:
     assert with_dra == {"demo", "dra"}
 
 
-def test_plugin_pods_are_kept_whole_and_workload_pods_lose_only_unread_parts() -> None:
+def test_plugin_pods_are_kept_whole_and_workload_pods_keep_only_read_parts() -> None:
     workload = with_server_bookkeeping(
         {
+            "apiVersion": "v1",
+            "kind": "Pod",
             "metadata": {
                 "name": "train-0",
                 "namespace": "ml",
                 "uid": "u1",
+                "resourceVersion": "41",
                 "annotations": {"a": "b"},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": "train",
+                        "uid": "j1",
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
             },
             "spec": {
                 "nodeName": "gpu-1",
@@ -105,7 +135,10 @@ def test_plugin_pods_are_kept_whole_and_workload_pods_lose_only_unread_parts() -
                         "name": "train",
                         "image": "pytorch:24.10",
                         "command": ["python"],
-                        "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
+                        "env": [
+                            {"name": "EPOCHS", "value": "3"},
+                            {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                        ],
                         "resources": {"limits": {"nvidia.com/gpu": "1"}},
                     }
                 ],
@@ -119,6 +152,17 @@ def test_plugin_pods_are_kept_whole_and_workload_pods_lose_only_unread_parts() -
                         "type": "Ready",
                         "status": "True",
                         "lastTransitionTime": "2026-12-02T10:00:00Z",
+                    },
+                    {"type": "PodScheduled", "status": "True"},
+                ],
+                "containerStatuses": [
+                    {
+                        "name": "train",
+                        "image": "pytorch:24.10",
+                        "containerID": "containerd://0123",
+                        "ready": True,
+                        "restartCount": 2,
+                        "state": {"running": {"startedAt": "2026-12-02T10:00:00Z"}},
                     }
                 ],
             },
@@ -130,16 +174,22 @@ def test_plugin_pods_are_kept_whole_and_workload_pods_lose_only_unread_parts() -
     slim = slim_pod(workload)
 
     assert slim == {
-        "metadata": {"name": "train-0", "namespace": "ml", "uid": "u1", "annotations": {"a": "b"}},
+        "metadata": {
+            "name": "train-0",
+            "namespace": "ml",
+            "uid": "u1",
+            "resourceVersion": "41",
+            "annotations": {"a": "b"},
+            "ownerReferences": [{"kind": "Job", "name": "train", "controller": True}],
+        },
         "spec": {
             "nodeName": "gpu-1",
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
             "containers": [
                 {
                     "name": "train",
                     "image": "pytorch:24.10",
-                    "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
                     "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    "env": [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}],
                 }
             ],
         },
@@ -147,6 +197,70 @@ def test_plugin_pods_are_kept_whole_and_workload_pods_lose_only_unread_parts() -
             "phase": "Running",
             "startTime": "2026-12-02T10:00:00Z",
             "conditions": [{"type": "Ready", "status": "True"}],
+            "containerStatuses": [{"name": "train", "restartCount": 2}],
         },
     }
     assert slim_pod(copy.deepcopy(plugin)) == plugin
+
+
+def _replica(index: int, node: str) -> dict[str, Any]:
+    """A pod of one ReplicaSet, as the API server sends it (each parsed on its own)."""
+    text = json.dumps(
+        {
+            "metadata": {
+                "name": f"web-{index}",
+                "namespace": "shop",
+                "uid": f"uid-{index}",
+                "labels": {"app": "web", "pod-template-hash": "5d9f"},
+                "ownerReferences": [{"kind": "ReplicaSet", "name": "web-5d9f", "uid": "rs1"}],
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {"name": "web", "image": "nginx:1.27", "resources": {"limits": {"cpu": "1"}}}
+                ],
+            },
+            "status": {
+                "phase": "Running",
+                "conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "web", "restartCount": 0, "state": {}}],
+            },
+        }
+    )
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def test_pods_of_one_template_share_their_repeated_parts_until_none_holds_them() -> None:
+    slimmer = PodSlimmer()
+    first = slimmer(_replica(0, "gpu-1"))
+    second = slimmer(_replica(1, "gpu-2"))
+
+    assert second == slim_pod(_replica(1, "gpu-2"))
+    for part in (("metadata", "labels"), ("metadata", "ownerReferences"), ("spec", "containers")):
+        assert second[part[0]][part[1]] is first[part[0]][part[1]]
+    assert second["status"]["containerStatuses"] is first["status"]["containerStatuses"]
+    assert second["metadata"]["uid"] == "uid-1" and second["spec"]["nodeName"] == "gpu-2"
+    kept = len(slimmer.shared)
+    assert kept == 5  # labels, owners, containers, conditions, container statuses
+
+    del first  # one pod deleted from the cache: the other still holds every part
+    slimmer.shared.prune()
+    assert len(slimmer.shared) == 5
+    del second
+    slimmer.shared.prune()
+    assert len(slimmer.shared) == 0
+
+
+def test_parts_equal_only_loosely_are_not_shared() -> None:
+    slimmer = PodSlimmer()
+    text, number, flag = _replica(0, "gpu-1"), _replica(1, "gpu-1"), _replica(2, "gpu-1")
+    number["spec"]["containers"][0]["resources"]["limits"]["cpu"] = 1
+    number["metadata"]["labels"]["tier"] = 1
+    flag["metadata"]["labels"]["tier"] = True
+    kept = [slimmer(pod) for pod in (text, number, flag)]
+
+    assert kept[0]["spec"]["containers"] is not kept[1]["spec"]["containers"]
+    assert kept[1]["spec"]["containers"][0]["resources"]["limits"]["cpu"] == 1
+    assert kept[1]["metadata"]["labels"] is not kept[2]["metadata"]["labels"]
+    assert kept[2]["metadata"]["labels"]["tier"] is True
