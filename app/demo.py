@@ -42,15 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import secrets
 
-    import uvicorn
-
     from app.errors import ConfigError
     from app.logs import configure_logging
     from app.settings import Settings
     from app.simulator.cluster import SimulatedCluster
     from app.simulator.rollout import RolloutPace
     from app.simulator.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
-    from app.web.server import build_app, uvicorn_config
+    from app.web.server import build_app, serve
 
     configure_logging()
     admin_token = secrets.token_urlsafe(18)
@@ -87,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"Simulated Kubernetes API: {simulator_url}  (kubectl --server={simulator_url} ...)")
     print(f"Admin token for this demo: {admin_token}", flush=True)
     try:
-        uvicorn.Server(uvicorn_config(app, host=args.host, port=args.port)).run()
+        serve(app, host=args.host, port=args.port)
     finally:
         simulator.stop()
     return 0

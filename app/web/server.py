@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from app.settings import Settings
@@ -10,6 +11,8 @@ from app.settings import Settings
 if TYPE_CHECKING:
     import uvicorn
     from fastapi import FastAPI
+
+GIL_SWITCH_INTERVAL_S = 0.001
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,8 +27,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import uvicorn
-
     from app.errors import ConfigError
     from app.logs import configure_logging
     from app.settings import get_settings
@@ -37,8 +38,22 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"gpu-slots serve: {exc}")
         return 2
-    uvicorn.Server(uvicorn_config(app, host=args.host, port=args.port)).run()
+    serve(app, host=args.host, port=args.port)
     return 0
+
+
+def serve(app: FastAPI, *, host: str, port: int) -> None:
+    """Serve `app` until stopped (`gpu-slots serve` and `gpu-slots demo`).
+
+    The snapshot thread computes while the event loop serves; each time a request's socket
+    operation gives up the GIL, taking it back waits for the other thread's switch interval
+    (5 ms by default), which capped a busy dashboard at a few dozen requests a second.
+    1 ms keeps the loop responsive for a little more switching.
+    """
+    import uvicorn
+
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
+    uvicorn.Server(uvicorn_config(app, host=host, port=port)).run()
 
 
 def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:

@@ -12,8 +12,9 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
   renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
   about half of the process's time while reports stream in (more on a cluster whose
   builds take longer than `MAX_HOLD_S`), and reports arriving meanwhile are taken in one
-  batch; a change of the cluster itself (a pod, a node) or a node's first report
-  is never held back: it is built as soon as the build in progress ends;
+  batch; a change of the cluster itself (a pod, a node) or a node's first report is never
+  held back: it is built as soon as the build in progress ends (`gpu-slots serve` sets a
+  1 ms GIL switch interval, so back-to-back builds leave the event loop its share);
 - rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
   snapshot in the snapshot thread right after it is published, cheapest first, so
   requests do not render JSON bodies on the event loop (where they would hold up every
