@@ -98,6 +98,11 @@ class ReportStore:
         with self._lock:
             return len(self._unknown)
 
+    def __len__(self) -> int:
+        """How many nodes have a stored report."""
+        with self._lock:
+            return len(self._reports)
+
     def latest(self) -> dict[str, ReceivedReport]:
         with self._lock:
             return dict(self._reports)

@@ -57,6 +57,7 @@ SLOW_RENDER_S = 0.1  # a key rendering this slowly (twice running) is refreshed 
 # nodes and 333 reports/s, builds and delays grew without bound).
 MAX_HOLD_S = 0.25
 HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often
+STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
 
 
 class CacheHealthLike(Protocol):
@@ -409,21 +410,18 @@ class SnapshotService:
         deadline = time.monotonic() + hold_s
         while not self._stop.is_set():
             left_s = deadline - time.monotonic()
-            if left_s <= 0 or len(self._reports.latest()) != self._reported_nodes:
+            if left_s <= 0 or len(self._reports) != self._reported_nodes:
                 return
-            if self._source.wait_for_change(seen, min(0.05, left_s)) != seen:
+            if self._source.wait_for_change(seen, min(STEP_S, left_s)) != seen:
                 return
 
     def _wait(self, seen: int, deadline_s: float) -> None:
-        """Until the cache changes, a report arrives, or `deadline_s` passes."""
-        step_s = 0.05
-        waited_s = 0.0
-        while waited_s < deadline_s and not self._stop.is_set():
-            if self._wake.is_set():
+        """Until a report arrives (at once), the cache changes (within `STEP_S`), or
+        `deadline_s` passes."""
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline and not self._stop.is_set():
+            if self._wake.wait(STEP_S) or self._source.generation != seen:
                 return
-            if self._source.wait_for_change(seen, step_s) != seen:
-                return
-            waited_s += step_s
 
 
 def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
