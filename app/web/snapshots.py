@@ -55,7 +55,7 @@ SLOW_RENDER_S = 0.1  # a key rendering this slowly (twice running) is refreshed 
 # Report-driven builds wait at most this long after a build: a pause as long as a slow
 # build would take in more reports, so the next build would be slower still (at 5,000
 # nodes and 333 reports/s, builds and delays grew without bound).
-MAX_HOLD_S = 0.25
+MAX_HOLD_S = 0.15
 HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often
 STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
 

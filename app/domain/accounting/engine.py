@@ -160,7 +160,8 @@ def _all_node_facts(
     inputs: NodeInputs, index: PodIndex, memo: EngineMemo | None, dra: DraView | None
 ) -> tuple[list[NodeFacts], dict[str, NodeEntry], set[str]]:
     """Every node's facts, reusing the memo's entry of a node whose inputs did not change."""
-    state, options, now = inputs.state, inputs.options, inputs.now
+    state, options = inputs.state, inputs.options
+    now = ages_clock(inputs.now)  # all this function reads of time are agents' ages
     named = sorted(((node_name(n), n) for n in state.nodes), key=_first)
     context = context_key(state, options) if memo is not None else None
     if len({name for name, _ in named}) != len(named):

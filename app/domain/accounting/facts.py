@@ -269,7 +269,7 @@ def agent_age(received: ReceivedReport, now: datetime) -> float:
 
 def ages_clock(now: datetime) -> datetime:
     """`now` on the whole-second clock agent ages are reckoned on (see agent_age)."""
-    return now.replace(microsecond=0)
+    return now.replace(microsecond=0) if now.microsecond else now
 
 
 def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float) -> AgentState:
