@@ -28,9 +28,7 @@ def settle() -> None:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
-        threshold, *older = gc.get_threshold()
-        if threshold < GC_THRESHOLD:
-            gc.set_threshold(GC_THRESHOLD, *older)
+        _raise_threshold()
 
 
 def hold() -> None:
@@ -43,6 +41,10 @@ def hold() -> None:
     """
     with _GC_LOCK:
         gc.freeze()
-        threshold, *older = gc.get_threshold()
-        if threshold < GC_THRESHOLD:
-            gc.set_threshold(GC_THRESHOLD, *older)
+        _raise_threshold()
+
+
+def _raise_threshold() -> None:
+    threshold, *older = gc.get_threshold()
+    if threshold < GC_THRESHOLD:
+        gc.set_threshold(GC_THRESHOLD, *older)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from app.domain.accounting.pods import is_daemon_pod
 from app.domain.cluster import Manifest
 
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
@@ -71,11 +72,6 @@ class Shared:
         parts = self._parts
         self._parts = {key: parts[key] for key in list(parts) if sys.getrefcount(parts[key]) > 2}
         self._prune_at = max(PRUNE_MIN, 2 * len(self._parts))
-
-
-def _owned_by_daemonset(manifest: Manifest) -> bool:
-    owners = (manifest.get("metadata") or {}).get("ownerReferences") or []
-    return any(isinstance(o, dict) and o.get("kind") == "DaemonSet" for o in owners)
 
 
 def _text(value: Any) -> Any:
@@ -214,7 +210,7 @@ def slim_pod(manifest: Manifest, shared: Shared | None = None) -> Manifest:
 
     With `shared`, parts equal to those of pods slimmed before are that same object.
     """
-    if _owned_by_daemonset(manifest):
+    if is_daemon_pod(manifest):
         return manifest
     slim: Manifest = {}
     for key, build in (("metadata", _meta), ("spec", _spec), ("status", _status)):

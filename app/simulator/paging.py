@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.simulator.apierrors import ApiError, bad_request
-from app.simulator.store import Entry
+from app.simulator.store import Entry, entry_key
 
 KEEP_S = 300.0  # the API server's default etcd compaction interval (5 minutes)
 MAX_HELD = 32  # lists held at once; the oldest is forgotten first
@@ -49,11 +49,6 @@ class Page:
 class _Held:
     entries: list[Entry]  # sorted by entry_key()
     made: float
-
-
-def entry_key(entry: Entry) -> tuple[str, str]:
-    meta = entry.obj["metadata"]
-    return (meta.get("namespace") or "", meta["name"])
 
 
 def parse_limit(text: str | None) -> int:

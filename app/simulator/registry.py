@@ -26,7 +26,7 @@ from app.simulator.defaults import apply_defaults
 from app.simulator.patching import apply_patch
 from app.simulator.resources import DAEMONSET, NAMESPACE, POD, ResourceType
 from app.simulator.selectors import Selector
-from app.simulator.store import Entry, JsonObject, Store
+from app.simulator.store import Entry, JsonObject, Store, entry_key
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -141,9 +141,7 @@ class Registry:
             rv = self.store.resource_version
         if not selector.empty:
             entries = [e for e in entries if selector.matches(e.obj)]
-        entries.sort(
-            key=lambda e: (e.obj["metadata"].get("namespace", ""), e.obj["metadata"]["name"])
-        )
+        entries.sort(key=entry_key)
         return entries, rv
 
     # writes --------------------------------------------------------------------------------

@@ -47,8 +47,13 @@ class Change:
 
 
 def _key(obj: JsonObject) -> tuple[str, str]:
+    """(namespace, name): how the store keys an object, and the order lists come in."""
     meta = obj["metadata"]
     return (meta.get("namespace") or "", meta["name"])
+
+
+def entry_key(entry: Entry) -> tuple[str, str]:
+    return _key(entry.obj)
 
 
 def event_line(event_type: str, raw: bytes) -> bytes:

@@ -99,9 +99,11 @@ async def _identify(request: Request, runtime: Runtime, authorization: str | Non
     """The agent behind the token (off the event loop when a TokenReview may be needed)."""
     token = bearer_token(authorization)
     try:
-        if runtime.agents.may_block(token):
-            return await run_in_threadpool(runtime.agents.authenticate, token)
-        return runtime.agents.authenticate(token)
+        found = runtime.agents.without_review(token)
+        if found is None:
+            assert token is not None
+            found = await run_in_threadpool(runtime.agents.review, token)
+        return found
     except AgentRefused as refused:
         log.warning("agent report refused: %s", refused.message, extra={"client": _client(request)})
         headers = {"WWW-Authenticate": "Bearer"} if refused.status_code == 401 else None

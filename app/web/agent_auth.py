@@ -63,7 +63,7 @@ class AgentRefused(Exception):
 
 
 class AgentAuth:
-    """Turns an agent's bearer token into an AgentIdentity (blocking: call from a thread)."""
+    """Turns an agent's bearer token into an AgentIdentity (a TokenReview blocks: `review`)."""
 
     def __init__(
         self,
@@ -99,6 +99,18 @@ class AgentAuth:
         return sorted(m for m in settings.agent_methods if ready[m])
 
     def authenticate(self, token: str | None) -> AgentIdentity:
+        found = self.without_review(token)
+        if found is not None:
+            return found
+        assert token is not None  # without_review refuses a missing one
+        return self.review(token)
+
+    def without_review(self, token: str | None) -> AgentIdentity | None:
+        """The agent behind `token` when no TokenReview is needed (an HMAC, or a compare
+        with a secret from the environment or a mounted Secret): never blocks on the API
+        server. None: only a TokenReview can tell (a JWT-shaped token while ServiceAccount
+        tokens are accepted; see `review`). Raises AgentRefused for a token no method takes.
+        """
         if not token:
             raise AgentRefused(401, "Missing agent token (Authorization: Bearer <token>).")
         methods = self.settings.agent_methods
@@ -110,22 +122,11 @@ class AgentAuth:
         if "shared-token" in methods and same_token(token, self.settings.read_agent_token()):
             return AgentIdentity("shared-token", "shared-token", None)
         if "serviceaccount" in methods and self._reviewer is not None and token.count(".") == 2:
-            return self._service_account(token)
+            return None
         raise AgentRefused(401, "Wrong agent token (Authorization: Bearer <token>).")
 
-    def may_block(self, token: str | None) -> bool:
-        """Whether `authenticate(token)` may ask the API server (a TokenReview): only a
-        JWT-shaped token while ServiceAccount tokens are accepted. The rest is an HMAC or a
-        compare with a secret from the environment or a mounted Secret (tmpfs)."""
-        return (
-            token is not None
-            and not token.startswith(NODE_TOKEN_PREFIX)
-            and "serviceaccount" in self.settings.agent_methods
-            and self._reviewer is not None
-            and token.count(".") == 2
-        )
-
-    def _service_account(self, token: str) -> AgentIdentity:
+    def review(self, token: str) -> AgentIdentity:
+        """A ServiceAccount token, by TokenReview (cached; blocking: call from a thread)."""
         key = hashlib.sha256(token.encode()).hexdigest()
         now = self._clock()
         with self._lock:

@@ -47,6 +47,8 @@ class ReportStore:
 
     def accept(self, report: AgentReport, *, received_at: datetime) -> Outcome:
         known = self.is_known(report.node)
+        received = ReceivedReport(report=report, received_at=received_at)
+        share_fields_sets(received)  # about half of a stored report's memory
         with self._lock:
             current = self._reports.get(report.node)
             if current is not None:
@@ -58,8 +60,6 @@ class ReportStore:
             if not known:
                 self._make_room(now=received_at)
                 self._unknown[report.node] = None
-            received = ReceivedReport(report=report, received_at=received_at)
-            share_fields_sets(received)  # about half of a stored report's memory
             self._reports[report.node] = received
             self.generation += 1
         self._on_change()

@@ -6,8 +6,9 @@ node and by UID once.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
+from typing import TypeVar
 
 from app.domain.accounting.demand import NodeOffer, is_pending_demand, pending_demand
 from app.domain.accounting.facts import (
@@ -55,6 +56,8 @@ from app.domain.snapshot import (
     PendingDemand,
     Snapshot,
 )
+
+T = TypeVar("T")
 
 
 def build_snapshot(
@@ -247,21 +250,19 @@ def _pod_findings(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None)
     configs = {n.name: n.config.config for n in facts.nodes}
     default = facts.default_config.config
     kept = memo.pod_findings
-    if (
-        kept is None
-        or index.changed is None
-        or kept.plugin_pods is not facts.plugin_pods
+    if kept is not None and (
+        kept.plugin_pods is not facts.plugin_pods
         or kept.default != default
         or kept.configs != configs
     ):
-        by_uid = pod_findings_by_uid(facts, facts.pod_facts)
-    elif index.changed:
-        by_uid = dict(kept.by_uid)
-        for uid in index.changed:
-            by_uid.pop(uid, None)
-        by_uid.update(pod_findings_by_uid(facts, index.changed))
-    else:
+        kept = None  # what every pod's findings read changed: all of them again
+    if kept is not None and index.changed == frozenset():
         return kept.findings
+    by_uid = _per_pod(
+        kept.by_uid if kept is not None else None,
+        index,
+        lambda uids: pod_findings_by_uid(facts, uids),
+    )
     found = [item for items in by_uid.values() for item in items]
     memo.pod_findings = PodFindingsMemo(facts.plugin_pods, configs, default, by_uid, found)
     return found
@@ -305,21 +306,33 @@ def _demand(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> li
 
 def _pending_pods(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PodFacts]:
     """The pods waiting for GPU resources; only the pods that changed are looked at again."""
-    if memo is None or memo.pending is None or index.changed is None:
-        pending = {uid: p for uid, p in facts.pod_facts.items() if is_pending_demand(p)}
-    elif index.changed:
-        pending = dict(memo.pending)
-        for uid in index.changed:
-            pod = facts.pod_facts.get(uid)
-            if pod is not None and is_pending_demand(pod):
-                pending[uid] = pod
-            else:
-                pending.pop(uid, None)
-    else:
-        pending = memo.pending
+    pending = _per_pod(
+        memo.pending if memo is not None else None,
+        index,
+        lambda uids: {
+            uid: pod
+            for uid in uids
+            if (pod := facts.pod_facts.get(uid)) is not None and is_pending_demand(pod)
+        },
+    )
     if memo is not None:
         memo.pending = pending
     return list(pending.values())
+
+
+def _per_pod(
+    kept: dict[str, T] | None, index: PodIndex, find: Callable[[Iterable[str]], dict[str, T]]
+) -> dict[str, T]:
+    """A by-UID result of the pods (`find` of some UIDs: those it has something for), from
+    `kept` (the latest one, None when unusable) redone for the pods the index says changed.
+    """
+    if kept is None or index.changed is None:
+        return find(index.facts_by_uid)
+    if not index.changed:
+        return kept
+    found = {uid: value for uid, value in kept.items() if uid not in index.changed}
+    found.update(find(index.changed))
+    return found
 
 
 __all__ = ["CATALOGUE", "build_snapshot"]
