@@ -21,8 +21,9 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 import httpx
 import yaml
@@ -107,6 +108,7 @@ class ControlPlane:
     ca_file: Path
     admin: Identity
     processes: dict[str, subprocess.Popen[bytes]]
+    logs: list[IO[bytes]] = field(default_factory=list)
 
     def kubeconfig_for(self, identity: Identity, name: str) -> Path:
         path = self.folder / f"{name}.kubeconfig"
@@ -134,11 +136,16 @@ class ControlPlane:
                 process.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait(timeout=15)
+        for log in self.logs:
+            log.close()
 
-
-def _spawn(folder: Path, name: str, command: list[str]) -> subprocess.Popen[bytes]:
-    log = open(folder / f"{name}.log", "wb")  # noqa: SIM115 - the process keeps it open
-    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
+    def spawn(self, name: str, command: list[str]) -> None:
+        log = open(self.folder / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
+        self.logs.append(log)
+        self.processes[name] = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder
+        )
 
 
 def _wait_ready(plane: ControlPlane, path: str, *, process: str) -> None:
@@ -228,18 +235,14 @@ def start_control_plane(binaries: ControlPlaneBinaries, folder: Path) -> Control
     plane = ControlPlane(folder, f"https://127.0.0.1:{port}", folder / "ca.crt", admin, {})
     try:
         etcd_command, etcd_url = _etcd(binaries, folder)
-        plane.processes["etcd"] = _spawn(folder, "etcd", etcd_command)
-        plane.processes["kube-apiserver"] = _spawn(
-            folder, "kube-apiserver", _apiserver(binaries, folder, etcd_url, port)
-        )
+        plane.spawn("etcd", etcd_command)
+        plane.spawn("kube-apiserver", _apiserver(binaries, folder, etcd_url, port))
         _wait_ready(plane, "/readyz", process="kube-apiserver")
-        plane.processes["kube-scheduler"] = _spawn(
-            folder,
+        plane.spawn(
             "kube-scheduler",
             [str(binaries.scheduler), *_component_flags(plane, scheduler, "scheduler")],
         )
-        plane.processes["kube-controller-manager"] = _spawn(
-            folder,
+        plane.spawn(
             "kube-controller-manager",
             [
                 str(binaries.controller_manager),

@@ -1,7 +1,7 @@
 """The figures a user reads off the dashboard, from its JSON API, in a comparable form.
 
 Names, counts, roles, holders and finding codes; not what differs between any two
-clusters by nature (UIDs, resourceVersions, pod name suffixes, timestamps, PIDs).
+clusters by nature (UIDs, resourceVersions, generated name suffixes, timestamps, PIDs).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def _plugin_pod(node: dict[str, Any]) -> Any:
 def _gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     figures = {k: gpu.get(k) for k in GPU_KEYS}
     figures["holders"] = sorted(
-        (tuple(str(h.get(k)) for k in HOLDER_KEYS) for h in gpu.get("holders") or [])
+        (tuple(_SUFFIX.sub("", str(h.get(k))) for k in HOLDER_KEYS) for h in gpu.get("holders") or [])
     )
     figures["processes"] = sorted(
         (p.get("owner"), p.get("pod"), p.get("used_memory_mib"), p.get("command"))
@@ -40,7 +40,8 @@ def _gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     )
     figures["findings"] = sorted(gpu.get("finding_codes") or [])
     figures["dra_devices"] = sorted(
-        (d.get("name"), tuple(d.get("claims") or ())) for d in gpu.get("dra_devices") or []
+        (d.get("name"), tuple(_SUFFIX.sub("", c) for c in d.get("claims") or ()))
+        for d in gpu.get("dra_devices") or []
     )
     return figures
 

@@ -16,7 +16,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import httpx
 import yaml
@@ -146,6 +146,7 @@ class Dashboard:
     url: str
     process: subprocess.Popen[bytes]
     log_path: Path
+    log_file: IO[bytes]
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
@@ -156,6 +157,8 @@ class Dashboard:
             self.process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             self.process.kill()
+            self.process.wait(timeout=15)
+        self.log_file.close()
 
 
 def start_dashboard(plane: ControlPlane, folder: Path, *, token: str) -> Dashboard:
@@ -168,14 +171,15 @@ def start_dashboard(plane: ControlPlane, folder: Path, *, token: str) -> Dashboa
     port = free_port()
     command = shutil.which("gpu-slots", path=str(Path(sys.executable).parent))
     log_path = folder / "dashboard.log"
+    log_file = open(log_path, "wb")  # noqa: SIM115 - closed by Dashboard.stop
     process = subprocess.Popen(
         [command or "gpu-slots", "serve", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=open(log_path, "wb"),  # noqa: SIM115 - the process keeps it open
+        stdout=log_file,
         stderr=subprocess.STDOUT,
         env=env,
         cwd=ROOT,
     )
-    dashboard = Dashboard(f"http://127.0.0.1:{port}", process, log_path)
+    dashboard = Dashboard(f"http://127.0.0.1:{port}", process, log_path, log_file)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -124,8 +124,27 @@ class NodeActor:
                                   "metadata": {"name": name}})
         for obj in objects:
             self._create_missing(obj)
+            if obj["kind"] == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
+                self._wait_scheduled(obj)
         for process in self.scenario.processes:
             self.workload.start(process)
+
+    def _wait_scheduled(self, pod: Mapping[str, Any], timeout_s: float = 30.0) -> None:
+        """Pods reach the scheduler in the scenario's order: each is bound (or refused) first.
+
+        A scheduler takes pods in the order they arrive; created all at once, which pod gets
+        which device would depend on timing.
+        """
+        path = object_path(pod, named=True)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            current = self.rest.get(path) or {}
+            conditions = (current.get("status") or {}).get("conditions") or []
+            if (current.get("spec") or {}).get("nodeName") or any(
+                c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions
+            ):
+                return
+            time.sleep(0.1)
 
     def _create_missing(self, obj: Mapping[str, Any]) -> None:
         try:
