@@ -67,6 +67,13 @@ def _settled(world_actor: NodeActor, plane: ControlPlane) -> bool:
     )
 
 
+def _agents_fresh(world: RealWorld) -> bool:
+    nodes = world.get("/api/v1/nodes").json().get("nodes") or []
+    return len(nodes) == len(world.actor.inventories) and all(
+        (n.get("agent") or {}).get("fresh") for n in nodes
+    )
+
+
 @pytest.fixture(scope="session")
 def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealWorld]:
     scenario = read_scenario("demo")
@@ -84,8 +91,11 @@ def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iter
     actor.configure_agents(
         report_to=dashboard.url, token=actor.agent_tokens(NAMESPACE, audience=AUDIENCE)
     )
+    world = RealWorld(plane, actor, dashboard, token)
     try:
-        yield RealWorld(plane, actor, dashboard, token)
+        wait_for(lambda: _agents_fresh(world), timeout_s=60, interval_s=0.5,
+                 what="a fresh agent report from every node")
+        yield world
     finally:
         actor.stop()
         dashboard.stop()
