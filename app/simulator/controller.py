@@ -25,6 +25,7 @@ from app.simulator.plugin_daemonsets import (
     HASH_LABEL,
     gfd_labels,
     has_config_manager,
+    may_replace_available,
     owned_by,
     runs_plugin,
     sidecar_crashed,
@@ -64,8 +65,9 @@ class PluginController:
         if change.resource is DAEMONSET:
             if not runs_plugin(obj) and not self._is_main(obj):
                 return
-            old_template = (change.old or {}).get("spec", {}).get("template")
-            if change.type == "DELETED" or obj.get("spec", {}).get("template") != old_template:
+            # Any spec change: a new template rolls, a new updateStrategy may free a held
+            # rollout, and the status observes the generation either way.
+            if change.type == "DELETED" or obj.get("spec") != (change.old or {}).get("spec"):
                 self.sync_all()
         elif change.resource is NODE and meta["name"] in self.inventories:
             old_labels = ((change.old or {}).get("metadata") or {}).get("labels")
@@ -205,6 +207,8 @@ class PluginController:
             if has_config_manager(spec) and (stale or healed):
                 self._reload(running, node_name, outcome)
             return
+        if desired and any(pod_ready(p) for p in pods) and not self._budget_allows(ds, node_name):
+            return  # the DaemonSet controller keeps this node's old pod for now
         if desired and pods and self._defer_replacement(node_name):
             return
         for pod in pods:
@@ -223,6 +227,24 @@ class PluginController:
         elif outcome.state == "pending":
             self._event(pod, "FailedMount", outcome.message)
         self._write_node(node_name, outcome)
+
+    def _budget_allows(self, ds: JsonObject | None, node_name: str) -> bool:
+        """The rollout may take this node's available pod away (see may_replace_available)."""
+        if ds is None:
+            return True
+        key = (ds["metadata"].get("namespace"), ds["metadata"]["name"])
+        nodes = [
+            n
+            for n in self.inventories
+            if (owner := self._node_owner(n)) is not None
+            and (owner["metadata"].get("namespace"), owner["metadata"]["name"]) == key
+        ]
+        unavailable = sum(
+            1
+            for n in nodes
+            if n != node_name and not any(pod_ready(p) for p in self._plugin_pods(n, ds))
+        )
+        return may_replace_available(ds, unavailable, len(nodes))
 
     def _reload(self, pod: JsonObject, node_name: str, outcome: PluginOutcome) -> None:
         """The sidecar saw a new node label: same pod, the plugin restarted with the config.

@@ -95,3 +95,28 @@ def sidecar_crashed(pod: JsonObject, message: str) -> JsonObject:
         if condition.get("type") in ("Ready", "ContainersReady"):
             condition["status"] = "False"
     return crashed
+
+
+def max_unavailable(ds: JsonObject, desired: int) -> int:
+    """The DaemonSet's RollingUpdate budget: an int, or a percentage of desired (rounded up)."""
+    rolling = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("rollingUpdate") or {}
+    value = rolling.get("maxUnavailable", 1)
+    if isinstance(value, str) and value.endswith("%"):
+        try:
+            return max(0, -(-int(value[:-1]) * desired // 100))
+        except ValueError:
+            return 1
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def may_replace_available(ds: JsonObject, unavailable_elsewhere: int, desired: int) -> bool:
+    """Whether the DaemonSet controller would delete an available pod of an old template now.
+
+    OnDelete never does; RollingUpdate (without surge) only while fewer than
+    `maxUnavailable` of its nodes lack an available pod, so a pod that never becomes ready
+    (a crash-looping node) holds the whole rollout.
+    """
+    strategy = ((ds.get("spec") or {}).get("updateStrategy") or {}).get("type", "RollingUpdate")
+    if strategy == "OnDelete":
+        return False
+    return unavailable_elsewhere < max_unavailable(ds, desired)

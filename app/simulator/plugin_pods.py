@@ -18,7 +18,7 @@ from app.simulator.controller import PluginController
 from app.simulator.inventory import NodeInventory
 from app.simulator.plugin import PluginOutcome, advertised, container_env, plugin_container
 from app.simulator.plugin_daemonsets import HASH_LABEL, template_hash
-from app.simulator.podstatus import pod_status
+from app.simulator.podstatus import pod_ready, pod_status
 from app.simulator.registry import Registry, timestamp
 from app.simulator.resources import NODE, POD
 from app.simulator.rollout import RolloutPace, RolloutWorker
@@ -167,8 +167,13 @@ class PacedPluginController(PluginController):
     def _terminate_step(self, node: str) -> bool:
         """Mark the node's plugin pods as terminating (deletionTimestamp)."""
         with self.registry.store.batch(), self._lock:
+            pods = self._plugin_pods(node)
+            if any(pod_ready(p) for p in pods) and not self._budget_allows(
+                self._node_owner(node), node
+            ):
+                return False  # another node's pod is still unavailable: this one waits
             now = timestamp(self.registry.clock())
-            for pod in self._plugin_pods(node):
+            for pod in pods:
                 marked = copy.deepcopy(pod)
                 marked["metadata"]["deletionTimestamp"] = now
                 marked["metadata"]["deletionGracePeriodSeconds"] = 30

@@ -46,7 +46,7 @@ class RolloutView:
             return "no-daemonset"
         if self.status.done:
             return "done"
-        return "stuck" if self.stuck else "rolling-out"
+        return "stuck" if self.stuck or self.status.blocked_by else "rolling-out"
 
 
 def parse_broken(value: str | None) -> frozenset[str]:
@@ -114,6 +114,11 @@ class RolloutOut(BaseModel):
     elapsed_s: float | None
     nodes: list[NodeRolloutOut]
     pending: list[str] = Field(description="What the rollout still waits for (English)")
+    blocked_by: list[str] = Field(
+        default_factory=list,
+        description="Nodes whose unready plugin pods spend the DaemonSet's maxUnavailable: "
+        "the DaemonSet controller replaces no other pod until they are fixed",
+    )
 
 
 def rollout_out(view: RolloutView) -> RolloutOut:
@@ -142,6 +147,7 @@ def rollout_out(view: RolloutView) -> RolloutOut:
             for n in (status.nodes if status else ())
         ],
         pending=list(status.stuck) if status else [],
+        blocked_by=list(status.blocked_by) if status else [],
     )
 
 

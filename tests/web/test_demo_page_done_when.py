@@ -13,7 +13,9 @@ from typing import Any
 
 import httpx
 import pytest
+from kubernetes import client
 
+from app.kube.client import make_api_client
 from app.simulator.cluster import SimulatedCluster
 from app.simulator.rollout import RolloutPace
 from app.web.server import build_app
@@ -148,15 +150,48 @@ def paced() -> Iterator[Stack]:
     _stop(stack)
 
 
-def test_admin_switch_in_demo_ends_on_done_within_rollout_time(paced: Stack) -> None:
-    auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-    before = paced.client.get("/api/v1/plugin/rollout").json()
-    assert before["state"] == "done"
-    started = time.monotonic()
-    response = paced.client.put(
-        "/api/v1/plugin/config", json={"mode": "time-slicing", "replicas": 4}, headers=auth
+def _switch_to_ts4(stack: Stack) -> dict[str, Any]:
+    before: dict[str, Any] = wait_for(
+        lambda: (body := stack.client.get("/api/v1/plugin/rollout").json())["done"] and body,
+        what="no rollout in progress",
+    )
+    response = stack.client.put(
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
     )
     assert response.status_code == 200, response.text
+    return before
+
+
+def test_admin_switch_in_demo_is_held_by_the_crash_looping_node(paced: Stack) -> None:
+    """As the real DaemonSet controller does (tests/real): gpu-ws-5's unready pod spends
+    maxUnavailable 1, so no ready pod elsewhere is replaced, and the view says why."""
+    _switch_to_ts4(paced)
+
+    held = wait_for(
+        lambda: (body := paced.client.get("/api/v1/plugin/rollout").json())["blocked_by"] and body,
+        timeout_s=2 * 2 * PACE_S + 10,
+        what="the rollout held by gpu-ws-5",
+    )
+
+    assert isinstance(held, dict)
+    assert (held["state"], held["blocked_by"], held["updated"]) == ("stuck", ["gpu-ws-5"], 1)
+    assert "maxUnavailable (1)" in held["pending"][0] and "gpu-ws-5" in held["pending"][0]
+    states = {n["node"]: (n["state"], n["advertised"]) for n in held["nodes"]}
+    assert states["gpu-server-2"] == ("waiting", 2)
+
+
+def test_admin_switch_in_demo_ends_on_done_with_room_for_the_failing_node(paced: Stack) -> None:
+    api = make_api_client(host=paced.simulator.url)
+    client.AppsV1Api(api).patch_namespaced_daemon_set(
+        "nvidia-device-plugin-daemonset",
+        "kube-system",
+        {"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": 2}}}},
+    )
+    api.close()
+    before = _switch_to_ts4(paced)
+    started = time.monotonic()
     # Six plugin pods replaced one after the other, each Terminating then ContainerCreating.
     rollout_time_s = 6 * 2 * PACE_S
     done = wait_for(

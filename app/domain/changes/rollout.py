@@ -9,7 +9,7 @@ were already failing before the change. Pure: cached manifests and the snapshot 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -58,6 +58,9 @@ class RolloutStatus:
     pods: tuple[PodRollout, ...]
     nodes: tuple[NodeRollout, ...]
     stuck: tuple[str, ...]
+    # Nodes whose unavailable plugin pods hold the DaemonSet controller back (its budget,
+    # maxUnavailable, is spent on them): the rollout cannot progress until they are fixed.
+    blocked_by: tuple[str, ...] = ()
 
     @property
     def done(self) -> bool:
@@ -121,6 +124,10 @@ def rollout_status(
         _pod_rollout(pod, generation=generation, since=since)
         for pod in (_plugin_pods(daemonset, pods) if daemonset is not None else [])
     ]
+    if observed >= generation and desired > 0 and _controller_counts_all_updated(status, desired):
+        # A spec change outside the pod template (updateStrategy, say) raises the generation
+        # but replaces no pod: the DaemonSet controller counts the pods by revision hash.
+        rows = [replace(row, updated=True) for row in rows]
     # A failing plugin pod, old or new, is listed apart: awaiting it would never end.
     failing_nodes = {row.node for row in rows if row.failing}
     for row in rows:
@@ -130,6 +137,9 @@ def rollout_status(
             stuck.append(f"Plugin pod {row.name} on {row.node} still runs the old template.")
         elif not row.ready:
             stuck.append(f"Plugin pod {row.name} on {row.node} is not ready ({row.phase}).")
+    blocked_by = _blocking_nodes(ds, rows)
+    if blocked_by:
+        stuck.insert(0, _blocked_message(ds, blocked_by, desired=len(rows)))
     updated = sum(1 for r in rows if r.updated)
     ready = sum(1 for r in rows if r.updated and r.ready)
     failing_old = sum(1 for r in rows if r.failing and not r.updated)
@@ -177,6 +187,48 @@ def rollout_status(
         pods=tuple(rows),
         nodes=tuple(nodes),
         stuck=tuple(stuck),
+        blocked_by=blocked_by,
+    )
+
+
+def _controller_counts_all_updated(status: Manifest, desired: int) -> bool:
+    return int(status.get("updatedNumberScheduled") or 0) >= desired
+
+
+def max_unavailable(daemonset: Manifest, desired: int) -> int:
+    """`spec.updateStrategy.rollingUpdate.maxUnavailable`: a count or a percentage (up)."""
+    strategy = (daemonset.get("spec") or {}).get("updateStrategy") or {}
+    value = (strategy.get("rollingUpdate") or {}).get("maxUnavailable", 1)
+    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
+        return -(-int(value[:-1]) * desired // 100)
+    return value if isinstance(value, int) and value >= 0 else 1
+
+
+def _blocking_nodes(daemonset: Manifest, rows: Sequence[PodRollout]) -> tuple[str, ...]:
+    """Unavailable pods that leave no budget to replace the old ready ones (RollingUpdate).
+
+    The DaemonSet controller deletes an available old pod only while fewer than
+    `maxUnavailable` of its nodes lack an available pod; a pod that never becomes ready
+    (crash-looping, stuck mounting) spends that budget for good.
+    """
+    strategy = (daemonset.get("spec") or {}).get("updateStrategy") or {}
+    old_ready = [r for r in rows if not r.updated and r.ready and not r.failing]
+    unavailable = sorted({r.node for r in rows if r.failing or not r.ready})
+    if strategy.get("type", "RollingUpdate") != "RollingUpdate" or not old_ready:
+        return ()
+    if len(unavailable) < max_unavailable(daemonset, len(rows)):
+        return ()
+    return tuple(unavailable)
+
+
+def _blocked_message(daemonset: Manifest, nodes: Sequence[str], *, desired: int) -> str:
+    budget = max_unavailable(daemonset, desired)
+    shown = ", ".join(nodes)
+    return (
+        f"Blocked: the DaemonSet controller replaces a ready plugin pod only while fewer than "
+        f"maxUnavailable ({budget}) nodes lack a ready one, and the plugin pod on {shown} is "
+        "not ready. Fix it (its log says why), or delete the old pods yourself; the other "
+        "nodes keep the old template until then."
     )
 
 
