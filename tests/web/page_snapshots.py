@@ -334,7 +334,7 @@ def page_app(snapshot: Snapshot | None, *, assets_dir: Path = ROOT) -> tuple[Fas
     app = FastAPI()
     runtime = FakeRuntime(
         snapshots=FakeSnapshots(snapshot),
-        templates=Jinja2Templates(directory=str(ROOT / "templates")),
+        templates=Jinja2Templates(directory=str(ROOT / "app" / "web" / "assets" / "templates")),
         assets_dir=assets_dir,
     )
     app.state.runtime = runtime
