@@ -231,3 +231,34 @@ def test_smi_reader_without_mig_gpus_does_not_list() -> None:
     SmiReader(run=fake, which=lambda name: name).read()
 
     assert [call[1] for call in fake.calls if call[1] in ("-L", "-q")] == []
+
+
+def test_parse_csv_header_in_any_order_maps_columns_by_name() -> None:
+    text = (
+        "pid, process_name, gpu_uuid, used_gpu_memory [MiB]\n"
+        "12, /opt/my,odd dir/python, GPU-a, 34 MiB\n"
+        "13, [N/A], GPU-b, [N/A]\n"
+    )
+
+    rows = parse_csv(text, APP_COLUMNS)
+
+    assert rows == [
+        {
+            "gpu_uuid": "GPU-a",
+            "pid": "12",
+            "used_memory": "34 MiB",
+            "process_name": "/opt/my,odd dir/python",
+        },
+        {"gpu_uuid": "GPU-b", "pid": "13", "used_memory": None, "process_name": None},
+    ]
+
+
+def test_parse_csv_header_without_a_requested_column_gives_none() -> None:
+    (row,) = parse_csv("index, uuid, name\n0, GPU-a, Tesla T4\n", GPU_COLUMNS)
+
+    assert (row["uuid"], row["name"], row["memory.total"], row["driver_version"]) == (
+        "GPU-a",
+        "Tesla T4",
+        None,
+        None,
+    )
