@@ -36,18 +36,13 @@ RUN groupadd --system --gid 10001 gpuslots \
  && useradd --system --uid 10001 --gid 10001 --home-dir /tmp --no-create-home \
       --shell /usr/sbin/nologin gpuslots
 
+# The page assets (templates, static files, findings reference) are package data in the venv.
 COPY --from=builder /opt/venv /opt/venv
 WORKDIR /app
-# Page assets are read at run time from GEO_MLOPS_ASSETS_DIR (static/, templates/, docs/).
-COPY static ./static
-COPY templates ./templates
-COPY docs ./docs
-
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    HOME=/tmp \
-    GEO_MLOPS_ASSETS_DIR=/app
+    HOME=/tmp
 
 USER 10001:10001
 EXPOSE 8000

@@ -66,7 +66,7 @@ class Settings(BaseSettings):
     # under 1% utilization this long too (gpu-utilization-low).
     idle_slot_after_s: float = Field(default=900.0, gt=0)
     low_utilization_after_s: float = Field(default=1800.0, gt=0)
-    # Holds static/, templates/ and docs/; the repository root when unset.
+    # Holds static/, templates/ and docs/; the package's app/web/assets/ when unset.
     assets_dir: Path | None = None
 
     trusted_proxies: list[str] = Field(default_factory=list)

@@ -1,8 +1,13 @@
 """The nvidia-smi reader, used when NVML cannot be loaded.
 
-Parsing is pure (`parse_csv`, `gpus_from_csv`): columns are matched by the order they
-were requested, `[N/A]`, `[Not Supported]` and friends become None, extra columns are
-ignored and a field this nvidia-smi does not know is dropped from the query.
+Each pass runs `--query-gpu` and `--query-compute-apps` as CSV (cheap, every driver). On a
+node with a MIG-enabled GPU it also runs `-L` (MIG UUIDs and profiles) and `-q -x` (MIG
+memory, and the GPU / compute instance of each process), which the CSV cannot give.
+
+Parsing is pure (`parse_csv`, `gpus_from_csv`, `with_mig_devices`, smi_list, smi_xml):
+columns are matched by header name or by the order requested, `[N/A]`, `[Not Supported]`
+and friends become None, extra columns are ignored and a field this nvidia-smi does not
+know is dropped from the query.
 """
 
 from __future__ import annotations
@@ -11,17 +16,34 @@ import dataclasses
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.agent.readings import (
     MigMode,
     RawGpu,
-    RawMig,
     RawProcess,
     RawReadings,
     ReaderUnavailableError,
 )
+from app.agent.smi_list import (
+    ListedMig,
+    listed_mig_devices,
+    mig_devices_from_list,
+    unmeasured,
+)
+from app.agent.smi_xml import SmiXmlError, XmlLog, parse_xml, readings_from_xml
+
+__all__ = [
+    "APP_COLUMNS",
+    "GPU_COLUMNS",
+    "CommandResult",
+    "SmiReader",
+    "gpus_from_csv",
+    "mig_devices_from_list",
+    "parse_csv",
+    "with_mig_devices",
+]
 
 GPU_COLUMNS: tuple[str, ...] = (
     "index",
@@ -38,8 +60,9 @@ _NOT_AVAILABLE = {"", "n/a", "not supported", "unknown", "unknown error"}
 _NUMBER = re.compile(r"^\d+(?:\.\d+)?")
 _INVALID_FIELD = re.compile(r'Field "([^"]+)" is not a valid field to query')
 _TIMEOUT_S = 15.0
-_LIST_GPU = re.compile(r"^GPU \d+: .*\(UUID: (GPU-[^)\s]+)\)")
-_LIST_MIG = re.compile(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (MIG-[^)\s]+)\)")
+_UNIT_SUFFIX = re.compile(r"\s*\[[^\]]*\]$")
+# Names nvidia-smi accepts for the same column (the header prints the one asked for).
+_COLUMN_ALIASES = {"used_gpu_memory": "used_memory"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +78,51 @@ Runner = Callable[[Sequence[str]], CommandResult]
 
 
 def parse_csv(text: str, columns: Sequence[str]) -> list[dict[str, str | None]]:
-    """Rows of `--format=csv,noheader,nounits` output keyed by the requested columns.
+    """Rows of `--format=csv[,noheader][,nounits]` output keyed by the requested columns.
 
-    Not-available markers become None; a header line, blank lines and extra trailing
-    columns are skipped; the last column keeps any commas (process names can have them).
+    With a header line, columns are found by name (units like ` [MiB]` dropped, so a capture
+    of any field list parses); without one, by the order requested. Not-available markers
+    become None, blank lines and extra trailing columns are skipped, and a process name keeps
+    any commas.
     """
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and _is_header(lines[0], columns):
+        return _rows_by_header(lines[1:], _header_names(lines[0]), columns)
     rows: list[dict[str, str | None]] = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
+    for line in lines:
         fields = [part.strip() for part in line.split(",", len(columns) - 1)]
-        if fields[0].split(" ")[0] == columns[0]:
-            continue  # a header line: nvidia-smi without noheader
         row: dict[str, str | None] = {}
         for position, column in enumerate(columns):
             row[column] = _value(fields[position]) if position < len(fields) else None
         rows.append(row)
+    return rows
+
+
+def _header_names(line: str) -> list[str]:
+    names = [_UNIT_SUFFIX.sub("", part.strip()) for part in line.split(",")]
+    return [_COLUMN_ALIASES.get(name, name) for name in names]
+
+
+def _is_header(line: str, columns: Sequence[str]) -> bool:
+    """A header names the first requested column, or at least two of them."""
+    names = set(_header_names(line))
+    return columns[0] in names or len(names.intersection(columns)) >= min(2, len(columns))
+
+
+def _rows_by_header(
+    lines: Sequence[str], header: Sequence[str], columns: Sequence[str]
+) -> list[dict[str, str | None]]:
+    """Rows keyed by name; fields beyond the header are commas inside the process name."""
+    name_at = header.index("process_name") if "process_name" in header else len(header) - 1
+    rows: list[dict[str, str | None]] = []
+    for line in lines:
+        parts = line.split(",")
+        extra = len(parts) - len(header)
+        if extra > 0:
+            joined = ",".join(parts[name_at : name_at + extra + 1])
+            parts = [*parts[:name_at], joined, *parts[name_at + extra + 1 :]]
+        by_name = dict(zip(header, (part.strip() for part in parts), strict=False))
+        rows.append({column: _value(by_name.get(column, "")) for column in columns})
     return rows
 
 
@@ -119,35 +171,37 @@ def gpus_from_csv(
     return RawReadings("nvidia-smi", driver, tuple(gpus), tuple(problems))
 
 
-def mig_devices_from_list(text: str) -> dict[str, tuple[RawMig, ...]]:
-    """MIG devices per parent GPU UUID from `nvidia-smi -L` (lines `  MIG <profile> Device n:`).
+def with_mig_devices(
+    readings: RawReadings,
+    listing: Mapping[str, tuple[ListedMig, ...]],
+    log: XmlLog | None,
+    *,
+    problems: Sequence[str] = (),
+) -> RawReadings:
+    """The CSV readings with the MIG devices of each MIG-enabled GPU from `-L` and `-q -x`.
 
-    The list gives no memory or processes per MIG device: those stay None / empty.
+    Processes stay on the parent GPU as the CSV gave them (they carry the parent's UUID);
+    each MIG device lists those the XML places in its GPU / compute instance.
     """
-    found: dict[str, list[RawMig]] = {}
-    parent: str | None = None
-    for line in text.splitlines():
-        gpu = _LIST_GPU.match(line)
-        if gpu is not None:
-            parent = gpu.group(1)
-            continue
-        mig = _LIST_MIG.match(line)
-        if mig is not None and parent is not None:
-            found.setdefault(parent, []).append(
-                RawMig(
-                    uuid=mig.group(3),
-                    profile=mig.group(1).lower(),
-                    gpu_instance=None,
-                    compute_instance=None,
-                    memory_total_mib=None,
-                    memory_used_mib=None,
-                )
-            )
-    return {uuid: tuple(devices) for uuid, devices in found.items()}
+    measured = readings_from_xml(log, listing) if log is not None else None
+    by_uuid = {gpu.uuid: gpu for gpu in measured.gpus} if measured else {}
+    gpus = tuple(
+        dataclasses.replace(
+            gpu,
+            mig_devices=by_uuid[gpu.uuid].mig_devices
+            if gpu.uuid in by_uuid
+            else unmeasured(listing.get(gpu.uuid, ())),
+        )
+        if gpu.mig_mode == "enabled"
+        else gpu
+        for gpu in readings.gpus
+    )
+    found = (*problems, *(measured.problems if measured else ()))
+    return dataclasses.replace(readings, gpus=gpus, problems=(*readings.problems, *found))
 
 
 class SmiReader:
-    """Runs nvidia-smi twice per pass (GPUs, then compute processes)."""
+    """Runs nvidia-smi twice per pass (GPUs, then compute processes), four times on MIG."""
 
     label = "nvidia-smi"
 
@@ -174,21 +228,34 @@ class SmiReader:
         return self._with_mig(binary, readings)
 
     def _with_mig(self, binary: str, readings: RawReadings) -> RawReadings:
-        """MIG devices of MIG-enabled GPUs from `nvidia-smi -L`; left out if it fails."""
+        """MIG devices of MIG-enabled GPUs: `-L` names them, `-q -x` adds memory and processes.
+
+        The CSV cannot place a process on a MIG device, so a MIG node costs two more calls;
+        when either fails the report says so and keeps what the other gave.
+        """
+        problems: list[str] = []
+        listing_text = self._output([binary, "-L"], problems)
+        xml_text = self._output([binary, "-q", "-x"], problems)
+        log: XmlLog | None = None
+        if xml_text is not None:
+            try:
+                log = parse_xml(xml_text)
+            except SmiXmlError as exc:
+                problems.append(str(exc)[:300])
+        listing = listed_mig_devices(listing_text or "")
+        return with_mig_devices(readings, listing, log, problems=problems)
+
+    def _output(self, argv: list[str], problems: list[str]) -> str | None:
+        """What an optional call printed; None (and a problem) when it could not run."""
         try:
-            result = self._run([binary, "-L"])
-        except (OSError, subprocess.SubprocessError):
-            return readings
+            result = self._run(argv)
+        except (OSError, subprocess.SubprocessError) as exc:
+            problems.append(f"{' '.join(argv[1:])} could not run: {exc}"[:300])
+            return None
         if result.returncode != 0:
-            return readings
-        devices = mig_devices_from_list(result.stdout)
-        gpus = tuple(
-            dataclasses.replace(g, mig_devices=devices.get(g.uuid, ()))
-            if g.mig_mode == "enabled"
-            else g
-            for g in readings.gpus
-        )
-        return dataclasses.replace(readings, gpus=gpus)
+            problems.append(f"nvidia-smi {' '.join(argv[1:])} failed (exit {result.returncode})")
+            return None
+        return result.stdout
 
     def _query(self, binary: str, flag: str, columns: list[str]) -> str:
         """Output of one query; drops a column this nvidia-smi does not know, then retries."""

@@ -37,8 +37,12 @@ def utc_now() -> datetime:
 
 
 def default_assets_dir() -> Path:
-    """The repository root (static/, templates/, docs/) when running from a checkout."""
-    return Path(__file__).resolve().parents[2]
+    """The page assets the package carries: templates/, static/ and docs/findings.md.
+
+    They are package data (app/web/assets/), so a checkout and an installed wheel serve the
+    same files from any working directory.
+    """
+    return Path(__file__).resolve().parent / "assets"
 
 
 @dataclass

@@ -150,6 +150,9 @@ class _FakeSmi:
             return (
                 CommandResult(0, listing.read_text()) if listing.exists() else CommandResult(9, "")
             )
+        if query == "-q":
+            xml = FIXTURES / self.model / "q-x.xml"
+            return CommandResult(0, xml.read_text()) if xml.exists() else CommandResult(9, "")
         if query.startswith("--query-compute-apps="):
             return CommandResult(0, self.apps_text)
         for column in query.split("=", 1)[1].split(","):
@@ -206,12 +209,13 @@ def test_smi_reader_failing_command_reports_its_first_line() -> None:
         reader.read()
 
 
-def test_smi_reader_lists_mig_devices_of_mig_enabled_gpus() -> None:
+def test_smi_reader_mig_without_xml_lists_mig_devices_from_list() -> None:
     fake = _FakeSmi("a100-80gb-mig")
 
     readings = SmiReader(run=fake, which=lambda name: name).read()
 
-    assert [call[1] for call in fake.calls][-1] == "-L"
+    assert [call[1:] for call in fake.calls][-2:] == [["-L"], ["-q", "-x"]]
+    assert readings.problems == ("nvidia-smi -q -x failed (exit 9)",)
     assert [(m.profile, m.uuid) for m in readings.gpus[0].mig_devices] == [
         ("3g.40gb", "MIG-7f3e1c2a-9b4d-5e6f-8a1b-2c3d4e5f6a70"),
         ("2g.20gb", "MIG-1a2b3c4d-5e6f-5a7b-8c9d-0e1f2a3b4c5d"),
@@ -226,4 +230,35 @@ def test_smi_reader_without_mig_gpus_does_not_list() -> None:
 
     SmiReader(run=fake, which=lambda name: name).read()
 
-    assert "-L" not in [call[1] for call in fake.calls]
+    assert [call[1] for call in fake.calls if call[1] in ("-L", "-q")] == []
+
+
+def test_parse_csv_header_in_any_order_maps_columns_by_name() -> None:
+    text = (
+        "pid, process_name, gpu_uuid, used_gpu_memory [MiB]\n"
+        "12, /opt/my,odd dir/python, GPU-a, 34 MiB\n"
+        "13, [N/A], GPU-b, [N/A]\n"
+    )
+
+    rows = parse_csv(text, APP_COLUMNS)
+
+    assert rows == [
+        {
+            "gpu_uuid": "GPU-a",
+            "pid": "12",
+            "used_memory": "34 MiB",
+            "process_name": "/opt/my,odd dir/python",
+        },
+        {"gpu_uuid": "GPU-b", "pid": "13", "used_memory": None, "process_name": None},
+    ]
+
+
+def test_parse_csv_header_without_a_requested_column_gives_none() -> None:
+    (row,) = parse_csv("index, uuid, name\n0, GPU-a, Tesla T4\n", GPU_COLUMNS)
+
+    assert (row["uuid"], row["name"], row["memory.total"], row["driver_version"]) == (
+        "GPU-a",
+        "Tesla T4",
+        None,
+        None,
+    )

@@ -82,7 +82,7 @@ def test_dockerfile_environment_suits_a_read_only_root_filesystem() -> None:
 
     assert "PYTHONDONTWRITEBYTECODE=1" in env
     assert "HOME=/tmp" in env
-    assert "GEO_MLOPS_ASSETS_DIR=/app" in env
+    assert "GEO_MLOPS_ASSETS_DIR" not in env  # the assets are package data in the venv
 
 
 def test_dockerfile_healthcheck_needs_no_curl() -> None:
@@ -107,5 +107,6 @@ def test_dockerfile_copies_only_files_that_reach_the_build_context() -> None:
 def test_dockerignore_keeps_the_venv_tests_and_git_out() -> None:
     for path in (".venv/bin/python", "tests/chart/helm.py", ".git/HEAD", "app/__pycache__/x.pyc"):
         assert _ignored(path), path
-    for path in ("app/cli.py", "static/vendor", "templates", "pyproject.toml"):
+    kept = ("app/cli.py", "app/web/assets/static/vendor", "app/web/assets/templates")
+    for path in (*kept, "pyproject.toml"):
         assert not _ignored(path), path

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from app.domain.findings.catalogue import CATALOGUE
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "findings.md"
+DOC = Path(__file__).resolve().parents[2] / "app" / "web" / "assets" / "docs" / "findings.md"
 
 
 def test_findings_doc_has_one_section_per_code() -> None:

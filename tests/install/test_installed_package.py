@@ -114,6 +114,26 @@ def test_installed_package_has_no_extras_and_imports_every_module(
     assert pytest_there.returncode != 0  # no test extras came along
 
 
+def test_installed_package_carries_the_page_assets(installed: Path, tmp_path: Path) -> None:
+    script = (
+        "from app.web.runtime import default_assets_dir\n"
+        "root = default_assets_dir()\n"
+        "print(root)\n"
+        "for p in ('templates/base.html', 'static/css/app.css', 'docs/findings.md'):\n"
+        "    print(p, (root / p).is_file())\n"
+    )
+    done = _run(installed, "python", "-c", script, cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    location, *files = done.stdout.splitlines()
+    assert location.startswith(str(installed))
+    assert files == [
+        "templates/base.html True",
+        "static/css/app.css True",
+        "docs/findings.md True",
+    ]
+
+
 def test_installed_agent_help_runs(installed: Path, tmp_path: Path) -> None:
     done = _run(installed, "gpu-slots", "agent", "--help", cwd=tmp_path)
 
@@ -123,10 +143,14 @@ def test_installed_agent_help_runs(installed: Path, tmp_path: Path) -> None:
 
 @pytest.fixture
 def demo(installed: Path, tmp_path: Path) -> Iterator[tuple[str, str]]:
-    """`gpu-slots demo --port P --sim-port Q` from the installed package."""
+    """`gpu-slots demo --port P --sim-port Q` from the installed package, run in a tmp dir.
+
+    No assets variable and no source tree nearby: the pages must come from the wheel.
+    """
     port, sim_port = _free_port(), _free_port()
-    env = {**os.environ, "GEO_MLOPS_ASSETS_DIR": str(ROOT)}
-    env.pop("PYTHONPATH", None)
+    env = {**os.environ}
+    for name in ("PYTHONPATH", "GEO_MLOPS_ASSETS_DIR"):
+        env.pop(name, None)
     process = subprocess.Popen(
         [
             str(installed / "bin" / "gpu-slots"),
@@ -163,6 +187,9 @@ def test_installed_demo_serves_readyz_and_kubectl_applies_a_configmap(
             return False
 
     wait_for(ready, timeout_s=60, interval_s=0.2, what="installed demo /readyz")
+    page = httpx.get(f"{dashboard}/", timeout=10)
+    css = httpx.get(f"{dashboard}/static/css/app.css", timeout=10)
+    findings = httpx.get(f"{dashboard}/docs/findings", timeout=10)
     manifest = tmp_path / "cm.yaml"
     manifest.write_text(CONFIGMAP)
     kubectl = [str(kube_tools().kubectl), f"--server={simulator}"]
@@ -176,6 +203,8 @@ def test_installed_demo_serves_readyz_and_kubectl_applies_a_configmap(
         timeout=60,
     )
 
+    assert (page.status_code, css.status_code, findings.status_code) == (200, 200, 200)
+    assert 'data-testid="doc-missing"' not in findings.text
     assert applied.returncode == 0, applied.stderr
     assert applied.stdout.strip() == "configmap/shipped-check created"
     assert shown.stdout == "world"

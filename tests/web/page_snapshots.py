@@ -33,6 +33,7 @@ from app.web import pages
 from app.web.auth import AuthState
 
 ROOT = Path(__file__).resolve().parents[2]
+ASSETS = ROOT / "app" / "web" / "assets"  # templates/, static/, docs/findings.md
 NOW = datetime(2025, 5, 1, 12, 0, 0, tzinfo=UTC)
 T = TypeVar("T")
 
@@ -329,12 +330,14 @@ class FakeRuntime:
         self.auth = AuthState(self.settings)
 
 
-def page_app(snapshot: Snapshot | None, *, assets_dir: Path = ROOT) -> tuple[FastAPI, FakeRuntime]:
+def page_app(
+    snapshot: Snapshot | None, *, assets_dir: Path = ASSETS
+) -> tuple[FastAPI, FakeRuntime]:
     """The pages router over a fake runtime holding `snapshot`."""
     app = FastAPI()
     runtime = FakeRuntime(
         snapshots=FakeSnapshots(snapshot),
-        templates=Jinja2Templates(directory=str(ROOT / "templates")),
+        templates=Jinja2Templates(directory=str(ASSETS / "templates")),
         assets_dir=assets_dir,
     )
     app.state.runtime = runtime

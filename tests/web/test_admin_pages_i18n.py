@@ -188,7 +188,7 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
 
 
 def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() -> None:
-    templates = Jinja2Templates(directory=str(ROOT / "templates"))
+    templates = Jinja2Templates(directory=str(ROOT / "app" / "web" / "assets" / "templates"))
     status = RolloutStatus(
         generation=2,
         observed_generation=2,

@@ -23,7 +23,7 @@ from tests.web.page_snapshots import (
     uuid,
 )
 
-TEMPLATES = ROOT / "templates"
+TEMPLATES = ROOT / "app" / "web" / "assets" / "templates"
 # Every user-facing template: the slot pages and the admin pages.
 PAGE_TEMPLATES = sorted(
     [TEMPLATES / "base.html"]
