@@ -130,7 +130,7 @@ def build_node_facts(
         expected_slots=_expected_slots(visible, config, gpus),
         capacity=resource_count(node, "capacity", resource),
         allocatable=allocatable,
-        pods=pod_slots_list,
+        pods=every_holder(held),
         requested=requested,
         free=(spare if reason is None else 0) if spare is not None else None,
         plugin_pod=plugin_pod,
@@ -253,6 +253,14 @@ def _held_by_resource(
     for group in held.values():
         group.sort(key=lambda p: p.pod)
     return held
+
+
+def every_holder(held: Mapping[str, list[PodSlots]]) -> list[PodSlots]:
+    """The node's pods holding any of its GPU resources (MIG slices too), by pod, then resource.
+
+    `requested` and `free` stay the node's own resource's; this is who holds the GPUs.
+    """
+    return sorted((p for group in held.values() for p in group), key=lambda p: (p.pod, p.resource))
 
 
 def _uses_mig(gpu: GpuFacts, config: EffectiveConfig) -> bool:
