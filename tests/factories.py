@@ -296,6 +296,42 @@ def pod(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec, "status": status}
 
 
+KAI_RESERVATION_NS = "kai-resource-reservation"
+
+
+def fraction_pod(
+    name: str,
+    *,
+    annotations: Mapping[str, str],
+    group: str | None = None,
+    node: str | None = "gpu-1",
+    namespace: str = "ml",
+) -> Manifest:
+    """A KAI / Run:ai GPU-fraction pod: no nvidia.com/ request, its share in `annotations`."""
+    manifest = pod(
+        name, node=node, namespace=namespace, containers=[{"name": "main", "image": "vllm"}]
+    )
+    manifest["metadata"]["annotations"] = dict(annotations)
+    if group is not None:
+        manifest["metadata"]["labels"] = {"runai-gpu-group": group}
+    return manifest
+
+
+def reservation_pod(
+    group: str, gpu_uuid_: str, *, node: str = "gpu-1", name: str | None = None
+) -> Manifest:
+    """KAI's reservation pod of a GPU group: one nvidia.com/gpu, the GPU UUID annotated."""
+    manifest = pod(
+        name or f"gpu-reservation-{node}-{group}",
+        node=node,
+        namespace=KAI_RESERVATION_NS,
+        owner_kind=None,
+    )
+    manifest["metadata"]["labels"] = {"runai-gpu-group": group}
+    manifest["metadata"]["annotations"] = {"run.ai/reserve_for_gpu_index": gpu_uuid_}
+    return manifest
+
+
 # --- Agent reports -------------------------------------------------------------------------
 
 

@@ -81,17 +81,21 @@ class SlotHolder(_Out):
     assigned: bool = Field(
         description="True when the kubelet's assignment is known; False when inferred"
     )
-    assignment: Literal["kubelet", "inferred", "claim"] = Field(
+    assignment: Literal["kubelet", "inferred", "claim", "reservation", "process"] = Field(
         default="inferred",
         description="kubelet: from the PodResources API via the agent; inferred: from requests; "
-        "claim: from a DRA claim's allocation and reservedFor",
+        "claim: from a DRA claim's allocation and reservedFor; reservation: a GPU fraction "
+        "named by the KAI reservation pod of its GPU group; process: a GPU fraction placed by "
+        "the pod's processes the agent saw on the GPU",
     )
     resource: str = Field(
         default="nvidia.com/gpu",
         description="The resource the slots are of (DRA: the DeviceClass of the request)",
     )
-    source: Literal["device-plugin", "dra"] = Field(
-        default="device-plugin", description="How the GPU is handed out"
+    source: Literal["device-plugin", "dra", "fraction"] = Field(
+        default="device-plugin",
+        description="How the GPU is handed out; fraction: a share of it (KAI / Run:ai "
+        "gpu-fraction, gpu-memory), with no slot",
     )
     container: str | None = Field(default=None, description="Container, when the kubelet says")
     replicas: list[int] = Field(
@@ -100,6 +104,16 @@ class SlotHolder(_Out):
     claim: str | None = Field(default=None, description="DRA: the claim's namespace/name")
     sharing: DraSharing | None = Field(default=None, description="DRA: how the claim shares")
     device: str | None = Field(default=None, description="DRA: the device, e.g. gpu-0")
+    share: float | None = Field(
+        default=None, description="fraction: the share of the GPU's memory asked (0-1)"
+    )
+    memory_limit_mib: int | None = Field(
+        default=None, description="fraction: the GPU memory the pod may use (not enforced)"
+    )
+    gpu_group: str | None = Field(
+        default=None,
+        description="KAI: the GPU group (runai-gpu-group) of a fraction or its reservation pod",
+    )
 
 
 class MigDeviceState(_Out):
@@ -194,6 +208,11 @@ class PodSlots(_Out):
     phase: str
     slots: int
     resource: str
+    share: float | None = Field(
+        default=None,
+        description="GPU fraction pods (slots 0, resource the annotation): the share of one "
+        "GPU they hold, summed over the GPUs it is seen on; null when not known",
+    )
 
 
 class NodeConfig(_Out):

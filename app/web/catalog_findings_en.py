@@ -41,6 +41,12 @@ FINDINGS_EN: dict[str, str] = {
     "pod-process-without-slot": "Make the pod request the GPU resource: the scheduler does "
     "not count it now.",
     "pod-process-on-unassigned-gpu": "Remove NVIDIA_VISIBLE_DEVICES from the pod.",
+    "gpu-fractions-over-one": "Move or shrink one of the fraction pods: together they ask "
+    "for more memory than the GPU has.",
+    "gpu-fraction-memory-over-limit": "Cap the process's GPU memory or raise its fraction: "
+    "nothing enforces the share, the other pods pay for it.",
+    "gpu-fraction-unreserved": "Schedule fraction pods with the KAI scheduler, whose "
+    "reservation pod holds the GPU, or keep the GPU out of the plugin.",
     "pod-sets-visible-devices": "Remove the variable and request the GPU resource instead.",
     "multi-slot-request-rejected": "Delete the pod and request 1 slot.",
     "multi-slot-request-shared": "Request 1 slot, or refuse such pods with "

@@ -160,6 +160,21 @@ FINDINGS_KO: dict[str, tuple[str, str, str]] = {
         "파드 {pod}이(가) GPU 슬롯 없이 {node}의 GPU {gpu_index}를 씁니다",
         "파드가 GPU 리소스를 요청하게 하세요. 스케줄러는 지금 이 사용을 세지 않습니다.",
     ),
+    "gpu-fractions-over-one": (
+        "분할 파드들이 GPU 전체보다 많이 요청합니다",
+        "{node}의 GPU {gpu_index}를 나눠 쓰는 파드 {fraction_pods}개가 합계 {share_total}을(를) 요청합니다",
+        "분할 파드 중 하나를 옮기거나 줄이세요. 합치면 GPU 메모리보다 많습니다.",
+    ),
+    "gpu-fraction-memory-over-limit": (
+        "분할 파드가 자기 몫보다 많은 메모리를 씁니다",
+        "파드 {pod}이(가) {node}의 GPU {gpu_index}에서 {used_memory_mib} MiB를 써서 몫 {memory_limit_mib} MiB를 넘습니다",
+        "프로세스의 GPU 메모리를 제한하거나 몫을 늘리세요. 몫은 강제되지 않아 다른 파드가 피해를 봅니다.",
+    ),
+    "gpu-fraction-unreserved": (
+        "분할 파드가 쓰는 GPU가 비어 있는 것으로 집계됩니다",
+        "{node}의 GPU {gpu_index}를 분할 파드가 쓰는데 Kubernetes는 슬롯 {free_slots}개를 모두 비어 있다고 셉니다",
+        "분할 파드를 KAI 스케줄러로 배치하세요(예약 파드가 GPU를 잡습니다). 아니면 GPU를 플러그인에서 빼세요.",
+    ),
     "pod-process-on-unassigned-gpu": (
         "배정되지 않은 GPU에서 파드 프로세스가 돕니다",
         "파드 {pod}이(가) 배정받지 않은 GPU {gpu_index}에서 실행됩니다",

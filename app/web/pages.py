@@ -38,6 +38,7 @@ from app.web.node_window import parse_page, window
 from app.web.runtime import Runtime
 from app.web.usage_api import usage_of
 from app.web.views import most_severe, seconds, views
+from app.web.views import pod_gpus as view_pod_gpus
 
 router = APIRouter(include_in_schema=False)
 open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
@@ -255,13 +256,11 @@ def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
         node = find_node(snapshot, name)
         findings: list[Finding] = most_severe(node.findings) if node else []
         sparks = {}
-        pod_gpus: dict[str, list[int]] = {}
         for gpu in node.gpus if node else []:
             line = page_views.spark(history.series(gpu.uuid))
             if line is not None:
                 sparks[gpu.uuid] = line
-            for holder in gpu.holders:
-                pod_gpus.setdefault(holder.pod, []).append(gpu.index)
+        pod_gpus = view_pod_gpus(node) if node else {}
         return {
             "node": node,
             "name": name,

@@ -25,6 +25,9 @@ class UsageRowOut(BaseModel):
     idle_slots: int = Field(description="Held slots with no GPU process (slot-held-idle)")
     pending_pods: int = Field(description="Unscheduled pods asking for the resource")
     pending_slots: int
+    gpu_share: float = Field(
+        default=0.0, description="GPU fractions held (KAI / Run:ai annotations), apart from slots"
+    )
 
 
 class PodUsageOut(BaseModel):
@@ -39,6 +42,9 @@ class PodUsageOut(BaseModel):
     idle_slots: int
     idle_for_s: int | None
     pending: bool
+    gpu_share: float | None = Field(
+        default=None, description="A GPU fraction pod (slots 0): the share of a GPU it holds"
+    )
 
 
 class UsageOut(BaseModel):
@@ -71,6 +77,7 @@ def _row(row: UsageRow) -> UsageRowOut:
         idle_slots=row.idle_slots,
         pending_pods=row.pending_pods,
         pending_slots=row.pending_slots,
+        gpu_share=row.gpu_share,
     )
 
 
@@ -87,6 +94,7 @@ def _pod(item: PodUsage) -> PodUsageOut:
         idle_slots=item.idle_slots,
         idle_for_s=item.idle_for_s,
         pending=item.pending,
+        gpu_share=item.gpu_share,
     )
 
 

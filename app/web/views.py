@@ -153,6 +153,20 @@ def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
     return [(role, gpus) for role, gpus in groups if gpus]
 
 
+def pod_gpus(node: NodeState) -> dict[str, list[str]]:
+    """Per pod, the GPUs it holds: `0`, or `0 MIG 1g.10gb` for a MIG device of GPU 0."""
+    found: dict[str, list[str]] = {}
+    for gpu in node.gpus:
+        on_mig = {h.pod for d in gpu.mig_devices for h in d.holders}
+        for device in gpu.mig_devices:
+            for holder in device.holders:
+                found.setdefault(holder.pod, []).append(f"{gpu.index} MIG {device.profile}")
+        for holder in gpu.holders:
+            if holder.pod not in on_mig:
+                found.setdefault(holder.pod, []).append(str(gpu.index))
+    return found
+
+
 def unplaced_pods(node: NodeState) -> list[str]:
     """Pods holding slots of the node that no GPU's holders name (assignment not known yet)."""
     placed = {holder.pod for gpu in node.gpus for holder in gpu.holders if holder.source != "dra"}

@@ -71,6 +71,9 @@ def test_dra_exclusive_claim_is_one_holder_with_its_claim_and_no_sharing() -> No
             "claim": "ml/c1",
             "sharing": EXCLUSIVE,
             "device": "gpu-0",
+            "share": None,
+            "memory_limit_mib": None,
+            "gpu_group": None,
         }
     ]
     assert _holders(snapshot, 1) == []
@@ -113,6 +116,9 @@ def test_dra_time_sliced_claim_shared_by_two_pods() -> None:
             "claim": "ml/shared",
             "sharing": time_sliced,
             "device": "gpu-1",
+            "share": None,
+            "memory_limit_mib": None,
+            "gpu_group": None,
         },
         {
             "pod": "ml/b",
@@ -126,6 +132,9 @@ def test_dra_time_sliced_claim_shared_by_two_pods() -> None:
             "claim": "ml/shared",
             "sharing": time_sliced,
             "device": "gpu-1",
+            "share": None,
+            "memory_limit_mib": None,
+            "gpu_group": None,
         },
     ]
     assert (snapshot.dra.allocated, snapshot.dra.shared, snapshot.dra.free) == (1, 1, 3)

@@ -100,3 +100,28 @@ def test_pod_findings_follow_a_config_change_while_no_pod_changed() -> None:
         assert with_memo == build_snapshot(state, options=options, now=factories.NOW)
         ids.append(sorted(f.code for f in with_memo.findings if f.pod == "ml/train"))
     assert ids == [[], ["multi-slot-request-shared"]]
+
+
+def test_fraction_holders_follow_an_annotation_change_with_the_memo() -> None:
+    # A fraction pod's annotation changes (new resourceVersion): the node that reads it is
+    # recomputed, and the memo's build equals a plain one.
+    gpu0 = factories.gpu_uuid("gpu-1", 0)
+    reservation = _versioned(factories.reservation_pod("g1", gpu0), 7)
+    before_pod = factories.fraction_pod("a", annotations={"gpu-fraction": "0.5"}, group="g1")
+    after_pod = factories.fraction_pod("a", annotations={"gpu-fraction": "0.75"}, group="g1")
+    readings = [factories.gpu(0, processes=[factories.proc(5, mib=100, pod_uid="uid-a")])]
+    before = factories.cluster(
+        daemonset=_versioned(factories.plugin_daemonset(), 1),
+        nodes=[_versioned(factories.node("gpu-1", allocatable=1), 2)],
+        pods=[_versioned(factories.plugin_pod("gpu-1"), 3), reservation, _versioned(before_pod, 8)],
+        reports=[factories.report("gpu-1", readings)],
+    )
+    after = replace(before, pods=[*before.pods[:2], _versioned(after_pod, 9)])
+    options = AccountingOptions()
+    memo = EngineMemo()
+    shares = []
+    for state in (before, after):
+        with_memo = build_snapshot(state, options=options, now=factories.NOW, memo=memo)
+        assert with_memo == build_snapshot(state, options=options, now=factories.NOW)
+        shares.append([h.share for h in with_memo.nodes[0].gpus[0].holders])
+    assert shares == [[None, 0.5], [None, 0.75]]

@@ -45,6 +45,19 @@ def _pod_proc(*, gpus: int, on: int = 0, assigned_to: int | None = None) -> Clus
     )
 
 
+def _fractions(shares: list[str], *, mib: int = 0, reserved: bool = True) -> ClusterState:
+    """KAI fraction pods f0, f1... of group g1 on GPU 0 (reserved by its reservation pod)."""
+    pods = [
+        f.fraction_pod(f"f{n}", annotations={"gpu-fraction": share}, group="g1")
+        for n, share in enumerate(shares)
+    ]
+    if reserved:
+        pods.append(f.reservation_pod("g1", f.gpu_uuid("gpu-1", 0)))
+    procs = [f.proc(70, mib=mib, pod_uid="uid-f0")] if mib else []
+    readings = [f.gpu(i, processes=procs if i == 0 else []) for i in range(4)]
+    return world(pods=pods, readings=readings)
+
+
 def _cm_label(label: str) -> ClusterState:
     return world(
         daemonset=config_manager_daemonset(),
@@ -223,6 +236,21 @@ CASES: list[tuple[str, Builder, Builder]] = [
     ),
     ("shared-gpu-memory-pressure", lambda: _pressure(25000), lambda: _pressure(10000)),
     ("pod-process-without-slot", lambda: _pod_proc(gpus=0), lambda: _pod_proc(gpus=1)),
+    (
+        "gpu-fractions-over-one",
+        lambda: _fractions(["0.5", "0.6"]),
+        lambda: _fractions(["0.5", "0.5"]),
+    ),
+    (
+        "gpu-fraction-memory-over-limit",
+        lambda: _fractions(["0.25"], mib=30000),
+        lambda: _fractions(["0.5"], mib=30000),
+    ),
+    (
+        "gpu-fraction-unreserved",
+        lambda: _fractions(["0.5"], mib=1000, reserved=False),
+        lambda: _fractions(["0.5"], mib=1000),
+    ),
     (
         "pod-process-on-unassigned-gpu",
         lambda: _pod_proc(gpus=1, on=1, assigned_to=0),

@@ -241,6 +241,45 @@ def test_mig_mixed_counts_every_mig_device_per_resource() -> None:
     assert codes(result) == []
 
 
+def test_node_pods_mig_holders_listed_with_their_resource() -> None:
+    # Issue 22: the ledger counted the MIG slices but the node's pods named only the
+    # holders of nvidia.com/gpu.
+    pods = [
+        f.pod("a", resource=MIG_1G),
+        f.pod("b", resource=MIG_1G),
+        f.pod("whole", resource="nvidia.com/gpu"),
+    ]
+    node = snap(_mixed_world(pods=pods)).nodes[0]
+    assert [(p.pod, p.resource, p.slots) for p in node.pods] == [
+        ("ml/a", MIG_1G, 1),
+        ("ml/b", MIG_1G, 1),
+        ("ml/whole", "nvidia.com/gpu", 1),
+    ]
+    assert (node.requested, node.free) == (1, 0)  # the node's own resource only
+    assert node.gpus[0].holders == [
+        SlotHolder(pod="ml/a", slots=1, assigned=False, resource=MIG_1G),
+        SlotHolder(pod="ml/b", slots=1, assigned=False, resource=MIG_1G),
+    ]
+
+
+def test_node_pods_all_mig_node_lists_its_mig_holders() -> None:
+    state = world(
+        ds_kwargs={"env": {"MIG_STRATEGY": "mixed"}},
+        nodes=[mig_node({MIG_1G: 7})],
+        readings=[mig_gpu(0, ["1g.10gb"] * 7)],
+        pods=[f.pod("infer", resource=MIG_1G, gpus=2)],
+    )
+    node = snap(state).nodes[0]
+    assert [(p.pod, p.resource, p.slots) for p in node.pods] == [("ml/infer", MIG_1G, 2)]
+    held = [(d.uuid, [(h.pod, h.slots) for h in d.holders]) for d in node.gpus[0].mig_devices[:3]]
+    assert held == [
+        ("MIG-gpu-1-0-0", [("ml/infer", 1)]),
+        ("MIG-gpu-1-0-1", [("ml/infer", 1)]),
+        ("MIG-gpu-1-0-2", []),
+    ]
+    assert node.resources == {MIG_1G: rs(7, 2, 5)}
+
+
 def test_mig_mixed_all_mig_node_is_not_silent_zero() -> None:
     readings = [mig_gpu(0, ["1g.10gb"] * 7)]
     result = snap(

@@ -234,3 +234,36 @@ def test_with_findings_marks_gpu_and_node() -> None:
         ["slot-held-idle"],
         "warning",
     )
+
+
+def test_idle_kai_reservation_pod_busy_while_its_fraction_pods_run() -> None:
+    reservation = "kai-resource-reservation/gpu-reservation-gpu-4-g1"
+
+    def shared(*, running: list[str]) -> GpuState:
+        base = gpu(holders=[], running=running, util=40)
+        holders = [
+            SlotHolder(pod=reservation, slots=1, assigned=False, gpu_group="g1"),
+            SlotHolder(
+                pod="ml/a",
+                slots=0,
+                assigned=False,
+                assignment="reservation",
+                resource="gpu-fraction",
+                source="fraction",
+                share=0.5,
+                gpu_group="g1",
+            ),
+        ]
+        return base.model_copy(update={"holders": holders, "held_slots": 1})
+
+    history = UsageHistory()
+    feed(history, [(minute, shared(running=["ml/a"])) for minute in range(0, 43, 2)])
+    later = T0 + timedelta(minutes=42)
+    assert history_findings(history, now=later, idle_after_s=900, low_after_s=86400) == []
+    feed(history, [(minute, shared(running=[])) for minute in range(44, 63, 2)])
+    found = history_findings(
+        history, now=T0 + timedelta(minutes=62), idle_after_s=900, low_after_s=86400
+    )
+    assert [(f.code, f.pod, f.evidence["idle_for"]) for f in found] == [
+        ("slot-held-idle", reservation, "20 min")
+    ]

@@ -128,6 +128,11 @@ def test_mig_node_shows_mig_devices_and_their_holders(clusters: Stack) -> None:
     assert [(h["pod"], h["assignment"]) for h in first["holders"]] == [
         ("ml/mig-small-0", "kubelet")
     ]
+    # Issue 22: the MIG holder is one of the node's pods, with the resource it holds.
+    assert [(p["pod"], p["resource"], p["slots"]) for p in got["pods"]] == [
+        ("ml/mig-small-0", "nvidia.com/mig-1g.10gb", 1)
+    ]
+    assert (got["requested"], got["free"]) == (0, 1)
     assert got["findings"] == []
 
 
@@ -220,6 +225,12 @@ def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -
     assert 'data-testid="cluster-mode" data-mode="mixed"' in overview
     detail = clusters.client.get("/nodes/gpu-mig-4").text
     assert detail.count('data-testid="mig-row"') == 9
+    assert detail.count('data-testid="pod-row"') == 1
+    assert (
+        '<tr data-testid="pod-row" id="pod-ml-mig-small-0"><td>ml/mig-small-0</td><td>Running</td>'
+        '<td><code>nvidia.com/mig-1g.10gb</code></td><td class="num">1</td><td>0 MIG 1g.10gb</td>'
+    ) in detail
+    assert 'data-testid="mig-holders-MIG-' in detail
     assert "Plugin nvidia-device-plugin/nvidia-device-plugin, config " in detail
 
 

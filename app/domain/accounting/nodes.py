@@ -19,6 +19,7 @@ from app.domain.accounting.facts import (
     plugin_pod_state,
     resource_count,
 )
+from app.domain.accounting.fraction_ledger import add_fraction_holders
 from app.domain.accounting.gpus import (
     GpuFacts,
     Role,
@@ -88,6 +89,7 @@ def build_node_facts(
     held = _held_by_resource(pods, inputs.slots_by_uid)
     pod_slots_list = held.get(resource, [])
     _fill_holders(gpus, held, received, resource, config)
+    fraction_pods = add_fraction_holders(gpus, pods)
 
     physical = len(readings) if gpu_data else None
     visible = len([g for g in gpus if g.role == "advertised"]) if gpu_data and spec else None
@@ -130,7 +132,7 @@ def build_node_facts(
         expected_slots=_expected_slots(visible, config, gpus),
         capacity=resource_count(node, "capacity", resource),
         allocatable=allocatable,
-        pods=pod_slots_list,
+        pods=sorted([*every_holder(held), *fraction_pods], key=lambda p: (p.pod, p.resource)),
         requested=requested,
         free=(spare if reason is None else 0) if spare is not None else None,
         plugin_pod=plugin_pod,
@@ -253,6 +255,14 @@ def _held_by_resource(
     for group in held.values():
         group.sort(key=lambda p: p.pod)
     return held
+
+
+def every_holder(held: Mapping[str, list[PodSlots]]) -> list[PodSlots]:
+    """The node's pods holding any of its GPU resources (MIG slices too), by pod, then resource.
+
+    `requested` and `free` stay the node's own resource's; this is who holds the GPUs.
+    """
+    return sorted((p for group in held.values() for p in group), key=lambda p: (p.pod, p.resource))
 
 
 def _uses_mig(gpu: GpuFacts, config: EffectiveConfig) -> bool:

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.accounting.fractions import GpuFraction, gpu_groups, read_fraction, reserved_gpu
 from app.domain.cluster import Manifest
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -138,24 +139,33 @@ class PodFacts:
     daemon: bool  # is_daemon_pod()
     visible_devices: str | None  # pod_env_visible_devices()
     created: str  # metadata.creationTimestamp as sent ("" when absent)
+    fraction: GpuFraction | None = None  # KAI / Run:ai GPU fraction; only without GPU slots
+    gpu_groups: tuple[str, ...] = ()  # KAI GPU groups (runai-gpu-group labels)
+    reserved_gpu: str | None = None  # a KAI reservation pod: the GPU UUID it reserves
 
 
 def read_pod(pod: Manifest) -> PodFacts:
     meta = pod.get("metadata") or {}
     phase = pod_phase(pod)
+    slots = pod_slots(pod)
+    annotations = meta.get("annotations") or {}
+    namespace = str(meta.get("namespace", ""))
     return PodFacts(
         uid=str(meta.get("uid", "")),
-        namespace=str(meta.get("namespace", "")),
+        namespace=namespace,
         key=pod_key(pod),
         node=pod_node(pod),
         phase=phase,
-        slots=pod_slots(pod),
+        slots=slots,
         holds=holds_resources(pod),
         failed_admission=phase == "Failed"
         and (pod.get("status") or {}).get("reason") == ADMISSION_ERROR,
         daemon=is_daemon_pod(pod),
         visible_devices=pod_env_visible_devices(pod),
         created=str(meta.get("creationTimestamp", "")),
+        fraction=None if slots else read_fraction(annotations),
+        gpu_groups=gpu_groups(meta.get("labels") or {}),
+        reserved_gpu=reserved_gpu(namespace, annotations),
     )
 
 

@@ -93,7 +93,11 @@ def slots_by_node(snapshot: Snapshot | None, after: PluginSettings) -> list[Node
         if not node.gpu_node:
             continue
         after_slots = slots_of(after, node.visible_gpus)
-        active = [p for p in node.pods if p.phase not in ("Succeeded", "Failed")]
+        active = [
+            p
+            for p in node.pods
+            if p.phase not in ("Succeeded", "Failed") and p.resource == node.resource
+        ]  # MIG slices and other resources are not what the mode switch changes
         same = [p for p in active if p.resource == after.resource]
         held = sum(p.slots for p in same)
         impacts: list[PodImpact] = []

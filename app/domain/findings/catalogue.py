@@ -75,6 +75,10 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("pod-sets-visible-devices", _W, _P, "Pod sets NVIDIA_VISIBLE_DEVICES itself"),
         _kind("multi-slot-request-rejected", _E, _P, "Pod asks for 2+ slots; the plugin refuses"),
         _kind("multi-slot-request-shared", _W, _P, "Pod asks for 2+ time-sliced slots"),
+        # GPU fractions (KAI scheduler / Run:ai annotations, app/domain/accounting/fractions).
+        _kind("gpu-fractions-over-one", _E, _G, "Fraction pods ask for more than the whole GPU"),
+        _kind("gpu-fraction-memory-over-limit", _W, _G, "Fraction pod uses more than its share"),
+        _kind("gpu-fraction-unreserved", _W, _G, "GPU shared by fractions counted as free"),
         # Dynamic Resource Allocation (resource.k8s.io/v1, app/domain/dra).
         _kind("dra-and-device-plugin-on-node", _E, _N, "Node runs the DRA driver and the plugin"),
         _kind("dra-device-not-seen-by-agent", _W, _N, "DRA device the agent does not see"),

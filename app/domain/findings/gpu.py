@@ -7,6 +7,7 @@ from app.domain.accounting.gpus import GpuFacts
 from app.domain.accounting.pods import pod_key
 from app.domain.changes.split_models import editor_path
 from app.domain.findings.catalogue import finding
+from app.domain.findings.fractions import fraction_findings
 from app.domain.findings.shell import sh
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
@@ -21,6 +22,7 @@ def gpu_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
             found += _host_use(node, gpu)
             found += _pressure(facts, node, gpu)
         found += _pod_processes(facts, node, gpu, assigned)
+        found += fraction_findings(node, gpu)
     return found
 
 
@@ -125,6 +127,9 @@ def _pod_processes(
         uid = proc.pod_uid
         if proc.owner != "pod" or uid is None or uid not in facts.pods_by_uid:
             continue
+        pod_facts = facts.pod_facts.get(uid)
+        if pod_facts is not None and pod_facts.fraction is not None:
+            continue  # a GPU fraction: a holder of a share of this GPU (fraction_ledger.py)
         key = pod_key(facts.pods_by_uid[uid])
         evidence: dict[str, EvidenceValue] = {
             "pid": proc.pid,

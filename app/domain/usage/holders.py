@@ -36,6 +36,7 @@ class PodUsage:
     idle_slots: int
     idle_for_s: int | None
     pending: bool
+    gpu_share: float | None = None  # a GPU fraction pod: its share of a GPU (slots 0)
 
 
 @dataclass
@@ -50,6 +51,7 @@ class UsageRow:
     idle_slots: int = 0
     pending_pods: int = 0
     pending_slots: int = 0
+    gpu_share: float = 0.0  # GPU fractions held (KAI / Run:ai), apart from slots
     pod_names: list[str] = field(default_factory=list)
 
 
@@ -93,7 +95,7 @@ def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
             for holder in gpu.holders:
                 gpus[holder.pod].add(gpu.index)
         for held in node.pods:
-            if held.slots <= 0 or held.phase in ("Succeeded", "Failed"):
+            if (held.slots <= 0 and held.share is None) or held.phase in ("Succeeded", "Failed"):
                 continue
             manifest = manifests.get(held.pod, {"metadata": _meta_of(held.pod)})
             idle_slots, idle_s = idle.get(held.pod, (0, 0))
@@ -110,6 +112,7 @@ def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
                     idle_slots=idle_slots,
                     idle_for_s=idle_s if idle_slots else None,
                     pending=False,
+                    gpu_share=held.share,
                 )
             )
     resource = snapshot.plugin.resource
@@ -152,6 +155,7 @@ def usage_rows(usages: Iterable[PodUsage], by: UsageBy) -> list[UsageRow]:
             continue
         row.pods += 1
         row.slots_held += item.slots
+        row.gpu_share = round(row.gpu_share + (item.gpu_share or 0.0), 3)
         row.memory_used_mib += item.memory_used_mib
         row.idle_slots += item.idle_slots
         distinct_gpus[key].update((item.node or "", index) for index in item.gpus)

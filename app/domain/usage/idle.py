@@ -141,6 +141,13 @@ class UsageHistory:
         else:
             series.low_since = None
         running = {process.pod for process in gpu.processes if process.pod}
+        # A KAI reservation pod runs nothing itself: its slot is busy while its group's
+        # fraction pods run on the GPU.
+        busy_groups = {
+            h.gpu_group
+            for h in gpu.holders
+            if h.source == "fraction" and h.gpu_group is not None and h.pod in running
+        }
         before = self.holders.get(gpu.uuid, {})
         now_held: dict[str, HolderWatch] = {}
         for holder in held:
@@ -152,7 +159,7 @@ class UsageHistory:
                 if self._idle_floor is not None and at < self._idle_floor:
                     self._idle_floor = at
             watch.slots, watch.seen_at = holder.slots, at
-            if holder.pod in running:
+            if holder.pod in running or (holder.gpu_group in busy_groups):
                 watch.busy_at = at
             now_held[holder.pod] = watch
         if now_held:
