@@ -228,6 +228,10 @@ class NodeConfig(_Out):
     change_with: str | None = Field(
         default=None, description="How this install's config is changed (read-only ones)"
     )
+    allocation_policy: str | None = Field(
+        default=None,
+        description="flags.plugin.sharedDevicesAllocationPolicy (v0.20): distributed | packed",
+    )
 
 
 class NodeState(_Out):
@@ -293,6 +297,10 @@ class PluginState(_Out):
     resource: str
     rename_by_default: bool
     fail_requests_greater_than_one: bool
+    allocation_policy: str = Field(
+        default="distributed",
+        description="flags.plugin.sharedDevicesAllocationPolicy (v0.20): distributed | packed",
+    )
 
 
 class Totals(_Out):

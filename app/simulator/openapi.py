@@ -45,6 +45,7 @@ TOP_LEVEL_FIELDS: dict[str, tuple[str, ...]] = {
     "ClusterRole": ("rules", "aggregationRule"),
     "RoleBinding": ("subjects", "roleRef"),
     "ClusterRoleBinding": ("subjects", "roleRef"),
+    "RuntimeClass": ("handler", "overhead", "scheduling"),
 }
 SPEC_AND_STATUS = ("spec", "status")
 FIELD_VALIDATION = {

@@ -55,6 +55,7 @@ DAEMONSET = ResourceType("apps", "v1", "daemonsets", "daemonset", "DaemonSet", T
 # `kubectl apply --dry-run=server -f` of the rendered chart works. Adding a kind is one
 # entry here.
 RBAC = "rbac.authorization.k8s.io"
+ADMISSION = "admissionregistration.k8s.io"
 
 
 def _generic(
@@ -80,6 +81,23 @@ GENERIC: tuple[ResourceType, ...] = (
     _generic(RBAC, "rolebindings", "RoleBinding"),
     _generic(RBAC, "clusterroles", "ClusterRole", namespaced=False),
     _generic(RBAC, "clusterrolebindings", "ClusterRoleBinding", namespaced=False),
+    # What the real install manifests also carry (tests/real_inputs): NFD's prune Job in
+    # NVIDIA's chart, the DRA driver chart's admission policies, k3s' `nvidia` RuntimeClass.
+    _generic("batch", "jobs", "Job", status=True),
+    _generic(
+        ADMISSION,
+        "validatingadmissionpolicies",
+        "ValidatingAdmissionPolicy",
+        namespaced=False,
+        status=True,
+    ),
+    _generic(
+        ADMISSION,
+        "validatingadmissionpolicybindings",
+        "ValidatingAdmissionPolicyBinding",
+        namespaced=False,
+    ),
+    _generic("node.k8s.io", "runtimeclasses", "RuntimeClass", namespaced=False),
 )
 
 # Dynamic Resource Allocation, GA in Kubernetes 1.34 (app/simulator/dra.py plays its driver).

@@ -228,6 +228,13 @@ EN: dict[str, str] = {
     "admin_config_unusable": "The current config is unusable: {error}",
     "admin_operator_managed": "This DaemonSet is managed by the NVIDIA GPU Operator, "
     "which would revert direct edits. Change {field} of its ClusterPolicy instead.",
+    "admin_dra_only": "GPUs are handed out by the DRA driver ({daemonset}, managed by {owner}); "
+    "no device plugin runs, so there is no device-plugin ConfigMap to change. Sharing is set "
+    "per ResourceClaim (GpuConfig) or in the DRA driver's own settings.",
+    "dra_owner_gpu-operator": "the GPU Operator's GPUCluster",
+    "dra_owner_helm": "its Helm release",
+    "dra_owner_other": "its owner",
+    "refusal_dra-only": "DRA only: there is no device-plugin DaemonSet or ConfigMap to change.",
     "admin_writes_disabled": "Changes are not enabled on this server.",
     "admin_login_to_change": "{link} to change the mode.",
     "admin_login_link": "Log in as an admin",

@@ -230,6 +230,13 @@ KO: dict[str, str] = {
     "admin_config_unusable": "현재 설정을 사용할 수 없습니다: {error}",
     "admin_operator_managed": "이 DaemonSet은 NVIDIA GPU Operator가 관리하므로 직접 수정해도 "
     "되돌려집니다. 대신 ClusterPolicy의 {field}을(를) 변경하세요.",
+    "admin_dra_only": "GPU는 DRA 드라이버({daemonset}, 관리: {owner})가 할당합니다. "
+    "디바이스 플러그인이 없으므로 변경할 디바이스 플러그인 ConfigMap이 없습니다. 공유 방식은 "
+    "ResourceClaim(GpuConfig) 또는 DRA 드라이버 설정에서 정합니다.",
+    "dra_owner_gpu-operator": "GPU Operator의 GPUCluster",
+    "dra_owner_helm": "Helm 릴리스",
+    "dra_owner_other": "소유자",
+    "refusal_dra-only": "DRA 전용: 변경할 디바이스 플러그인 DaemonSet이나 ConfigMap이 없습니다.",
     "admin_writes_disabled": "이 서버에서는 변경 기능이 켜져 있지 않습니다.",
     "admin_login_to_change": "모드를 바꾸려면 {link}하세요.",
     "admin_login_link": "관리자로 로그인",

@@ -21,7 +21,9 @@ from app.domain.changes.models import ChangePlan, ChangeRequest, PlanRefused, Re
 from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
 from app.domain.cluster import Manifest
-from app.domain.plugin.daemonset import is_operator_managed
+from app.domain.dra.install import read_dra_install
+from app.domain.dra.models import DraInstall
+from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.errors import (
     ClusterError,
     ClusterUnavailableError,
@@ -214,7 +216,21 @@ def make_plan(runtime: Runtime, writer: PluginWriter, request: ChangeRequest | N
     name = runtime.settings.plugin_configmap_name
     if request is None:
         return plan_rollback(objects.daemonset, objects.configmap, configmap_name=name)
-    return plan_change(objects.daemonset, objects.configmap, request, configmap_name=name)
+    return plan_change(
+        objects.daemonset,
+        objects.configmap,
+        request,
+        configmap_name=name,
+        dra_install=dra_install_of(runtime),
+    )
+
+
+def dra_install_of(runtime: Runtime) -> DraInstall | None:
+    """The DRA driver install the cache sees, when no device plugin runs beside it."""
+    daemonsets = runtime.source.items("daemonsets")
+    if any(is_plugin_daemonset(ds) for ds in daemonsets):
+        return None
+    return read_dra_install(daemonsets, runtime.source.items("deviceclasses"), device_plugin=False)
 
 
 def preview_mode(
@@ -311,10 +327,13 @@ def config_view(runtime: Runtime) -> dict[str, Any]:
             "resourceVersion": _rv(configmap),
         },
         "operatorManaged": daemonset is not None and is_operator_managed(daemonset),
+        "draOnly": None,
         "writesEnabled": runtime.writer is not None,
         "previous": None,
     }
     if daemonset is None:
+        install = dra_install_of(runtime)
+        view["draOnly"] = install.model_dump() if install is not None else None
         view.update(
             {
                 "mode": "unknown",

@@ -87,6 +87,9 @@ def test_dra_exclusive_claim_is_one_holder_with_its_claim_and_no_sharing() -> No
         "stranded": 0,
         "pending_claims": 0,
         "extended_resources": [],
+        "shares": 0,
+        "shares_allocated": 0,
+        "install": None,
     }
     # Device-plugin totals stay the plugin node's alone: 4 slots, nothing added from DRA.
     assert (snapshot.totals.allocatable, snapshot.totals.free) == (4, 4)
@@ -413,6 +416,9 @@ def test_no_dra_objects_keep_every_node_on_the_plugin_and_an_empty_dra_summary()
         "stranded": 0,
         "pending_claims": 0,
         "extended_resources": [],
+        "shares": 0,
+        "shares_allocated": 0,
+        "install": None,
     }
 
 

@@ -116,6 +116,7 @@ def test_helm_chart_install_is_found_through_its_daemonset() -> None:
         key="ts4",
         label=None,
         mig_strategy="none",
+        allocation_policy="distributed",
         change_with=(
             "helm upgrade <release> -n nvidia-device-plugin --reuse-values -f values.yaml  "
             "# config.map / config.default; per node: kubectl label node gpu-1 "

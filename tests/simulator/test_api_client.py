@@ -42,6 +42,9 @@ def test_discovery_resource_lists_name_groupversion_and_status(sim: SimulatedClu
         "apps",
         "networking.k8s.io",
         "rbac.authorization.k8s.io",
+        "batch",
+        "admissionregistration.k8s.io",
+        "node.k8s.io",
         "resource.k8s.io",
     ]
     dra = httpx.get(f"{sim.url}/apis/resource.k8s.io/v1").json()

@@ -239,8 +239,11 @@ def test_openapi_documents_describe_every_served_kind(
 
     assert sorted(root["paths"]) == [
         "api/v1",
+        "apis/admissionregistration.k8s.io/v1",
         "apis/apps/v1",
+        "apis/batch/v1",
         "apis/networking.k8s.io/v1",
+        "apis/node.k8s.io/v1",
         "apis/rbac.authorization.k8s.io/v1",
         "apis/resource.k8s.io/v1",
     ]

@@ -36,8 +36,10 @@ from app.domain.accounting.states import (
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.dra.findings_cluster import dra_cluster_findings
 from app.domain.dra.findings_node import dra_node_findings
+from app.domain.dra.install import read_dra_install
 from app.domain.dra.inventory import DraView, read_dra
 from app.domain.dra.ledger import apply_dra, dra_node_state, dra_summary
+from app.domain.dra.models import DraInstall
 from app.domain.findings.catalogue import CATALOGUE, sort_key
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.gpu import gpu_findings
@@ -118,11 +120,15 @@ def build_snapshot(
         totals=totals_of(node_states, demand),
         nodes=node_states,
         findings=findings,
-        dra=dra_summary(dra, state.nodes),
+        dra=dra_summary(dra, state.nodes, install=_dra_install(state, specs)),
         mode=cluster_mode(nodes, default=plugin.mode),
         resources=sum_resources([n.resources for n in nodes]),
         pending_demand=demand,
     )
+
+
+def _dra_install(state: ClusterState, specs: list[PluginSpec]) -> DraInstall | None:
+    return read_dra_install(state.daemonsets, state.device_classes, device_plugin=bool(specs))
 
 
 def plugin_specs(state: ClusterState) -> list[PluginSpec]:

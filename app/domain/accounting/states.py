@@ -6,6 +6,7 @@ from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger import MigFacts
 from app.domain.cluster import AccountingOptions
 from app.domain.findings.catalogue import SEVERITY_RANK
+from app.domain.plugin.config import DEFAULT_ALLOCATION_POLICY
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL, ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.snapshot import (
@@ -116,6 +117,7 @@ def _node_config(facts: NodeFacts) -> NodeConfig | None:
         key=config.key,
         label=facts.labels.get(label_key),
         mig_strategy=config.config.mig_strategy if config.config else None,
+        allocation_policy=config.config.allocation_policy if config.config else None,
         change_with=_change_with(spec, label_key, facts.name),
     )
 
@@ -162,6 +164,7 @@ def plugin_state(
         resource=config.resource if config else options.serving_resource,
         rename_by_default=config.rename_by_default if config else False,
         fail_requests_greater_than_one=config.fail_requests_greater_than_one if config else False,
+        allocation_policy=config.allocation_policy if config else DEFAULT_ALLOCATION_POLICY,
     )
 
 

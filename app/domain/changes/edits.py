@@ -74,6 +74,7 @@ def time_slicing_text(
     rename_by_default: bool,
     fail_requests_greater_than_one: bool,
     warnings: list[str],
+    allocation_policy: str | None = None,
 ) -> str:
     """config.yaml with sharing.timeSlicing set as asked and every other key kept."""
     base: dict[str, Any] = {}
@@ -111,10 +112,24 @@ def time_slicing_text(
     block["resources"] = resources
     sharing["timeSlicing"] = block
     config["sharing"] = sharing
+    if allocation_policy is not None:
+        _set_policy(config, allocation_policy)
     new_text = dump_yaml(config)
     if old_text is not None and base and _same_yaml(old_text, new_text):
         return old_text
     return new_text
+
+
+def _set_policy(config: dict[str, Any], policy: str) -> None:
+    """flags.plugin.sharedDevicesAllocationPolicy, keeping every other flag."""
+    old_flags = _pop_ci(config, "flags")
+    flags: dict[str, Any] = dict(old_flags) if isinstance(old_flags, dict) else {}
+    old_plugin = _pop_ci(flags, "plugin")
+    plugin: dict[str, Any] = dict(old_plugin) if isinstance(old_plugin, dict) else {}
+    _pop_ci(plugin, "sharedDevicesAllocationPolicy")
+    plugin["sharedDevicesAllocationPolicy"] = policy
+    flags["plugin"] = plugin
+    config["flags"] = flags
 
 
 def _pop_ci(obj: dict[str, Any], key: str) -> Any:

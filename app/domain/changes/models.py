@@ -41,6 +41,7 @@ class RefusalCode(StrEnum):
     CHANGE_NOT_FOUND = "change-not-found"
     NOT_REVERSIBLE = "not-reversible"
     OTHER_INSTALL = "other-plugin-install"
+    DRA_ONLY = "dra-only"
 
 
 class PlanRefused(GpuSlotsError):
@@ -68,6 +69,8 @@ class ChangeRequest:
     rename_by_default: bool = False
     fail_requests_greater_than_one: bool = False
     delete_configmap: bool = False
+    # flags.plugin.sharedDevicesAllocationPolicy (v0.20+); None: keep what the config says.
+    allocation_policy: str | None = None
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,9 @@ from app.domain.changes.models import (
     PluginSettings,
     RefusalCode,
 )
+from app.domain.changes.policy import check_policy, dra_only_message
 from app.domain.cluster import Manifest
+from app.domain.dra.models import DraInstall
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
 from app.domain.plugin.daemonset import (
     ConfigManagerRef,
@@ -93,11 +95,13 @@ def plan_change(
     request: ChangeRequest,
     *,
     configmap_name: str,
+    dra_install: DraInstall | None = None,
 ) -> ChangePlan:
     """Plan the writes for `request`; raises PlanRefused with the reason when it cannot."""
-    ds = _writable(daemonset)
+    ds = _writable(daemonset, dra_install)
     _check_request(request)
     spec = read_plugin_spec(ds)
+    check_policy(request, spec.version)
     container = _container(ds, spec.container)
     before = current_settings(ds, configmap)
     warnings: list[str] = []
@@ -177,7 +181,9 @@ def plan_rollback(
     )
 
 
-def _writable(daemonset: Manifest | None) -> Manifest:
+def _writable(daemonset: Manifest | None, dra_install: DraInstall | None = None) -> Manifest:
+    if daemonset is None and dra_install is not None:
+        raise PlanRefused(RefusalCode.DRA_ONLY, dra_only_message(dra_install))
     if daemonset is None:
         raise PlanRefused(
             RefusalCode.DAEMONSET_NOT_FOUND,
@@ -282,6 +288,7 @@ def _to_time_slicing(
         rename_by_default=request.rename_by_default,
         fail_requests_greater_than_one=request.fail_requests_greater_than_one,
         warnings=warnings,
+        allocation_policy=request.allocation_policy,
     )
     new_data = {**data, key: text}
     if configmap is None:

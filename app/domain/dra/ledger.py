@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.pods import is_ready
 from app.domain.cluster import Manifest
+from app.domain.dra.capacity import shares_of, units
 from app.domain.dra.inventory import DraView
-from app.domain.dra.models import Allocation, DraDeviceState, DraShare, DraSummary
+from app.domain.dra.models import Allocation, DraDeviceState, DraInstall, DraShare, DraSummary
 from app.domain.dra.objects import Device
 from app.domain.snapshot import NodeState, SlotHolder
 
@@ -193,31 +194,44 @@ def schedulable_nodes(nodes: Sequence[Manifest]) -> set[str]:
     }
 
 
-def dra_summary(view: DraView | None, nodes: Sequence[Manifest]) -> DraSummary:
-    """Cluster totals of DRA GPU devices (never added to device-plugin slots)."""
+def dra_summary(
+    view: DraView | None, nodes: Sequence[Manifest], *, install: DraInstall | None = None
+) -> DraSummary:
+    """Cluster totals of DRA GPU devices (never added to device-plugin slots).
+
+    Counted per physical unit (a partitionable GPU's placements are one), with the shares of
+    ConsumableShares devices apart (app/domain/dra/capacity.py).
+    """
     if view is None:
-        return DraSummary(drivers=[], devices=0, allocated=0, shared=0, free=0, pending_claims=0)
+        return DraSummary(
+            drivers=[], devices=0, allocated=0, shared=0, free=0, pending_claims=0, install=install
+        )
     usable = schedulable_nodes(nodes)
     allocated = shared = free = stranded = 0
-    for device in view.devices.values():
-        claims = view.claims_by_device.get(device.key, [])
+    grouped = units(view)
+    for devices in grouped.values():
+        claims = [c for d in devices for c in view.claims_by_device.get(d.key, [])]
         if claims:
             allocated += 1
             pods = sum(len(c.reserved_for) for c in claims)
             if len(claims) > 1 or pods > 1 or any(c.config is not None for c in claims):
                 shared += 1
-        elif device.node in usable:
+        elif devices[0].node in usable:
             free += 1
         else:
             stranded += 1
     pending = [c for c in view.claims if not c.allocated and view.is_gpu_claim(c)]
+    shares = shares_of(view, view.devices.values())
     return DraSummary(
         drivers=sorted({d.driver for d in view.devices.values()}),
-        devices=len(view.devices),
+        devices=len(grouped),
         allocated=allocated,
         shared=shared,
         free=free,
         stranded=stranded,
         pending_claims=len(pending),
         extended_resources=sorted(view.extended),
+        shares=shares.total,
+        shares_allocated=shares.allocated,
+        install=install,
     )

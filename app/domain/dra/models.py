@@ -61,6 +61,20 @@ class DraDeviceState(_Out):
     )
 
 
+class DraInstall(_Out):
+    """The DRA driver's install: read-only here (its owner changes it, not GPU Slots)."""
+
+    daemonset: str = Field(description="namespace/name of the kubelet-plugin DaemonSet")
+    managed_by: Literal["gpu-operator", "helm", "other"]
+    device_classes: list[str] = Field(description="DeviceClasses of driver gpu.nvidia.com")
+    extended_resources: list[str] = Field(
+        description="extendedResourceName of those classes; empty: no nvidia.com/gpu mapping"
+    )
+    device_plugin: bool = Field(
+        description="A device-plugin DaemonSet runs too; false: DRA only (no plugin ConfigMap)"
+    )
+
+
 class DraSummary(_Out):
     """Cluster totals of DRA devices, kept apart from device-plugin slots."""
 
@@ -78,6 +92,16 @@ class DraSummary(_Out):
     extended_resources: list[str] = Field(
         default_factory=list,
         description="Extended resource names a DeviceClass maps to DRA (e.g. nvidia.com/gpu)",
+    )
+    shares: int = Field(
+        default=0,
+        description="ConsumableShares: capacity `shares` of devices several claims draw from",
+    )
+    shares_allocated: int = Field(
+        default=0, description="Shares the claims' results consumed (1 each by default)"
+    )
+    install: DraInstall | None = Field(
+        default=None, description="The DRA driver's DaemonSet and owner, when one runs"
     )
 
 

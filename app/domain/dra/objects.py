@@ -115,6 +115,10 @@ class Device:
     profile: str | None
     product_name: str | None
     memory_mib: int | None
+    # ConsumableShares: capacity `shares` of a device with allowMultipleAllocations.
+    shares: int | None = None
+    # Partitionable devices (dynamic MIG): the slice's counter sets this device draws on.
+    counter_sets: tuple[str, ...] = ()
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -174,6 +178,12 @@ def read_slice_devices(obj: Manifest) -> tuple[str, str, int, list[Device]]:
                 profile=_text(_attribute(attributes, driver, "profile")),
                 product_name=_text(_attribute(attributes, driver, "productName")),
                 memory_mib=quantity_mib(_dict(capacity.get("memory")).get("value")),
+                shares=_shares(device, capacity),
+                counter_sets=tuple(
+                    str(c.get("counterSet"))
+                    for c in map(_dict, _list(device.get("consumesCounters")))
+                    if c.get("counterSet")
+                ),
             )
         )
     return driver, pool_name, generation, devices
@@ -323,3 +333,14 @@ def read_claim(obj: Manifest) -> Claim:
         auto_created=annotations.get(AUTO_CLAIM_ANNOTATION) == "true",
         owner_pod=f"{namespace}/{owners[0].get('name', '')}" if owners else None,
     )
+
+
+def _shares(device: Mapping[str, Any], capacity: Mapping[str, Any]) -> int | None:
+    """capacity.shares of a device several claims may draw from (ConsumableShares)."""
+    if device.get("allowMultipleAllocations") is not True:
+        return None
+    value = _dict(capacity.get("shares")).get("value")
+    try:
+        return int(str(value)) if value is not None else None
+    except ValueError:
+        return None

@@ -188,9 +188,20 @@ def _allocatable_mismatch(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "replicas": node.replicas,
             "resource": node.resource,
         },
-        remedy=f"kubectl rollout restart {ds_ref(spec)}  # after fixing the cause above",
+        remedy=_mismatch_remedy(spec, node, allocatable),
         node=node.name,
     )
+
+
+def _mismatch_remedy(spec: PluginSpec, node: NodeFacts, allocatable: int) -> str:
+    """A running plugin advertising nothing is restarted on that node alone (plugin #1645)."""
+    pod = node.plugin_pod_state
+    if allocatable == 0 and pod is not None and pod.phase == "Running":
+        return (
+            f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod.name)}  # restarts the plugin "
+            f"on {sh(node.name)} only; it re-registers its GPUs with the kubelet"
+        )
+    return f"kubectl rollout restart {ds_ref(spec)}  # after fixing the cause above"
 
 
 def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:

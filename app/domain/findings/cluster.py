@@ -7,6 +7,7 @@ from datetime import datetime
 from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.gpus import listed_devices
 from app.domain.cluster import Manifest
+from app.domain.dra.install import read_dra_install
 from app.domain.findings.catalogue import finding
 from app.domain.findings.shell import sh
 from app.domain.findings.split_remedies import per_node_list, runs_on_one_node, set_devices
@@ -32,6 +33,9 @@ def ds_ref(spec: PluginSpec) -> str:
 def cluster_findings(facts: ClusterFacts) -> list[Finding]:
     spec = facts.spec
     if spec is None:
+        state = facts.state
+        if read_dra_install(state.daemonsets, state.device_classes, device_plugin=False):
+            return []  # DRA only (GPUCluster): no plugin to miss; the DRA findings hold
         return [_missing(facts)]
     found: list[Finding] = []
     if spec.operator_managed:

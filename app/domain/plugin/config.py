@@ -19,6 +19,11 @@ from app.domain.snapshot import Mode
 
 GPU_RESOURCE = "nvidia.com/gpu"
 MIG_STRATEGIES = ("none", "single", "mixed")
+# flags.plugin.sharedDevicesAllocationPolicy (v0.20.0; env SHARED_DEVICES_ALLOCATION_POLICY,
+# flag --shared-devices-allocation-policy): which replicas of time-sliced or MIG devices the
+# plugin prefers. `spread` exists only on the plugin's main branch, in no release yet.
+ALLOCATION_POLICIES = ("distributed", "packed")
+DEFAULT_ALLOCATION_POLICY = "distributed"
 _PREFIX = "nvidia.com/"
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _UUID_DEVICE = re.compile(r"^(GPU-|MIG-)[0-9A-Za-z-]+(/\d+/\d+)?$")
@@ -55,6 +60,7 @@ class PluginConfig:
     sharing_resources: tuple[SharingResource, ...] = ()
     warnings: tuple[str, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
+    allocation_policy: str = DEFAULT_ALLOCATION_POLICY
 
 
 # Pod-template annotation carrying config_hash() of the config the pods should run.
@@ -102,6 +108,7 @@ def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> P
     fail_on_init_error = _flag_bool(
         env, flags, env_name="FAIL_ON_INIT_ERROR", key="failOnInitError"
     )
+    allocation_policy = allocation_policy_of(env, flags)
 
     mode = Mode.BASIC
     block: _Replicated | None = None
@@ -137,7 +144,26 @@ def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> P
         sharing_resources=resources,
         warnings=tuple(warnings),
         raw=raw,
+        allocation_policy=allocation_policy,
     )
+
+
+def allocation_policy_of(env: Mapping[str, str], flags: Mapping[str, Any]) -> str:
+    """flags.plugin.sharedDevicesAllocationPolicy (env beats the file), checked like v0.20."""
+    plugin = _as_object(_ci_get(flags, "plugin"), "flags.plugin")
+    value = _flag_str(
+        env,
+        plugin,
+        env_name="SHARED_DEVICES_ALLOCATION_POLICY",
+        key="sharedDevicesAllocationPolicy",
+    )
+    value = value or DEFAULT_ALLOCATION_POLICY
+    if value not in ALLOCATION_POLICIES:
+        raise PluginConfigError(
+            f"invalid --shared-devices-allocation-policy option: {value} "
+            f"(v0.20 accepts {' | '.join(ALLOCATION_POLICIES)})"
+        )
+    return value
 
 
 @dataclass(frozen=True)

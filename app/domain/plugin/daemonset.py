@@ -196,10 +196,14 @@ def is_operator_managed(daemonset: Manifest) -> bool:
             "nvidia.com/"
         ):
             return True
-    labels = meta.get("labels") or {}
-    if labels.get("app.kubernetes.io/managed-by") == "gpu-operator":
-        return True
-    return str(labels.get("helm.sh/chart", "")).startswith("gpu-operator")
+    # The operator labels the pod template, not always the DaemonSet itself (v26.7 assets).
+    template = ((daemonset.get("spec") or {}).get("template") or {}).get("metadata") or {}
+    for labels in (meta.get("labels") or {}, template.get("labels") or {}):
+        if labels.get("app.kubernetes.io/managed-by") == "gpu-operator":
+            return True
+        if str(labels.get("helm.sh/chart", "")).startswith("gpu-operator"):
+            return True
+    return False
 
 
 def container_env(container: Mapping[str, Any]) -> dict[str, str]:
