@@ -117,6 +117,9 @@ def record_from_json(data: Any) -> ChangeRecord:
         before, after = data.get("before") or {}, data.get("after") or {}
         if not isinstance(before, dict) or not isinstance(after, dict):
             raise ValueError("before/after are not JSON objects")
+        warnings = data.get("warnings") or []
+        if not isinstance(warnings, list):
+            raise ValueError("warnings is not a list")
         return ChangeRecord(
             id=str(data["id"]),
             kind=kind,
@@ -128,7 +131,7 @@ def record_from_json(data: Any) -> ChangeRecord:
             after=dict(after),
             node=_optional_str(data.get("node")),
             rolls_back=_optional_str(data.get("rollsBack")),
-            warnings=tuple(str(w) for w in data.get("warnings") or ()),
+            warnings=tuple(str(w) for w in warnings),
         )
     except KeyError as exc:
         raise ValueError(f"the record has no {exc.args[0]!r}") from exc
