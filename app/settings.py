@@ -25,6 +25,10 @@ class Settings(BaseSettings):
     plugin_configmap_name: str = "nvidia-device-plugin-config"
     # Other namespaces whose ConfigMaps plugin DaemonSets there may mount (JSON list).
     plugin_config_namespaces: list[str] = Field(default_factory=list)
+    # The change history: one ConfigMap per change in this namespace (the chart: its release
+    # namespace; unset: the plugin's), the newest `keep` kept (app.kube.history).
+    change_history_namespace: str | None = None
+    change_history_keep: int = Field(default=200, ge=1, le=10_000)
 
     # How agents prove their node (comma-separated): `serviceaccount` (a projected token
     # checked with TokenReview), `node-token` (HMAC of agent_node_secret and the node name);
@@ -84,6 +88,16 @@ class Settings(BaseSettings):
         if not value or len(value) > 253 or value != value.lower() or " " in value:
             raise ValueError("must be a lower-case Kubernetes object name")
         return value
+
+    @field_validator("change_history_namespace")
+    @classmethod
+    def _optional_dns_name(cls, value: str | None) -> str | None:
+        return cls._dns_name(value) if value else None
+
+    @property
+    def history_namespace(self) -> str:
+        """Where the change history is kept: its own setting, else the plugin's namespace."""
+        return self.change_history_namespace or self.kubernetes_device_plugin_namespace
 
     @field_validator("plugin_config_namespaces")
     @classmethod

@@ -18,7 +18,8 @@ class ApiCall:
     resource: str
     verb: str
     # config-namespaces: each of GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES (chart plugin.configNamespaces)
-    scope: Literal["cluster", "plugin-namespace", "config-namespaces"]
+    # history-namespace: GEO_MLOPS_CHANGE_HISTORY_NAMESPACE (the chart's release namespace)
+    scope: Literal["cluster", "plugin-namespace", "config-namespaces", "history-namespace"]
     named: Literal["plugin-daemonset", "plugin-configmap"] | None = None
     writes: bool = False
 
@@ -49,12 +50,14 @@ READ_CALLS: tuple[ApiCall, ...] = (
     ApiCall("resource.k8s.io", "resourceclaims", "watch", "cluster"),
     ApiCall("resource.k8s.io", "resourceclaimtemplates", "list", "cluster"),
     ApiCall("resource.k8s.io", "resourceclaimtemplates", "watch", "cluster"),
-    # Per-node GPU splits: a node's own DaemonSet (any name), the node and its labels, and
-    # the change history (Events labelled gpu-slots.io/change in the plugin namespace).
+    # Per-node GPU splits: a node's own DaemonSet (any name), the node and its labels.
     ApiCall("apps", "daemonsets", "get", "plugin-namespace"),
     ApiCall("", "nodes", "get", "cluster"),
-    ApiCall("", "events", "list", "plugin-namespace"),
-    ApiCall("", "events", "get", "plugin-namespace"),
+    # The change history (app.kube.history): ConfigMaps labelled gpu-slots.io/change-record
+    # in the dashboard's namespace, listed directly (no watch) and read by name. RBAC cannot
+    # grant by label: the code lists by label and trusts only labelled records.
+    ApiCall("", "configmaps", "list", "history-namespace"),
+    ApiCall("", "configmaps", "get", "history-namespace"),
 )
 
 # Agents bound to their node (app.kube.tokenreview): the review of each agent's projected
@@ -71,7 +74,11 @@ WRITE_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "configmaps", "update", "plugin-namespace", "plugin-configmap", writes=True),
     ApiCall("", "configmaps", "patch", "plugin-namespace", "plugin-configmap", writes=True),
     ApiCall("", "configmaps", "delete", "plugin-namespace", "plugin-configmap", writes=True),
+    # Events announce each change (they expire; the history is the ConfigMaps below).
     ApiCall("", "events", "create", "plugin-namespace", writes=True),
+    # One ConfigMap per change, and the oldest deleted beyond GEO_MLOPS_CHANGE_HISTORY_KEEP.
+    ApiCall("", "configmaps", "create", "history-namespace", writes=True),
+    ApiCall("", "configmaps", "delete", "history-namespace", writes=True),
     # Per-node GPU splits: own DaemonSets and ConfigMaps are named after their node.
     ApiCall("apps", "daemonsets", "create", "plugin-namespace", writes=True),
     ApiCall("apps", "daemonsets", "update", "plugin-namespace", writes=True),

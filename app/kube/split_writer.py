@@ -124,6 +124,7 @@ class SplitWriter:
             after=plan.after.as_json(),
             node=plan.node,
             rolls_back=rolls_back,
+            warnings=tuple(warnings),
         )
         involved = next((w for w in plan.writes if w.kind == "Node"), None)
         target = (involved.before if involved else None) or {"metadata": {"name": plan.node}}
@@ -134,7 +135,7 @@ class SplitWriter:
             reason=SPLIT_REASONS[plan.kind],
             component=COMPONENT,
         )
-        recorded = self._writer.record(event, warnings)
+        recorded = self._writer.record_change(record, event, warnings)
         return SplitApplied(record.id if recorded else None, at, tuple(warnings))
 
     # one object ------------------------------------------------------------------------

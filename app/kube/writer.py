@@ -1,4 +1,4 @@
-"""The only code that writes to the Kubernetes API: plugin config changes and their audit Events.
+"""The only code that writes the plugin's config: its changes, their records and Events.
 
 Writes carry the resourceVersions the plan was made from, so someone else's change in
 between is a 409 and nothing is written. The ConfigMap is written before the DaemonSet
@@ -6,7 +6,8 @@ between is a 409 and nothing is written. The ConfigMap is written before the Dae
 must not lose theirs). When the DaemonSet write fails, the ConfigMap write is undone.
 After a timeout or a 5xx the objects are re-read first (app.kube.uncertain): a write that
 was committed is never undone as if it had failed, and the admin is told the state found.
-Calls made here are all declared in app.kube.permissions.
+Each applied change is kept in the durable history (app.kube.history) and announced by an
+Event. Calls made here are all declared in app.kube.permissions.
 """
 
 from __future__ import annotations
@@ -23,13 +24,7 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.changes.history import (
-    CHANGE_LABEL,
-    EVENT_PREFIX,
-    ChangeRecord,
-    change_id,
-    record_event,
-)
+from app.domain.changes.history import ChangeRecord, change_id, record_event
 from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
 
@@ -37,6 +32,7 @@ __all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "Plug
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
 from app.kube.client import copy_api_client, translate
+from app.kube.history import ChangeHistory
 from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
 
 log = logging.getLogger(__name__)
@@ -83,7 +79,10 @@ def utc_now() -> datetime:
 
 
 class PluginWriter:
-    """Reads and writes the plugin's DaemonSet and ConfigMap; records Events as the dashboard."""
+    """Reads and writes the plugin's DaemonSet and ConfigMap; records changes as the dashboard.
+
+    `history` keeps each change (None: Events only, as in tests of the writes alone).
+    """
 
     def __init__(
         self,
@@ -94,6 +93,7 @@ class PluginWriter:
         configmap_name: str,
         clock: Callable[[], datetime] = utc_now,
         audit_client: client.ApiClient | None = None,
+        history: ChangeHistory | None = None,
     ) -> None:
         self._api_client = api_client
         self._apps = client.AppsV1Api(api_client)
@@ -104,6 +104,7 @@ class PluginWriter:
         self.configmap_name = configmap_name
         self._clock = clock
         self._audit_client = audit_client or api_client
+        self.history = history
 
     @contextmanager
     def acting_as(self, user: str | None, groups: tuple[str, ...] = ()) -> Iterator[PluginWriter]:
@@ -122,6 +123,7 @@ class PluginWriter:
                 configmap_name=self.configmap_name,
                 clock=self._clock,
                 audit_client=self._audit_client,
+                history=self.history,
             )
         finally:
             impersonating.close()
@@ -197,6 +199,7 @@ class PluginWriter:
             before=plan.before.as_json(),
             after=plan.after.as_json(),
             rolls_back=rolls_back,
+            warnings=tuple(warnings),
         )
         recorded = self._audit(plan, written_ds, record, warnings=warnings)
         return ApplyResult(
@@ -326,7 +329,7 @@ class PluginWriter:
         *,
         warnings: list[str],
     ) -> bool:
-        """Log the change and record it as an Event (the change history); False: not recorded."""
+        """Log the change, keep it in the history, announce it; False: not in the history."""
         verb = "rolled back" if plan.kind == "rollback" else "changed"
         message = (
             f"{record.user} {verb} the device plugin config: {plan.before.describe()} -> "
@@ -353,9 +356,29 @@ class PluginWriter:
         )
         event["message"] = message[:1024]
         event["reportingInstance"] = socket.gethostname()[:128]
-        return self.record(event, warnings)
+        return self.record_change(record, event, warnings)
 
-    def record(self, event: Manifest, warnings: list[str]) -> bool:
+    def record_change(self, record: ChangeRecord, event: Manifest, warnings: list[str]) -> bool:
+        """Keep `record` in the history, then announce it; False: it is not in the history.
+
+        Failures are warnings, not a failed change: the change is made either way.
+        """
+        if self.history is None:
+            return self.notify(event, warnings)
+        kept = True
+        try:
+            self.history.record(record)
+        except ClusterError as error:
+            kept = False
+            log.warning("%s", error)
+            warnings.append(
+                f"The change is applied, but {error}: it is not in the change history, so it "
+                "cannot be rolled back from there; see the dashboard's log."
+            )
+        self.notify(event, warnings)
+        return kept
+
+    def notify(self, event: Manifest, warnings: list[str]) -> bool:
         """Create an audit Event as the dashboard; a failure is a warning, not a failed change."""
         body: Any = event
         try:
@@ -368,25 +391,6 @@ class PluginWriter:
             warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
             return False
         return True
-
-    def change_events(self) -> list[Manifest]:
-        """The Events of the change history, fresh from the API server."""
-        response = self._call(
-            lambda: self._events.list_namespaced_event(
-                self.namespace, label_selector=CHANGE_LABEL, **_raw()
-            ),
-            action="listing the change history",
-        )
-        return list((response or {}).get("items") or [])
-
-    def change_event(self, change: str) -> Manifest | None:
-        """One Event of the change history by change id (None: no such change)."""
-        return self._optional(
-            lambda: self._events.read_namespaced_event(
-                EVENT_PREFIX + change, self.namespace, **_raw()
-            ),
-            action=f"reading change {change}",
-        )
 
     # plumbing ----------------------------------------------------------------------------
 

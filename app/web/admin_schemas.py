@@ -209,12 +209,25 @@ class ChangeOut(BaseModel):
     before: dict[str, object]
     after: dict[str, object]
     rollsBack: str | None
+    warnings: list[str] = Field(default_factory=list, description="What the apply warned about")
+
+
+class UnreadableChangeOut(BaseModel):
+    """A ConfigMap labelled as a change record whose data is not one: listed, never used."""
+
+    name: str
+    reason: str
+    createdAt: str | None
 
 
 class ChangesOut(BaseModel):
     """GET /api/v1/changes: every applied change, newest first."""
 
     changes: list[ChangeOut]
+    unreadable: list[UnreadableChangeOut] = Field(
+        default_factory=list,
+        description="Labelled ConfigMaps of the history holding no readable record",
+    )
     available: bool = Field(
         description="False when this server does not write (no history to read): empty list"
     )

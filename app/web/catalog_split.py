@@ -11,6 +11,12 @@ SPLIT_EN: dict[str, str] = {
     "refusal_not-split": "This node already runs the shared plugin DaemonSet.",
     "refusal_change-not-found": "This change is not in the history.",
     "refusal_not-reversible": "This change cannot be undone automatically.",
+    "changes_unreadable_heading": "Unreadable records",
+    "changes_unreadable_intro": "These ConfigMaps carry the change history's label but no "
+    "record GPU Slots can read: they are listed, never used for a rollback, never pruned. "
+    "Look at one with the command beside it; delete it when it is not yours.",
+    "changes_kept_in": "Kept in the cluster as ConfigMaps of namespace {namespace} (the "
+    "newest {keep}); Events announce each change but expire after an hour.",
     "title_admin_gpus": "GPUs of node {name}",
     "gpus_intro": "Choose which GPUs Kubernetes gets on this node and how they are shared. "
     "The node gets its own plugin DaemonSet (the only way the plugin honours a per-node "
@@ -109,6 +115,12 @@ SPLIT_KO: dict[str, str] = {
     "gpus_no_writes": "이 서버에서는 플러그인 변경이 켜져 있지 않습니다.",
     "gpus_edit_link": "GPU 편집",
     "gpus_history": "이 노드의 변경 이력",
+    "changes_unreadable_heading": "읽을 수 없는 기록",
+    "changes_unreadable_intro": "아래 ConfigMap은 변경 기록 레이블을 달고 있지만 GPU Slots가 "
+    "읽을 수 있는 기록이 없습니다. 목록에만 보이고 되돌리기나 정리에 쓰이지 않습니다. "
+    "옆의 명령으로 확인하고, 내 것이 아니면 지우세요.",
+    "changes_kept_in": "클러스터의 네임스페이스 {namespace}에 ConfigMap으로 보관합니다(최신 "
+    "{keep}개). Event는 변경을 알리지만 한 시간 뒤 사라집니다.",
     "gpus_rollout_done": "롤아웃 완료: 노드가 예상대로 슬롯 {now}개를 알립니다.",
     "gpus_rollout_waiting": "롤아웃 진행 중: 노드가 지금 슬롯 {now}개를 알립니다. 플러그인 파드가 "
     "다시 시작되면 {expected}개가 됩니다.",

@@ -1,7 +1,8 @@
 """The change history (mode and split changes) and rolling one change back.
 
-The history lives in the cluster (app.domain.changes.history): Events labelled
-`gpu-slots.io/change`, each carrying its whole record. Rolling back a change plans the
+The history lives in the cluster (app.domain.changes.durable, app.kube.history): one
+ConfigMap per change in the dashboard's namespace, each carrying its whole record, so a
+change stays listed and can be undone long after its Event is gone. Rolling back a change plans the
 way from the cluster as it is now to the change's `before`, through the same preview and
 apply as any change, and records itself as a new entry that names the one it undid.
 """
@@ -10,7 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.domain.changes.history import ChangeRecord, history, record_of
+from app.domain.changes.durable import HistoryListing, UnreadableRecord
+from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import (
     ChangeRequest,
     PlanRefused,
@@ -24,6 +26,7 @@ from app.web.admin_schemas import (
     NoChangeOut,
     SplitAppliedOut,
     SplitPreviewOut,
+    UnreadableChangeOut,
 )
 from app.web.auth import Principal
 from app.web.gpu_split import applied_out, apply_split, preview_split
@@ -39,21 +42,41 @@ from app.web.runtime import Runtime
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
 
 
+def change_listing(runtime: Runtime) -> HistoryListing:
+    """Every recorded change, newest first, and the unreadable records (fresh from the API)."""
+    store = get_writer(runtime).history
+    return store.listing() if store is not None else HistoryListing(())
+
+
 def list_changes(runtime: Runtime) -> list[ChangeRecord]:
     """Every recorded change, newest first (fresh from the API server)."""
-    return history(get_writer(runtime).change_events())
+    return list(change_listing(runtime).records)
 
 
 def change_out(record: ChangeRecord) -> ChangeOut:
     return ChangeOut.model_validate(record.as_json())
 
 
+def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
+    at = entry.created_at
+    return UnreadableChangeOut(
+        name=entry.name,
+        reason=entry.reason,
+        createdAt=at.strftime("%Y-%m-%dT%H:%M:%SZ") if at is not None else None,
+    )
+
+
 def find_change(runtime: Runtime, change: str) -> ChangeRecord:
-    event = get_writer(runtime).change_event(change)
-    record = record_of(event) if event is not None else None
-    if record is None:
+    store = get_writer(runtime).history
+    found = store.find(change) if store is not None else None
+    if isinstance(found, UnreadableRecord):
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE,
+            f"The record of change {change} is unreadable ({found.reason}): it cannot be undone.",
+        )
+    if found is None:
         raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, f"No change {change} in the history.")
-    return record
+    return found.record
 
 
 def rollback_change(

@@ -1,19 +1,22 @@
 """The change history page: every mode and split change, newest first, from the cluster.
 
-The history lives in the cluster as Events (app.domain.changes.history, read through
-app.web.change_history); this page only lists it. Rolling a mode change back goes through
-the plugin form's preview and confirmation.
+The history lives in the cluster as labelled ConfigMaps (app.domain.changes.durable, read
+through app.web.change_history); this page only lists it, with the labelled objects that
+hold no readable record shown apart (never a crash, never a rollback). Rolling a mode
+change back goes through the plugin form's preview and confirmation.
 """
 
 from __future__ import annotations
 
+import shlex
+
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.domain.changes.history import ChangeRecord
+from app.domain.changes.durable import HistoryListing
 from app.errors import ClusterError
 from app.web.auth import get_auth
-from app.web.change_history import list_changes
+from app.web.change_history import change_listing
 from app.web.deps import RuntimeDep
 from app.web.i18n import CATALOGS, Translator, language_of
 
@@ -25,12 +28,12 @@ CHANGES_PATH = "/admin/changes"
 def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    records: list[ChangeRecord] = []
+    listing = HistoryListing(())
     error: str | None = None
     available = runtime.writer is not None
     if available:
         try:
-            records = list_changes(runtime)
+            listing = change_listing(runtime)
         except ClusterError as exc:
             error = str(exc)
     principal = get_auth(request).identify(request, for_write=False)
@@ -42,7 +45,13 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "title": t("title_changes"),
             "path": request.url.path,
             "live_url": None,
-            "records": records,
+            "records": listing.records,
+            "unreadable": [
+                (entry, _inspect_command(runtime.settings.history_namespace, entry.name))
+                for entry in listing.unreadable
+            ],
+            "history_namespace": runtime.settings.history_namespace,
+            "history_keep": runtime.settings.change_history_keep,
             "available": available,
             "error": error,
             "signed_in": principal.user if principal is not None else None,
@@ -52,3 +61,8 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     response.headers["Cache-Control"] = "no-store"
     response.headers["Vary"] = "Accept-Language, Cookie"
     return response
+
+
+def _inspect_command(namespace: str, name: str) -> str:
+    """kubectl showing one record's ConfigMap; both names quoted (they come from the API)."""
+    return f"kubectl -n {shlex.quote(namespace)} get configmap {shlex.quote(name)} -o yaml"

@@ -81,6 +81,7 @@ def build_app(
     """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
     from app.kube.cache import ClusterCache
     from app.kube.client import make_api_client
+    from app.kube.history import ChangeHistory
     from app.kube.tokenreview import TokenReviews
     from app.kube.writer import PluginWriter
     from app.web.app import create_app
@@ -101,6 +102,11 @@ def build_app(
         namespace=settings.kubernetes_device_plugin_namespace,
         daemonset_name=settings.kubernetes_device_plugin_name,
         configmap_name=settings.plugin_configmap_name,
+        history=ChangeHistory(
+            api_client,
+            namespace=settings.history_namespace,
+            keep=settings.change_history_keep,
+        ),
     )
     return create_app(
         settings,

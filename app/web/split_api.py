@@ -20,7 +20,13 @@ from app.web.admin_schemas import (
     SplitPreviewOut,
 )
 from app.web.auth import Principal, require_admin_api
-from app.web.change_history import RollbackOut, change_out, list_changes, rollback_change
+from app.web.change_history import (
+    RollbackOut,
+    change_listing,
+    change_out,
+    rollback_change,
+    unreadable_out,
+)
 from app.web.deps import RuntimeDep
 from app.web.gpu_split import applied_out, apply_split, preview_split, split_view
 from app.web.plugin_admin import audit_user, http_error
@@ -82,13 +88,18 @@ def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
 
 @router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
 def get_changes(runtime: RuntimeDep) -> ChangesOut:
-    """Every mode and split change applied, newest first (kept in the cluster as Events)."""
+    """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
     if runtime.writer is None:
         return ChangesOut(changes=[], available=False)
     try:
-        return ChangesOut(changes=[change_out(r) for r in list_changes(runtime)], available=True)
+        listing = change_listing(runtime)
     except ClusterError as error:
         raise _refused(error) from error
+    return ChangesOut(
+        changes=[change_out(r) for r in listing.records],
+        unreadable=[unreadable_out(u) for u in listing.unreadable],
+        available=True,
+    )
 
 
 @write_router.put("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)

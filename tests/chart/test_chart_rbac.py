@@ -69,6 +69,8 @@ def _call_names(call: ApiCall, values: dict[str, Any]) -> frozenset[str] | None:
 
 
 def _call_namespaces(call: ApiCall, values: dict[str, Any]) -> set[str]:
+    if call.scope == "history-namespace":
+        return {values["historyNamespace"]}
     if call.scope == "plugin-namespace":
         return {values["plugin"]["namespace"]}
     if call.scope == "config-namespaces":
@@ -122,6 +124,13 @@ CASES: dict[str, dict[str, Any]] = {
 }
 
 
+def _context(rendered: Rendered) -> dict[str, Any]:
+    """The merged values, plus the namespace the dashboard is told to keep its history in."""
+    settings = rendered.find("ConfigMap", "-settings")["data"]
+    namespace = settings["GEO_MLOPS_CHANGE_HISTORY_NAMESPACE"]
+    return {**rendered.values, "historyNamespace": namespace}
+
+
 def _dashboard_grants(rendered: Rendered) -> list[Grant]:
     account = rendered.find("ServiceAccount", "-dashboard")["metadata"]
     return grants_to(rendered, account["name"], account["namespace"])
@@ -134,8 +143,8 @@ def test_rbac_every_needed_call_is_allowed(case: str) -> None:
 
     refused = [
         c
-        for c in needed_calls(rendered.values)
-        if not any(allows(g, c, rendered.values) for g in grants)
+        for c in needed_calls(_context(rendered))
+        if not any(allows(g, c, _context(rendered)) for g in grants)
     ]
     assert refused == []
 
@@ -143,12 +152,12 @@ def test_rbac_every_needed_call_is_allowed(case: str) -> None:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_rbac_grants_nothing_beyond_the_needed_calls(case: str) -> None:
     rendered = render(CASES[case])
-    calls = needed_calls(rendered.values)
+    calls = needed_calls(_context(rendered))
 
     extra = [
         g
         for g in _dashboard_grants(rendered)
-        if not any(matches_exactly(g, c, rendered.values) for c in calls)
+        if not any(matches_exactly(g, c, _context(rendered)) for c in calls)
     ]
     assert extra == []
 
@@ -165,12 +174,16 @@ def test_rbac_read_only_install_grants_no_write_verb(case: str) -> None:
         if (g.api_group, g.resource) != ("authentication.k8s.io", "tokenreviews")
     }
     assert writes <= READ_VERBS
-    assert not [c for c in WRITE_CALLS if any(allows(g, c, rendered.values) for g in grants)]
+    assert not [c for c in WRITE_CALLS if any(allows(g, c, _context(rendered)) for g in grants)]
 
 
 def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
     rendered = render({"plugin": PLUGIN})
-    namespaced = {g.namespace for g in _dashboard_grants(rendered) if g.namespace is not None}
+    namespaced = {
+        g.namespace
+        for g in _dashboard_grants(rendered)
+        if g.namespace is not None and (g.namespace, g.resource) != ("gpu-slots", "configmaps")
+    }
     cluster_wide = {
         (g.resource, g.verb) for g in _dashboard_grants(rendered) if g.namespace is None
     }
@@ -221,3 +234,33 @@ def test_rbac_checker_flags_a_rule_wider_than_declared() -> None:
 
     assert allows(wide, call, values)
     assert not matches_exactly(wide, call, values)
+
+
+def test_rbac_history_lives_in_the_release_namespace_only() -> None:
+    rendered = render({"plugin": PLUGIN}, namespace="platform-tools")
+    history = {
+        (g.resource, g.verb) for g in _dashboard_grants(rendered) if g.namespace == "platform-tools"
+    }
+    settings = rendered.find("ConfigMap", "-settings")["data"]
+
+    assert history == {("configmaps", v) for v in ("get", "list", "create", "delete")}
+    assert settings["GEO_MLOPS_CHANGE_HISTORY_NAMESPACE"] == "platform-tools"
+    assert settings["GEO_MLOPS_CHANGE_HISTORY_KEEP"] == "200"
+
+
+def test_rbac_read_only_install_reads_the_history_only() -> None:
+    rendered = render({"rbac": {"readOnly": True}, "dashboard": {"changeHistory": {"keep": 7}}})
+    history = {
+        (g.resource, g.verb) for g in _dashboard_grants(rendered) if g.namespace == "gpu-slots"
+    }
+    settings = rendered.find("ConfigMap", "-settings")["data"]
+
+    assert history == {("configmaps", "get"), ("configmaps", "list")}
+    assert settings["GEO_MLOPS_CHANGE_HISTORY_KEEP"] == "7"
+
+
+def test_rbac_history_needs_no_event_reads() -> None:
+    """Events only announce changes now: the dashboard never reads them back."""
+    grants = _dashboard_grants(render())
+
+    assert {g.verb for g in grants if g.resource == "events"} == {"create"}

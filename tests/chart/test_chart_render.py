@@ -140,7 +140,9 @@ def test_chart_defaults_render_the_expected_objects() -> None:
             "ConfigMap",
             "DaemonSet",
             "Deployment",
-            "Role",
+            "Role",  # the plugin's namespace
+            "Role",  # the change history, in the release namespace
+            "RoleBinding",
             "RoleBinding",
             "Secret",
             "Secret",

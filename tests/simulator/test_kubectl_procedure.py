@@ -137,7 +137,7 @@ def test_rendered_chart_applies_with_server_dry_run(
     kubectl("create", "namespace", "gpu-slots")
     out = kubectl("apply", "--dry-run=server", "-f", str(rendered)).stdout.splitlines()
 
-    assert len(out) == 12
+    assert len(out) == 14  # 12, and the change history's Role and RoleBinding
     assert all(line.endswith(" created (server dry run)") for line in out)
     assert {line.split("/")[0] for line in out} == {
         "serviceaccount",

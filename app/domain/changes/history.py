@@ -1,9 +1,10 @@
-"""One change history for every kind of change (mode, split), kept in the cluster.
+"""One change record for every kind of change (mode, split), and its Event.
 
-Each applied change is a Kubernetes Event on the object it changed, named after the
-change id, labelled `gpu-slots.io/change=<kind>` and carrying the whole record (who, when,
-what before, what after) in an annotation, so the history survives a dashboard restart
-and rollback knows what to restore. Pure: records to Event manifests and back.
+Each applied change is a record (who, when, what before, what after); the durable history
+keeps it as a ConfigMap (app.domain.changes.durable), and a Kubernetes Event on the object
+it changed, named after the change id and labelled `gpu-slots.io/change=<kind>`, tells
+`kubectl get events` about it (the API server drops Events after an hour, so the Event is
+the notification, never the history). Pure: records to manifests and back.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class ChangeRecord:
     after: dict[str, Any]
     node: str | None = None
     rolls_back: str | None = None  # the id of the change this one undid
+    warnings: tuple[str, ...] = ()  # what the apply warned about (a lost answer, ...)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -48,6 +50,7 @@ class ChangeRecord:
             "before": self.before,
             "after": self.after,
             "rollsBack": self.rolls_back,
+            "warnings": list(self.warnings),
         }
 
 
@@ -97,12 +100,26 @@ def record_of(event: Manifest) -> ChangeRecord | None:
     if not raw:
         return None
     try:
-        data = json.loads(raw)
+        return record_from_json(json.loads(raw))
+    except ValueError:
+        return None
+
+
+def record_from_json(data: Any) -> ChangeRecord:
+    """The record `as_json` wrote; ValueError saying what is wrong when it is not one."""
+    if not isinstance(data, dict):
+        raise ValueError("the record is not a JSON object")
+    try:
         at = datetime.strptime(str(data["at"]), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        kind = data["kind"]
-        action = data["action"]
+        kind, action = data["kind"], data["action"]
         if kind not in ("mode", "split") or action not in ("change", "rollback"):
-            return None
+            raise ValueError(f"unknown kind or action ({kind!r}, {action!r})")
+        before, after = data.get("before") or {}, data.get("after") or {}
+        if not isinstance(before, dict) or not isinstance(after, dict):
+            raise ValueError("before/after are not JSON objects")
+        warnings = data.get("warnings") or []
+        if not isinstance(warnings, list):
+            raise ValueError("warnings is not a list")
         return ChangeRecord(
             id=str(data["id"]),
             kind=kind,
@@ -110,16 +127,22 @@ def record_of(event: Manifest) -> ChangeRecord | None:
             at=at,
             user=str(data.get("user", "")),
             summary=str(data.get("summary", "")),
-            before=dict(data.get("before") or {}),
-            after=dict(data.get("after") or {}),
-            node=data.get("node"),
-            rolls_back=data.get("rollsBack"),
+            before=dict(before),
+            after=dict(after),
+            node=_optional_str(data.get("node")),
+            rolls_back=_optional_str(data.get("rollsBack")),
+            warnings=tuple(str(w) for w in warnings),
         )
-    except (ValueError, KeyError, TypeError):
-        return None
+    except KeyError as exc:
+        raise ValueError(f"the record has no {exc.args[0]!r}") from exc
+    except TypeError as exc:
+        raise ValueError(f"the record is malformed ({exc})") from exc
 
 
-def history(events: list[Manifest]) -> list[ChangeRecord]:
-    """The records among `events`, newest first."""
-    records = [r for r in (record_of(e) for e in events) if r is not None]
+def _optional_str(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+def history(records: list[ChangeRecord]) -> list[ChangeRecord]:
+    """`records` newest first."""
     return sorted(records, key=lambda r: (r.at, r.id), reverse=True)

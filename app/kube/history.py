@@ -1,0 +1,131 @@
+"""The durable change history in the cluster: labelled ConfigMaps in the dashboard's namespace.
+
+Read with a direct, label-selected list rather than through the list+watch cache: the
+history is read only by the admin pages and on a rollback, it must show a change the
+moment it is made (read-after-write, on any replica), and a watch would hold every record
+in memory and need one more right. Written and pruned as the dashboard itself (never as an
+impersonated user), so a user's RBAC decides the change but not whether it is recorded.
+Calls made here are declared in app.kube.permissions (scope history-namespace).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client
+
+from app.domain.changes.durable import (
+    RECORD_LABEL,
+    HistoryListing,
+    StoredRecord,
+    UnreadableRecord,
+    beyond_retention,
+    history_listing,
+    read_record,
+    record_configmap,
+    record_name,
+)
+from app.domain.changes.history import ChangeRecord
+from app.domain.cluster import Manifest
+from app.errors import ClusterError, NotFoundError
+from app.kube.client import translate
+
+__all__ = ["ChangeHistory"]
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 15
+DEFAULT_KEEP = 200
+
+
+class ChangeHistory:
+    """Keeps, lists, finds and prunes change records (one ConfigMap each)."""
+
+    def __init__(
+        self, api_client: client.ApiClient, *, namespace: str, keep: int = DEFAULT_KEEP
+    ) -> None:
+        self._core = client.CoreV1Api(api_client)
+        self.namespace = namespace
+        self.keep = keep
+
+    def record(self, record: ChangeRecord) -> None:
+        """Keep `record`, then delete the oldest beyond `keep` (a failed prune is only logged)."""
+        body: Any = record_configmap(record, namespace=self.namespace)
+        self._call(
+            lambda: self._core.create_namespaced_config_map(self.namespace, body, **_raw()),
+            action=f"recording change {record.id} in ConfigMaps of {self.namespace}",
+        )
+        try:
+            self.prune()
+        except ClusterError as exc:
+            log.warning("pruning the change history failed: %s", exc)
+
+    def listing(self) -> HistoryListing:
+        """Every record, newest first, with the labelled objects that hold none."""
+        return history_listing(self._items())
+
+    def find(self, change_id: str) -> StoredRecord | UnreadableRecord | None:
+        """One record by change id (None: no such change, or not labelled as ours)."""
+        name = record_name(change_id)
+        if name is None:
+            return None
+        try:
+            found = self._call(
+                lambda: self._core.read_namespaced_config_map(name, self.namespace, **_raw()),
+                action=f"reading change {change_id}",
+            )
+        except NotFoundError:
+            return None
+        return read_record(found) if found is not None else None
+
+    def prune(self) -> list[str]:
+        """Delete the readable records past the newest `keep`; the names deleted."""
+        deleted: list[str] = []
+        for old in beyond_retention(self._items(), keep=self.keep):
+            try:
+                self._delete(old)
+            except NotFoundError:
+                continue  # another replica pruned it first
+            deleted.append(old.name)
+        return deleted
+
+    def _delete(self, old: StoredRecord) -> None:
+        """Delete exactly the object listed (its uid), so a newer one of that name stays."""
+        options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=old.uid))
+        self._call(
+            lambda: self._core.delete_namespaced_config_map(
+                old.name, self.namespace, body=options, **_raw()
+            ),
+            action=f"deleting the old change record {old.name}",
+        )
+
+    def _items(self) -> list[Manifest]:
+        response = self._call(
+            lambda: self._core.list_namespaced_config_map(
+                self.namespace, label_selector=RECORD_LABEL, **_raw()
+            ),
+            action=f"listing the change history (ConfigMaps in {self.namespace})",
+        )
+        items = (response or {}).get("items") or []
+        return [item for item in items if isinstance(item, dict)]
+
+    def _call(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
+        try:
+            response = call()
+        except Exception as exc:  # every client failure becomes our error
+            raise translate(exc, action=action) from exc
+        data = getattr(response, "data", None)
+        if not data:
+            return None
+        try:
+            body: Manifest = json.loads(data)
+        except ValueError as exc:
+            raise ClusterError(f"{action}: the API server answered no JSON ({exc})") from exc
+        return body
+
+
+def _raw() -> dict[str, Any]:
+    return {"_preload_content": False, "_request_timeout": TIMEOUT_S}

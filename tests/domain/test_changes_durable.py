@@ -1,0 +1,186 @@
+"""The durable change history: records to labelled ConfigMaps and back, and retention."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from app.domain.changes.durable import (
+    RECORD_KEY,
+    RECORD_LABEL,
+    StoredRecord,
+    UnreadableRecord,
+    beyond_retention,
+    history_listing,
+    read_record,
+    record_configmap,
+    record_name,
+)
+from app.domain.changes.history import ChangeRecord, change_id
+
+AT = datetime(2026, 3, 1, 14, 30, 5, tzinfo=UTC)
+
+
+def record(minutes: int = 0, *, kind: str = "mode", salt: str = "abc123") -> ChangeRecord:
+    at = AT + timedelta(minutes=minutes)
+    return ChangeRecord(
+        id=change_id(at, salt),
+        kind=kind,  # type: ignore[arg-type]
+        action="change",
+        at=at,
+        user="alice",
+        summary="basic -> time-slicing x4",
+        before={"mode": "basic", "replicas": 1},
+        after={"mode": "time-slicing", "replicas": 4},
+        node="gpu-1" if kind == "split" else None,
+        warnings=("answer lost",) if minutes == 99 else (),
+    )
+
+
+def stored(configmap: dict[str, Any], uid: str = "uid-1") -> dict[str, Any]:
+    """The ConfigMap as the API server answers it (uid, creation time)."""
+    meta = {**configmap["metadata"], "uid": uid, "creationTimestamp": "2026-03-01T14:30:06Z"}
+    return {**configmap, "metadata": meta}
+
+
+def labelled(name: str, data: object) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": name,
+            "labels": {RECORD_LABEL: "mode"},
+            "creationTimestamp": "2026-03-01T00:00:00Z",
+        },
+        "data": data,
+    }
+
+
+def test_record_configmap_round_trip_returns_the_same_record() -> None:
+    original = record(kind="split")
+
+    configmap = stored(record_configmap(original, namespace="gpu-slots"))
+    read = read_record(configmap)
+
+    assert configmap["metadata"]["name"] == "gpu-slots-change-20260301-143005-000-abc123"
+    assert configmap["metadata"]["namespace"] == "gpu-slots"
+    assert configmap["metadata"]["labels"][RECORD_LABEL] == "split"
+    assert configmap["data"]["outcome"] == "applied"
+    assert read == StoredRecord(configmap["metadata"]["name"], "uid-1", original)
+
+
+def test_record_configmap_with_warnings_says_so_in_its_outcome() -> None:
+    configmap = record_configmap(record(99), namespace="gpu-slots")
+
+    assert configmap["data"]["outcome"] == "applied, with warnings"
+    assert json.loads(configmap["data"][RECORD_KEY])["warnings"] == ["answer lost"]
+
+
+def test_read_record_without_the_label_returns_none() -> None:
+    configmap = record_configmap(record(), namespace="gpu-slots")
+    configmap["metadata"]["labels"] = {"app": "other"}
+
+    assert read_record(configmap) is None
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (None, "no record.json in its data"),
+        ({"other": "x"}, "no record.json in its data"),
+        ({RECORD_KEY: "{not json"}, "record.json is not JSON"),
+        ({RECORD_KEY: "[1, 2]"}, "the record is not a JSON object"),
+        ({RECORD_KEY: json.dumps({"id": "x"})}, "the record has no 'at'"),
+        (
+            {RECORD_KEY: json.dumps({"id": "x", "at": "yesterday", "kind": "mode"})},
+            "does not match format",
+        ),
+        (
+            {
+                RECORD_KEY: json.dumps(
+                    {"id": "x", "at": "2026-03-01T00:00:00Z", "kind": "reboot", "action": "change"}
+                )
+            },
+            "unknown kind or action",
+        ),
+        (
+            {
+                RECORD_KEY: json.dumps(
+                    {
+                        "id": "x",
+                        "at": "2026-03-01T00:00:00Z",
+                        "kind": "mode",
+                        "action": "change",
+                        "before": [1],
+                    }
+                )
+            },
+            "before/after are not JSON objects",
+        ),
+    ],
+)
+def test_read_record_with_garbage_data_returns_unreadable_with_reason(
+    data: object, reason: str
+) -> None:
+    read = read_record(labelled("gpu-slots-change-x", data))
+
+    assert isinstance(read, UnreadableRecord)
+    assert read.name == "gpu-slots-change-x"
+    assert reason in read.reason
+    assert read.created_at == datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def test_read_record_under_another_name_returns_unreadable() -> None:
+    """A record copied under another name is not trusted: its rollback would be someone's."""
+    configmap = record_configmap(record(), namespace="gpu-slots")
+    configmap["metadata"]["name"] = "gpu-slots-change-forged"
+
+    read = read_record(configmap)
+
+    assert isinstance(read, UnreadableRecord)
+    assert "would be named otherwise" in read.reason
+
+
+def test_read_record_labelled_with_another_kind_returns_unreadable() -> None:
+    configmap = record_configmap(record(), namespace="gpu-slots")
+    configmap["metadata"]["labels"][RECORD_LABEL] = "split"
+
+    assert isinstance(read_record(configmap), UnreadableRecord)
+
+
+@pytest.mark.parametrize("change", ["", "UPPER", "a/b", "../x", "-x", "x" * 240])
+def test_record_name_of_an_impossible_id_returns_none(change: str) -> None:
+    assert record_name(change) is None
+
+
+def test_history_listing_is_newest_first_with_unreadable_apart() -> None:
+    items = [
+        stored(record_configmap(record(1), namespace="n"), "u1"),
+        labelled("gpu-slots-change-garbage", {"record.json": "[]"}),
+        {"metadata": {"name": "unrelated"}, "data": {}},
+        stored(record_configmap(record(3), namespace="n"), "u3"),
+        stored(record_configmap(record(2), namespace="n"), "u2"),
+    ]
+
+    listing = history_listing(items)
+
+    assert [r.at.minute for r in listing.records] == [33, 32, 31]
+    assert [u.name for u in listing.unreadable] == ["gpu-slots-change-garbage"]
+
+
+def test_beyond_retention_returns_the_oldest_readable_past_keep() -> None:
+    items = [stored(record_configmap(record(m), namespace="n"), f"u{m}") for m in (4, 1, 3, 2)]
+    items.append(labelled("gpu-slots-change-garbage", None))
+
+    old = beyond_retention(items, keep=2)
+
+    assert [(s.uid, s.record.at.minute) for s in old] == [("u1", 31), ("u2", 32)]
+
+
+@pytest.mark.parametrize(("count", "keep", "deleted"), [(0, 5, 0), (3, 3, 0), (3, 5, 0), (3, 0, 2)])
+def test_beyond_retention_within_keep_deletes_nothing(count: int, keep: int, deleted: int) -> None:
+    """A keep of 0 still keeps the newest: the change just made is never pruned."""
+    items = [stored(record_configmap(record(m), namespace="n"), f"u{m}") for m in range(count)]
+
+    assert len(beyond_retention(items, keep=keep)) == deleted
