@@ -126,12 +126,16 @@ class SplitWriter:
             rolls_back=rolls_back,
             warnings=tuple(warnings),
         )
-        involved = next((w for w in plan.writes if w.kind == "Node"), None)
-        target = (involved.before if involved else None) or {"metadata": {"name": plan.node}}
+        # About a DaemonSet of the plugin namespace, not the Node: the API server refuses an
+        # Event in that namespace about a cluster-scoped object (only default/kube-system).
+        involved = next((w for w in plan.writes if w.kind == "DaemonSet"), None)
+        target = (involved.before or involved.after if involved else None) or {
+            "metadata": {"name": plan.before.daemonset, "namespace": self.namespace}
+        }
         event = record_event(
             record,
             namespace=self.namespace,
-            involved={"apiVersion": "v1", "kind": "Node", **target},
+            involved={"apiVersion": "apps/v1", "kind": "DaemonSet", **target},
             reason=SPLIT_REASONS[plan.kind],
             component=COMPONENT,
         )

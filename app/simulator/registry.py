@@ -84,10 +84,25 @@ def _validate(resource: ResourceType, obj: JsonObject) -> None:
                 "`selector` does not match template `labels`",
             )
         _validate_pod_spec(resource.kind, name, "spec.template.spec", template.get("spec"))
+    elif resource.kind == "Event":
+        _validate_event_namespace(name, obj)
     elif resource.kind == "ConfigMap":
         data = obj.get("data") or {}
         if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
             raise invalid(resource.kind, name, "data", "values must be strings")
+
+
+def _validate_event_namespace(name: str, event: JsonObject) -> None:
+    """An Event lives in its object's namespace; one about a cluster-scoped object in default.
+
+    (kube-apiserver's rule for events.v1 without eventTime; kube-system is accepted too
+    when eventTime is set.)
+    """
+    namespace = (event.get("metadata") or {}).get("namespace") or ""
+    involved = str((event.get("involvedObject") or {}).get("namespace") or "")
+    allowed = ({"", "default"} | ({"kube-system"} if event.get("eventTime") else set()))
+    if (involved and namespace != involved) or (not involved and namespace not in allowed):
+        raise invalid("Event", name, "involvedObject.namespace", "does not match event.namespace")
 
 
 def _validate_pod_spec(kind: str, name: str, path: str, spec: Any) -> None:

@@ -101,14 +101,25 @@ def _build(into: Path) -> None:
     env = {**os.environ, "CGO_ENABLED": "0", "GOFLAGS": "-mod=readonly -buildvcs=false"}
     command = [go, "build", "-trimpath", "-ldflags", _ldflags(), "-o", f"{into}/", *PACKAGES]
     started = time.monotonic()
-    print(f"building kube-apiserver/scheduler/controller-manager {KUBERNETES_VERSION} and etcd "
-          "with Go (about 7 minutes on 2 cores the first time) ...", file=sys.stderr, flush=True)
+    print(
+        f"building kube-apiserver/scheduler/controller-manager {KUBERNETES_VERSION} and etcd "
+        "with Go (about 7 minutes on 2 cores the first time) ...",
+        file=sys.stderr,
+        flush=True,
+    )
     done = subprocess.run(
-        command, cwd=SOURCE, env=env, capture_output=True, text=True,
-        timeout=BUILD_TIMEOUT_S, check=False,
+        command,
+        cwd=SOURCE,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
     )
     if done.returncode != 0:
-        raise ControlPlaneUnavailable(f"go build failed ({done.returncode}):\n{done.stderr[-4000:]}")
+        raise ControlPlaneUnavailable(
+            f"go build failed ({done.returncode}):\n{done.stderr[-4000:]}"
+        )
     print(f"built in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
 
 
@@ -118,7 +129,9 @@ def _check(binaries: ControlPlaneBinaries) -> None:
             [str(path), "--version"], capture_output=True, text=True, timeout=60, check=False
         )
         if f"Kubernetes {KUBERNETES_VERSION}" not in done.stdout:
-            raise ControlPlaneUnavailable(f"{path.name} is not {KUBERNETES_VERSION}: {done.stdout!r}")
+            raise ControlPlaneUnavailable(
+                f"{path.name} is not {KUBERNETES_VERSION}: {done.stdout!r}"
+            )
     done = subprocess.run(
         [str(binaries.etcd), "--version"], capture_output=True, text=True, timeout=60, check=False
     )
@@ -151,5 +164,7 @@ if __name__ == "__main__":
         print(f"real-Kubernetes tier: {exc}", file=sys.stderr)
         sys.exit(2)
     size = sum(p.stat().st_size for p in found.apiserver.parent.iterdir()) // 2**20
-    print(f"Kubernetes {KUBERNETES_VERSION} control plane and etcd ({size} MiB): "
-          f"{found.apiserver.parent}")
+    print(
+        f"Kubernetes {KUBERNETES_VERSION} control plane and etcd ({size} MiB): "
+        f"{found.apiserver.parent}"
+    )

@@ -47,8 +47,9 @@ class RealWorld:
 
     def admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
-        return httpx.request(method, f"{self.dashboard.url}{path}", headers=headers, timeout=60,
-                             **kwargs)  # type: ignore[arg-type]
+        return httpx.request(
+            method, f"{self.dashboard.url}{path}", headers=headers, timeout=60, **kwargs
+        )  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="session")
@@ -62,9 +63,7 @@ def _settled(world_actor: NodeActor, plane: ControlPlane) -> bool:
     """Every DaemonSet's pods running, every scenario pod started."""
     with plane.http() as http:
         pods = http.get("/api/v1/pods").json()["items"]
-    return bool(pods) and all(
-        (p.get("status") or {}).get("phase") == "Running" for p in pods
-    )
+    return bool(pods) and all((p.get("status") or {}).get("phase") == "Running" for p in pods)
 
 
 def _agents_fresh(world: RealWorld) -> bool:
@@ -84,8 +83,12 @@ def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iter
     actor.load_objects()
     actor.start()
     install_chart(plane, config_namespaces=scenario.daemonset_namespaces())
-    wait_for(lambda: _settled(actor, plane), timeout_s=90, interval_s=0.5,
-             what="every pod of the demo running on the real control plane")
+    wait_for(
+        lambda: _settled(actor, plane),
+        timeout_s=90,
+        interval_s=0.5,
+        what="every pod of the demo running on the real control plane",
+    )
     token = service_account_token(plane, NAMESPACE, DASHBOARD_ACCOUNT)
     dashboard = start_dashboard(plane, tmp_path_factory.mktemp("dashboard"), token=token)
     actor.configure_agents(
@@ -93,8 +96,12 @@ def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iter
     )
     world = RealWorld(plane, actor, dashboard, token)
     try:
-        wait_for(lambda: _agents_fresh(world), timeout_s=60, interval_s=0.5,
-                 what="a fresh agent report from every node")
+        wait_for(
+            lambda: _agents_fresh(world),
+            timeout_s=60,
+            interval_s=0.5,
+            what="a fresh agent report from every node",
+        )
         yield world
     finally:
         actor.stop()

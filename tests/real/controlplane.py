@@ -8,8 +8,8 @@ controller manager authenticate as `system:kube-scheduler` and
 on any cluster. The controller manager runs the controllers a GPU cluster's objects need
 (DaemonSets, garbage collection, namespaces, ServiceAccounts, ResourceClaims, node
 lifecycle: it lifts the not-ready taint the API server puts on a new Node once the node's
-Lease is renewed, which the actor does as each kubelet would). DRA's extended-resource mapping (alpha in 1.35)
-is switched on, as the DRA driver's chart needs on 1.35.
+Lease is renewed, which the actor does as each kubelet would). DRA's extended-resource
+mapping (alpha in 1.35) is switched on, as the DRA driver's chart needs on 1.35.
 """
 
 from __future__ import annotations
@@ -62,17 +62,57 @@ def make_certificates(folder: Path) -> None:
     """CA, the API server's serving certificate and the ServiceAccount signing key pair."""
     folder.mkdir(parents=True, exist_ok=True)
     days = "2"
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out",
-             "ca.crt", "-days", days, "-subj", "/CN=gpu-slots-test-ca", cwd=folder)
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "apiserver.key", "-out",
-             "apiserver.csr", "-subj", "/CN=kube-apiserver", cwd=folder)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.crt",
+        "-days",
+        days,
+        "-subj",
+        "/CN=gpu-slots-test-ca",
+        cwd=folder,
+    )
+    _openssl(
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "apiserver.key",
+        "-out",
+        "apiserver.csr",
+        "-subj",
+        "/CN=kube-apiserver",
+        cwd=folder,
+    )
     (folder / "san.ext").write_text(
         "subjectAltName=IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,"
         "DNS:kubernetes.default,DNS:kubernetes.default.svc\n"
     )
-    _openssl("x509", "-req", "-in", "apiserver.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
-             "-CAcreateserial", "-out", "apiserver.crt", "-days", days, "-extfile", "san.ext",
-             cwd=folder)
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        "apiserver.csr",
+        "-CA",
+        "ca.crt",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "apiserver.crt",
+        "-days",
+        days,
+        "-extfile",
+        "san.ext",
+        cwd=folder,
+    )
     _openssl("genrsa", "-out", "sa.key", "2048", cwd=folder)
     _openssl("rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub", cwd=folder)
 
@@ -89,8 +129,10 @@ def kubeconfig(server: str, ca_file: Path, identity: Identity) -> str:
             "apiVersion": "v1",
             "kind": "Config",
             "clusters": [
-                {"name": "real", "cluster": {"server": server,
-                                             "certificate-authority": str(ca_file)}}
+                {
+                    "name": "real",
+                    "cluster": {"server": server, "certificate-authority": str(ca_file)},
+                }
             ],
             "users": [{"name": identity.user, "user": {"token": identity.token}}],
             "contexts": [{"name": "real", "context": {"cluster": "real", "user": identity.user}}],
@@ -163,7 +205,9 @@ def _wait_ready(plane: ControlPlane, path: str, *, process: str) -> None:
             except httpx.HTTPError as exc:
                 last = str(exc)
             time.sleep(0.2)
-    raise RuntimeError(f"{process} not ready after {START_TIMEOUT_S} s ({last}):\n{plane.log(process)}")
+    raise RuntimeError(
+        f"{process} not ready after {START_TIMEOUT_S} s ({last}):\n{plane.log(process)}"
+    )
 
 
 def _etcd(binaries: ControlPlaneBinaries, folder: Path) -> tuple[list[str], str]:

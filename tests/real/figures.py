@@ -13,11 +13,35 @@ import httpx
 
 SUMMARY_KEYS = ("mode", "replicas", "resource", "resources", "totals", "dra", "pending_demand")
 NODE_KEYS = (
-    "ready", "gpu_node", "k3s", "mode", "resource", "replicas", "physical_gpus", "visible_gpus",
-    "host_gpus", "failing_gpus", "expected_slots", "capacity", "allocatable", "requested", "free",
+    "ready",
+    "gpu_node",
+    "k3s",
+    "mode",
+    "resource",
+    "replicas",
+    "physical_gpus",
+    "visible_gpus",
+    "host_gpus",
+    "failing_gpus",
+    "expected_slots",
+    "capacity",
+    "allocatable",
+    "requested",
+    "free",
 )
-GPU_KEYS = ("index", "uuid", "name", "role", "slots", "held_slots", "memory_total_mib",
-            "memory_used_mib", "memory_pods_mib", "memory_host_mib", "mig_mode")
+GPU_KEYS = (
+    "index",
+    "uuid",
+    "name",
+    "role",
+    "slots",
+    "held_slots",
+    "memory_total_mib",
+    "memory_used_mib",
+    "memory_pods_mib",
+    "memory_host_mib",
+    "mig_mode",
+)
 HOLDER_KEYS = ("pod", "slots", "resource", "source", "claim", "device", "assignment")
 _SUFFIX = re.compile(r"-[a-z0-9]{5}$")
 
@@ -32,7 +56,10 @@ def _plugin_pod(node: dict[str, Any]) -> Any:
 def _gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     figures = {k: gpu.get(k) for k in GPU_KEYS}
     figures["holders"] = sorted(
-        (tuple(_SUFFIX.sub("", str(h.get(k))) for k in HOLDER_KEYS) for h in gpu.get("holders") or [])
+
+            tuple(_SUFFIX.sub("", str(h.get(k))) for k in HOLDER_KEYS)
+            for h in gpu.get("holders") or []
+
     )
     figures["processes"] = sorted(
         (p.get("owner"), p.get("pod"), p.get("used_memory_mib"), p.get("command"))
@@ -63,8 +90,7 @@ def dashboard_figures(client: httpx.Client) -> dict[str, Any]:
         "summary": {k: summary.get(k) for k in SUMMARY_KEYS},
         "plugin": plugin,
         "findings": sorted(
-            (f["code"], f.get("node") or "", _SUFFIX.sub("", f.get("pod") or ""))
-            for f in findings
+            (f["code"], f.get("node") or "", _SUFFIX.sub("", f.get("pod") or "")) for f in findings
         ),
         "nodes": {n["name"]: node_figures(n) for n in nodes},
     }

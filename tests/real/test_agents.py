@@ -21,8 +21,12 @@ def _post(world: RealWorld, node: str, token: str) -> httpx.Response:
     report = world.actor.report(node)
     assert report is not None
     body = report.model_dump(mode="json", by_alias=True)
-    return httpx.post(f"{world.dashboard.url}{REPORTS}", json=body, timeout=10,
-                      headers={"Authorization": f"Bearer {token}"})
+    return httpx.post(
+        f"{world.dashboard.url}{REPORTS}",
+        json=body,
+        timeout=10,
+        headers={"Authorization": f"Bearer {token}"},
+    )
 
 
 def test_every_gpu_node_reports_with_its_own_bound_token(world: RealWorld) -> None:
@@ -35,8 +39,11 @@ def test_every_gpu_node_reports_with_its_own_bound_token(world: RealWorld) -> No
 
 def test_the_api_servers_review_names_the_agent_pods_node(world: RealWorld) -> None:
     token = world.actor.agent_tokens(NAMESPACE, audience=AUDIENCE)("gpu-server-3")
-    body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
-            "spec": {"token": token, "audiences": [AUDIENCE]}}
+    body = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenReview",
+        "spec": {"token": token, "audiences": [AUDIENCE]},
+    }
     with world.plane.http() as http:
         review = http.post("/apis/authentication.k8s.io/v1/tokenreviews", json=body).json()
 
@@ -54,8 +61,10 @@ def test_a_token_bound_to_one_node_cannot_report_for_another(world: RealWorld) -
 def test_tokens_for_another_audience_or_account_are_refused(world: RealWorld) -> None:
     other_audience = world.actor.agent_tokens(NAMESPACE, audience="vault")("gpu-server-1")
     with world.plane.http() as http:
-        answer = http.post(f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default/token",
-                           json={"spec": {"audiences": [AUDIENCE]}})
+        answer = http.post(
+            f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/default/token",
+            json={"spec": {"audiences": [AUDIENCE]}},
+        )
     other_account = answer.json()["status"]["token"]
 
     assert _post(world, "gpu-server-1", other_audience).status_code == 401

@@ -44,8 +44,12 @@ def simulator_figures() -> Iterator[dict[str, Any]]:
     simulator.configure_agents(report_to=dashboard, token=AGENT_TOKEN, interval_s=0.5)
     try:
         with httpx.Client(base_url=dashboard, timeout=10) as client:
-            yield wait_for(lambda: _settled(client), timeout_s=60, interval_s=0.5,
-                           what="the simulator tier's figures")
+            yield wait_for(
+                lambda: _settled(client),
+                timeout_s=60,
+                interval_s=0.5,
+                what="the simulator tier's figures",
+            )
     finally:
         server.stop()
         simulator.stop()
@@ -58,8 +62,11 @@ def _differences(real: Any, simulated: Any, path: str = "") -> list[str]:
             found += _differences(real.get(key), simulated.get(key), f"{path}.{key}")
         return found
     if isinstance(real, list) and isinstance(simulated, list) and len(real) == len(simulated):
-        return [d for n, (a, b) in enumerate(zip(real, simulated, strict=True))
-                for d in _differences(a, b, f"{path}[{n}]")]
+        return [
+            d
+            for n, (a, b) in enumerate(zip(real, simulated, strict=True))
+            for d in _differences(a, b, f"{path}[{n}]")
+        ]
     return [] if real == simulated else [f"{path}: real {real!r} != simulated {simulated!r}"]
 
 
@@ -67,8 +74,9 @@ def test_demo_figures_equal_on_the_real_control_plane_and_the_simulator(
     world: RealWorld, simulator_figures: dict[str, Any]
 ) -> None:
     with httpx.Client(base_url=world.dashboard.url, timeout=10) as client:
-        real = wait_for(lambda: _settled(client), timeout_s=90, interval_s=0.5,
-                        what="the real tier's figures")
+        real = wait_for(
+            lambda: _settled(client), timeout_s=90, interval_s=0.5, what="the real tier's figures"
+        )
 
     differences = _differences(real, simulator_figures)
     assert not differences, "\n".join(differences)

@@ -53,9 +53,11 @@ def _daemonset(world: RealWorld) -> dict[str, Any]:
 
 def _max_unavailable(world: RealWorld, value: int) -> None:
     with world.plane.http() as http:
-        http.patch(f"/apis/apps/v1/namespaces/{NS}/daemonsets/{SHARED}",
-                   json={"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": value}}}},
-                   headers={"Content-Type": "application/merge-patch+json"}).raise_for_status()
+        http.patch(
+            f"/apis/apps/v1/namespaces/{NS}/daemonsets/{SHARED}",
+            json={"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": value}}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
 
 
 def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: RealWorld) -> None:
@@ -64,30 +66,47 @@ def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: R
     assert preview.json()["serverDryRun"]["ok"] is True
     assert allocatable(world, "gpu-server-2") == "2"  # the real dry run wrote nothing
 
-    applied = _put_config(world, {**TO_TS4, "expectedResourceVersions":
-                                  preview.json()["resourceVersions"]})
+    applied = _put_config(
+        world, {**TO_TS4, "expectedResourceVersions": preview.json()["resourceVersions"]}
+    )
 
     assert applied.status_code == 200, applied.text
-    held = wait_for(lambda: (r := rollout(world))["blocked_by"] and r, timeout_s=60,
-                    interval_s=0.5, what="the rollout held by gpu-ws-5")
+    held = wait_for(
+        lambda: (r := rollout(world))["blocked_by"] and r,
+        timeout_s=60,
+        interval_s=0.5,
+        what="the rollout held by gpu-ws-5",
+    )
     assert (held["state"], held["blocked_by"]) == ("stuck", ["gpu-ws-5"])
     assert _daemonset(world)["status"]["updatedNumberScheduled"] == 1  # the real controller
     assert allocatable(world, "gpu-server-2") == "2"
 
     _max_unavailable(world, 2)  # the remedy the view names: room for the failing node
     try:
-        wait_for(lambda: allocatable(world, "gpu-server-2") == "8", timeout_s=90,
-                 interval_s=0.5, what="2 GPUs x 4 replicas on gpu-server-2 after the rollout")
-        done = wait_for(lambda: (r := rollout(world))["done"] and r, timeout_s=60,
-                        interval_s=0.5, what="the rollout view to say done")
+        wait_for(
+            lambda: allocatable(world, "gpu-server-2") == "8",
+            timeout_s=90,
+            interval_s=0.5,
+            what="2 GPUs x 4 replicas on gpu-server-2 after the rollout",
+        )
+        done = wait_for(
+            lambda: (r := rollout(world))["done"] and r,
+            timeout_s=60,
+            interval_s=0.5,
+            what="the rollout view to say done",
+        )
         assert (done["mode"], done["replicas"], done["pending"]) == ("time-slicing", 4, [])
         assert _daemonset(world)["status"]["updatedNumberScheduled"] == 6
 
         rolled = world.admin("POST", "/api/v1/plugin/config/rollback")
 
         assert rolled.status_code == 200, rolled.text
-        wait_for(lambda: allocatable(world, "gpu-server-2") == "2", timeout_s=90,
-                 interval_s=0.5, what="back to 2 slots after the rollback's rollout")
+        wait_for(
+            lambda: allocatable(world, "gpu-server-2") == "2",
+            timeout_s=90,
+            interval_s=0.5,
+            what="back to 2 slots after the rollback's rollout",
+        )
     finally:
         _max_unavailable(world, 1)
     kinds = [(c["kind"], c["action"]) for c in world.get("/api/v1/changes").json()["changes"]]
@@ -100,11 +119,15 @@ def test_a_change_made_after_the_preview_is_a_real_409_and_nothing_is_written(
     preview = _put_config(world, TO_TS4, dry_run=True).json()
     before = _daemonset(world)
     with world.plane.http() as http:
-        http.patch(f"/apis/apps/v1/namespaces/{NS}/daemonsets/{SHARED}",
-                   json={"metadata": {"labels": {"edited-by": "someone-else"}}},
-                   headers={"Content-Type": "application/merge-patch+json"}).raise_for_status()
+        http.patch(
+            f"/apis/apps/v1/namespaces/{NS}/daemonsets/{SHARED}",
+            json={"metadata": {"labels": {"edited-by": "someone-else"}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
 
-    response = _put_config(world, {**TO_TS4, "expectedResourceVersions": preview["resourceVersions"]})
+    response = _put_config(
+        world, {**TO_TS4, "expectedResourceVersions": preview["resourceVersions"]}
+    )
 
     assert response.status_code == 409
     assert "changed since the preview" in response.json()["detail"]
@@ -112,27 +135,43 @@ def test_a_change_made_after_the_preview_is_a_real_409_and_nothing_is_written(
 
 
 def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) -> None:
-    body = {"kubernetes_gpus": GPU[1:], "mode": "basic", "replicas": 1,
-            "confirmHostProcesses": True}
-    preview = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body,
-                          params={"dryRun": "true"})
+    body = {
+        "kubernetes_gpus": GPU[1:],
+        "mode": "basic",
+        "replicas": 1,
+        "confirmHostProcesses": True,
+    }
+    preview = world.admin(
+        "PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body, params={"dryRun": "true"}
+    )
     assert preview.status_code == 200, preview.text
     assert preview.json()["serverDryRunOk"] is True
 
     applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body)
 
     assert applied.status_code == 200, applied.text
-    wait_for(lambda: allocatable(world, NODE) == "3", timeout_s=90, interval_s=0.5,
-             what="3 GPUs advertised by the node's own DaemonSet")
+    wait_for(
+        lambda: allocatable(world, NODE) == "3",
+        timeout_s=90,
+        interval_s=0.5,
+        what="3 GPUs advertised by the node's own DaemonSet",
+    )
     assert allocatable(world, "gpu-server-2") == "2"  # no other node changed
     split = world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()
     assert split["daemonset"]["own"] is True
 
     assert applied.json()["changeId"], applied.text
-    undo = world.admin("POST", f"/api/v1/changes/{applied.json()['changeId']}/rollback",
-                       json={"confirmHostProcesses": True})
+    undo = world.admin(
+        "POST",
+        f"/api/v1/changes/{applied.json()['changeId']}/rollback",
+        json={"confirmHostProcesses": True},
+    )
 
     assert undo.status_code == 200, undo.text
-    wait_for(lambda: allocatable(world, NODE) == "2", timeout_s=90, interval_s=0.5,
-             what="the shared DaemonSet's 2 slots again")
+    wait_for(
+        lambda: allocatable(world, NODE) == "2",
+        timeout_s=90,
+        interval_s=0.5,
+        what="the shared DaemonSet's 2 slots again",
+    )
     assert world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()["daemonset"]["own"] is False

@@ -21,33 +21,59 @@ from tests.real.world import NAMESPACE
 
 PLUGIN_NAMESPACE = "kube-system"
 CONFIG_NAMESPACE = "nvidia-device-plugin"  # the demo's second install (plugin.configNamespaces)
-SCOPES = {"cluster": None, "plugin-namespace": PLUGIN_NAMESPACE,
-          "config-namespaces": CONFIG_NAMESPACE, "dashboard-namespace": NAMESPACE}
-NAMES = {"plugin-daemonset": "nvidia-device-plugin-daemonset",
-         "plugin-configmap": "nvidia-device-plugin-config"}
+SCOPES = {
+    "cluster": None,
+    "plugin-namespace": PLUGIN_NAMESPACE,
+    "config-namespaces": CONFIG_NAMESPACE,
+    "dashboard-namespace": NAMESPACE,
+}
+NAMES = {
+    "plugin-daemonset": "nvidia-device-plugin-daemonset",
+    "plugin-configmap": "nvidia-device-plugin-config",
+}
 USER = f"system:serviceaccount:{NAMESPACE}:{DASHBOARD_ACCOUNT}"
 GROUPS = ["system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated"]
 VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
 KINDS = (
-    ("", "nodes"), ("", "pods"), ("", "configmaps"), ("", "events"), ("", "secrets"),
-    ("", "serviceaccounts"), ("", "namespaces"), ("apps", "daemonsets"), ("apps", "deployments"),
-    ("resource.k8s.io", "deviceclasses"), ("resource.k8s.io", "resourceslices"),
-    ("resource.k8s.io", "resourceclaims"), ("rbac.authorization.k8s.io", "clusterroles"),
+    ("", "nodes"),
+    ("", "pods"),
+    ("", "configmaps"),
+    ("", "events"),
+    ("", "secrets"),
+    ("", "serviceaccounts"),
+    ("", "namespaces"),
+    ("apps", "daemonsets"),
+    ("apps", "deployments"),
+    ("resource.k8s.io", "deviceclasses"),
+    ("resource.k8s.io", "resourceslices"),
+    ("resource.k8s.io", "resourceclaims"),
+    ("rbac.authorization.k8s.io", "clusterroles"),
 )
 # Impersonation is granted only with proxy sign-in (off in this install), as tests/chart checks.
-DECLARED = tuple(c for c in (*READ_CALLS, *AGENT_AUTH_CALLS, *WRITE_CALLS)
-                 if c.verb != "impersonate")
+DECLARED = tuple(
+    c for c in (*READ_CALLS, *AGENT_AUTH_CALLS, *WRITE_CALLS) if c.verb != "impersonate"
+)
 
 
-def allowed(plane: ControlPlane, *, group: str, resource: str, verb: str,
-            namespace: str | None, name: str | None = None) -> bool:
+def allowed(
+    plane: ControlPlane,
+    *,
+    group: str,
+    resource: str,
+    verb: str,
+    namespace: str | None,
+    name: str | None = None,
+) -> bool:
     attributes: dict[str, Any] = {"group": group, "resource": resource, "verb": verb}
     if namespace:
         attributes["namespace"] = namespace
     if name:
         attributes["name"] = name
-    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
-            "spec": {"user": USER, "groups": GROUPS, "resourceAttributes": attributes}}
+    body = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": USER, "groups": GROUPS, "resourceAttributes": attributes},
+    }
     with plane.http() as http:
         answer = http.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", json=body)
     answer.raise_for_status()
@@ -57,13 +83,18 @@ def allowed(plane: ControlPlane, *, group: str, resource: str, verb: str,
 def _asked(call: ApiCall) -> dict[str, Any]:
     if call.scope not in SCOPES:
         raise AssertionError(f"scope {call.scope!r} of {call} has no namespace in this test")
-    return {"group": call.api_group, "resource": call.resource, "verb": call.verb,
-            "namespace": SCOPES[call.scope], "name": NAMES.get(call.named or "")}
+    return {
+        "group": call.api_group,
+        "resource": call.resource,
+        "verb": call.verb,
+        "namespace": SCOPES[call.scope],
+        "name": NAMES.get(call.named or ""),
+    }
 
 
 def test_chart_allows_every_declared_call(world: RealWorld) -> None:
     refused = [
-        f"{c.verb} {c.resource}.{c.api_group or 'core'} ({c.scope}{', ' + c.named if c.named else ''})"
+        f"{c.verb} {c.resource}.{c.api_group or 'core'} ({c.scope} {c.named or ''})".strip()
         for c in DECLARED
         if not allowed(world.plane, **_asked(c))
     ]
@@ -74,7 +105,10 @@ def test_chart_allows_every_declared_call(world: RealWorld) -> None:
 def _declared(group: str, resource: str, verb: str, scope: str) -> bool:
     """Declared for any object of that scope (a cluster-wide grant covers every namespace)."""
     return any(
-        c.api_group == group and c.resource == resource and c.verb == verb and c.named is None
+        c.api_group == group
+        and c.resource == resource
+        and c.verb == verb
+        and c.named is None
         and (c.scope == scope or c.scope == "cluster")
         for c in DECLARED
     )

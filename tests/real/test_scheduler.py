@@ -1,9 +1,10 @@
 """The real scheduler places GPU pods by what the actor's plugin advertises; the dashboard agrees.
 
 A pod asking for one `nvidia.com/gpu` is bound to a node with a free slot and shows as
-that node's holder; a pod asking for more slots than any node has (20: the time-sliced node has 16) stays Pending with the
-scheduler's own FailedScheduling event, and the dashboard shows it as pending demand with
-its own reckoning of why (the largest schedulable free count, below the request).
+that node's holder; a pod asking for more slots than any node has (20: the time-sliced node
+has 16) stays Pending with the scheduler's own FailedScheduling event, and the dashboard
+shows it as pending demand with its own reckoning of why (the largest schedulable free
+count, below the request).
 """
 
 from __future__ import annotations
@@ -25,8 +26,13 @@ def _pod(name: str, gpus: int) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {"name": name, "namespace": NAMESPACE},
         "spec": {
-            "containers": [{"name": "main", "image": "cuda:12",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "cuda:12",
+                    "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+                }
+            ],
         },
     }
 
@@ -56,15 +62,21 @@ def test_one_gpu_pod_is_bound_by_the_scheduler_and_shown_as_holder(
     world: RealWorld, pods: list[str]
 ) -> None:
     _create(world, pods, _pod("sched-one", 1))
-    node = wait_for(lambda: _api_pod(world, "sched-one")["spec"].get("nodeName"),
-                    timeout_s=30, what="the scheduler to bind sched-one")
+    node = wait_for(
+        lambda: _api_pod(world, "sched-one")["spec"].get("nodeName"),
+        timeout_s=30,
+        what="the scheduler to bind sched-one",
+    )
 
     def holders() -> list[str]:
         doc = world.get(f"/api/v1/nodes/{node}").json()["node"]
         return [h["pod"] for g in doc["gpus"] for h in g["holders"]]
 
-    assert wait_for(lambda: f"{NAMESPACE}/sched-one" in holders(), timeout_s=20,
-                    what="the dashboard to list the holder")
+    assert wait_for(
+        lambda: f"{NAMESPACE}/sched-one" in holders(),
+        timeout_s=20,
+        what="the dashboard to list the holder",
+    )
 
 
 def test_over_asking_pod_stays_pending_with_the_schedulers_reason(
@@ -74,10 +86,13 @@ def test_over_asking_pod_stays_pending_with_the_schedulers_reason(
 
     def failed_scheduling() -> str | None:
         with world.plane.http() as http:
-            events = http.get(f"/api/v1/namespaces/{NAMESPACE}/events",
-                              params={"fieldSelector": "involvedObject.name=sched-many"}).json()
-        return next((e["message"] for e in events["items"] if e["reason"] == "FailedScheduling"),
-                    None)
+            events = http.get(
+                f"/api/v1/namespaces/{NAMESPACE}/events",
+                params={"fieldSelector": "involvedObject.name=sched-many"},
+            ).json()
+        return next(
+            (e["message"] for e in events["items"] if e["reason"] == "FailedScheduling"), None
+        )
 
     message = wait_for(failed_scheduling, timeout_s=30, what="FailedScheduling of sched-many")
 

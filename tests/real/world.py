@@ -40,25 +40,17 @@ def helm(plane: ControlPlane, *args: str) -> str:
         text=True,
         timeout=180,
         check=False,
-        env={**os.environ, "KUBECONFIG": str(config), "HELM_CACHE_HOME": str(plane.folder / "helm"),
-             "HELM_CONFIG_HOME": str(plane.folder / "helm"),
-             "HELM_DATA_HOME": str(plane.folder / "helm")},
+        env={
+            **os.environ,
+            "KUBECONFIG": str(config),
+            "HELM_CACHE_HOME": str(plane.folder / "helm"),
+            "HELM_CONFIG_HOME": str(plane.folder / "helm"),
+            "HELM_DATA_HOME": str(plane.folder / "helm"),
+        },
     )
     if done.returncode != 0:
         raise AssertionError(f"helm {' '.join(args)} failed:\n{done.stderr}")
     return done.stdout
-
-
-def kubectl(plane: ControlPlane, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
-    identity = Identity("someone", token) if token else plane.admin
-    config = plane.kubeconfig_for(identity, f"kubectl-{identity.user}")
-    return subprocess.run(
-        [str(kube_tools().kubectl), f"--kubeconfig={config}", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 def install_chart(plane: ControlPlane, *, config_namespaces: list[str]) -> None:
@@ -68,16 +60,28 @@ def install_chart(plane: ControlPlane, *, config_namespaces: list[str]) -> None:
     }
     path = plane.folder / "values.yaml"
     path.write_text(yaml.safe_dump(values))
-    helm(plane, "install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--create-namespace",
-         "-f", str(path))
+    helm(
+        plane,
+        "install",
+        RELEASE,
+        str(CHART),
+        "--namespace",
+        NAMESPACE,
+        "--create-namespace",
+        "-f",
+        str(path),
+    )
 
 
 def service_account_token(plane: ControlPlane, namespace: str, account: str) -> str:
     with plane.http() as http:
         answer = http.post(
             f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
-            json={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-                  "spec": {"expirationSeconds": 86400}},
+            json={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {"expirationSeconds": 86400},
+            },
         )
     answer.raise_for_status()
     return str(answer.json()["status"]["token"])

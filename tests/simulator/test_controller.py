@@ -107,18 +107,27 @@ def test_gfd_labels_follow_the_plugin(ts: SimulatedCluster) -> None:
     assert labels["nvidia.com/gpu.product"] == "NVIDIA-A100-SXM4-80GB-SHARED"
 
 
-def test_invalid_config_crash_loops_and_advertises_zero(ts: SimulatedCluster) -> None:
+def test_invalid_config_crash_loops_the_first_node_and_holds_the_rest(ts: SimulatedCluster) -> None:
+    """As the DaemonSet controller does: the first new pod never gets ready and spends
+    maxUnavailable 1, so the other nodes keep their old, working plugin pods."""
+    before = {p["spec"]["nodeName"]: gpu(ts, p["spec"]["nodeName"]) for p in plugin_pods(ts)}
     set_config(ts, TS.format(extra="", r=1))
     restart(ts, "2025-01-01T00:00:00Z")
-    assert gpu(ts, "gpu-node-b") == ("0", "0")
-    pod = next(p for p in plugin_pods(ts) if p["spec"]["nodeName"] == "gpu-node-b")
+    crashing = [p for p in plugin_pods(ts) if not p["status"]["containerStatuses"][0]["ready"]]
+    assert len(crashing) == 1
+    pod = crashing[0]
+    node = pod["spec"]["nodeName"]
+    assert gpu(ts, node) == ("0", "0")
     status = pod["status"]["containerStatuses"][0]
     assert pod["status"]["phase"] == "Running" and status["ready"] is False
     assert status["state"]["waiting"]["reason"] == "CrashLoopBackOff"
     assert status["restartCount"] > 0
     assert "replicas must be >= 2" in status["lastState"]["terminated"]["message"]
+    assert {n: gpu(ts, n) for n in before if n != node} == {
+        n: v for n, v in before.items() if n != node
+    }
     ds = ts.get("DaemonSet", DS, "kube-system")
-    assert ds is not None and ds["status"]["numberReady"] == 0
+    assert ds is not None and ds["status"]["numberReady"] == len(before) - 1
 
 
 def test_deleting_a_plugin_pod_recreates_it_with_the_current_config(ts: SimulatedCluster) -> None:

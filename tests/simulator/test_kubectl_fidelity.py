@@ -273,12 +273,12 @@ def test_event_with_a_time_that_is_not_rfc3339_is_refused(
 ) -> None:
     sim, _ = quick
     event = {
-        "metadata": {"name": "bad-time", "namespace": "kube-system"},
+        "metadata": {"name": "bad-time", "namespace": "default"},
         "involvedObject": {"kind": "Node", "name": "gpu-server-1"},
         "lastTimestamp": "yesterday",
     }
-    response = httpx.post(f"{sim.url}/api/v1/namespaces/kube-system/events", json=event)
+    response = httpx.post(f"{sim.url}/api/v1/namespaces/default/events", json=event)
 
     assert response.status_code == 422
     assert "'yesterday' is not an RFC 3339 time" in response.json()["message"]
-    assert sim.get("Event", "bad-time", "kube-system") is None
+    assert sim.get("Event", "bad-time", "default") is None

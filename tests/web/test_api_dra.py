@@ -38,6 +38,9 @@ def test_summary_shows_dra_devices_beside_plugin_slots(dra: Stack) -> None:
         "stranded": 0,
         "pending_claims": 1,
         "extended_resources": ["nvidia.com/gpu"],
+        "shares": 0,
+        "shares_allocated": 0,
+        "install": None,
     }
     # Plugin slots are gpu-plugin-1's four alone: DRA devices are not added in.
     assert summary["totals"] == {
@@ -168,6 +171,9 @@ def test_demo_has_a_dra_node_beside_the_plugin_nodes(make_stack: Any) -> None:
         "stranded": 0,
         "pending_claims": 0,
         "extended_resources": ["nvidia.com/gpu"],
+        "shares": 0,
+        "shares_allocated": 0,
+        "install": None,
     }
     nodes = _nodes(demo)
     assert nodes["gpu-dra-9"]["allocation"] == "dra"

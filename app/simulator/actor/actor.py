@@ -34,8 +34,16 @@ from app.simulator.workload import Workload
 
 log = logging.getLogger(__name__)
 
-LOAD_ORDER = ("Namespace", "ConfigMap", "DaemonSet", "DeviceClass", "ResourceClaimTemplate",
-              "ResourceClaim", "Pod", "Event")
+LOAD_ORDER = (
+    "Namespace",
+    "ConfigMap",
+    "DaemonSet",
+    "DeviceClass",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+    "Pod",
+    "Event",
+)
 
 
 K3S_RUNTIME_CLASS = {
@@ -54,7 +62,9 @@ def _stamp(now: datetime) -> str:
 
 def object_path(obj: Mapping[str, Any], *, named: bool = False) -> str:
     if obj["kind"] == "RuntimeClass":
-        return path_of(obj["apiVersion"], "runtimeclasses", name=obj["metadata"]["name"] if named else "")
+        return path_of(
+            obj["apiVersion"], "runtimeclasses", name=obj["metadata"]["name"] if named else ""
+        )
     resource = BY_KIND[obj["kind"]]
     namespace = obj["metadata"].get("namespace") or "default" if resource.namespaced else None
     name = obj["metadata"]["name"] if named else ""
@@ -120,8 +130,9 @@ class NodeActor:
         namespaces = {o["metadata"].get("namespace") for o in objects} - {None, "default"}
         declared = {o["metadata"]["name"] for o in objects if o["kind"] == "Namespace"}
         for name in sorted(namespaces - declared - {"kube-system"}):
-            self._create_missing({"apiVersion": "v1", "kind": "Namespace",
-                                  "metadata": {"name": name}})
+            self._create_missing(
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+            )
         for obj in objects:
             self._create_missing(obj)
             if obj["kind"] == "Pod" and not (obj.get("spec") or {}).get("nodeName"):
@@ -318,8 +329,12 @@ class NodeActor:
 
     def agent_tokens(self, namespace: str, *, audience: str) -> AgentTokens:
         """Tokens bound to each node's agent pod (of the DaemonSet in `namespace`)."""
-        return AgentTokens(self.rest, namespace=namespace, audience=audience,
-                           pods=lambda node: list(self._pods.get(node, [])))
+        return AgentTokens(
+            self.rest,
+            namespace=namespace,
+            audience=audience,
+            pods=lambda node: list(self._pods.get(node, [])),
+        )
 
     def configure_agents(
         self, report_to: str, token: str | Callable[[str], str], interval_s: float = 2.0

@@ -52,7 +52,7 @@ def assignments(
         for p in node_pods
         if (p.get("status") or {}).get("phase") == "Running"
     }
-    found = []
+    found: list[DraAssignment] = []
     for claim in claims:
         namespace = claim["metadata"].get("namespace", "")
         for name in _reserved_pods(claim):

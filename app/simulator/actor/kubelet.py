@@ -30,7 +30,9 @@ def node_ip(inventories: Mapping[str, NodeInventory], node: str) -> str:
 def is_plugin_pod(pod: Mapping[str, Any]) -> bool:
     """A DaemonSet's pod that runs NVIDIA's device plugin."""
     owners = [
-        ref for ref in pod["metadata"].get("ownerReferences") or [] if ref.get("kind") == "DaemonSet"
+        ref
+        for ref in pod["metadata"].get("ownerReferences") or []
+        if ref.get("kind") == "DaemonSet"
     ]
     return any(
         runs_plugin({"metadata": owner, "spec": {"template": {"spec": pod.get("spec") or {}}}})
@@ -67,7 +69,9 @@ def started_status(
 ) -> JsonObject:
     """The status a kubelet writes once it ran the pod (the plugin's state for its pod)."""
     spec = pod.get("spec") or {}
-    status = pod_status(spec, outcome or RUNNING, now=now, node_ip=ip, all_containers=outcome is None)
+    status = pod_status(
+        spec, outcome or RUNNING, now=now, node_ip=ip, all_containers=outcome is None
+    )
     status.pop("qosClass", None)  # set by the API server at creation, immutable
     return status
 
