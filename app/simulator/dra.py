@@ -27,7 +27,7 @@ from typing import Any
 
 from app.domain.report import DraAssignment
 from app.simulator.dra_kubelet import kubelet_assignments, start_pod_processes
-from app.simulator.dra_slices import DRIVER, device_classes, slice_devices
+from app.simulator.dra_slices import DRIVER, device_classes, resource_slice
 from app.simulator.inventory import GpuProcess, NodeInventory
 from app.simulator.plugin import PluginOutcome
 from app.simulator.podstatus import pod_status
@@ -104,20 +104,7 @@ class DraDriver:
             self._schedule_pending()
 
     def _publish(self, node: str) -> None:
-        self.registry.put(
-            RESOURCESLICE,
-            {
-                "apiVersion": "resource.k8s.io/v1",
-                "kind": "ResourceSlice",
-                "metadata": {"name": f"{node}-{DRIVER}"},
-                "spec": {
-                    "driver": DRIVER,
-                    "nodeName": node,
-                    "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-                    "devices": slice_devices(self.inventories[node]),
-                },
-            },
-        )
+        self.registry.put(RESOURCESLICE, resource_slice(self.inventories[node]))
 
     # reacting to writes --------------------------------------------------------------------
 

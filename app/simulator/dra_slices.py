@@ -100,3 +100,19 @@ def _mig_devices(gpu: SimGpu, common: Mapping[str, Any]) -> list[JsonObject]:
         )
         start += size
     return devices
+
+
+def resource_slice(inventory: NodeInventory) -> JsonObject:
+    """The node's one ResourceSlice (pool = node name), as the driver publishes it."""
+    node = inventory.node
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node}-{DRIVER}"},
+        "spec": {
+            "driver": DRIVER,
+            "nodeName": node,
+            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+            "devices": slice_devices(inventory),
+        },
+    }

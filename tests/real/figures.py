@@ -56,10 +56,7 @@ def _plugin_pod(node: dict[str, Any]) -> Any:
 def _gpu(gpu: dict[str, Any]) -> dict[str, Any]:
     figures = {k: gpu.get(k) for k in GPU_KEYS}
     figures["holders"] = sorted(
-
-            tuple(_SUFFIX.sub("", str(h.get(k))) for k in HOLDER_KEYS)
-            for h in gpu.get("holders") or []
-
+        tuple(_SUFFIX.sub("", str(h.get(k))) for k in HOLDER_KEYS) for h in gpu.get("holders") or []
     )
     figures["processes"] = sorted(
         (p.get("owner"), p.get("pod"), p.get("used_memory_mib"), p.get("command"))

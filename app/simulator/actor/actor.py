@@ -26,7 +26,7 @@ from app.simulator.actor import driver, kubelet
 from app.simulator.actor.rest import JsonObject, Rest, RestError, path_of
 from app.simulator.actor.tokens import AgentTokens
 from app.simulator.agents import SimulatedAgents, build_report
-from app.simulator.dra_slices import device_classes
+from app.simulator.dra_slices import device_classes, resource_slice
 from app.simulator.plugin import PluginOutcome
 from app.simulator.resources import BY_KIND
 from app.simulator.scenario import Scenario
@@ -119,7 +119,7 @@ class NodeActor:
             for device_class in device_classes():
                 self._create_missing(device_class)
             for inventory in dra_nodes:
-                self._create_missing(driver.resource_slice(inventory))
+                self._create_missing(resource_slice(inventory))
 
     def load_objects(self) -> None:
         """The scenario's objects, in dependency order, and its GPU processes."""

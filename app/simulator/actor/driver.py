@@ -13,25 +13,10 @@ from typing import Any
 
 from app.domain.report import DraAssignment
 from app.simulator.dra_kubelet import COMMAND_ANNOTATION, MEMORY_ANNOTATION
-from app.simulator.dra_slices import DRIVER, slice_devices
+from app.simulator.dra_slices import slice_devices
 from app.simulator.inventory import GpuProcess, NodeInventory
 
 JsonObject = dict[str, Any]
-
-
-def resource_slice(inventory: NodeInventory) -> JsonObject:
-    node = inventory.node
-    return {
-        "apiVersion": "resource.k8s.io/v1",
-        "kind": "ResourceSlice",
-        "metadata": {"name": f"{node}-{DRIVER}"},
-        "spec": {
-            "driver": DRIVER,
-            "nodeName": node,
-            "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": slice_devices(inventory),
-        },
-    }
 
 
 def _reserved_pods(claim: Mapping[str, Any]) -> list[str]:
