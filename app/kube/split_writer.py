@@ -22,6 +22,7 @@ from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
+from app.kube.status_races import replace_despite_status_writes
 from app.kube.writer import COMPONENT, PluginWriter, _raw
 
 __all__ = ["SplitApplied", "SplitFailed", "SplitObjects", "SplitWriter"]
@@ -161,6 +162,21 @@ class SplitWriter:
             action=f"reading ConfigMap {ns}/{name}",
         )
 
+    def _replace_daemonset(self, write: ObjectWrite, kwargs: dict[str, Any]) -> None:
+        def replace(body: Any) -> Manifest | None:
+            return self._writer._call(
+                lambda: self._apps.replace_namespaced_daemon_set(
+                    write.name, self.namespace, body, **kwargs
+                ),
+                action=f"{write.action} {write.kind} {write.name}",
+            )
+
+        def read() -> Manifest | None:
+            return self._read_object(write)
+
+        assert write.after is not None and write.before is not None
+        replace_despite_status_writes(replace, read, write.after, seen=write.before)
+
     def _write(self, write: ObjectWrite, *, dry_run: bool) -> None:
         ns = self.namespace
         kwargs = _raw(dry_run)
@@ -191,9 +207,8 @@ class SplitWriter:
                     ns, body, **kwargs
                 )
             else:
-                call = lambda: self._apps.replace_namespaced_daemon_set(  # noqa: E731
-                    write.name, ns, body, **kwargs
-                )
+                self._replace_daemonset(write, kwargs)
+                return
         elif write.action == "create":
             call = lambda: self._core.create_namespaced_config_map(ns, body, **kwargs)  # noqa: E731
         else:

@@ -33,6 +33,7 @@ from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
 from app.kube.client import copy_api_client, translate
 from app.kube.history import ChangeHistory
+from app.kube.status_races import replace_despite_status_writes
 from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
 
 log = logging.getLogger(__name__)
@@ -244,12 +245,16 @@ class PluginWriter:
         )
 
     def _write_daemonset(self, plan: ChangePlan, *, dry_run: bool) -> Manifest:
-        body: Any = plan.daemonset
-        result = self._call(
-            lambda: self._apps.replace_namespaced_daemon_set(
-                self.daemonset_name, self.namespace, body, **_raw(dry_run)
-            ),
-            action=f"updating DaemonSet {self.namespace}/{self.daemonset_name}",
+        def replace(body: Any) -> Manifest | None:
+            return self._call(
+                lambda: self._apps.replace_namespaced_daemon_set(
+                    self.daemonset_name, self.namespace, body, **_raw(dry_run)
+                ),
+                action=f"updating DaemonSet {self.namespace}/{self.daemonset_name}",
+            )
+
+        result = replace_despite_status_writes(
+            replace, self._read_daemonset, plan.daemonset, seen=plan.daemonset_before
         )
         assert result is not None
         return result

@@ -100,7 +100,7 @@ def _validate_event_namespace(name: str, event: JsonObject) -> None:
     """
     namespace = (event.get("metadata") or {}).get("namespace") or ""
     involved = str((event.get("involvedObject") or {}).get("namespace") or "")
-    allowed = ({"", "default"} | ({"kube-system"} if event.get("eventTime") else set()))
+    allowed = {"", "default"} | ({"kube-system"} if event.get("eventTime") else set())
     if (involved and namespace != involved) or (not involved and namespace not in allowed):
         raise invalid("Event", name, "involvedObject.namespace", "does not match event.namespace")
 

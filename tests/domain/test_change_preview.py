@@ -140,3 +140,36 @@ def test_rollout_leaves_out_a_node_whose_gpus_a_dra_driver_hands_out() -> None:
         _ds(2, 2), [_plugin_pod(2)], snap(dra_world()), expected=settings(), generation=2
     )
     assert [(n.node, n.state) for n in status.nodes] == [("gpu-1", "waiting")]
+
+
+def _pod_on(node: str, generation: int, *, ready: bool = True) -> dict[str, Any]:
+    pod = _plugin_pod(generation, ready=ready)
+    pod["metadata"]["name"] = f"plugin-{node}"
+    pod["spec"]["nodeName"] = node
+    return pod
+
+
+def test_rollout_held_by_an_unready_new_pod_names_the_node_at_once() -> None:
+    pods = [_pod_on("gpu-1", 1), _pod_on("gpu-2", 1), _pod_on("gpu-ws", 2, ready=False)]
+    status = rollout_status(
+        _ds(2, 2, desired=3), pods, snapshot(allocatable=2), expected=settings(), generation=2
+    )
+    assert status.blocked_by == ("gpu-ws",)
+    assert "maxUnavailable (1)" in status.stuck[0] and "gpu-ws" in status.stuck[0]
+
+
+def test_rollout_is_not_held_while_the_budget_has_room() -> None:
+    ds = _ds(2, 2, desired=3)
+    ds["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
+    pods = [_pod_on("gpu-1", 1), _pod_on("gpu-2", 1), _pod_on("gpu-ws", 2, ready=False)]
+    status = rollout_status(ds, pods, snapshot(allocatable=2), expected=settings(), generation=2)
+    assert status.blocked_by == ()
+
+
+def test_rollout_counts_pods_updated_when_the_controller_does() -> None:
+    ds = _ds(2, 2)  # a new updateStrategy: generation 2, the pods keep generation 1
+    ds["status"]["updatedNumberScheduled"] = 1
+    status = rollout_status(
+        ds, [_plugin_pod(1)], snapshot(allocatable=8), expected=settings(), generation=2
+    )
+    assert status.done
