@@ -64,7 +64,7 @@ from app.simulator.plugin_pods import PacedPluginController
 from app.simulator.registry import Registry, utc_now
 from app.simulator.resources import BY_KIND, NAMESPACE, NODE, POD, ResourceType, lookup_kind
 from app.simulator.rollout import RolloutPace
-from app.simulator.scenario import Scenario, read_scenario
+from app.simulator.scenario import LOAD_ORDER, Scenario, read_scenario
 from app.simulator.store import Store
 from app.simulator.tokenreview import TokenIssuer
 from app.simulator.workload import Timeline, Workload
@@ -72,17 +72,6 @@ from app.simulator.workload import Timeline, Workload
 log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
-_LOAD_ORDER = (
-    "Namespace",
-    "Node",
-    "ConfigMap",
-    "DaemonSet",
-    "DeviceClass",
-    "ResourceClaimTemplate",
-    "ResourceClaim",
-    "Pod",
-    "Event",
-)
 
 
 class SimulatedCluster:
@@ -134,7 +123,7 @@ class SimulatedCluster:
         scenario = self.scenario
         objects = sorted(
             scenario.objects,
-            key=lambda o: _LOAD_ORDER.index(o["kind"]) if o["kind"] in _LOAD_ORDER else 99,
+            key=lambda o: LOAD_ORDER.index(o["kind"]) if o["kind"] in LOAD_ORDER else 99,
         )
         namespaces = {*SYSTEM_NAMESPACES, scenario.plugin_namespace}
         namespaces |= {

@@ -26,6 +26,7 @@ from app.simulator.plugin_daemonsets import (
     gfd_labels,
     has_config_manager,
     may_replace_available,
+    node_resources,
     owned_by,
     runs_plugin,
     sidecar_crashed,
@@ -279,20 +280,8 @@ class PluginController:
         if entry is None:
             return
         node = copy.deepcopy(entry.obj)
-        status = node.setdefault("status", {})
-        capacity = status.setdefault("capacity", {})
-        allocatable = status.setdefault("allocatable", {})
-        served = self._served.setdefault(
-            node_name, {k for k in capacity if str(k).startswith("nvidia.com/")}
-        )
-        new_capacity = outcome.capacity if outcome else {}
-        for resource in served - set(new_capacity):
-            capacity[resource] = "0"
-            allocatable[resource] = "0"
-        for resource, count in new_capacity.items():
-            capacity[resource] = str(count)
-            allocatable[resource] = str(outcome.allocatable[resource] if outcome else 0)
-            served.add(resource)
+        served = self._served.setdefault(node_name, set())
+        node.setdefault("status", {}).update(node_resources(node, outcome, served)["status"])
         inventory = self.inventories[node_name]
         if outcome is not None and outcome.state == "running" and inventory.gfd:
             labels = node["metadata"].setdefault("labels", {})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from app.domain.report import DraAssignment
 from app.simulator.dra_slices import DRIVER
@@ -17,35 +18,49 @@ COMMAND_ANNOTATION = "sim.gpu-slots.io/command"
 
 def kubelet_assignments(registry: Registry, node: str) -> list[DraAssignment]:
     """The `dynamic_resources` of the node's Running pods, one per claim device."""
-    pods = {
+    pods = [p for p in registry.store.objects(POD) if (p.get("spec") or {}).get("nodeName") == node]
+    return assignments(pods, registry.store.objects(RESOURCECLAIM))
+
+
+def reserved_pods(claim: Mapping[str, Any]) -> list[str]:
+    return [str(r.get("name", "")) for r in (claim.get("status") or {}).get("reservedFor") or []]
+
+
+def allocated_devices(claim: Mapping[str, Any]) -> list[JsonObject]:
+    allocation = (claim.get("status") or {}).get("allocation") or {}
+    return list((allocation.get("devices") or {}).get("results") or [])
+
+
+def assignments(
+    node_pods: Sequence[Mapping[str, Any]], claims: Iterable[Mapping[str, Any]]
+) -> list[DraAssignment]:
+    """The `dynamic_resources` of the node's Running pods, one per claim device."""
+    running = {
         (p["metadata"].get("namespace", ""), p["metadata"]["name"]): p
-        for p in registry.store.objects(POD)
-        if (p.get("spec") or {}).get("nodeName") == node
-        and (p.get("status") or {}).get("phase") == "Running"
+        for p in node_pods
+        if (p.get("status") or {}).get("phase") == "Running"
     }
-    found = []
-    for claim in registry.store.objects(RESOURCECLAIM):
-        status = claim.get("status") or {}
-        results = ((status.get("allocation") or {}).get("devices") or {}).get("results") or []
+    found: list[DraAssignment] = []
+    for claim in claims:
         namespace = claim["metadata"].get("namespace", "")
-        for reserved in status.get("reservedFor") or []:
-            pod = pods.get((namespace, reserved.get("name", "")))
+        for name in reserved_pods(claim):
+            pod = running.get((namespace, name))
             if pod is None:
                 continue
             containers = (pod.get("spec") or {}).get("containers") or [{}]
-            for result in results:
-                found.append(
-                    DraAssignment(
-                        namespace=namespace,
-                        pod=pod["metadata"]["name"],
-                        container=str(containers[0].get("name", "")),
-                        claim_namespace=namespace,
-                        claim=claim["metadata"]["name"],
-                        driver=str(result.get("driver", "")),
-                        pool=str(result.get("pool", "")),
-                        device=str(result.get("device", "")),
-                    )
+            found.extend(
+                DraAssignment(
+                    namespace=namespace,
+                    pod=name,
+                    container=str(containers[0].get("name", "")),
+                    claim_namespace=namespace,
+                    claim=claim["metadata"]["name"],
+                    driver=str(result.get("driver", "")),
+                    pool=str(result.get("pool", "")),
+                    device=str(result.get("device", "")),
                 )
+                for result in allocated_devices(claim)
+            )
     return found
 
 

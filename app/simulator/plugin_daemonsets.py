@@ -120,3 +120,22 @@ def may_replace_available(ds: JsonObject, unavailable_elsewhere: int, desired: i
     if strategy == "OnDelete":
         return False
     return unavailable_elsewhere < max_unavailable(ds, desired)
+
+
+def node_resources(
+    node: Mapping[str, Any], outcome: PluginOutcome | None, served: set[str]
+) -> JsonObject:
+    """The Node status patch for the plugin's outcome (resources it stopped serving -> 0)."""
+    status = node.get("status") or {}
+    capacity = dict(status.get("capacity") or {})
+    allocatable = dict(status.get("allocatable") or {})
+    served.update(k for k in capacity if k.startswith("nvidia.com/"))
+    new_capacity = outcome.capacity if outcome else {}
+    for resource in served - set(new_capacity):
+        capacity[resource] = "0"
+        allocatable[resource] = "0"
+    for resource, count in new_capacity.items():
+        capacity[resource] = str(count)
+        allocatable[resource] = str(outcome.allocatable[resource] if outcome else 0)
+        served.add(resource)
+    return {"status": {"capacity": capacity, "allocatable": allocatable}}

@@ -60,6 +60,18 @@ from app.simulator.rollout import RolloutPace
 BUILTIN_SCENARIOS = ("demo", "host-split", "time-slicing", "broken", "empty", "clusters", "dra")
 DEFAULT_PLUGIN_NAME = "nvidia-device-plugin-daemonset"
 DEFAULT_PLUGIN_NAMESPACE = "kube-system"
+# The order objects are created in, so each finds what it refers to.
+LOAD_ORDER = (
+    "Namespace",
+    "Node",
+    "ConfigMap",
+    "DaemonSet",
+    "DeviceClass",
+    "ResourceClaimTemplate",
+    "ResourceClaim",
+    "Pod",
+    "Event",
+)
 STEP_ACTIONS = ("start_process", "stop_process", "create_pod", "delete_pod")
 
 

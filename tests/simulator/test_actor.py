@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.simulator.actor import driver, kubelet
+from app.simulator.dra_kubelet import assignments
 from app.simulator.dra_slices import slice_devices
 from app.simulator.inventory import NodeInventory, SimGpu
 from app.simulator.plugin import PluginOutcome
+from app.simulator.plugin_daemonsets import node_resources
 
 GPUS = (SimGpu(0, "GPU-aaaa"), SimGpu(1, "GPU-bbbb"))
 INVENTORY = NodeInventory("n1", GPUS, dra=True)
@@ -29,7 +31,7 @@ def test_node_resources_zero_a_resource_the_plugin_stopped_serving() -> None:
         allocatable={"nvidia.com/gpu.shared": 8},
     )
 
-    patch = kubelet.node_resources(node, renamed, set())
+    patch = node_resources(node, renamed, set())
 
     assert patch["status"]["capacity"] == {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "8"}
     assert patch["status"]["allocatable"] == {"nvidia.com/gpu": "0", "nvidia.com/gpu.shared": "8"}
@@ -91,7 +93,7 @@ def test_dra_assignments_list_running_pods_of_reserved_claims() -> None:
     running = {**_pod("a"), "status": {"phase": "Running"}}
     pending = {**_pod("b"), "status": {"phase": "Pending"}}
 
-    found = driver.assignments([running, pending], [_claim("gpu-1", ["a", "b"])])
+    found = assignments([running, pending], [_claim("gpu-1", ["a", "b"])])
 
     assert [(a.pod, a.claim, a.device) for a in found] == [("a", "c1", "gpu-1")]
 

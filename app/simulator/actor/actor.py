@@ -26,24 +26,15 @@ from app.simulator.actor import driver, kubelet
 from app.simulator.actor.rest import JsonObject, Rest, RestError, path_of
 from app.simulator.actor.tokens import AgentTokens
 from app.simulator.agents import SimulatedAgents, build_report
+from app.simulator.dra_kubelet import assignments
 from app.simulator.dra_slices import device_classes, resource_slice
 from app.simulator.plugin import PluginOutcome
+from app.simulator.plugin_daemonsets import node_resources
 from app.simulator.resources import BY_KIND
-from app.simulator.scenario import Scenario
+from app.simulator.scenario import LOAD_ORDER, Scenario
 from app.simulator.workload import Workload
 
 log = logging.getLogger(__name__)
-
-LOAD_ORDER = (
-    "Namespace",
-    "ConfigMap",
-    "DaemonSet",
-    "DeviceClass",
-    "ResourceClaimTemplate",
-    "ResourceClaim",
-    "Pod",
-    "Event",
-)
 
 
 K3S_RUNTIME_CLASS = {
@@ -300,7 +291,7 @@ class NodeActor:
             self.outcomes.pop(name, None)
         else:
             self.outcomes[name] = outcome
-        patch = kubelet.node_resources(node, outcome, served)
+        patch = node_resources(node, outcome, served)
         current = node.get("status") or {}
         if any(current.get(k) != v for k, v in patch["status"].items()):
             self.rest.merge_patch(f"/api/v1/nodes/{name}/status", patch)
@@ -324,7 +315,7 @@ class NodeActor:
             by_name,
             self.outcomes.get(node),
             now=self.clock(),
-            dra_assignments=driver.assignments(pods, claims) if inventory.dra else (),
+            dra_assignments=assignments(pods, claims) if inventory.dra else (),
         )
 
     def agent_tokens(self, namespace: str, *, audience: str) -> AgentTokens:
