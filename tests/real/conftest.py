@@ -45,6 +45,21 @@ class RealWorld:
     def get(self, path: str) -> httpx.Response:
         return httpx.get(f"{self.dashboard.url}{path}", timeout=10)
 
+    def restart_dashboard(self, folder: Path) -> None:
+        """A new dashboard process (nothing kept in memory), the agents pointed at it."""
+        self.dashboard.stop()
+        self.dashboard = start_dashboard(self.plane, folder, token=self.token)
+        self.actor.configure_agents(
+            report_to=self.dashboard.url,
+            token=self.actor.agent_tokens(NAMESPACE, audience=AUDIENCE),
+        )
+        wait_for(
+            lambda: _agents_fresh(self),
+            timeout_s=60,
+            interval_s=0.5,
+            what="a fresh agent report from every node after the restart",
+        )
+
     def admin(self, method: str, path: str, **kwargs: object) -> httpx.Response:
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         return httpx.request(
@@ -105,7 +120,7 @@ def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iter
         yield world
     finally:
         actor.stop()
-        dashboard.stop()
+        world.dashboard.stop()
         rest.close()
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from tests.live import wait_for
 from tests.real.conftest import RealWorld
@@ -175,3 +176,43 @@ def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) 
         what="the shared DaemonSet's 2 slots again",
     )
     assert world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()["daemonset"]["own"] is False
+
+
+def test_history_outlives_its_events_and_a_dashboard_restart(
+    world: RealWorld, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Issue 22's durable history, with the chart's Role judged by the real authorizer."""
+    body = {
+        "kubernetes_gpus": GPU[1:],
+        "mode": "basic",
+        "replicas": 1,
+        "confirmHostProcesses": True,
+    }
+    applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body)
+    assert applied.status_code == 200, applied.text
+    change = applied.json()["changeId"]
+    wait_for(
+        lambda: allocatable(world, NODE) == "3",
+        timeout_s=90,
+        interval_s=0.5,
+        what="the split applied",
+    )
+    with world.plane.http() as http:
+        http.delete(f"/api/v1/namespaces/{NS}/events").raise_for_status()
+        left = http.get(f"/api/v1/namespaces/{NS}/events").json()["items"]
+    assert left == []
+
+    world.restart_dashboard(tmp_path_factory.mktemp("dashboard-again"))
+
+    listed = world.get("/api/v1/changes").json()["changes"]
+    assert change in [c["id"] for c in listed]
+    undo = world.admin(
+        "POST", f"/api/v1/changes/{change}/rollback", json={"confirmHostProcesses": True}
+    )
+    assert undo.status_code == 200, undo.text
+    wait_for(
+        lambda: allocatable(world, NODE) == "2",
+        timeout_s=90,
+        interval_s=0.5,
+        what="the split rolled back from the durable record",
+    )
