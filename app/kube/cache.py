@@ -20,6 +20,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
+from app.errors import ForbiddenError
 from app.kube.client import translate
 from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
 from app.kube.pages import pages, same_version
@@ -53,6 +54,7 @@ class CacheHealth:
     synced: bool
     failing_since: datetime | None
     last_error: str | None
+    refused: bool = False  # a read answered 403: RBAC, not the network
 
 
 class Reflector:
@@ -80,6 +82,7 @@ class Reflector:
         self.synced = False
         self.failing_since: datetime | None = None
         self.last_error: str | None = None
+        self.refused = False
         self.relists = 0
         self.absent = False  # an optional API the server does not serve (404)
         self._watch: watch.Watch | None = None
@@ -249,9 +252,12 @@ class Reflector:
             log.info("API server reachable again", extra={"collection": self.target.name})
         self.failing_since = None
         self.last_error = None
+        self.refused = False
 
     def _mark_failing(self, exc: Exception) -> None:
-        message = str(translate(exc, action=f"watching {self.target.name}"))
+        error = translate(exc, action=f"watching {self.target.name}")
+        self.refused = isinstance(error, ForbiddenError)
+        message = str(error)
         if self.failing_since is None:
             self.failing_since = datetime.now(UTC)
             log.warning("%s", message, extra={"collection": self.target.name})
@@ -399,6 +405,7 @@ class ClusterCache:
             synced=all(r.synced for r in reflectors),
             failing_since=min(failing) if failing else None,
             last_error=errors[0] if errors else None,
+            refused=any(r.refused for r in reflectors),
         )
 
 

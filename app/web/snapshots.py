@@ -70,6 +70,9 @@ class CacheHealthLike(Protocol):
     @property
     def last_error(self) -> str | None: ...
 
+    @property
+    def refused(self) -> bool: ...
+
 
 class ClusterSource(Protocol):
     """What the snapshot service needs of the cluster cache (app.kube.cache.ClusterCache)."""
@@ -187,6 +190,8 @@ class SnapshotService:
         if self.last_error is not None:
             return f"snapshot build failed: {self.last_error}"
         health = self._source.health()
+        if health.failing_since is not None and health.refused:
+            return f"the API server refuses a read (RBAC): {health.last_error}"
         if health.failing_since is not None:
             return f"API server unreachable: {health.last_error}"
         return None

@@ -137,6 +137,22 @@ def test_api_outage_serves_stale_snapshot_not_500(make_stack: Callable[..., Stac
     stack.wait(lambda: stack.summary()["totals"]["requested"] == 2, what="watch resumed")  # type: ignore[index]
 
 
+def test_a_read_rbac_refuses_is_named_as_rbac_not_as_an_outage(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack("host-split")
+    stack.wait(lambda: stack.summary()["totals"]["physical_gpus"] == 4, what="first report")  # type: ignore[index]
+    stack.simulator.fail_next(verb="watch", kind="Node", code=403, count=1000)
+    stack.simulator.fail_next(verb="list", kind="Node", code=403, count=1000)
+    stack.simulator.drop_watches()
+
+    reason = stack.wait(lambda: stack.summary()["stale_reason"], what="stale snapshot")
+
+    assert str(reason).startswith("the API server refuses a read (RBAC): ")
+    stack.simulator.clear_faults()
+    stack.wait(lambda: not stack.summary()["stale"], what="recovery", timeout_s=20)
+
+
 def test_node_unknown_is_404_with_message(host_split: Stack) -> None:
     response = host_split.client.get("/api/v1/nodes/no-such-node")
     assert response.status_code == 404
