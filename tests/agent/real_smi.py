@@ -13,10 +13,9 @@ from pathlib import Path
 import pytest
 
 from app.agent.smi import CommandResult
+from tests.real_fixtures import REAL_FIXTURES
 
-REAL_SMI = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "real" / "nvidia-smi"
-)
+REAL_SMI = REAL_FIXTURES / "nvidia-smi"
 EXTRACTED = REAL_SMI / "extracted"
 TELEGRAF_XML = REAL_SMI / "telegraf-xml"
 

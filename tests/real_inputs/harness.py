@@ -34,8 +34,9 @@ from app.simulator.resources import (
 )
 from app.web.snapshots import configmaps_by_key, configured_daemonset
 from tests.kube_tools import ToolsUnavailable, kube_tools
+from tests.real_fixtures import REAL_FIXTURES
 
-REAL = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "real"
+REAL = REAL_FIXTURES
 NOW = datetime(2026, 9, 1, 12, 0, tzinfo=UTC)
 GPU_NODE_LABELS = {
     "nvidia.com/gpu.present": "true",  # the chart's node affinity
