@@ -74,7 +74,7 @@ def plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
         yield started
 
 
-def _settled(world_actor: NodeActor, plane: ControlPlane) -> bool:
+def _settled(plane: ControlPlane) -> bool:
     """Every DaemonSet's pods running, every scenario pod started."""
     with plane.http() as http:
         pods = http.get("/api/v1/pods").json()["items"]
@@ -97,15 +97,19 @@ def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iter
     actor.register()
     actor.load_objects()
     actor.start()
-    install_chart(plane, config_namespaces=scenario.daemonset_namespaces())
-    wait_for(
-        lambda: _settled(actor, plane),
-        timeout_s=90,
-        interval_s=0.5,
-        what="every pod of the demo running on the real control plane",
-    )
-    token = service_account_token(plane, NAMESPACE, DASHBOARD_ACCOUNT)
-    dashboard = start_dashboard(plane, tmp_path_factory.mktemp("dashboard"), token=token)
+    try:
+        install_chart(plane, config_namespaces=scenario.daemonset_namespaces())
+        wait_for(
+            lambda: _settled(plane),
+            timeout_s=90,
+            interval_s=0.5,
+            what="every pod of the demo running on the real control plane",
+        )
+        token = service_account_token(plane, NAMESPACE, DASHBOARD_ACCOUNT)
+        dashboard = start_dashboard(plane, tmp_path_factory.mktemp("dashboard"), token=token)
+    except BaseException:
+        actor.stop()
+        raise
     actor.configure_agents(
         report_to=dashboard.url, token=actor.agent_tokens(NAMESPACE, audience=AUDIENCE)
     )
@@ -122,8 +126,3 @@ def world(plane: ControlPlane, tmp_path_factory: pytest.TempPathFactory) -> Iter
         actor.stop()
         world.dashboard.stop()
         rest.close()
-
-
-@pytest.fixture(scope="session")
-def world_dir(world: RealWorld) -> Path:
-    return world.plane.folder
