@@ -152,9 +152,16 @@ def paced() -> Iterator[Stack]:
 
 
 def _switch_to_ts4(stack: Stack) -> dict[str, Any]:
+    ds = stack.simulator.get("DaemonSet", "nvidia-device-plugin-daemonset", "kube-system")
+    assert ds is not None
+    generation = ds["metadata"]["generation"]
     before: dict[str, Any] = wait_for(
-        lambda: (body := stack.client.get("/api/v1/plugin/rollout").json())["done"] and body,
-        what="no rollout in progress",
+        lambda: (
+            (body := stack.client.get("/api/v1/plugin/rollout").json())["done"]
+            and body["generation"] == generation
+            and body
+        ),
+        what="no rollout in progress, as the dashboard's cache sees the DaemonSet now",
     )
     response = stack.client.put(
         "/api/v1/plugin/config",
