@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import urllib3
@@ -79,6 +80,25 @@ def translate(exc: Exception, *, action: str) -> ClusterError:
             f"{action}: API server unreachable ({exc.__class__.__name__})"
         )
     return ClusterError(f"{action}: {exc}")
+
+
+def call_json(call: Callable[[], Any], *, action: str) -> dict[str, Any] | None:
+    """The JSON body of a call made with `_preload_content=False` (None: an empty answer).
+
+    Every client failure becomes our error, and so does an answer that is not JSON.
+    """
+    try:
+        response = call()
+    except Exception as exc:  # every client failure becomes our error
+        raise translate(exc, action=action) from exc
+    data = getattr(response, "data", None)
+    if not data:
+        return None
+    try:
+        body: dict[str, Any] = json.loads(data)
+    except ValueError as exc:
+        raise ClusterError(f"{action}: the API server answered no JSON ({exc})") from exc
+    return body
 
 
 def _status_message(body: Any) -> str | None:

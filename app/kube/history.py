@@ -10,9 +10,7 @@ Calls made here are declared in app.kube.permissions (scope history-namespace).
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
@@ -31,7 +29,7 @@ from app.domain.changes.durable import (
 from app.domain.changes.history import ChangeRecord
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, NotFoundError
-from app.kube.client import translate
+from app.kube.client import call_json
 
 __all__ = ["ChangeHistory"]
 
@@ -54,7 +52,7 @@ class ChangeHistory:
     def record(self, record: ChangeRecord) -> None:
         """Keep `record`, then delete the oldest beyond `keep` (a failed prune is only logged)."""
         body: Any = record_configmap(record, namespace=self.namespace)
-        self._call(
+        call_json(
             lambda: self._core.create_namespaced_config_map(self.namespace, body, **_raw()),
             action=f"recording change {record.id} in ConfigMaps of {self.namespace}",
         )
@@ -73,7 +71,7 @@ class ChangeHistory:
         if name is None:
             return None
         try:
-            found = self._call(
+            found = call_json(
                 lambda: self._core.read_namespaced_config_map(name, self.namespace, **_raw()),
                 action=f"reading change {change_id}",
             )
@@ -95,7 +93,7 @@ class ChangeHistory:
     def _delete(self, old: StoredRecord) -> None:
         """Delete exactly the object listed (its uid), so a newer one of that name stays."""
         options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=old.uid))
-        self._call(
+        call_json(
             lambda: self._core.delete_namespaced_config_map(
                 old.name, self.namespace, body=options, **_raw()
             ),
@@ -103,7 +101,7 @@ class ChangeHistory:
         )
 
     def _items(self) -> list[Manifest]:
-        response = self._call(
+        response = call_json(
             lambda: self._core.list_namespaced_config_map(
                 self.namespace, label_selector=RECORD_LABEL, **_raw()
             ),
@@ -111,20 +109,6 @@ class ChangeHistory:
         )
         items = (response or {}).get("items") or []
         return [item for item in items if isinstance(item, dict)]
-
-    def _call(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
-        try:
-            response = call()
-        except Exception as exc:  # every client failure becomes our error
-            raise translate(exc, action=action) from exc
-        data = getattr(response, "data", None)
-        if not data:
-            return None
-        try:
-            body: Manifest = json.loads(data)
-        except ValueError as exc:
-            raise ClusterError(f"{action}: the API server answered no JSON ({exc})") from exc
-        return body
 
 
 def _raw() -> dict[str, Any]:

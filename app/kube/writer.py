@@ -12,7 +12,6 @@ Event. Calls made here are all declared in app.kube.permissions.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import socket
@@ -31,7 +30,7 @@ from app.domain.changes.outcome import Found, describe
 __all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError, NotFoundError
-from app.kube.client import copy_api_client, translate
+from app.kube.client import call_json, copy_api_client, translate
 from app.kube.history import ChangeHistory
 from app.kube.status_races import replace_despite_status_writes
 from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
@@ -400,15 +399,7 @@ class PluginWriter:
     # plumbing ----------------------------------------------------------------------------
 
     def _call(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
-        try:
-            response = call()
-        except Exception as exc:  # every client failure becomes our error
-            raise translate(exc, action=action) from exc
-        data = getattr(response, "data", None)
-        if not data:
-            return None
-        body: Manifest = json.loads(data)
-        return body
+        return call_json(call, action=action)
 
     def _optional(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
         try:

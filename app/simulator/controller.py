@@ -233,18 +233,14 @@ class PluginController:
         """The rollout may take this node's available pod away (see may_replace_available)."""
         if ds is None:
             return True
-        key = (ds["metadata"].get("namespace"), ds["metadata"]["name"])
-        nodes = [
-            n
-            for n in self.inventories
-            if (owner := self._node_owner(n)) is not None
-            and (owner["metadata"].get("namespace"), owner["metadata"]["name"]) == key
-        ]
-        unavailable = sum(
-            1
-            for n in nodes
-            if n != node_name and not any(pod_ready(p) for p in self._plugin_pods(n, ds))
-        )
+        nodes: set[str] = set()
+        ready: set[str] = set()
+        for pod in self._plugin_pods(ds=ds):  # one pass: this runs for every node it replaces
+            node = pod["spec"].get("nodeName")
+            nodes.add(node)
+            if pod_ready(pod):
+                ready.add(node)
+        unavailable = len(nodes - ready - {node_name})
         return may_replace_available(ds, unavailable, len(nodes))
 
     def _reload(self, pod: JsonObject, node_name: str, outcome: PluginOutcome) -> None:

@@ -82,7 +82,7 @@ def dashboard_figures(client: httpx.Client) -> dict[str, Any]:
     summary = client.get("/api/v1/summary").json()
     nodes = client.get("/api/v1/nodes").json()["nodes"]
     findings = client.get("/api/v1/findings").json()["findings"]
-    plugin = {k: v for k, v in (summary.get("plugin") or {}).items()}
+    plugin = dict(summary.get("plugin") or {})
     return {
         "summary": {k: summary.get(k) for k in SUMMARY_KEYS},
         "plugin": plugin,

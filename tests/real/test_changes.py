@@ -36,6 +36,12 @@ def allocatable(world: RealWorld, node: str) -> str:
     return str(status["allocatable"].get("nvidia.com/gpu", "-"))
 
 
+def _until_allocatable(world: RealWorld, node: str, value: str, *, what: str) -> bool:
+    return wait_for(
+        lambda: allocatable(world, node) == value, timeout_s=120, interval_s=0.5, what=what
+    )
+
+
 def rollout(world: RealWorld) -> dict[str, Any]:
     body: dict[str, Any] = world.get("/api/v1/plugin/rollout").json()
     return body
@@ -91,11 +97,8 @@ def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: R
         assert rollout(world)["blocked_by"] == ["gpu-ws-5"]
 
         _max_unavailable(world, 2)  # the remedy the view names: room for the failing node
-        wait_for(
-            lambda: allocatable(world, "gpu-server-2") == "8",
-            timeout_s=120,
-            interval_s=0.5,
-            what="2 GPUs x 4 replicas on gpu-server-2 after the rollout",
+        _until_allocatable(
+            world, "gpu-server-2", "8", what="2 GPUs x 4 replicas on gpu-server-2 after the rollout"
         )
         done = wait_for(
             lambda: (r := rollout(world))["done"] and r,
@@ -108,11 +111,8 @@ def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: R
     finally:  # leave the demo as it was for the other tests, whatever failed above
         _max_unavailable(world, 2)
         rolled = world.admin("POST", "/api/v1/plugin/config/rollback")
-        back = wait_for(
-            lambda: allocatable(world, "gpu-server-2") == "2",
-            timeout_s=120,
-            interval_s=0.5,
-            what="back to 2 slots after the rollback's rollout",
+        back = _until_allocatable(
+            world, "gpu-server-2", "2", what="back to 2 slots after the rollback's rollout"
         )
         _max_unavailable(world, 1)
     assert rolled.status_code == 200 and back, rolled.text
@@ -157,12 +157,7 @@ def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) 
     applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body)
 
     assert applied.status_code == 200, applied.text
-    wait_for(
-        lambda: allocatable(world, NODE) == "3",
-        timeout_s=90,
-        interval_s=0.5,
-        what="3 GPUs advertised by the node's own DaemonSet",
-    )
+    _until_allocatable(world, NODE, "3", what="3 GPUs advertised by the node's own DaemonSet")
     assert allocatable(world, "gpu-server-2") == "2"  # no other node changed
     split = world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()
     assert split["daemonset"]["own"] is True
@@ -175,12 +170,7 @@ def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) 
     )
 
     assert undo.status_code == 200, undo.text
-    wait_for(
-        lambda: allocatable(world, NODE) == "2",
-        timeout_s=90,
-        interval_s=0.5,
-        what="the shared DaemonSet's 2 slots again",
-    )
+    _until_allocatable(world, NODE, "2", what="the shared DaemonSet's 2 slots again")
     assert world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()["daemonset"]["own"] is False
 
 
@@ -197,12 +187,7 @@ def test_history_outlives_its_events_and_a_dashboard_restart(
     applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body)
     assert applied.status_code == 200, applied.text
     change = applied.json()["changeId"]
-    wait_for(
-        lambda: allocatable(world, NODE) == "3",
-        timeout_s=90,
-        interval_s=0.5,
-        what="the split applied",
-    )
+    _until_allocatable(world, NODE, "3", what="the split applied")
     with world.plane.http() as http:
         http.delete(f"/api/v1/namespaces/{NS}/events").raise_for_status()
         left = http.get(f"/api/v1/namespaces/{NS}/events").json()["items"]
@@ -216,9 +201,4 @@ def test_history_outlives_its_events_and_a_dashboard_restart(
         "POST", f"/api/v1/changes/{change}/rollback", json={"confirmHostProcesses": True}
     )
     assert undo.status_code == 200, undo.text
-    wait_for(
-        lambda: allocatable(world, NODE) == "2",
-        timeout_s=90,
-        interval_s=0.5,
-        what="the split rolled back from the durable record",
-    )
+    _until_allocatable(world, NODE, "2", what="the split rolled back from the durable record")

@@ -30,6 +30,7 @@ from app.simulator.dra_kubelet import assignments
 from app.simulator.dra_slices import device_classes, resource_slice
 from app.simulator.plugin import PluginOutcome
 from app.simulator.plugin_daemonsets import node_resources
+from app.simulator.registry import timestamp
 from app.simulator.resources import BY_KIND
 from app.simulator.scenario import LOAD_ORDER, Scenario
 from app.simulator.workload import Workload
@@ -47,15 +48,7 @@ LEASE_NAMESPACE = "kube-node-lease"
 LEASE_RENEW_S = 10.0
 
 
-def _stamp(now: datetime) -> str:
-    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def object_path(obj: Mapping[str, Any], *, named: bool = False) -> str:
-    if obj["kind"] == "RuntimeClass":
-        return path_of(
-            obj["apiVersion"], "runtimeclasses", name=obj["metadata"]["name"] if named else ""
-        )
     resource = BY_KIND[obj["kind"]]
     namespace = obj["metadata"].get("namespace") or "default" if resource.namespaced else None
     name = obj["metadata"]["name"] if named else ""
@@ -225,7 +218,7 @@ class NodeActor:
         name = node["metadata"]["name"]
         inventory = self.inventories[name]
         labels = node["metadata"].get("labels") or {}
-        now = _stamp(self.clock())
+        now = timestamp(self.clock())
         ip = kubelet.node_ip(self.inventories, name)
         plugin: PluginOutcome | None = None
         present = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in pods}
