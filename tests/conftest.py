@@ -10,7 +10,7 @@ import pytest
 from fastapi import FastAPI
 
 from app.settings import Settings
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
 from tests.live import LiveServer, wait_for
 

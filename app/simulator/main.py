@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from app.errors import ConfigError
-    from app.simulator.cluster import SimulatedCluster
+    from app.simulator.world.cluster import SimulatedCluster
 
     try:
         sim = SimulatedCluster(args.scenario)

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.node_tokens import node_token
-from app.simulator.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
+from app.simulator.apiserver.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
 from tests.agent.fake_nvml import FakeGpu, FakeNvml
 from tests.agent.test_end_to_end import NODE, run_once
 from tests.conftest import Stack

@@ -13,8 +13,8 @@ from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from app.simulator.inventory import NodeInventory, SimGpu
-from app.simulator.scenario import Scenario, gpu_uuid, node_object
+from app.simulator.node.inventory import NodeInventory, SimGpu
+from app.simulator.world.scenario import Scenario, gpu_uuid, node_object
 
 GPUS_PER_NODE = 8
 GPU_PODS_PER_NODE = 8

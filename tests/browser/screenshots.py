@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 from playwright.sync_api import sync_playwright
 
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
 from tests.browser.chromium import CHROMIUM, MISSING, launch
 from tests.conftest import AGENT_TOKEN, stack_settings

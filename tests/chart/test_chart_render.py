@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from tests.chart.checks import KUBE_VERSIONS, all_errors, service_selects
 from tests.chart.helm import (
     CHART_DIR,

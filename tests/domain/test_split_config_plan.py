@@ -15,7 +15,7 @@ from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest
 from app.domain.cluster import Manifest
 from tests import factories as f
 
-SCENARIO = Path(__file__).parents[2] / "app/simulator/scenarios/clusters.yaml"
+SCENARIO = Path(__file__).parents[2] / "app/simulator/world/scenarios/clusters.yaml"
 LABEL = "nvidia.com/device-plugin.config"
 UUIDS = [f.gpu_uuid("gpu-ts-3", i) for i in range(2)]
 GPUS = [

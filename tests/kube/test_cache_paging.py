@@ -9,7 +9,7 @@ from kubernetes import client
 
 from app.kube.cache import ClusterCache
 from app.kube.client import make_api_client
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from tests.live import wait_for
 
 

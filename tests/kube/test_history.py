@@ -14,7 +14,7 @@ from app.domain.changes.history import ChangeRecord, change_id
 from app.errors import ClusterError
 from app.kube.client import make_api_client
 from app.kube.history import ChangeHistory
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 
 NS = "gpu-slots"
 AT = datetime(2026, 3, 1, 9, 0, tzinfo=UTC)

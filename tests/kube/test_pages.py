@@ -10,7 +10,7 @@ from kubernetes import client
 
 from app.kube.client import make_api_client
 from app.kube.pages import pages
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 
 NAMES = [f"cm-{i:02d}" for i in range(10)]
 

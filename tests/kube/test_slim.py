@@ -11,8 +11,8 @@ from typing import Any
 from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.kube.slim import PodSlimmer, slim_node, slim_pod
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.resources import (
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.apiserver.resources import (
     CONFIGMAP,
     DAEMONSET,
     DEVICECLASS,
@@ -21,7 +21,7 @@ from app.simulator.resources import (
     RESOURCECLAIM,
     RESOURCESLICE,
 )
-from app.simulator.scenario import BUILTIN_SCENARIOS
+from app.simulator.world.scenario import BUILTIN_SCENARIOS
 from tests.bench.engine_bench import cluster_state
 
 NOW = datetime(2026, 12, 2, 12, 0, tzinfo=UTC)

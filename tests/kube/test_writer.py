@@ -15,7 +15,7 @@ from app.domain.changes.plan import plan_change, plan_rollback
 from app.errors import ConflictError
 from app.kube.client import make_api_client
 from app.kube.writer import ApplyFailed, PluginWriter, check_versions
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from tests.live import wait_for
 
 NS = "kube-system"

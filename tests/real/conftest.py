@@ -18,7 +18,7 @@ import pytest
 
 from app.simulator.actor.actor import NodeActor
 from app.simulator.actor.rest import Rest
-from app.simulator.scenario import read_scenario
+from app.simulator.world.scenario import read_scenario
 from tests.live import wait_for
 from tests.real.build import control_plane_binaries
 from tests.real.controlplane import ControlPlane, running_control_plane

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.scenario import read_scenario
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.world.scenario import read_scenario
 from app.web.server import build_app
 from tests.conftest import AGENT_TOKEN, stack_settings
 from tests.live import LiveServer, wait_for

@@ -22,8 +22,8 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import NodeState, Snapshot
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.resources import (
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.apiserver.resources import (
     CONFIGMAP,
     DAEMONSET,
     DEVICECLASS,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from tests.kube_tools import kube_tools
 
 

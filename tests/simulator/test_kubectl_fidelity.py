@@ -17,8 +17,8 @@ import httpx
 import pytest
 import yaml
 
-from app.simulator import resources
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.apiserver import resources
+from app.simulator.world.cluster import SimulatedCluster
 from tests.kube_tools import kube_tools
 from tests.simulator.kubectl_cli import CONFIGMAP, DS, Kubectl, time_sliced
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.simulator import resources
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.rollout import RolloutPace
+from app.simulator.apiserver import resources
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.plugin.rollout import RolloutPace
 from tests.chart.helm import helm
 from tests.live import wait_for
 from tests.simulator.kubectl_cli import CONFIGMAP, DS, Kubectl, time_sliced

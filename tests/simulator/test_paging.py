@@ -11,10 +11,10 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.client.rest import ApiException
 
-from app.simulator import paging
-from app.simulator.apierrors import ApiError
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.store import Entry, dumps
+from app.simulator.apiserver import paging
+from app.simulator.apiserver.errors import ApiError
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.apiserver.store import Entry, dumps
 
 NAMES = ["cm-a", "cm-b", "cm-c", "cm-d", "cm-e", "cm-f", "cm-g"]
 

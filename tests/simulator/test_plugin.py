@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from app.simulator.inventory import NodeInventory, SimGpu
-from app.simulator.plugin import (
+from app.simulator.node.inventory import NodeInventory, SimGpu
+from app.simulator.plugin.advertised import (
     PluginConfigError,
     PluginOutcome,
     advertised,

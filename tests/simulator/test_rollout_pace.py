@@ -7,12 +7,12 @@ from typing import Any
 import pytest
 
 from app.errors import ConfigError
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.controller import HASH_LABEL, template_hash
-from app.simulator.podstatus import pod_ready
-from app.simulator.resources import DAEMONSET, POD
-from app.simulator.rollout import RolloutPace
-from app.simulator.scenario import parse_scenario, read_scenario
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.plugin.controller import HASH_LABEL, template_hash
+from app.simulator.node.podstatus import pod_ready
+from app.simulator.apiserver.resources import DAEMONSET, POD
+from app.simulator.plugin.rollout import RolloutPace
+from app.simulator.world.scenario import parse_scenario, read_scenario
 from tests.live import wait_for
 
 DS = "nvidia-device-plugin-daemonset"

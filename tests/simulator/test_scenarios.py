@@ -10,9 +10,9 @@ import pytest
 
 from app.errors import ConfigError
 from app.simulator import main
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.resources import EVENT, NODE, POD, RESOURCES
-from app.simulator.scenario import BUILTIN_SCENARIOS, read_scenario
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.apiserver.resources import EVENT, NODE, POD, RESOURCES
+from app.simulator.world.scenario import BUILTIN_SCENARIOS, read_scenario
 
 
 def alloc(sim: SimulatedCluster) -> dict[str, str | None]:

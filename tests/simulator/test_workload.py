@@ -12,9 +12,9 @@ import httpx
 import pytest
 
 from app.domain.report import AgentReport
-from app.simulator.cluster import SimulatedCluster
-from app.simulator.scenario import WorkloadStep
-from app.simulator.workload import Timeline
+from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.world.scenario import WorkloadStep
+from app.simulator.world.workload import Timeline
 from tests.live import wait_for
 
 

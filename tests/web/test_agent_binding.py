@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from app.simulator.resources import NAMESPACE
-from app.simulator.tokenreview import (
+from app.simulator.apiserver.resources import NAMESPACE
+from app.simulator.apiserver.tokenreview import (
     AGENT_NAMESPACE,
     AGENT_SERVICE_ACCOUNT,
     TokenIssuer,

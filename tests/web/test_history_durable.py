@@ -15,7 +15,7 @@ from kubernetes import client
 
 from app.domain.changes.durable import RECORD_LABEL
 from app.kube.client import make_api_client
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
 from tests.conftest import ADMIN_TOKEN, stack_settings
 from tests.live import LiveServer, wait_for

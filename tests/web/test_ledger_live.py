@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from app.simulator.resources import RESOURCES
+from app.simulator.apiserver.resources import RESOURCES
 from tests.conftest import Stack
 
 HELM_NS = "nvidia-device-plugin"

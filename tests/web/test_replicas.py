@@ -20,7 +20,7 @@ import pytest
 
 from app.agent.main import add_arguments
 from app.agent.service import run_agent
-from app.simulator.cluster import SimulatedCluster
+from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
 from tests.agent.fake_nvml import MIB, FakeGpu, FakeNvml
 from tests.conftest import ADMIN_TOKEN, AGENT_TOKEN, stack_settings

@@ -11,14 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from app.simulator.dra_kubelet import (
+from app.simulator.dra.kubelet import (
     COMMAND_ANNOTATION,
     MEMORY_ANNOTATION,
     allocated_devices,
     reserved_pods,
 )
-from app.simulator.dra_slices import slice_devices
-from app.simulator.inventory import GpuProcess, NodeInventory
+from app.simulator.dra.slices import slice_devices
+from app.simulator.node.inventory import GpuProcess, NodeInventory
 
 JsonObject = dict[str, Any]
 

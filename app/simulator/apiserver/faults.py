@@ -1,0 +1,109 @@
+"""Fault injection and request counting for tests: API down, the next N requests fail."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass
+
+from app.simulator.apiserver.resources import lookup_kind
+
+
+def normalise_kind(kind: str | None) -> str | None:
+    """`pods`, `pod`, `po` and `Pod` all name the kind `Pod`."""
+    if kind is None or kind == "":
+        return None
+    resource = lookup_kind(kind)
+    return resource.kind if resource else kind
+
+
+@dataclass
+class FaultRule:
+    """Answer the next `remaining` requests matching verb and kind (None = any) with `code`."""
+
+    verb: str | None
+    kind: str | None
+    code: int
+    remaining: int
+
+    def matches(self, verb: str, kind: str) -> bool:
+        return (self.verb is None or self.verb == verb) and (self.kind is None or self.kind == kind)
+
+
+class Faults:
+    """Thread-safe fault switches and the per-(verb, kind) request counter."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.unavailable = False
+        self._rules: list[FaultRule] = []
+        self._lost: list[FaultRule] = []  # answers lost after the write was made
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def inject(
+        self,
+        *,
+        verb: str | None = None,
+        kind: str | None = None,
+        code: int = 500,
+        count: int = 1,
+        after_commit: bool = False,
+    ) -> None:
+        if count < 1:
+            raise ValueError("count must be >= 1")
+        if code < 400 or code > 599:
+            raise ValueError("code must be an HTTP error code (400-599)")
+        with self._lock:
+            rule = FaultRule(verb or None, normalise_kind(kind), code, count)
+            # After commit: the write is made, then its answer replaced by the error.
+            (self._lost if after_commit else self._rules).append(rule)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+            self._lost.clear()
+            self.unavailable = False
+
+    def pending(self) -> list[FaultRule]:
+        with self._lock:
+            return [
+                FaultRule(r.verb, r.kind, r.code, r.remaining) for r in self._rules + self._lost
+            ]
+
+    def record(self, verb: str, kind: str) -> int | None:
+        """Count a request; return the injected error code for it, if any."""
+        with self._lock:
+            self._counts[(verb, kind)] += 1
+            return _take(self._rules, verb, kind)
+
+    def lost_answer(self, method: str, path: str) -> int | None:
+        """The error that replaces the answer to a write already made (a lost answer)."""
+        verb = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(
+            method.upper()
+        )
+        if verb is None:
+            return None
+        kinds = [normalise_kind(part) for part in reversed(path.split("/")) if lookup_kind(part)]
+        if not kinds or kinds[0] is None:
+            return None
+        with self._lock:
+            return _take(self._lost, verb, kinds[0])
+
+    def counts(self) -> dict[tuple[str, str], int]:
+        with self._lock:
+            return dict(self._counts)
+
+    def reset_counts(self) -> None:
+        with self._lock:
+            self._counts.clear()
+
+
+def _take(rules: list[FaultRule], verb: str, kind: str) -> int | None:
+    """The code of the first rule matching verb and kind, counting it down."""
+    for rule in rules:
+        if rule.matches(verb, kind):
+            rule.remaining -= 1
+            if rule.remaining <= 0:
+                rules.remove(rule)
+            return rule.code
+    return None

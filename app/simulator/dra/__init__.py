@@ -1,0 +1,1 @@
+"""NVIDIA's DRA driver emulation: its ResourceSlices, claim allocation, the kubelet's side."""

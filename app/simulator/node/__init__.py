@@ -1,0 +1,1 @@
+"""A simulated node as every emulation sees it: its GPUs, its kubelet's pod status, affinity."""

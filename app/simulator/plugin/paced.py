@@ -1,0 +1,244 @@
+"""The plugin controller with a kubelet's habits: logs, mount retries, a paced rollout.
+
+- `kubectl logs` of a plugin pod answers the lines the real plugin prints at start: its
+  version, the config it loaded, then the devices it registered or the error it exits on.
+- A plugin pod stuck in ContainerCreating because its ConfigMap is missing starts once
+  the ConfigMap exists again: the kubelet retries the mount (it does not recreate the pod).
+- With a `RolloutPace`, replacing the plugin pods runs node by node on a worker thread
+  (`app/simulator/plugin/rollout.py`), so rollouts take the time they take on a cluster.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from datetime import datetime
+
+from app.simulator.plugin.controller import PluginController
+from app.simulator.node.inventory import NodeInventory
+from app.simulator.plugin.advertised import (
+    PluginOutcome,
+    advertised,
+    container_env,
+    plugin_container,
+)
+from app.simulator.plugin.daemonsets import HASH_LABEL, template_hash
+from app.simulator.node.podstatus import pod_ready, pod_status
+from app.simulator.apiserver.registry import Registry, timestamp
+from app.simulator.apiserver.resources import NODE, POD
+from app.simulator.plugin.rollout import RolloutPace, RolloutWorker
+from app.simulator.apiserver.store import Change, JsonObject
+
+PLUGIN_VERSION_FALLBACK = "unknown"
+
+
+def _klog(moment: datetime, level: str, source: str, message: str) -> str:
+    """One line in klog's header format (what the plugin's logger writes)."""
+    stamp = moment.strftime("%m%d %H:%M:%S.%f")
+    return f"{level}{stamp}       1 {source}] {message}\n"
+
+
+def plugin_log(spec: Mapping[str, object], outcome: PluginOutcome, *, now: datetime) -> str:
+    """The start-up lines of the plugin container for this outcome."""
+    container = plugin_container(spec)
+    image = str(container.get("image", ""))
+    version = (
+        image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else PLUGIN_VERSION_FALLBACK
+    )
+    env = container_env(container)
+    lines = [_klog(now, "I", "main.go:235", f'"Starting NVIDIA Device Plugin" version="{version}"')]
+    config_file = env.get("CONFIG_FILE")
+    if config_file:
+        lines.append(
+            _klog(now, "I", "main.go:316", f'"Loading configuration" file="{config_file}"')
+        )
+    if outcome.state == "crash":
+        lines.append(
+            _klog(now, "E", "main.go:132", f'"error starting plugins" err="{outcome.message}"')
+        )
+        return "".join(lines)
+    sharing = (
+        f"timeSlicing replicas={outcome.replicas} renameByDefault={str(outcome.renamed).lower()}"
+        if outcome.strategy == "time-slicing"
+        else "none"
+    )
+    lines.append(_klog(now, "I", "main.go:356", f'"Running with config" sharing="{sharing}"'))
+    if not outcome.capacity:
+        lines.append(_klog(now, "I", "main.go:370", outcome.message or "No devices found."))
+        return "".join(lines)
+    for resource, count in outcome.capacity.items():
+        devices = len(outcome.visible)
+        lines.append(
+            _klog(
+                now,
+                "I",
+                "server.go:195",
+                f"Found {devices} devices for '{resource}' ({count} slots)",
+            )
+        )
+        lines.append(
+            _klog(
+                now, "I", "server.go:146", f"Registered device plugin for '{resource}' with Kubelet"
+            )
+        )
+    return "".join(lines)
+
+
+class PacedPluginController(PluginController):
+    """`PluginController` plus pod logs, ConfigMap mount retries and a paced rollout."""
+
+    def __init__(
+        self,
+        registry: Registry,
+        inventories: Mapping[str, NodeInventory],
+        *,
+        name: str = "nvidia-device-plugin-daemonset",
+        namespace: str = "kube-system",
+        pace: RolloutPace | None = None,
+    ) -> None:
+        super().__init__(registry, inventories, name=name, namespace=namespace)
+        self._logs: dict[tuple[str, str], str] = {}
+        self.worker = RolloutWorker(
+            pace or RolloutPace(),
+            terminate=self._terminate_step,
+            create=self._create_step,
+            start=self._start_step,
+        )
+
+    # logs ---------------------------------------------------------------------------------
+
+    def _pod_started(self, pod: JsonObject, outcome: PluginOutcome) -> None:
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        if outcome.state == "pending":
+            self._logs.pop(key, None)
+        else:
+            self._logs[key] = plugin_log(pod["spec"], outcome, now=self.registry.clock())
+        if len(self._logs) > 10_000:  # pods come and go; keep the newest
+            for stale in list(self._logs)[:1_000]:
+                del self._logs[stale]
+
+    def pod_log(self, namespace: str, name: str, container: str | None) -> str | None:
+        """What `kubectl logs` shows for a plugin pod (None: not a plugin pod, or not started)."""
+        del container  # the plugin pod runs one container that logs
+        return self._logs.get((namespace, name))
+
+    # kubelet: retry a missing ConfigMap mount -------------------------------------------------
+
+    def _on_configmap(self, change: Change) -> None:
+        if change.type != "ADDED":
+            return
+        with self.registry.store.batch(), self._lock:
+            for node, outcome in list(self.outcomes.items()):
+                if outcome.state == "pending" and not self.worker.is_rolling(node):
+                    self._retry_mount(node)
+            self._write_daemonset_status()
+
+    def _labels(self, node: str) -> dict[str, str]:
+        entry = self.registry.store.get(NODE, None, node)
+        return dict(entry.obj["metadata"].get("labels") or {}) if entry else {}
+
+    def _retry_mount(self, node: str) -> None:
+        ds = self._node_owner(node)
+        inventory = self.inventories.get(node)
+        pods = self._plugin_pods(node)
+        if ds is None or inventory is None or len(pods) != 1:
+            return
+        spec = ds["spec"]["template"].get("spec") or {}
+        outcome = advertised(
+            spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
+        )
+        if outcome.state == "pending":
+            return
+        pod = copy.deepcopy(pods[0])
+        now = timestamp(self.registry.clock())
+        pod["status"] = pod_status(pod["spec"], outcome, now=now, node_ip=self._node_ip(node))
+        self.outcomes[node] = outcome
+        self.registry.put(POD, pod)
+        self._pod_started(pod, outcome)
+        if outcome.state == "crash":
+            self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
+        self._write_node(node, outcome)
+
+    # paced rollout ----------------------------------------------------------------------------
+
+    def _defer_replacement(self, node_name: str) -> bool:
+        return self.worker.pace.paced and self.worker.submit(node_name)
+
+    def _sync_node(self, node_name: str) -> None:
+        if self.worker.is_rolling(node_name):
+            return  # the worker finishes this node, then syncs it again
+        super()._sync_node(node_name)
+
+    def _terminate_step(self, node: str) -> bool:
+        """Mark the node's plugin pods as terminating (deletionTimestamp)."""
+        with self.registry.store.batch(), self._lock:
+            pods = self._plugin_pods(node)
+            if any(pod_ready(p) for p in pods) and not self._budget_allows(
+                self._node_owner(node), node
+            ):
+                return False  # another node's pod is still unavailable: this one waits
+            now = timestamp(self.registry.clock())
+            for pod in pods:
+                marked = copy.deepcopy(pod)
+                marked["metadata"]["deletionTimestamp"] = now
+                marked["metadata"]["deletionGracePeriodSeconds"] = 30
+                self.registry.put(POD, marked)
+            self._write_daemonset_status()
+        return True
+
+    def _create_step(self, node: str) -> bool:
+        """Remove the old pods; create the new one in ContainerCreating."""
+        with self.registry.store.batch(), self._lock:
+            for pod in self._plugin_pods(node):
+                self.registry.remove(POD, pod["metadata"]["namespace"], pod["metadata"]["name"])
+            ds = self._node_owner(node)
+            if ds is None:
+                self._write_daemonset_status()
+                return False
+            template = ds["spec"]["template"]
+            pod = self._plugin_pod(ds, node, template_hash(template), PluginOutcome("pending", ""))
+            self.registry.put(POD, pod)
+            self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
+            self._write_daemonset_status()
+        return True
+
+    def _start_step(self, node: str) -> None:
+        """The new container starts: the plugin's outcome decides the pod and the node."""
+        with self.registry.store.batch(), self._lock:
+            ds = self._node_owner(node)
+            inventory = self.inventories.get(node)
+            pods = self._plugin_pods(node)
+            if ds is not None and inventory is not None and len(pods) == 1:
+                spec = ds["spec"]["template"].get("spec") or {}
+                pod = copy.deepcopy(pods[0])
+                if pod["metadata"].get("labels", {}).get(HASH_LABEL) == template_hash(
+                    ds["spec"]["template"]
+                ):
+                    outcome = advertised(
+                        spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
+                    )
+                    now = timestamp(self.registry.clock())
+                    pod["status"] = pod_status(
+                        pod["spec"], outcome, now=now, node_ip=self._node_ip(node)
+                    )
+                    self.outcomes[node] = outcome
+                    self.registry.put(POD, pod)
+                    self._pod_started(pod, outcome)
+                    if outcome.state == "crash":
+                        self._event(
+                            pod,
+                            "BackOff",
+                            f"Back-off restarting failed container: {outcome.message}",
+                        )
+                    elif outcome.state == "pending":
+                        self._event(pod, "FailedMount", outcome.message)
+                    self._write_node(node, outcome)
+            self._write_daemonset_status()
+        self.sync_node(node)
+
+    def stop(self) -> None:
+        """Finish queued replacements at once; later ones are instant until `resume()`."""
+        self.worker.stop()
+
+    def resume(self) -> None:
+        self.worker.resume()

@@ -1,0 +1,268 @@
+"""Simulated node agents: each GPU node POSTs an `AgentReport` to the dashboard.
+
+Reports go out every `interval_s` and right after a node's processes change. A failing or
+absent dashboard is logged and retried on the next round; it never stops the simulator.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import httpx
+
+from app.domain.report import (
+    AgentReport,
+    DeviceAssignment,
+    DraAssignment,
+    GpuReading,
+    MigDeviceReading,
+    ProcessReading,
+)
+from app.simulator.node.inventory import GpuProcess, NodeInventory
+from app.simulator.plugin.advertised import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
+from app.simulator.node.podstatus import requested
+
+log = logging.getLogger(__name__)
+
+BASE_MEMORY_MIB = 4
+DRIVER_VERSION = "550.127.05"
+AGENT_VERSION = "simulated"
+REPORT_PATH = "/api/v1/agent/reports"
+
+
+def _container_id(pod: Mapping[str, Any] | None, container: str | None) -> str | None:
+    for status in (pod or {}).get("status", {}).get("containerStatuses") or []:
+        if status.get("name") == container and status.get("containerID"):
+            return str(status["containerID"]).split("://", 1)[-1]
+    return None
+
+
+def build_report(
+    inventory: NodeInventory,
+    processes: Sequence[GpuProcess],
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+    outcome: PluginOutcome | None,
+    *,
+    now: datetime,
+    dra_assignments: Sequence[DraAssignment] = (),
+) -> AgentReport:
+    """The report a real agent would send for this node right now.
+
+    On a DRA node the kubelet lists no device-plugin devices, only the claims' devices.
+    """
+    gpus: list[GpuReading] = []
+    for gpu in inventory.gpus:
+        on_gpu = [p for p in processes if p.gpu_index == gpu.index]
+        readings = []
+        for proc in on_gpu:
+            pod = pods.get((proc.pod_namespace or "", proc.pod_name or "")) if proc.is_pod else None
+            readings.append(
+                ProcessReading(
+                    pid=proc.pid,
+                    used_memory_mib=proc.used_memory_mib if gpu.memory_supported else None,
+                    pod_uid=str(pod["metadata"]["uid"]) if pod else None,
+                    container=_container_id(pod, proc.container),
+                    command=proc.command or None,
+                    user=proc.user,
+                )
+            )
+        used = BASE_MEMORY_MIB + sum(p.used_memory_mib for p in on_gpu)
+        gpus.append(
+            GpuReading(
+                index=gpu.index,
+                uuid=gpu.uuid,
+                name=gpu.name,
+                memory_total_mib=gpu.memory_total_mib if gpu.memory_supported else None,
+                memory_used_mib=min(used, gpu.memory_total_mib) if gpu.memory_supported else None,
+                utilization_pct=min(100, 45 * len(on_gpu)),
+                mig_mode="enabled" if gpu.mig_enabled else None,
+                processes=readings,
+                mig_devices=[
+                    MigDeviceReading(
+                        uuid=mig.uuid,
+                        profile=mig.profile,
+                        gpu_instance=n,
+                        compute_instance=0,
+                        memory_total_mib=mig.memory_total_mib,
+                        memory_used_mib=0,
+                    )
+                    for n, mig in enumerate(gpu.mig_devices)
+                ],
+            )
+        )
+    return AgentReport.model_validate(
+        {
+            "schema": 1,
+            "node": inventory.node,
+            "collected_at": now,
+            "source": "nvml",
+            "driver_version": DRIVER_VERSION,
+            "gpus": gpus,
+            "assignments": (
+                ([] if inventory.dra else _assignments(inventory, processes, pods, outcome))
+                if inventory.pod_resources
+                else None
+            ),
+            "dra_assignments": list(dra_assignments) if inventory.pod_resources else None,
+            "agent_version": AGENT_VERSION,
+        }
+    )
+
+
+def _assignments(
+    inventory: NodeInventory,
+    processes: Sequence[GpuProcess],
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+    outcome: PluginOutcome | None,
+) -> list[DeviceAssignment]:
+    """What the kubelet's PodResources API would list: devices of running pod processes."""
+    replicas = outcome.replicas if outcome else 1
+    resource = SHARED_RESOURCE if outcome and outcome.renamed else GPU_RESOURCE
+    uuids = {g.index: g.uuid for g in inventory.gpus}
+    next_replica: dict[int, int] = {}
+    devices: dict[tuple[str, str, str], list[str]] = {}
+    for proc in processes:
+        if not proc.is_pod:
+            continue
+        key = (proc.pod_namespace or "", proc.pod_name or "")
+        pod = pods.get(key)
+        if pod is None or pod.get("status", {}).get("phase") != "Running":
+            continue
+        if replicas > 1:
+            n = next_replica.get(proc.gpu_index, 0)
+            next_replica[proc.gpu_index] = n + 1
+            device = f"{uuids[proc.gpu_index]}::{n % replicas}"
+        else:
+            device = uuids[proc.gpu_index]
+        ids = devices.setdefault((key[0], key[1], proc.container or ""), [])
+        if device not in ids:
+            ids.append(device)
+    found = [
+        DeviceAssignment(namespace=ns, pod=pod, container=c, resource=resource, device_ids=ids)
+        for (ns, pod, c), ids in devices.items()
+    ]
+    return found + _allocated(pods, outcome, found)
+
+
+def _allocated(
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+    outcome: PluginOutcome | None,
+    known: list[DeviceAssignment],
+) -> list[DeviceAssignment]:
+    """The simulated kubelet's allocation for running containers without a GPU process.
+
+    Device ids of each resource the plugin serves go to those containers in pod order,
+    skipping ids already held by containers whose processes pinned them.
+    """
+    if outcome is None:
+        return []
+    taken = {i for a in known for i in a.device_ids}
+    seen = {(a.namespace, a.pod, a.container, a.resource) for a in known}
+    free = {name: [i for i in ids if i not in taken] for name, ids in outcome.devices.items()}
+    found = []
+    for (namespace, name), pod in sorted(pods.items()):
+        if pod.get("status", {}).get("phase") != "Running":
+            continue
+        for container in pod.get("spec", {}).get("containers") or []:
+            for resource, ids in free.items():
+                count = requested(container, resource)
+                key = (namespace, name, str(container.get("name", "")), resource)
+                if not count or key in seen or len(ids) < count:
+                    continue
+                chosen, free[resource] = ids[:count], ids[count:]
+                found.append(
+                    DeviceAssignment(
+                        namespace=namespace,
+                        pod=name,
+                        container=key[2],
+                        resource=resource,
+                        device_ids=chosen,
+                    )
+                )
+    return found
+
+
+class SimulatedAgents:
+    """One background thread posting every node's report to `report_to`."""
+
+    def __init__(
+        self,
+        *,
+        report_to: str,
+        token: str | Callable[[str], str],
+        interval_s: float,
+        nodes: Sequence[str],
+        build: Callable[[str], AgentReport | None],
+    ) -> None:
+        self.url = report_to.rstrip("/") + REPORT_PATH
+        self.token = token
+        self.interval_s = interval_s
+        self.nodes = list(nodes)
+        self.build = build
+        self.sent = 0
+        self.failed = 0
+        self._poked: set[str] = set()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._failing = False
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="sim-agents", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+            self._thread = None
+
+    def poke(self, node: str) -> None:
+        """Report this node soon (its processes changed)."""
+        with self._lock:
+            self._poked.add(node)
+        self._wake.set()
+
+    def _run(self) -> None:
+        last_sent: dict[str, float] = {}
+        with httpx.Client(timeout=5.0) as http:
+            while not self._stop.is_set():
+                with self._lock:
+                    poked, self._poked = self._poked, set()
+                now = time.monotonic()
+                for node in self.nodes:
+                    if self._stop.is_set():
+                        return
+                    if node in poked or now - last_sent.get(node, -1e9) >= self.interval_s:
+                        self._send(http, node)
+                        last_sent[node] = time.monotonic()
+                oldest = min(last_sent.values(), default=time.monotonic())
+                wait_s = max(0.01, self.interval_s - (time.monotonic() - oldest))
+                self._wake.wait(wait_s)
+                self._wake.clear()
+
+    def _send(self, http: httpx.Client, node: str) -> None:
+        try:
+            report = self.build(node)
+            if report is None:
+                return
+            body = report.model_dump(mode="json", by_alias=True)
+            # A token per node (read each time: projected tokens rotate), or one for all.
+            token = self.token(node) if callable(self.token) else self.token
+            response = http.post(self.url, json=body, headers={"Authorization": f"Bearer {token}"})
+            response.raise_for_status()
+        except Exception as exc:  # the dashboard may be down, slow or refusing: retry later
+            self.failed += 1
+            if not self._failing:
+                log.warning("simulated agent %s: report to %s failed: %s", node, self.url, exc)
+            self._failing = True
+            return
+        self.sent += 1
+        self._failing = False
