@@ -45,9 +45,9 @@ def run(args: argparse.Namespace) -> int:
     from app.errors import ConfigError
     from app.logs import configure_logging
     from app.settings import Settings
-    from app.simulator.world.cluster import SimulatedCluster
-    from app.simulator.plugin.rollout import RolloutPace
     from app.simulator.apiserver.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
+    from app.simulator.plugin.rollout import RolloutPace
+    from app.simulator.world.cluster import SimulatedCluster
     from app.web.server import build_app, serve
 
     configure_logging()

@@ -17,8 +17,8 @@ import json
 import sys
 import time
 
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import DAEMONSET
+from app.simulator.world.cluster import SimulatedCluster
 from tests.bench import cluster_gen
 
 

@@ -11,7 +11,6 @@ from typing import Any
 from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.kube.slim import PodSlimmer, slim_node, slim_pod
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import (
     CONFIGMAP,
     DAEMONSET,
@@ -21,6 +20,7 @@ from app.simulator.apiserver.resources import (
     RESOURCECLAIM,
     RESOURCESLICE,
 )
+from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.world.scenario import BUILTIN_SCENARIOS
 from tests.bench.engine_bench import cluster_state
 

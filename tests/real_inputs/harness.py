@@ -22,7 +22,6 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import NodeState, Snapshot
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import (
     CONFIGMAP,
     DAEMONSET,
@@ -32,6 +31,7 @@ from app.simulator.apiserver.resources import (
     RESOURCECLAIM,
     RESOURCESLICE,
 )
+from app.simulator.world.cluster import SimulatedCluster
 from app.web.snapshots import configmaps_by_key, configured_daemonset
 from tests.kube_tools import ToolsUnavailable, kube_tools
 from tests.real_fixtures import REAL_FIXTURES

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import CONFIGMAP, DAEMONSET, NODE, POD
+from app.simulator.world.cluster import SimulatedCluster
 
 DS = "nvidia-device-plugin-daemonset"
 MERGE = "application/merge-patch+json"

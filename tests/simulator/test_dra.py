@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import RESOURCECLAIM
+from app.simulator.world.cluster import SimulatedCluster
 from tests.simulator.conftest import api_client
 
 Kubectl = Callable[..., subprocess.CompletedProcess[str]]

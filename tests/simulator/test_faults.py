@@ -9,8 +9,8 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import NAMESPACE
+from app.simulator.world.cluster import SimulatedCluster
 
 
 @pytest.fixture(autouse=True)

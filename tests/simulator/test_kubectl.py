@@ -13,8 +13,8 @@ import pytest
 import yaml
 from kubernetes import client
 
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import POD
+from app.simulator.world.cluster import SimulatedCluster
 from tests.live import wait_for
 from tests.simulator.conftest import api_client
 from tests.simulator.kubectl_cli import CONFIGMAP, DS

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from app.simulator.apiserver import resources
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.plugin.rollout import RolloutPace
+from app.simulator.world.cluster import SimulatedCluster
 from tests.chart.helm import helm
 from tests.live import wait_for
 from tests.simulator.kubectl_cli import CONFIGMAP, DS, Kubectl, time_sliced

@@ -13,8 +13,8 @@ from kubernetes.client.rest import ApiException
 
 from app.simulator.apiserver import paging
 from app.simulator.apiserver.errors import ApiError
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.store import Entry, dumps
+from app.simulator.world.cluster import SimulatedCluster
 
 NAMES = ["cm-a", "cm-b", "cm-c", "cm-d", "cm-e", "cm-f", "cm-g"]
 

@@ -10,8 +10,8 @@ import pytest
 
 from app.errors import ConfigError
 from app.simulator import main
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.apiserver.resources import EVENT, NODE, POD, RESOURCES
+from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.world.scenario import BUILTIN_SCENARIOS, read_scenario
 
 

@@ -16,8 +16,8 @@ import pytest
 from kubernetes import client
 
 from app.kube.client import make_api_client
-from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.plugin.rollout import RolloutPace
+from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
 from tests.conftest import ADMIN_TOKEN, AGENT_TOKEN, Stack, stack_settings
 from tests.live import LiveServer, wait_for

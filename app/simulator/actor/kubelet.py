@@ -13,9 +13,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.simulator.node.inventory import NodeInventory
+from app.simulator.node.podstatus import pod_status
 from app.simulator.plugin.advertised import PluginOutcome, advertised
 from app.simulator.plugin.daemonsets import gfd_labels, has_config_manager, runs_plugin
-from app.simulator.node.podstatus import pod_status
 
 JsonObject = dict[str, Any]
 ConfigMapLookup = Callable[[str], Mapping[str, Any] | None]

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from app.simulator.apiserver.defaults import apply_defaults
 from app.simulator.apiserver.errors import (
     already_exists,
     bad_request,
@@ -22,7 +23,6 @@ from app.simulator.apiserver.errors import (
     invalid,
     not_found,
 )
-from app.simulator.apiserver.defaults import apply_defaults
 from app.simulator.apiserver.patching import apply_patch
 from app.simulator.apiserver.resources import DAEMONSET, NAMESPACE, POD, ResourceType
 from app.simulator.apiserver.selectors import Selector

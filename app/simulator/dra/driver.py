@@ -26,11 +26,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from app.domain.report import DraAssignment
-from app.simulator.dra.kubelet import kubelet_assignments, start_pod_processes
-from app.simulator.dra.slices import DRIVER, device_classes, resource_slice
-from app.simulator.node.inventory import GpuProcess, NodeInventory
-from app.simulator.plugin.advertised import PluginOutcome
-from app.simulator.node.podstatus import pod_status
 from app.simulator.apiserver.registry import Registry, random_suffix, timestamp
 from app.simulator.apiserver.resources import (
     DEVICECLASS,
@@ -41,6 +36,11 @@ from app.simulator.apiserver.resources import (
     RESOURCESLICE,
 )
 from app.simulator.apiserver.store import Change, JsonObject
+from app.simulator.dra.kubelet import kubelet_assignments, start_pod_processes
+from app.simulator.dra.slices import DRIVER, device_classes, resource_slice
+from app.simulator.node.inventory import GpuProcess, NodeInventory
+from app.simulator.node.podstatus import pod_status
+from app.simulator.plugin.advertised import PluginOutcome
 
 AUTO_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 _DRIVER_RE = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")

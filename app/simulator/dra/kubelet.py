@@ -6,11 +6,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from app.domain.report import DraAssignment
-from app.simulator.dra.slices import DRIVER
-from app.simulator.node.inventory import GpuProcess, NodeInventory
 from app.simulator.apiserver.registry import Registry
 from app.simulator.apiserver.resources import POD, RESOURCECLAIM, RESOURCESLICE
 from app.simulator.apiserver.store import JsonObject
+from app.simulator.dra.slices import DRIVER
+from app.simulator.node.inventory import GpuProcess, NodeInventory
 
 MEMORY_ANNOTATION = "sim.gpu-slots.io/used-memory-mib"
 COMMAND_ANNOTATION = "sim.gpu-slots.io/command"

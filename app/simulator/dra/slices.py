@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.simulator.node.inventory import NodeInventory, SimGpu
 from app.simulator.apiserver.store import JsonObject
+from app.simulator.node.inventory import NodeInventory, SimGpu
 
 DRIVER = "gpu.nvidia.com"
 DRIVER_VERSION = "580.65.6"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.simulator.plugin.advertised import PluginOutcome, plugin_container
 from app.simulator.apiserver.registry import random_suffix
 from app.simulator.apiserver.store import JsonObject
+from app.simulator.plugin.advertised import PluginOutcome, plugin_container
 
 
 def requested(container: Mapping[str, Any], resource: str) -> int:

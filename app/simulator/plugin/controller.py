@@ -18,8 +18,13 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.simulator.apiserver.registry import Registry, random_suffix, timestamp
+from app.simulator.apiserver.resources import CONFIGMAP, DAEMONSET, EVENT, NODE, POD
+from app.simulator.apiserver.selectors import match_label_map
+from app.simulator.apiserver.store import Change, JsonObject
 from app.simulator.node.affinity import affinity_allows
 from app.simulator.node.inventory import NodeInventory
+from app.simulator.node.podstatus import pod_ready, pod_status, requested
 from app.simulator.plugin.advertised import PluginOutcome, advertised
 from app.simulator.plugin.daemonsets import (
     HASH_LABEL,
@@ -32,11 +37,6 @@ from app.simulator.plugin.daemonsets import (
     sidecar_crashed,
     template_hash,
 )
-from app.simulator.node.podstatus import pod_ready, pod_status, requested
-from app.simulator.apiserver.registry import Registry, random_suffix, timestamp
-from app.simulator.apiserver.resources import CONFIGMAP, DAEMONSET, EVENT, NODE, POD
-from app.simulator.apiserver.selectors import match_label_map
-from app.simulator.apiserver.store import Change, JsonObject
 
 
 class PluginController:

@@ -10,9 +10,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from app.simulator.apiserver.store import JsonObject
 from app.simulator.node.inventory import NodeInventory
 from app.simulator.plugin.advertised import PluginOutcome
-from app.simulator.apiserver.store import JsonObject
 
 HASH_LABEL = "controller-revision-hash"
 

@@ -14,20 +14,20 @@ import copy
 from collections.abc import Mapping
 from datetime import datetime
 
-from app.simulator.plugin.controller import PluginController
+from app.simulator.apiserver.registry import Registry, timestamp
+from app.simulator.apiserver.resources import NODE, POD
+from app.simulator.apiserver.store import Change, JsonObject
 from app.simulator.node.inventory import NodeInventory
+from app.simulator.node.podstatus import pod_ready, pod_status
 from app.simulator.plugin.advertised import (
     PluginOutcome,
     advertised,
     container_env,
     plugin_container,
 )
+from app.simulator.plugin.controller import PluginController
 from app.simulator.plugin.daemonsets import HASH_LABEL, template_hash
-from app.simulator.node.podstatus import pod_ready, pod_status
-from app.simulator.apiserver.registry import Registry, timestamp
-from app.simulator.apiserver.resources import NODE, POD
 from app.simulator.plugin.rollout import RolloutPace, RolloutWorker
-from app.simulator.apiserver.store import Change, JsonObject
 
 PLUGIN_VERSION_FALLBACK = "unknown"
 

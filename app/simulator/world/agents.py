@@ -24,8 +24,8 @@ from app.domain.report import (
     ProcessReading,
 )
 from app.simulator.node.inventory import GpuProcess, NodeInventory
-from app.simulator.plugin.advertised import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
 from app.simulator.node.podstatus import requested
+from app.simulator.plugin.advertised import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
 
 log = logging.getLogger(__name__)
 

@@ -53,14 +53,8 @@ from typing import Any
 
 from app.domain.report import AgentReport
 from app.errors import ConfigError
-from app.simulator.world.agents import SimulatedAgents, build_report
-from app.simulator.apiserver.server import create_app
 from app.simulator.apiserver.errors import ApiError
-from app.simulator.dra.driver import DraDriver
 from app.simulator.apiserver.faults import Faults
-from app.simulator.node.inventory import GpuProcess, NodeInventory
-from app.simulator.plugin.advertised import PluginOutcome
-from app.simulator.plugin.paced import PacedPluginController
 from app.simulator.apiserver.registry import Registry, utc_now
 from app.simulator.apiserver.resources import (
     BY_KIND,
@@ -70,10 +64,16 @@ from app.simulator.apiserver.resources import (
     ResourceType,
     lookup_kind,
 )
-from app.simulator.plugin.rollout import RolloutPace
-from app.simulator.world.scenario import LOAD_ORDER, Scenario, read_scenario
+from app.simulator.apiserver.server import create_app
 from app.simulator.apiserver.store import Store
 from app.simulator.apiserver.tokenreview import TokenIssuer
+from app.simulator.dra.driver import DraDriver
+from app.simulator.node.inventory import GpuProcess, NodeInventory
+from app.simulator.plugin.advertised import PluginOutcome
+from app.simulator.plugin.paced import PacedPluginController
+from app.simulator.plugin.rollout import RolloutPace
+from app.simulator.world.agents import SimulatedAgents, build_report
+from app.simulator.world.scenario import LOAD_ORDER, Scenario, read_scenario
 from app.simulator.world.workload import Timeline, Workload
 
 log = logging.getLogger(__name__)

@@ -14,11 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from app.simulator.apiserver.errors import ApiError
-from app.simulator.node.inventory import GpuProcess, NodeInventory
 from app.simulator.apiserver.registry import Registry
 from app.simulator.apiserver.resources import POD
-from app.simulator.world.scenario import WorkloadStep, process_from
 from app.simulator.apiserver.store import Change
+from app.simulator.node.inventory import GpuProcess, NodeInventory
+from app.simulator.world.scenario import WorkloadStep, process_from
 
 log = logging.getLogger(__name__)
 
