@@ -8,8 +8,8 @@ from app.simulator.actor import driver, kubelet
 from app.simulator.dra.kubelet import assignments
 from app.simulator.dra.slices import slice_devices
 from app.simulator.node.inventory import NodeInventory, SimGpu
-from app.simulator.plugin.advertised import PluginOutcome
 from app.simulator.plugin.daemonsets import node_resources
+from app.simulator.plugin.outcome import PluginOutcome
 
 GPUS = (SimGpu(0, "GPU-aaaa"), SimGpu(1, "GPU-bbbb"))
 INVENTORY = NodeInventory("n1", GPUS, dra=True)

@@ -8,13 +8,10 @@ from typing import Any
 import pytest
 
 from app.simulator.node.inventory import NodeInventory, SimGpu
-from app.simulator.plugin.advertised import (
-    PluginConfigError,
-    PluginOutcome,
-    advertised,
-    has_unified_memory_fix,
-    parse_sharing,
-)
+from app.simulator.plugin.advertised import advertised
+from app.simulator.plugin.container import has_unified_memory_fix
+from app.simulator.plugin.outcome import PluginOutcome
+from app.simulator.plugin.sharing import PluginConfigError, parse_sharing
 
 GPUS = tuple(SimGpu(i, f"GPU-{i}000") for i in range(4))
 NODE = NodeInventory("n1", GPUS)

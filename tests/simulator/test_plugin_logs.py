@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from app.simulator.plugin.advertised import PluginOutcome
+from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.paced import plugin_log
 
 NOW = datetime(2026, 12, 2, 8, 30, 5, 123456, tzinfo=UTC)

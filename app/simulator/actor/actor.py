@@ -29,8 +29,8 @@ from app.simulator.apiserver.registry import timestamp
 from app.simulator.apiserver.resources import BY_KIND
 from app.simulator.dra.kubelet import assignments
 from app.simulator.dra.slices import device_classes, resource_slice
-from app.simulator.plugin.advertised import PluginOutcome
 from app.simulator.plugin.daemonsets import node_resources
+from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.world.agents import SimulatedAgents, build_report
 from app.simulator.world.scenario import LOAD_ORDER, Scenario
 from app.simulator.world.workload import Workload

@@ -14,12 +14,12 @@ from typing import Any
 
 from app.simulator.node.inventory import NodeInventory
 from app.simulator.node.podstatus import pod_status
-from app.simulator.plugin.advertised import PluginOutcome, advertised
+from app.simulator.plugin.advertised import advertised
 from app.simulator.plugin.daemonsets import gfd_labels, has_config_manager, runs_plugin
+from app.simulator.plugin.outcome import PluginOutcome, plugin_pod_status
 
 JsonObject = dict[str, Any]
 ConfigMapLookup = Callable[[str], Mapping[str, Any] | None]
-RUNNING = PluginOutcome("running", "")
 
 
 def node_ip(inventories: Mapping[str, NodeInventory], node: str) -> str:
@@ -69,8 +69,10 @@ def started_status(
 ) -> JsonObject:
     """The status a kubelet writes once it ran the pod (the plugin's state for its pod)."""
     spec = pod.get("spec") or {}
-    status = pod_status(
-        spec, outcome or RUNNING, now=now, node_ip=ip, all_containers=outcome is None
+    status = (
+        pod_status(spec, now=now, node_ip=ip)
+        if outcome is None
+        else plugin_pod_status(spec, outcome, now=now, node_ip=ip)
     )
     status.pop("qosClass", None)  # set by the API server at creation, immutable
     return status

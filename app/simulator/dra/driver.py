@@ -40,7 +40,6 @@ from app.simulator.dra.kubelet import kubelet_assignments, start_pod_processes
 from app.simulator.dra.slices import DRIVER, device_classes, resource_slice
 from app.simulator.node.inventory import GpuProcess, NodeInventory
 from app.simulator.node.podstatus import pod_status
-from app.simulator.plugin.advertised import PluginOutcome
 
 AUTO_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 _DRIVER_RE = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
@@ -352,10 +351,8 @@ class DraDriver:
         extended = (new_pod.get("status") or {}).get("extendedResourceClaimStatus")
         new_pod["status"] = pod_status(
             new_pod["spec"],
-            PluginOutcome("running", ""),
             now=timestamp(self.registry.clock()),
             node_ip=f"10.0.0.{10 + sorted(self.inventories).index(node) % 240}",
-            all_containers=True,
         )
         if extended:
             new_pod["status"]["extendedResourceClaimStatus"] = extended

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from app.simulator.apiserver.registry import random_suffix
 from app.simulator.apiserver.store import JsonObject
-from app.simulator.plugin.advertised import PluginOutcome, plugin_container
 
 
 def requested(container: Mapping[str, Any], resource: str) -> int:
@@ -28,66 +27,79 @@ def pod_ready(pod: JsonObject) -> bool:
     )
 
 
+PodState = Literal["running", "crash", "pending"]
+
+
+def _container_status(
+    container: Mapping[str, Any], state: PodState, message: str, *, now: str
+) -> dict[str, Any]:
+    """One container's status when it is in `state` (running, crash-looping or creating)."""
+    entry: dict[str, Any] = {
+        "name": container.get("name"),
+        "image": container.get("image"),
+        "imageID": f"{container.get('image')}@sha256:{'0' * 64}",
+        "restartCount": 0,
+    }
+    if state == "running":
+        entry.update(ready=True, started=True, state={"running": {"startedAt": now}})
+        entry["containerID"] = f"containerd://{random_suffix(12)}"
+    elif state == "crash":
+        entry.update(
+            ready=False,
+            started=False,
+            restartCount=4,
+            state={
+                "waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": "back-off 1m20s restarting failed container="
+                    f"{container.get('name')}",
+                }
+            },
+            lastState={
+                "terminated": {
+                    "exitCode": 1,
+                    "reason": "Error",
+                    "message": message,
+                    "startedAt": now,
+                    "finishedAt": now,
+                }
+            },
+        )
+        entry["containerID"] = f"containerd://{random_suffix(12)}"
+    else:
+        entry.update(ready=False, started=False, state={"waiting": {"reason": "ContainerCreating"}})
+    return entry
+
+
 def pod_status(
     spec: Mapping[str, Any],
-    outcome: PluginOutcome,
+    state: PodState = "running",
+    message: str = "",
     *,
     now: str,
     node_ip: str,
-    all_containers: bool = False,
+    focus: Mapping[str, Any] | None = None,
 ) -> JsonObject:
-    """A pod status as the kubelet writes it for a running, crash-looping or stuck pod."""
-    plugin = plugin_container(spec)
-    statuses = []
-    for container in spec.get("containers") or []:
-        is_plugin = all_containers or container is plugin or container == plugin
-        state: dict[str, Any]
-        entry: dict[str, Any] = {
-            "name": container.get("name"),
-            "image": container.get("image"),
-            "imageID": f"{container.get('image')}@sha256:{'0' * 64}",
-            "restartCount": 0,
-        }
-        if outcome.state == "running" or not is_plugin:
-            ready = outcome.state == "running" or not is_plugin
-            state = {"running": {"startedAt": now}}
-            entry.update(ready=ready, started=True, state=state)
-            entry["containerID"] = f"containerd://{random_suffix(12)}"
-        elif outcome.state == "crash":
-            entry.update(
-                ready=False,
-                started=False,
-                restartCount=4,
-                state={
-                    "waiting": {
-                        "reason": "CrashLoopBackOff",
-                        "message": "back-off 1m20s restarting failed container="
-                        f"{container.get('name')}",
-                    }
-                },
-                lastState={
-                    "terminated": {
-                        "exitCode": 1,
-                        "reason": "Error",
-                        "message": outcome.message,
-                        "startedAt": now,
-                        "finishedAt": now,
-                    }
-                },
-            )
-            entry["containerID"] = f"containerd://{random_suffix(12)}"
-        else:
-            entry.update(
-                ready=False, started=False, state={"waiting": {"reason": "ContainerCreating"}}
-            )
-        statuses.append(entry)
+    """A pod status as the kubelet writes it for a running, crash-looping or stuck pod.
+
+    `focus` is the one container in `state` (the others run); None: every container is.
+    """
+    statuses = [
+        _container_status(
+            container,
+            state if focus is None or container is focus or container == focus else "running",
+            message,
+            now=now,
+        )
+        for container in spec.get("containers") or []
+    ]
     ready = all(s["ready"] for s in statuses)
-    pending = outcome.state == "pending" and not all_containers
+    pending = state == "pending" and focus is not None
 
     def condition(kind: str, value: bool) -> dict[str, Any]:
         return {"type": kind, "status": "True" if value else "False", "lastTransitionTime": now}
 
-    status: JsonObject = {
+    return {
         "phase": "Pending" if pending else "Running",
         "conditions": [
             condition("PodReadyToStartContainers", not pending),
@@ -103,4 +115,3 @@ def pod_status(
         "containerStatuses": statuses,
         "qosClass": "BestEffort",
     }
-    return status

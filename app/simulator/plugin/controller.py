@@ -25,7 +25,7 @@ from app.simulator.apiserver.store import Change, JsonObject
 from app.simulator.node.affinity import affinity_allows
 from app.simulator.node.inventory import NodeInventory
 from app.simulator.node.podstatus import pod_ready, pod_status, requested
-from app.simulator.plugin.advertised import PluginOutcome, advertised
+from app.simulator.plugin.advertised import advertised
 from app.simulator.plugin.daemonsets import (
     HASH_LABEL,
     gfd_labels,
@@ -37,6 +37,7 @@ from app.simulator.plugin.daemonsets import (
     sidecar_crashed,
     template_hash,
 )
+from app.simulator.plugin.outcome import PluginOutcome, plugin_pod_status
 
 
 class PluginController:
@@ -255,7 +256,7 @@ class PluginController:
         self.outcomes[node_name] = outcome
         reloaded = copy.deepcopy(pod)
         now = timestamp(self.registry.clock())
-        reloaded["status"] = pod_status(
+        reloaded["status"] = plugin_pod_status(
             pod["spec"], outcome, now=now, node_ip=self._node_ip(node_name)
         )
         self.registry.put(POD, reloaded)
@@ -327,7 +328,7 @@ class PluginController:
                 "generation": 1,
             },
             "spec": spec,
-            "status": pod_status(spec, outcome, now=now, node_ip=self._node_ip(node)),
+            "status": plugin_pod_status(spec, outcome, now=now, node_ip=self._node_ip(node)),
         }
         if not pod["metadata"]["annotations"]:
             del pod["metadata"]["annotations"]
@@ -428,11 +429,5 @@ class PluginController:
                 "startTime": now,
             }
         else:
-            new["status"] = pod_status(
-                pod["spec"],
-                PluginOutcome("running", ""),
-                now=now,
-                node_ip=self._node_ip(node),
-                all_containers=True,
-            )
+            new["status"] = pod_status(pod["spec"], now=now, node_ip=self._node_ip(node))
         self.registry.put(POD, new)

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.simulator.apiserver.store import JsonObject
 from app.simulator.node.inventory import NodeInventory
-from app.simulator.plugin.advertised import PluginOutcome
+from app.simulator.plugin.outcome import PluginOutcome
 
 HASH_LABEL = "controller-revision-hash"
 

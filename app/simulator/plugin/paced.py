@@ -18,15 +18,12 @@ from app.simulator.apiserver.registry import Registry, timestamp
 from app.simulator.apiserver.resources import NODE, POD
 from app.simulator.apiserver.store import Change, JsonObject
 from app.simulator.node.inventory import NodeInventory
-from app.simulator.node.podstatus import pod_ready, pod_status
-from app.simulator.plugin.advertised import (
-    PluginOutcome,
-    advertised,
-    container_env,
-    plugin_container,
-)
+from app.simulator.node.podstatus import pod_ready
+from app.simulator.plugin.advertised import advertised
+from app.simulator.plugin.container import container_env, plugin_container
 from app.simulator.plugin.controller import PluginController
 from app.simulator.plugin.daemonsets import HASH_LABEL, template_hash
+from app.simulator.plugin.outcome import PluginOutcome, plugin_pod_status
 from app.simulator.plugin.rollout import RolloutPace, RolloutWorker
 
 PLUGIN_VERSION_FALLBACK = "unknown"
@@ -151,7 +148,9 @@ class PacedPluginController(PluginController):
             return
         pod = copy.deepcopy(pods[0])
         now = timestamp(self.registry.clock())
-        pod["status"] = pod_status(pod["spec"], outcome, now=now, node_ip=self._node_ip(node))
+        pod["status"] = plugin_pod_status(
+            pod["spec"], outcome, now=now, node_ip=self._node_ip(node)
+        )
         self.outcomes[node] = outcome
         self.registry.put(POD, pod)
         self._pod_started(pod, outcome)
@@ -218,7 +217,7 @@ class PacedPluginController(PluginController):
                         spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
                     )
                     now = timestamp(self.registry.clock())
-                    pod["status"] = pod_status(
+                    pod["status"] = plugin_pod_status(
                         pod["spec"], outcome, now=now, node_ip=self._node_ip(node)
                     )
                     self.outcomes[node] = outcome

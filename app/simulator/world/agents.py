@@ -25,7 +25,7 @@ from app.domain.report import (
 )
 from app.simulator.node.inventory import GpuProcess, NodeInventory
 from app.simulator.node.podstatus import requested
-from app.simulator.plugin.advertised import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
+from app.simulator.plugin.outcome import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
 
 log = logging.getLogger(__name__)
 

@@ -69,7 +69,7 @@ from app.simulator.apiserver.store import Store
 from app.simulator.apiserver.tokenreview import TokenIssuer
 from app.simulator.dra.driver import DraDriver
 from app.simulator.node.inventory import GpuProcess, NodeInventory
-from app.simulator.plugin.advertised import PluginOutcome
+from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.paced import PacedPluginController
 from app.simulator.plugin.rollout import RolloutPace
 from app.simulator.world.agents import SimulatedAgents, build_report
