@@ -9,7 +9,7 @@ import pytest
 from app.errors import ConfigError
 from app.simulator.apiserver.resources import DAEMONSET, POD
 from app.simulator.node.podstatus import pod_ready
-from app.simulator.plugin.controller import HASH_LABEL, template_hash
+from app.simulator.plugin.daemonsets import HASH_LABEL, template_hash
 from app.simulator.plugin.rollout import RolloutPace
 from app.simulator.world.cluster import SimulatedCluster
 from app.simulator.world.scenario import parse_scenario, read_scenario

@@ -24,10 +24,12 @@ from app.simulator.apiserver.selectors import match_label_map
 from app.simulator.apiserver.store import Change, JsonObject
 from app.simulator.node.affinity import affinity_allows
 from app.simulator.node.inventory import NodeInventory
-from app.simulator.node.podstatus import pod_ready, pod_status, requested
+from app.simulator.node.podstatus import pod_ready
 from app.simulator.plugin.advertised import advertised
 from app.simulator.plugin.daemonsets import (
+    DEFAULT_PLUGIN,
     HASH_LABEL,
+    PluginDaemonSet,
     gfd_labels,
     has_config_manager,
     may_replace_available,
@@ -37,6 +39,7 @@ from app.simulator.plugin.daemonsets import (
     sidecar_crashed,
     template_hash,
 )
+from app.simulator.plugin.objects import admitted_status, daemonset_status, event, plugin_pod
 from app.simulator.plugin.outcome import PluginOutcome, plugin_pod_status
 
 
@@ -48,13 +51,12 @@ class PluginController:
         registry: Registry,
         inventories: Mapping[str, NodeInventory],
         *,
-        name: str = "nvidia-device-plugin-daemonset",
-        namespace: str = "kube-system",
+        daemonset: PluginDaemonSet = DEFAULT_PLUGIN,
     ) -> None:
         self.registry = registry
         self.inventories = dict(inventories)
-        self.name = name
-        self.namespace = namespace
+        self.name = daemonset.name
+        self.namespace = daemonset.namespace
         self.outcomes: dict[str, PluginOutcome] = {}
         self._served: dict[str, set[str]] = {}
         self._lock = threading.RLock()
@@ -220,7 +222,7 @@ class PluginController:
             self._write_node(node_name, None)
             return
         self.outcomes[node_name] = outcome
-        pod = self._plugin_pod(ds, node_name, current_hash, outcome)
+        pod = self._plugin_pod(ds, node_name, outcome)
         self.registry.put(POD, pod)
         self._pod_started(pod, outcome)
         self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
@@ -285,54 +287,16 @@ class PluginController:
             labels.update(gfd_labels(inventory, outcome))
         self.registry.put(NODE, node)
 
-    def _plugin_pod(
-        self, ds: JsonObject, node: str, revision: str, outcome: PluginOutcome
-    ) -> JsonObject:
-        template = copy.deepcopy(ds["spec"]["template"])
-        meta = template.get("metadata") or {}
+    def _plugin_pod(self, ds: JsonObject, node: str, outcome: PluginOutcome) -> JsonObject:
         now = timestamp(self.registry.clock())
         ds_name = ds["metadata"]["name"]
         namespace = ds["metadata"].get("namespace", self.namespace)
         name = f"{ds_name}-{random_suffix()}"
         while self.registry.store.get(POD, namespace, name) is not None:
             name = f"{ds_name}-{random_suffix()}"  # 5 characters collide at 1,000s of nodes
-        labels = {
-            **(meta.get("labels") or {}),
-            HASH_LABEL: revision,
-            "pod-template-generation": str(ds["metadata"].get("generation", 1)),
-        }
-        spec = template.get("spec") or {}
-        spec["nodeName"] = node
-        spec.setdefault("restartPolicy", "Always")
-        spec.setdefault("schedulerName", "default-scheduler")
-        spec.setdefault("dnsPolicy", "ClusterFirst")
-        pod: JsonObject = {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "generateName": f"{ds_name}-",
-                "namespace": namespace,
-                "labels": labels,
-                "annotations": dict(meta.get("annotations") or {}),
-                "ownerReferences": [
-                    {
-                        "apiVersion": "apps/v1",
-                        "kind": "DaemonSet",
-                        "name": ds_name,
-                        "uid": ds["metadata"]["uid"],
-                        "controller": True,
-                        "blockOwnerDeletion": True,
-                    }
-                ],
-                "generation": 1,
-            },
-            "spec": spec,
-            "status": plugin_pod_status(spec, outcome, now=now, node_ip=self._node_ip(node)),
-        }
-        if not pod["metadata"]["annotations"]:
-            del pod["metadata"]["annotations"]
-        return pod
+        return plugin_pod(
+            ds, node, outcome, name=name, namespace=namespace, now=now, node_ip=self._node_ip(node)
+        )
 
     def _node_ip(self, node: str) -> str:
         names = list(self.inventories)
@@ -344,24 +308,7 @@ class PluginController:
             self._write_status_of(ds)
 
     def _write_status_of(self, ds: JsonObject) -> None:
-        pods = self._plugin_pods(ds=ds)
-        current = template_hash(ds.get("spec", {}).get("template") or {})
-        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-        ready = sum(1 for p in pods if pod_ready(p))
-        available = sum(1 for p in live if pod_ready(p))
-        desired = len({p["spec"].get("nodeName") for p in pods})
-        updated = sum(1 for p in live if p["metadata"].get("labels", {}).get(HASH_LABEL) == current)
-        status = {
-            "currentNumberScheduled": desired,
-            "desiredNumberScheduled": desired,
-            "numberMisscheduled": 0,
-            "numberReady": ready,
-            "numberAvailable": available,
-            "updatedNumberScheduled": updated,
-            "observedGeneration": ds["metadata"].get("generation", 1),
-        }
-        if desired - available:
-            status["numberUnavailable"] = desired - available
+        status = daemonset_status(ds, self._plugin_pods(ds=ds))
         if ds.get("status") != status:
             new = copy.deepcopy(ds)
             new["status"] = status
@@ -372,31 +319,16 @@ class PluginController:
     ) -> None:
         meta = involved["metadata"]
         now = timestamp(self.registry.clock())
-        event = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {
-                "name": f"{meta['name']}.{random_suffix(10)}",
-                "namespace": meta.get("namespace") or self.namespace,
-            },
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion", "v1"),
-                "kind": involved.get("kind", ""),
-                "name": meta["name"],
-                "namespace": meta.get("namespace", ""),
-                "uid": meta.get("uid", ""),
-            },
-            "reason": reason,
-            "message": message,
-            "type": event_type,
-            "count": 1,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "source": {
-                "component": "daemonset-controller" if reason.startswith("Success") else "kubelet"
-            },
-        }
-        self.registry.put(EVENT, event)
+        written = event(
+            involved,
+            reason,
+            message,
+            event_type=event_type,
+            name=f"{meta['name']}.{random_suffix(10)}",
+            namespace=meta.get("namespace") or self.namespace,
+            now=now,
+        )
+        self.registry.put(EVENT, written)
 
     # the kubelet for ordinary pods ---------------------------------------------------------
 
@@ -411,23 +343,5 @@ class PluginController:
         new = copy.deepcopy(pod)
         now = timestamp(self.registry.clock())
         outcome = self.outcomes.get(node)
-        too_large = (
-            outcome is not None
-            and outcome.fail_requests_greater_than_one
-            and any(
-                requested(c, resource) > 1
-                for c in pod["spec"].get("containers") or []
-                for resource in outcome.capacity
-            )
-        )
-        if too_large:
-            new["status"] = {
-                "phase": "Failed",
-                "reason": "UnexpectedAdmissionError",
-                "message": "Allocate failed due to rpc error: request for more than one shared "
-                "GPU slot: maximum request size for shared resources is 1, which is unexpected",
-                "startTime": now,
-            }
-        else:
-            new["status"] = pod_status(pod["spec"], now=now, node_ip=self._node_ip(node))
+        new["status"] = admitted_status(pod, outcome, now=now, node_ip=self._node_ip(node))
         self.registry.put(POD, new)

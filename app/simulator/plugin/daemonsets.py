@@ -8,6 +8,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from app.simulator.apiserver.store import JsonObject
@@ -15,6 +16,17 @@ from app.simulator.node.inventory import NodeInventory
 from app.simulator.plugin.outcome import PluginOutcome
 
 HASH_LABEL = "controller-revision-hash"
+
+
+@dataclass(frozen=True)
+class PluginDaemonSet:
+    """The configured plugin DaemonSet: it runs first on a node its nodeSelector matches."""
+
+    name: str = "nvidia-device-plugin-daemonset"
+    namespace: str = "kube-system"
+
+
+DEFAULT_PLUGIN = PluginDaemonSet()
 
 
 def template_hash(template: Mapping[str, Any]) -> str:

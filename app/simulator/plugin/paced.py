@@ -22,7 +22,12 @@ from app.simulator.node.podstatus import pod_ready
 from app.simulator.plugin.advertised import advertised
 from app.simulator.plugin.container import container_env, plugin_container
 from app.simulator.plugin.controller import PluginController
-from app.simulator.plugin.daemonsets import HASH_LABEL, template_hash
+from app.simulator.plugin.daemonsets import (
+    DEFAULT_PLUGIN,
+    HASH_LABEL,
+    PluginDaemonSet,
+    template_hash,
+)
 from app.simulator.plugin.outcome import PluginOutcome, plugin_pod_status
 from app.simulator.plugin.rollout import RolloutPace, RolloutWorker
 
@@ -89,11 +94,10 @@ class PacedPluginController(PluginController):
         registry: Registry,
         inventories: Mapping[str, NodeInventory],
         *,
-        name: str = "nvidia-device-plugin-daemonset",
-        namespace: str = "kube-system",
         pace: RolloutPace | None = None,
+        daemonset: PluginDaemonSet = DEFAULT_PLUGIN,
     ) -> None:
-        super().__init__(registry, inventories, name=name, namespace=namespace)
+        super().__init__(registry, inventories, daemonset=daemonset)
         self._logs: dict[tuple[str, str], str] = {}
         self.worker = RolloutWorker(
             pace or RolloutPace(),
@@ -194,8 +198,7 @@ class PacedPluginController(PluginController):
             if ds is None:
                 self._write_daemonset_status()
                 return False
-            template = ds["spec"]["template"]
-            pod = self._plugin_pod(ds, node, template_hash(template), PluginOutcome("pending", ""))
+            pod = self._plugin_pod(ds, node, PluginOutcome("pending", ""))
             self.registry.put(POD, pod)
             self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
             self._write_daemonset_status()

@@ -69,6 +69,7 @@ from app.simulator.apiserver.store import Store
 from app.simulator.apiserver.tokenreview import TokenIssuer
 from app.simulator.dra.driver import DraDriver
 from app.simulator.node.inventory import GpuProcess, NodeInventory
+from app.simulator.plugin.daemonsets import PluginDaemonSet
 from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.paced import PacedPluginController
 from app.simulator.plugin.rollout import RolloutPace
@@ -103,9 +104,8 @@ class SimulatedCluster:
         self.controller = PacedPluginController(
             self.registry,
             self.inventories,
-            name=self.scenario.plugin_name,
-            namespace=self.scenario.plugin_namespace,
             pace=rollout_pace or self.scenario.rollout_pace,
+            daemonset=PluginDaemonSet(self.scenario.plugin_name, self.scenario.plugin_namespace),
         )
         self.dra = DraDriver(self.registry, self.inventories, start_process=self.workload.start)
         self.store.add_listener(self.controller.on_change)
