@@ -1,6 +1,6 @@
 """NVIDIA's DRA driver on the scenario's DRA nodes, against a real API server.
 
-It publishes what the embedded simulator publishes (`dra_slices.py`: the DeviceClasses
+It publishes what the embedded simulator publishes (`dra/slices.py`: the DeviceClasses
 and one ResourceSlice per node); the real scheduler allocates the claims. From the
 allocated claims it derives what the node's kubelet knows: which devices a running pod
 got (for its simulated GPU process) and PodResources' `dynamic_resources`.

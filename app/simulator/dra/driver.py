@@ -14,16 +14,15 @@ the claim's GpuConfig). When a pod is gone or finished, its reservation is relea
 claim generated for it is deleted and a claim nobody reserves any more is deallocated.
 
 The kubelet's side (PodResources `dynamic_resources`, the pods' simulated GPU processes
-from the annotation `sim.gpu-slots.io/used-memory-mib`) is in `dra_kubelet.py`.
+from the annotation `sim.gpu-slots.io/used-memory-mib`) is in `kubelet.py`; the claims it
+builds and reserves in `claims.py`.
 """
 
 from __future__ import annotations
 
 import copy
-import re
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from app.domain.report import DraAssignment
 from app.simulator.apiserver.registry import Registry, random_suffix, timestamp
@@ -36,31 +35,21 @@ from app.simulator.apiserver.resources import (
     RESOURCESLICE,
 )
 from app.simulator.apiserver.store import Change, JsonObject
+from app.simulator.dra.claims import (
+    class_match,
+    device_type,
+    extended_claim_status,
+    extended_requests,
+    new_claim,
+    pod_reference,
+    reserved_claim,
+)
 from app.simulator.dra.kubelet import kubelet_assignments, start_pod_processes
 from app.simulator.dra.slices import DRIVER, device_classes, resource_slice
 from app.simulator.node.inventory import GpuProcess, NodeInventory
 from app.simulator.node.podstatus import pod_status
 
-AUTO_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
-_DRIVER_RE = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
-_TYPE_RE = re.compile(r"\.type\s*==\s*['\"]([A-Za-z0-9_.-]+)['\"]")
 _TERMINAL = ("Succeeded", "Failed")
-
-
-def _class_match(device_class: JsonObject | None) -> tuple[str | None, str | None] | None:
-    if device_class is None:
-        return None
-    text = " ".join(
-        str((s.get("cel") or {}).get("expression", ""))
-        for s in (device_class.get("spec") or {}).get("selectors") or []
-    )
-    driver, kind = _DRIVER_RE.search(text), _TYPE_RE.search(text)
-    return (driver.group(1) if driver else None, kind.group(1) if kind else None)
-
-
-def _device_type(device: Mapping[str, Any]) -> str | None:
-    value = ((device.get("attributes") or {}).get("type") or {}).get("string")
-    return str(value) if value is not None else None
 
 
 class DraDriver:
@@ -158,65 +147,14 @@ class DraDriver:
                     return None
                 spec = copy.deepcopy((entry.obj.get("spec") or {}).get("spec") or {})
                 name = f"{pod['metadata']['name']}-{ref.get('name', '')}-{random_suffix()}"
-                claim = self._new_claim(pod, name, spec, auto=False)
+                claim = new_claim(pod, name, spec, auto=False)
                 needs.append((ref.get("name", ""), claim, False))
-        requests = self._extended_requests(pod)
+        requests = extended_requests(pod, self.registry.store.objects(DEVICECLASS))
         if requests:
             name = f"{pod['metadata']['name']}-extended-resources-{random_suffix()}"
-            claim = self._new_claim(pod, name, {"devices": {"requests": requests}}, auto=True)
+            claim = new_claim(pod, name, {"devices": {"requests": requests}}, auto=True)
             needs.append(("", claim, False))
         return needs
-
-    def _extended_requests(self, pod: JsonObject) -> list[JsonObject]:
-        mapped = {
-            str(c["spec"]["extendedResourceName"]): c["metadata"]["name"]
-            for c in self.registry.store.objects(DEVICECLASS)
-            if (c.get("spec") or {}).get("extendedResourceName")
-        }
-        requests = []
-        for i, container in enumerate((pod.get("spec") or {}).get("containers") or []):
-            resources = container.get("resources") or {}
-            wanted = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
-            for j, (resource, value) in enumerate(sorted(wanted.items())):
-                if resource not in mapped:
-                    continue
-                try:
-                    count = int(value)
-                except (TypeError, ValueError):
-                    continue
-                if count > 0:
-                    requests.append(
-                        {
-                            "name": f"container-{i}-request-{j}",
-                            "exactly": {"deviceClassName": mapped[resource], "count": count},
-                        }
-                    )
-        return requests
-
-    def _new_claim(self, pod: JsonObject, name: str, spec: JsonObject, *, auto: bool) -> JsonObject:
-        meta: JsonObject = {
-            "name": name,
-            "namespace": pod["metadata"].get("namespace", "default"),
-            "ownerReferences": [
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "name": pod["metadata"]["name"],
-                    "uid": pod["metadata"].get("uid", ""),
-                    "controller": True,
-                    "blockOwnerDeletion": True,
-                }
-            ],
-        }
-        if auto:
-            meta["annotations"] = {AUTO_CLAIM_ANNOTATION: "true"}
-        return {
-            "apiVersion": "resource.k8s.io/v1",
-            "kind": "ResourceClaim",
-            "metadata": meta,
-            "spec": spec,
-            "status": {},
-        }
 
     def _schedule(self, pod: JsonObject) -> None:
         needs = self._needs(pod)
@@ -262,7 +200,7 @@ class DraDriver:
                 entry_class = self.registry.store.get(
                     DEVICECLASS, None, str(exactly.get("deviceClassName", ""))
                 )
-                match = _class_match(entry_class.obj if entry_class else None)
+                match = class_match(entry_class.obj if entry_class else None)
                 if match is None:
                     return None
                 driver, kind = match
@@ -272,7 +210,7 @@ class DraDriver:
                     for d in sorted(devices, key=lambda d: str(d.get("name")))
                     if f"{node}/{d.get('name')}" not in taken
                     and (driver in (None, DRIVER))
-                    and (kind is None or _device_type(d) == kind)
+                    and (kind is None or device_type(d) == kind)
                 ]
                 if exactly.get("allocationMode") == "All":
                     count = max(len(free), 1)
@@ -298,57 +236,22 @@ class DraDriver:
         needs: Sequence[tuple[str, JsonObject, bool]],
         picks: Sequence[Sequence[JsonObject]],
     ) -> None:
-        reference = {
-            "resource": "pods",
-            "name": pod["metadata"]["name"],
-            "uid": pod["metadata"].get("uid", ""),
-        }
-        new_pod = copy.deepcopy(pod)
+        """Reserve the claims for the pod, bind it to `node` and start it there."""
+        reference = pod_reference(pod)
+        extended = (pod.get("status") or {}).get("extendedResourceClaimStatus")
         claim_statuses = []
         for (ref_name, claim, exists), results in zip(needs, picks, strict=True):
-            claim = copy.deepcopy(claim)
-            status = claim.setdefault("status", {})
-            if not status.get("allocation"):
-                config = ((claim.get("spec") or {}).get("devices") or {}).get("config") or []
-                status["allocation"] = {
-                    "devices": {
-                        "results": list(results),
-                        "config": [{"source": "FromClaim", **copy.deepcopy(c)} for c in config],
-                    },
-                    "nodeSelector": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchFields": [
-                                    {"key": "metadata.name", "operator": "In", "values": [node]}
-                                ]
-                            }
-                        ]
-                    },
-                }
-            reserved = [
-                r for r in status.get("reservedFor") or [] if r.get("uid") != reference["uid"]
-            ]
-            status["reservedFor"] = [*reserved, reference]
+            claim = reserved_claim(claim, results, node=node, reference=reference)
             self.registry.put(RESOURCECLAIM, claim)
-            name = claim["metadata"]["name"]
-            if (claim["metadata"].get("annotations") or {}).get(AUTO_CLAIM_ANNOTATION):
-                requests = ((claim.get("spec") or {}).get("devices") or {}).get("requests") or []
-                containers = (pod.get("spec") or {}).get("containers") or []
-                new_pod.setdefault("status", {})["extendedResourceClaimStatus"] = {
-                    "resourceClaimName": name,
-                    "requestMappings": [
-                        {
-                            "containerName": containers[int(r["name"].split("-")[1])].get("name"),
-                            "resourceName": "nvidia.com/gpu",
-                            "requestName": r["name"],
-                        }
-                        for r in requests
-                    ],
-                }
+            auto = extended_claim_status(claim, pod)
+            if auto is not None:
+                extended = auto
             elif ref_name and not exists:  # generated from a template
-                claim_statuses.append({"name": ref_name, "resourceClaimName": name})
+                claim_statuses.append(
+                    {"name": ref_name, "resourceClaimName": claim["metadata"]["name"]}
+                )
+        new_pod = copy.deepcopy(pod)
         new_pod["spec"]["nodeName"] = node
-        extended = (new_pod.get("status") or {}).get("extendedResourceClaimStatus")
         new_pod["status"] = pod_status(
             new_pod["spec"],
             now=timestamp(self.registry.clock()),

@@ -226,11 +226,15 @@ class PluginController:
         self.registry.put(POD, pod)
         self._pod_started(pod, outcome)
         self._event(ds, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}", "Normal")
+        self._outcome_events(pod, outcome)
+        self._write_node(node_name, outcome)
+
+    def _outcome_events(self, pod: JsonObject, outcome: PluginOutcome) -> None:
+        """The kubelet's event for a plugin container that crashes or cannot mount."""
         if outcome.state == "crash":
             self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
         elif outcome.state == "pending":
             self._event(pod, "FailedMount", outcome.message)
-        self._write_node(node_name, outcome)
 
     def _budget_allows(self, ds: JsonObject | None, node_name: str) -> bool:
         """The rollout may take this node's available pod away (see may_replace_available)."""

@@ -138,29 +138,36 @@ class PacedPluginController(PluginController):
         entry = self.registry.store.get(NODE, None, node)
         return dict(entry.obj["metadata"].get("labels") or {}) if entry else {}
 
-    def _retry_mount(self, node: str) -> None:
+    def _current(self, node: str) -> tuple[JsonObject, JsonObject, PluginOutcome] | None:
+        """The node's DaemonSet, its one plugin pod, and what the plugin does there now."""
         ds = self._node_owner(node)
         inventory = self.inventories.get(node)
         pods = self._plugin_pods(node)
         if ds is None or inventory is None or len(pods) != 1:
-            return
+            return None
         spec = ds["spec"]["template"].get("spec") or {}
         outcome = advertised(
             spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
         )
-        if outcome.state == "pending":
-            return
-        pod = copy.deepcopy(pods[0])
+        return ds, pods[0], outcome
+
+    def _start_container(self, pod: JsonObject, node: str, outcome: PluginOutcome) -> None:
+        """The plugin container starts with this outcome: its pod, log, events and node."""
+        started = copy.deepcopy(pod)
         now = timestamp(self.registry.clock())
-        pod["status"] = plugin_pod_status(
-            pod["spec"], outcome, now=now, node_ip=self._node_ip(node)
+        started["status"] = plugin_pod_status(
+            started["spec"], outcome, now=now, node_ip=self._node_ip(node)
         )
         self.outcomes[node] = outcome
-        self.registry.put(POD, pod)
-        self._pod_started(pod, outcome)
-        if outcome.state == "crash":
-            self._event(pod, "BackOff", f"Back-off restarting failed container: {outcome.message}")
+        self.registry.put(POD, started)
+        self._pod_started(started, outcome)
+        self._outcome_events(started, outcome)
         self._write_node(node, outcome)
+
+    def _retry_mount(self, node: str) -> None:
+        current = self._current(node)
+        if current is not None and current[2].state != "pending":
+            self._start_container(current[1], node, current[2])
 
     # paced rollout ----------------------------------------------------------------------------
 
@@ -207,34 +214,12 @@ class PacedPluginController(PluginController):
     def _start_step(self, node: str) -> None:
         """The new container starts: the plugin's outcome decides the pod and the node."""
         with self.registry.store.batch(), self._lock:
-            ds = self._node_owner(node)
-            inventory = self.inventories.get(node)
-            pods = self._plugin_pods(node)
-            if ds is not None and inventory is not None and len(pods) == 1:
-                spec = ds["spec"]["template"].get("spec") or {}
-                pod = copy.deepcopy(pods[0])
-                if pod["metadata"].get("labels", {}).get(HASH_LABEL) == template_hash(
-                    ds["spec"]["template"]
-                ):
-                    outcome = advertised(
-                        spec, inventory, self._configmaps_of(ds), node_labels=self._labels(node)
-                    )
-                    now = timestamp(self.registry.clock())
-                    pod["status"] = plugin_pod_status(
-                        pod["spec"], outcome, now=now, node_ip=self._node_ip(node)
-                    )
-                    self.outcomes[node] = outcome
-                    self.registry.put(POD, pod)
-                    self._pod_started(pod, outcome)
-                    if outcome.state == "crash":
-                        self._event(
-                            pod,
-                            "BackOff",
-                            f"Back-off restarting failed container: {outcome.message}",
-                        )
-                    elif outcome.state == "pending":
-                        self._event(pod, "FailedMount", outcome.message)
-                    self._write_node(node, outcome)
+            current = self._current(node)
+            if current is not None:
+                ds, pod, outcome = current
+                revision = pod["metadata"].get("labels", {}).get(HASH_LABEL)
+                if revision == template_hash(ds["spec"]["template"]):
+                    self._start_container(pod, node, outcome)
             self._write_daemonset_status()
         self.sync_node(node)
 
