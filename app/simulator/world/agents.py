@@ -17,15 +17,14 @@ import httpx
 
 from app.domain.report import (
     AgentReport,
-    DeviceAssignment,
     DraAssignment,
     GpuReading,
     MigDeviceReading,
     ProcessReading,
 )
-from app.simulator.node.inventory import GpuProcess, NodeInventory
-from app.simulator.node.podstatus import requested
-from app.simulator.plugin.outcome import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
+from app.simulator.node.inventory import GpuProcess, NodeInventory, SimGpu
+from app.simulator.plugin.outcome import PluginOutcome
+from app.simulator.plugin.pod_resources import device_assignments
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +41,52 @@ def _container_id(pod: Mapping[str, Any] | None, container: str | None) -> str |
     return None
 
 
+def _process_reading(
+    proc: GpuProcess, pods: Mapping[tuple[str, str], Mapping[str, Any]], *, memory: bool
+) -> ProcessReading:
+    pod = pods.get((proc.pod_namespace or "", proc.pod_name or "")) if proc.is_pod else None
+    return ProcessReading(
+        pid=proc.pid,
+        used_memory_mib=proc.used_memory_mib if memory else None,
+        pod_uid=str(pod["metadata"]["uid"]) if pod else None,
+        container=_container_id(pod, proc.container),
+        command=proc.command or None,
+        user=proc.user,
+    )
+
+
+def _gpu_reading(
+    gpu: SimGpu,
+    processes: Sequence[GpuProcess],
+    pods: Mapping[tuple[str, str], Mapping[str, Any]],
+) -> GpuReading:
+    """What NVML reads for one GPU: its memory, utilisation, processes and MIG devices."""
+    on_gpu = [p for p in processes if p.gpu_index == gpu.index]
+    used = BASE_MEMORY_MIB + sum(p.used_memory_mib for p in on_gpu)
+    supported = gpu.memory_supported
+    return GpuReading(
+        index=gpu.index,
+        uuid=gpu.uuid,
+        name=gpu.name,
+        memory_total_mib=gpu.memory_total_mib if supported else None,
+        memory_used_mib=min(used, gpu.memory_total_mib) if supported else None,
+        utilization_pct=min(100, 45 * len(on_gpu)),
+        mig_mode="enabled" if gpu.mig_enabled else None,
+        processes=[_process_reading(p, pods, memory=supported) for p in on_gpu],
+        mig_devices=[
+            MigDeviceReading(
+                uuid=mig.uuid,
+                profile=mig.profile,
+                gpu_instance=n,
+                compute_instance=0,
+                memory_total_mib=mig.memory_total_mib,
+                memory_used_mib=0,
+            )
+            for n, mig in enumerate(gpu.mig_devices)
+        ],
+    )
+
+
 def build_report(
     inventory: NodeInventory,
     processes: Sequence[GpuProcess],
@@ -55,45 +100,10 @@ def build_report(
 
     On a DRA node the kubelet lists no device-plugin devices, only the claims' devices.
     """
-    gpus: list[GpuReading] = []
-    for gpu in inventory.gpus:
-        on_gpu = [p for p in processes if p.gpu_index == gpu.index]
-        readings = []
-        for proc in on_gpu:
-            pod = pods.get((proc.pod_namespace or "", proc.pod_name or "")) if proc.is_pod else None
-            readings.append(
-                ProcessReading(
-                    pid=proc.pid,
-                    used_memory_mib=proc.used_memory_mib if gpu.memory_supported else None,
-                    pod_uid=str(pod["metadata"]["uid"]) if pod else None,
-                    container=_container_id(pod, proc.container),
-                    command=proc.command or None,
-                    user=proc.user,
-                )
-            )
-        used = BASE_MEMORY_MIB + sum(p.used_memory_mib for p in on_gpu)
-        gpus.append(
-            GpuReading(
-                index=gpu.index,
-                uuid=gpu.uuid,
-                name=gpu.name,
-                memory_total_mib=gpu.memory_total_mib if gpu.memory_supported else None,
-                memory_used_mib=min(used, gpu.memory_total_mib) if gpu.memory_supported else None,
-                utilization_pct=min(100, 45 * len(on_gpu)),
-                mig_mode="enabled" if gpu.mig_enabled else None,
-                processes=readings,
-                mig_devices=[
-                    MigDeviceReading(
-                        uuid=mig.uuid,
-                        profile=mig.profile,
-                        gpu_instance=n,
-                        compute_instance=0,
-                        memory_total_mib=mig.memory_total_mib,
-                        memory_used_mib=0,
-                    )
-                    for n, mig in enumerate(gpu.mig_devices)
-                ],
-            )
+    assignments = None
+    if inventory.pod_resources:
+        assignments = (
+            [] if inventory.dra else device_assignments(inventory, processes, pods, outcome)
         )
     return AgentReport.model_validate(
         {
@@ -102,89 +112,12 @@ def build_report(
             "collected_at": now,
             "source": "nvml",
             "driver_version": DRIVER_VERSION,
-            "gpus": gpus,
-            "assignments": (
-                ([] if inventory.dra else _assignments(inventory, processes, pods, outcome))
-                if inventory.pod_resources
-                else None
-            ),
+            "gpus": [_gpu_reading(gpu, processes, pods) for gpu in inventory.gpus],
+            "assignments": assignments,
             "dra_assignments": list(dra_assignments) if inventory.pod_resources else None,
             "agent_version": AGENT_VERSION,
         }
     )
-
-
-def _assignments(
-    inventory: NodeInventory,
-    processes: Sequence[GpuProcess],
-    pods: Mapping[tuple[str, str], Mapping[str, Any]],
-    outcome: PluginOutcome | None,
-) -> list[DeviceAssignment]:
-    """What the kubelet's PodResources API would list: devices of running pod processes."""
-    replicas = outcome.replicas if outcome else 1
-    resource = SHARED_RESOURCE if outcome and outcome.renamed else GPU_RESOURCE
-    uuids = {g.index: g.uuid for g in inventory.gpus}
-    next_replica: dict[int, int] = {}
-    devices: dict[tuple[str, str, str], list[str]] = {}
-    for proc in processes:
-        if not proc.is_pod:
-            continue
-        key = (proc.pod_namespace or "", proc.pod_name or "")
-        pod = pods.get(key)
-        if pod is None or pod.get("status", {}).get("phase") != "Running":
-            continue
-        if replicas > 1:
-            n = next_replica.get(proc.gpu_index, 0)
-            next_replica[proc.gpu_index] = n + 1
-            device = f"{uuids[proc.gpu_index]}::{n % replicas}"
-        else:
-            device = uuids[proc.gpu_index]
-        ids = devices.setdefault((key[0], key[1], proc.container or ""), [])
-        if device not in ids:
-            ids.append(device)
-    found = [
-        DeviceAssignment(namespace=ns, pod=pod, container=c, resource=resource, device_ids=ids)
-        for (ns, pod, c), ids in devices.items()
-    ]
-    return found + _allocated(pods, outcome, found)
-
-
-def _allocated(
-    pods: Mapping[tuple[str, str], Mapping[str, Any]],
-    outcome: PluginOutcome | None,
-    known: list[DeviceAssignment],
-) -> list[DeviceAssignment]:
-    """The simulated kubelet's allocation for running containers without a GPU process.
-
-    Device ids of each resource the plugin serves go to those containers in pod order,
-    skipping ids already held by containers whose processes pinned them.
-    """
-    if outcome is None:
-        return []
-    taken = {i for a in known for i in a.device_ids}
-    seen = {(a.namespace, a.pod, a.container, a.resource) for a in known}
-    free = {name: [i for i in ids if i not in taken] for name, ids in outcome.devices.items()}
-    found = []
-    for (namespace, name), pod in sorted(pods.items()):
-        if pod.get("status", {}).get("phase") != "Running":
-            continue
-        for container in pod.get("spec", {}).get("containers") or []:
-            for resource, ids in free.items():
-                count = requested(container, resource)
-                key = (namespace, name, str(container.get("name", "")), resource)
-                if not count or key in seen or len(ids) < count:
-                    continue
-                chosen, free[resource] = ids[:count], ids[count:]
-                found.append(
-                    DeviceAssignment(
-                        namespace=namespace,
-                        pod=name,
-                        container=key[2],
-                        resource=resource,
-                        device_ids=chosen,
-                    )
-                )
-    return found
 
 
 class SimulatedAgents:
