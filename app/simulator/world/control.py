@@ -45,14 +45,17 @@ async def _body(request: Request) -> dict[str, Any]:
     return body
 
 
-def control_routes(sim: SimulatedCluster) -> list[BaseRoute]:
-    """Starlette routes bound to one simulator."""
+class _Control:
+    """The `/_sim/` handlers of one simulator."""
 
-    async def requests(request: Request) -> Response:
+    def __init__(self, sim: SimulatedCluster) -> None:
+        self.sim = sim
+
+    async def requests(self, request: Request) -> Response:
         if request.method == "DELETE":
-            sim.reset_request_counts()
+            self.sim.reset_request_counts()
             return JSONResponse({"reset": True})
-        counts = sorted(sim.request_counts().items())
+        counts = sorted(self.sim.request_counts().items())
         return JSONResponse(
             {
                 "counts": [{"verb": v, "kind": k, "count": n} for (v, k), n in counts],
@@ -60,55 +63,58 @@ def control_routes(sim: SimulatedCluster) -> list[BaseRoute]:
             }
         )
 
-    async def faults(request: Request) -> Response:
+    async def faults(self, request: Request) -> Response:
         if request.method == "DELETE":
-            sim.clear_faults()
+            self.sim.clear_faults()
         elif request.method == "POST":
             try:
-                body = await _body(request)
-                if "unavailable" in body:
-                    sim.set_unavailable(bool(body["unavailable"]))
-                elif body.get("expire_watches"):
-                    sim.expire_watches()
-                elif body.get("drop_watches"):
-                    sim.drop_watches()
-                else:
-                    sim.fail_next(
-                        verb=body.get("verb"),
-                        kind=body.get("kind"),
-                        code=int(body.get("code", 500)),
-                        count=int(body.get("count", 1)),
-                    )
+                self._apply_fault(await _body(request))
             except (ValueError, TypeError) as exc:
                 return _error(400, str(exc))
         return JSONResponse(
             {
-                "unavailable": sim.faults.unavailable,
-                "pending": [dataclasses.asdict(r) for r in sim.faults.pending()],
+                "unavailable": self.sim.faults.unavailable,
+                "pending": [dataclasses.asdict(r) for r in self.sim.faults.pending()],
             }
         )
 
-    async def processes(request: Request) -> Response:
+    def _apply_fault(self, body: dict[str, Any]) -> None:
+        if "unavailable" in body:
+            self.sim.set_unavailable(bool(body["unavailable"]))
+        elif body.get("expire_watches"):
+            self.sim.expire_watches()
+        elif body.get("drop_watches"):
+            self.sim.drop_watches()
+        else:
+            self.sim.fail_next(
+                verb=body.get("verb"),
+                kind=body.get("kind"),
+                code=int(body.get("code", 500)),
+                count=int(body.get("count", 1)),
+            )
+
+    async def processes(self, request: Request) -> Response:
         if request.method == "POST":
             try:
                 body = await _body(request)
-                process = sim.workload.start(process_from(str(body["node"]), body))
+                process = self.sim.workload.start(process_from(str(body["node"]), body))
             except (KeyError, ValueError, TypeError) as exc:
                 return _error(400, f"bad process: {exc}")
             return JSONResponse(dataclasses.asdict(process), status_code=201)
         node = request.query_params.get("node")
-        return JSONResponse({"processes": [dataclasses.asdict(p) for p in sim.processes(node)]})
+        listed = self.sim.processes(node)
+        return JSONResponse({"processes": [dataclasses.asdict(p) for p in listed]})
 
-    async def process(request: Request) -> Response:
+    async def process(self, request: Request) -> Response:
         node = request.path_params["node"]
-        if not sim.stop_process(node, int(request.path_params["pid"])):
+        if not self.sim.stop_process(node, int(request.path_params["pid"])):
             return _error(404, "no such process")
         return JSONResponse({"stopped": True})
 
-    async def nodes(request: Request) -> Response:
+    async def nodes(self, request: Request) -> Response:
         out = []
-        for name, inventory in sim.inventories.items():
-            outcome = sim.plugin_outcome(name)
+        for name, inventory in self.sim.inventories.items():
+            outcome = self.sim.plugin_outcome(name)
             out.append(
                 {
                     **dataclasses.asdict(inventory),
@@ -117,17 +123,21 @@ def control_routes(sim: SimulatedCluster) -> list[BaseRoute]:
             )
         return JSONResponse({"nodes": out})
 
-    async def report(request: Request) -> Response:
-        found = sim.report(request.path_params["node"])
+    async def report(self, request: Request) -> Response:
+        found = self.sim.report(request.path_params["node"])
         if found is None:
             return _error(404, "no simulated node of that name")
         return JSONResponse(found.model_dump(mode="json", by_alias=True))
 
+
+def control_routes(sim: SimulatedCluster) -> list[BaseRoute]:
+    """Starlette routes bound to one simulator."""
+    control = _Control(sim)
     return [
-        Route("/_sim/requests", requests, methods=["GET", "DELETE"]),
-        Route("/_sim/faults", faults, methods=["GET", "POST", "DELETE"]),
-        Route("/_sim/processes", processes, methods=["GET", "POST"]),
-        Route("/_sim/processes/{node}/{pid:int}", process, methods=["DELETE"]),
-        Route("/_sim/nodes", nodes, methods=["GET"]),
-        Route("/_sim/reports/{node}", report, methods=["GET"]),
+        Route("/_sim/requests", control.requests, methods=["GET", "DELETE"]),
+        Route("/_sim/faults", control.faults, methods=["GET", "POST", "DELETE"]),
+        Route("/_sim/processes", control.processes, methods=["GET", "POST"]),
+        Route("/_sim/processes/{node}/{pid:int}", control.process, methods=["DELETE"]),
+        Route("/_sim/nodes", control.nodes, methods=["GET"]),
+        Route("/_sim/reports/{node}", control.report, methods=["GET"]),
     ]

@@ -280,10 +280,7 @@ def _node_spec(node: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def node_object(
-    node: dict[str, Any], inventory: NodeInventory, *, index: int = 0
-) -> dict[str, Any]:
-    """The Node object of a simulated GPU node, as a kubelet would register it."""
+def _node_labels(node: dict[str, Any], inventory: NodeInventory) -> dict[str, str]:
     name = inventory.node
     labels = {
         "kubernetes.io/hostname": name,
@@ -295,6 +292,10 @@ def node_object(
     if inventory.k3s:
         labels["node.kubernetes.io/instance-type"] = "k3s"
     labels.update({str(k): str(v) for k, v in (node.get("labels") or {}).items()})
+    return labels
+
+
+def _capacity(node: dict[str, Any]) -> dict[str, str]:
     capacity = {
         "cpu": "64",
         "memory": "527958132Ki",
@@ -304,48 +305,63 @@ def node_object(
         "pods": "110",
     }
     capacity.update({str(k): str(v) for k, v in (node.get("capacity") or {}).items()})
+    return capacity
+
+
+def _ready_condition(node: dict[str, Any]) -> dict[str, str]:
+    if node.get("ready", True):
+        return {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+        }
+    return {
+        "type": "Ready",
+        "status": "Unknown",
+        "reason": "NodeStatusUnknown",
+        "message": "Kubelet stopped posting node status.",
+    }
+
+
+def _node_info(inventory: NodeInventory) -> dict[str, str]:
     kubelet = "v1.32.0+k3s1" if inventory.k3s else "v1.32.0"
+    return {
+        "kubeletVersion": kubelet,
+        "kubeProxyVersion": kubelet,
+        "containerRuntimeVersion": "containerd://1.7.23-k3s2"
+        if inventory.k3s
+        else "containerd://1.7.23",
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+        "osImage": "Ubuntu 22.04.5 LTS",
+        "kernelVersion": "5.15.0-126-generic",
+        "machineID": "",
+        "systemUUID": "",
+        "bootID": "",
+    }
+
+
+def node_object(
+    node: dict[str, Any], inventory: NodeInventory, *, index: int = 0
+) -> dict[str, Any]:
+    """The Node object of a simulated GPU node, as a kubelet would register it."""
+    name = inventory.node
+    capacity = _capacity(node)
     obj: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "labels": labels},
+        "metadata": {"name": name, "labels": _node_labels(node, inventory)},
         "spec": _node_spec(node),
         "status": {
             "capacity": capacity,
             "allocatable": copy.deepcopy(capacity),
-            "conditions": [
-                {
-                    "type": "Ready",
-                    "status": "True",
-                    "reason": "KubeletReady",
-                    "message": "kubelet is posting ready status",
-                }
-                if node.get("ready", True)
-                else {
-                    "type": "Ready",
-                    "status": "Unknown",
-                    "reason": "NodeStatusUnknown",
-                    "message": "Kubelet stopped posting node status.",
-                }
-            ],
+            "conditions": [_ready_condition(node)],
             "addresses": [
                 {"type": "InternalIP", "address": f"10.0.0.{10 + index % 240}"},
                 {"type": "Hostname", "address": name},
             ],
-            "nodeInfo": {
-                "kubeletVersion": kubelet,
-                "kubeProxyVersion": kubelet,
-                "containerRuntimeVersion": "containerd://1.7.23-k3s2"
-                if inventory.k3s
-                else "containerd://1.7.23",
-                "operatingSystem": "linux",
-                "architecture": "amd64",
-                "osImage": "Ubuntu 22.04.5 LTS",
-                "kernelVersion": "5.15.0-126-generic",
-                "machineID": "",
-                "systemUUID": "",
-                "bootID": "",
-            },
+            "nodeInfo": _node_info(inventory),
         },
     }
     if node.get("annotations"):
