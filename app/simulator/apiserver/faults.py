@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 from app.simulator.apiserver.resources import lookup_kind
 
@@ -15,6 +16,16 @@ def normalise_kind(kind: str | None) -> str | None:
         return None
     resource = lookup_kind(kind)
     return resource.kind if resource else kind
+
+
+class FaultSpec(TypedDict, total=False):
+    """Which requests fail, and how: verb and kind (None = any), code, count, after_commit."""
+
+    verb: str | None
+    kind: str | None
+    code: int  # default 500
+    count: int  # default 1
+    after_commit: bool  # the write is made, then its answer replaced by the error
 
 
 @dataclass
@@ -40,23 +51,18 @@ class Faults:
         self._lost: list[FaultRule] = []  # answers lost after the write was made
         self._counts: Counter[tuple[str, str]] = Counter()
 
-    def inject(
-        self,
-        *,
-        verb: str | None = None,
-        kind: str | None = None,
-        code: int = 500,
-        count: int = 1,
-        after_commit: bool = False,
-    ) -> None:
+    def inject(self, **spec: Unpack[FaultSpec]) -> None:
+        code, count = spec.get("code", 500), spec.get("count", 1)
         if count < 1:
             raise ValueError("count must be >= 1")
         if code < 400 or code > 599:
             raise ValueError("code must be an HTTP error code (400-599)")
         with self._lock:
-            rule = FaultRule(verb or None, normalise_kind(kind), code, count)
+            rule = FaultRule(
+                spec.get("verb") or None, normalise_kind(spec.get("kind")), code, count
+            )
             # After commit: the write is made, then its answer replaced by the error.
-            (self._lost if after_commit else self._rules).append(rule)
+            (self._lost if spec.get("after_commit", False) else self._rules).append(rule)
 
     def clear(self) -> None:
         with self._lock:

@@ -25,6 +25,8 @@ class ProtobufError(ValueError):
 # Field kinds: "str", "bytes" (base64 in JSON), "int", "bool", "msg:<name>", "map:str",
 # "map:bytes", "list:str", "list:msg:<name>". Unknown field numbers are skipped.
 Fields = dict[int, tuple[str, str]]
+METADATA = ("metadata", "msg:ObjectMeta")
+IMMUTABLE = ("immutable", "bool")
 MESSAGES: dict[str, Fields] = {
     "ObjectMeta": {
         1: ("name", "str"),
@@ -36,22 +38,22 @@ MESSAGES: dict[str, Fields] = {
         14: ("finalizers", "list:str"),
     },
     "ConfigMap": {
-        1: ("metadata", "msg:ObjectMeta"),
+        1: METADATA,
         2: ("data", "map:str"),
         3: ("binaryData", "map:bytes"),
-        4: ("immutable", "bool"),
+        4: IMMUTABLE,
     },
     "Secret": {
-        1: ("metadata", "msg:ObjectMeta"),
+        1: METADATA,
         2: ("data", "map:bytes"),
         3: ("type", "str"),
         4: ("stringData", "map:str"),
-        5: ("immutable", "bool"),
+        5: IMMUTABLE,
     },
-    "Namespace": {1: ("metadata", "msg:ObjectMeta"), 2: ("spec", "msg:NamespaceSpec")},
+    "Namespace": {1: METADATA, 2: ("spec", "msg:NamespaceSpec")},
     "NamespaceSpec": {1: ("finalizers", "list:str")},
     "ServiceAccount": {
-        1: ("metadata", "msg:ObjectMeta"),
+        1: METADATA,
         3: ("imagePullSecrets", "list:msg:LocalObjectReference"),
         4: ("automountServiceAccountToken", "bool"),
     },

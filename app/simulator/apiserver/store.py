@@ -13,7 +13,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from app.simulator.apiserver.resources import ResourceType
@@ -60,22 +60,16 @@ def event_line(event_type: str, raw: bytes) -> bytes:
     return b'{"type":"' + event_type.encode() + b'","object":' + raw + b"}\n"
 
 
+@dataclass(eq=False)  # watchers are kept in a set: identity, not value, tells them apart
 class Watcher:
     """One open watch stream: filters changes and queues event lines on its event loop."""
 
-    def __init__(
-        self,
-        resource: ResourceType,
-        namespace: str | None,
-        selector: Selector,
-        loop: asyncio.AbstractEventLoop,
-    ) -> None:
-        self.resource = resource
-        self.namespace = namespace
-        self.selector = selector
-        self.loop = loop
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self.closed = False
+    resource: ResourceType
+    namespace: str | None
+    selector: Selector
+    loop: asyncio.AbstractEventLoop
+    queue: asyncio.Queue[bytes | None] = field(default_factory=asyncio.Queue)
+    closed: bool = False
 
     def _matches(self, obj: JsonObject | None) -> bool:
         if obj is None:

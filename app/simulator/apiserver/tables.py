@@ -177,89 +177,53 @@ def _claim_row(obj: JsonObject, now: datetime) -> Row:
     ]
 
 
-_NAME_AGE: Sequence[Column] = [("Name", "string", 0), ("Age", "string", 0)]
+def _columns(*names: str, wide: Sequence[str] = (), integers: Sequence[str] = ()) -> list[Column]:
+    """Column definitions: strings unless named in `integers`; `wide` ones only with -o wide."""
+    return [
+        (name, "integer" if name in integers else "string", 1 if name in wide else 0)
+        for name in (*names, *wide)
+    ]
+
+
+_NAME_AGE = _columns("Name", "Age")
+_POD_COLUMNS = _columns(
+    "Name",
+    "Ready",
+    "Status",
+    "Restarts",
+    "Age",
+    wide=("IP", "Node", "Nominated Node", "Readiness Gates"),
+)
+_NODE_COLUMNS = _columns(
+    "Name",
+    "Status",
+    "Roles",
+    "Age",
+    "Version",
+    wide=("Internal-IP", "External-IP", "OS-Image", "Kernel-Version", "Container-Runtime"),
+)
+_DS_COUNTS = ("Desired", "Current", "Ready", "Up-to-date", "Available")
+_DS_COLUMNS = _columns("Name", *_DS_COUNTS, "Node Selector", "Age", integers=_DS_COUNTS)
+_EVENT_COLUMNS = _columns("Last Seen", "Type", "Reason", "Object", "Message")
 
 _PRINTERS: dict[str, tuple[Sequence[Column], Callable[[JsonObject, datetime], Row]]] = {
     "DeviceClass": (_NAME_AGE, _name_age_row),
     "ResourceClaimTemplate": (_NAME_AGE, _name_age_row),
-    "ResourceSlice": (
-        [
-            ("Name", "string", 0),
-            ("Node", "string", 0),
-            ("Driver", "string", 0),
-            ("Pool", "string", 0),
-            ("Age", "string", 0),
-        ],
-        _slice_row,
-    ),
-    "ResourceClaim": (
-        [("Name", "string", 0), ("State", "string", 0), ("Age", "string", 0)],
-        _claim_row,
-    ),
-    "Pod": (
-        [
-            ("Name", "string", 0),
-            ("Ready", "string", 0),
-            ("Status", "string", 0),
-            ("Restarts", "string", 0),
-            ("Age", "string", 0),
-            ("IP", "string", 1),
-            ("Node", "string", 1),
-            ("Nominated Node", "string", 1),
-            ("Readiness Gates", "string", 1),
-        ],
-        _pod_row,
-    ),
-    "Node": (
-        [
-            ("Name", "string", 0),
-            ("Status", "string", 0),
-            ("Roles", "string", 0),
-            ("Age", "string", 0),
-            ("Version", "string", 0),
-            ("Internal-IP", "string", 1),
-            ("External-IP", "string", 1),
-            ("OS-Image", "string", 1),
-            ("Kernel-Version", "string", 1),
-            ("Container-Runtime", "string", 1),
-        ],
-        _node_row,
-    ),
-    "DaemonSet": (
-        [
-            ("Name", "string", 0),
-            ("Desired", "integer", 0),
-            ("Current", "integer", 0),
-            ("Ready", "integer", 0),
-            ("Up-to-date", "integer", 0),
-            ("Available", "integer", 0),
-            ("Node Selector", "string", 0),
-            ("Age", "string", 0),
-        ],
-        _ds_row,
-    ),
-    "ConfigMap": ([("Name", "string", 0), ("Data", "integer", 0), ("Age", "string", 0)], _cm_row),
-    "Namespace": ([("Name", "string", 0), ("Status", "string", 0), ("Age", "string", 0)], _ns_row),
-    "Secret": (
-        [("Name", "string", 0), ("Type", "string", 0), ("Data", "string", 0), ("Age", "string", 0)],
-        _secret_row,
-    ),
-    "Event": (
-        [
-            ("Last Seen", "string", 0),
-            ("Type", "string", 0),
-            ("Reason", "string", 0),
-            ("Object", "string", 0),
-            ("Message", "string", 0),
-        ],
-        _event_row,
-    ),
+    "ResourceSlice": (_columns("Name", "Node", "Driver", "Pool", "Age"), _slice_row),
+    "ResourceClaim": (_columns("Name", "State", "Age"), _claim_row),
+    "Pod": (_POD_COLUMNS, _pod_row),
+    "Node": (_NODE_COLUMNS, _node_row),
+    "DaemonSet": (_DS_COLUMNS, _ds_row),
+    "ConfigMap": (_columns("Name", "Data", "Age", integers=("Data",)), _cm_row),
+    "Namespace": (_columns("Name", "Status", "Age"), _ns_row),
+    "Secret": (_columns("Name", "Type", "Data", "Age"), _secret_row),
+    "Event": (_EVENT_COLUMNS, _event_row),
 }
 
 
 # Kinds without a printer of their own get the API server's default columns.
 _DEFAULT_PRINTER: tuple[Sequence[Column], Callable[[JsonObject, datetime], Row]] = (
-    [("Name", "string", 0), ("Age", "string", 0)],
+    _NAME_AGE,
     _name_age_row,
 )
 

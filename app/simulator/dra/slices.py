@@ -50,6 +50,17 @@ def _gib(mib: int) -> str:
     return f"{mib // 1024}Gi" if mib % 1024 == 0 else f"{mib}Mi"
 
 
+def _device(
+    name: str, kind: str, uuid: str, attributes: Mapping[str, Any], memory_mib: int
+) -> JsonObject:
+    """One published device: its type and UUID first, then its other attributes."""
+    return {
+        "name": name,
+        "attributes": {"type": {"string": kind}, "uuid": {"string": uuid}, **attributes},
+        "capacity": {"memory": {"value": _gib(memory_mib)}},
+    }
+
+
 def slice_devices(inventory: NodeInventory) -> list[JsonObject]:
     """The devices NVIDIA's driver publishes for these GPUs (MIG devices instead of a MIG GPU)."""
     devices: list[JsonObject] = []
@@ -62,17 +73,9 @@ def slice_devices(inventory: NodeInventory) -> list[JsonObject]:
             "cudaComputeCapability": {"version": "8.0.0"},
         }
         if not gpu.mig_devices:
+            attributes = {"index": {"int": gpu.index}, **common}
             devices.append(
-                {
-                    "name": f"gpu-{gpu.index}",
-                    "attributes": {
-                        "type": {"string": "gpu"},
-                        "uuid": {"string": gpu.uuid},
-                        "index": {"int": gpu.index},
-                        **common,
-                    },
-                    "capacity": {"memory": {"value": _gib(gpu.memory_total_mib)}},
-                }
+                _device(f"gpu-{gpu.index}", "gpu", gpu.uuid, attributes, gpu.memory_total_mib)
             )
             continue
         devices += _mig_devices(gpu, common)
@@ -85,19 +88,13 @@ def _mig_devices(gpu: SimGpu, common: Mapping[str, Any]) -> list[JsonObject]:
     start = 0
     for mig in gpu.mig_devices:
         gi, size, _ = MIG_PROFILES.get(mig.profile, (9, 4, mig.memory_total_mib))
-        devices.append(
-            {
-                "name": f"gpu-{gpu.index}-mig-{gi}-{start}-{size}",
-                "attributes": {
-                    "type": {"string": "mig"},
-                    "uuid": {"string": mig.uuid},
-                    "parentUUID": {"string": gpu.uuid},
-                    "profile": {"string": mig.profile},
-                    **common,
-                },
-                "capacity": {"memory": {"value": _gib(mig.memory_total_mib)}},
-            }
-        )
+        attributes = {
+            "parentUUID": {"string": gpu.uuid},
+            "profile": {"string": mig.profile},
+            **common,
+        }
+        name = f"gpu-{gpu.index}-mig-{gi}-{start}-{size}"
+        devices.append(_device(name, "mig", mig.uuid, attributes, mig.memory_total_mib))
         start += size
     return devices
 

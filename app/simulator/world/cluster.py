@@ -49,12 +49,12 @@ import time
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from app.domain.report import AgentReport
 from app.errors import ConfigError
 from app.simulator.apiserver.errors import ApiError
-from app.simulator.apiserver.faults import Faults
+from app.simulator.apiserver.faults import Faults, FaultSpec, normalise_kind
 from app.simulator.apiserver.registry import Registry, utc_now
 from app.simulator.apiserver.resources import (
     BY_KIND,
@@ -248,17 +248,9 @@ class SimulatedCluster:
     def set_unavailable(self, unavailable: bool = True) -> None:
         self.faults.unavailable = unavailable
 
-    def fail_next(
-        self,
-        *,
-        verb: str | None = None,
-        kind: str | None = None,
-        code: int = 500,
-        count: int = 1,
-        after_commit: bool = False,
-    ) -> None:
+    def fail_next(self, **spec: Unpack[FaultSpec]) -> None:
         """Fail the next matching requests; `after_commit`: make the write, lose its answer."""
-        self.faults.inject(verb=verb, kind=kind, code=code, count=count, after_commit=after_commit)
+        self.faults.inject(**spec)
 
     def clear_faults(self) -> None:
         self.faults.clear()
@@ -274,7 +266,7 @@ class SimulatedCluster:
         return self.faults.counts()
 
     def request_count(self, verb: str | None = None, kind: str | None = None) -> int:
-        wanted = _kind_name(kind) if kind else None
+        wanted = normalise_kind(kind) if kind else None
         return sum(
             n
             for (v, k), n in self.faults.counts().items()
@@ -382,8 +374,3 @@ def _resource(kind: str) -> ResourceType:
     if resource is None:
         raise ValueError(f"unknown kind {kind!r}")
     return resource
-
-
-def _kind_name(kind: str) -> str:
-    resource = lookup_kind(kind)
-    return resource.kind if resource else kind
