@@ -33,6 +33,7 @@ from app.simulator.plugin.daemonsets import node_resources
 from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.world.agents import SimulatedAgents, build_report
 from app.simulator.world.scenario import LOAD_ORDER, Scenario
+from app.simulator.world.threads import stop_thread
 from app.simulator.world.workload import Workload
 
 log = logging.getLogger(__name__)
@@ -158,10 +159,8 @@ class NodeActor:
         if self._agents is not None:
             self._agents.stop()
             self._agents = None
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        stop_thread(self._stop, self._thread, timeout_s=10)
+        self._thread = None
 
     def _run(self) -> None:
         while not self._stop.is_set():

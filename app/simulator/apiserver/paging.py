@@ -25,7 +25,7 @@ import time
 from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.simulator.apiserver.errors import ApiError, bad_request
 from app.simulator.apiserver.store import Entry, entry_key
@@ -82,21 +82,17 @@ def _decode(token: str) -> tuple[int, tuple[str, str]]:
     return rv, (namespace, name)
 
 
+@dataclass(kw_only=True, eq=False)
 class Pager:
     """The lists being paged through, keyed by what was listed and at which version."""
 
-    def __init__(
-        self,
-        *,
-        keep_s: float = KEEP_S,
-        max_held: int = MAX_HELD,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._keep_s = keep_s
-        self._max_held = max_held
-        self._clock = clock
-        self._lock = threading.Lock()
-        self._held: OrderedDict[tuple[str, int], _Held] = OrderedDict()
+    keep_s: float = KEEP_S
+    max_held: int = MAX_HELD
+    clock: Callable[[], float] = time.monotonic
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    _held: OrderedDict[tuple[str, int], _Held] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
 
     def page(
         self,
@@ -118,11 +114,11 @@ class Pager:
             entries, rv = current()
             if limit <= 0 or len(entries) <= limit:
                 return Page(entries, rv, None, None)
-            held = _Held(entries, self._clock())
+            held = _Held(entries, self.clock())
             with self._lock:
                 self._forget_old()
                 self._held[(scope, rv)] = held
-                while len(self._held) > self._max_held:
+                while len(self._held) > self.max_held:
                     self._held.popitem(last=False)
             return self._slice(held, rv, 0, limit)
         rv, start = _decode(token)
@@ -138,7 +134,7 @@ class Pager:
                     code=410,
                 )
             entries, now_rv = current()
-            held_or_none = _Held(entries, self._clock())
+            held_or_none = _Held(entries, self.clock())
             rv = now_rv
         held = held_or_none
         return self._slice(held, rv, bisect_left(held.entries, start, key=entry_key), limit)
@@ -150,7 +146,7 @@ class Pager:
         return Page(held.entries[begin:end], rv, token, remaining if remaining > 0 else None)
 
     def _forget_old(self) -> None:
-        oldest = self._clock() - self._keep_s
+        oldest = self.clock() - self.keep_s
         while self._held:
             first = next(iter(self._held.values()))
             if first.made >= oldest:

@@ -20,6 +20,7 @@ node's simulated GPUs (see shared/reference/device-plugin.md):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -128,12 +129,9 @@ def _registered(
         capacity=capacity,
         allocatable=allocatable,
         visible=tuple(g.index for g in visible),
-        replicas=sharing.replicas,
-        strategy=sharing.strategy,
-        renamed=sharing.renamed,
-        fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
         devices=devices,
         mig_strategy=strategy,
+        **dataclasses.asdict(sharing),  # strategy, replicas, renamed, fail_requests_...
     )
 
 

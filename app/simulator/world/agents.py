@@ -25,6 +25,7 @@ from app.domain.report import (
 from app.simulator.node.inventory import GpuProcess, NodeInventory, SimGpu
 from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.pod_resources import device_assignments
+from app.simulator.world.threads import stop_thread
 
 log = logging.getLogger(__name__)
 
@@ -151,11 +152,9 @@ class SimulatedAgents:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
         self._wake.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        stop_thread(self._stop, self._thread, timeout_s=10)
+        self._thread = None
 
     def poke(self, node: str) -> None:
         """Report this node soon (its processes changed)."""

@@ -7,6 +7,7 @@ creates and deletes pods, optionally looping so the demo stays alive.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 import logging
 import threading
@@ -19,6 +20,7 @@ from app.simulator.apiserver.resources import POD
 from app.simulator.apiserver.store import Change
 from app.simulator.node.inventory import GpuProcess, NodeInventory
 from app.simulator.world.scenario import WorkloadStep, process_from
+from app.simulator.world.threads import stop_thread
 
 log = logging.getLogger(__name__)
 
@@ -60,17 +62,7 @@ class Workload:
                 pid = next(self._pids)
                 while pid in used:
                     pid = next(self._pids)
-                process = GpuProcess(
-                    node=process.node,
-                    gpu_index=process.gpu_index,
-                    pid=pid,
-                    used_memory_mib=process.used_memory_mib,
-                    command=process.command,
-                    user=process.user,
-                    pod_namespace=process.pod_namespace,
-                    pod_name=process.pod_name,
-                    container=process.container,
-                )
+                process = dataclasses.replace(process, pid=pid, extra={})
             self._processes[process.node].append(process)
         self._changed(process.node)
         return process
@@ -131,10 +123,8 @@ class Timeline:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
+        stop_thread(self._stop, self._thread, timeout_s=5)
+        self._thread = None
 
     def _run(self) -> None:
         while not self._stop.is_set():
