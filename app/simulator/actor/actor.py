@@ -7,6 +7,12 @@
     actor.configure_agents(report_to=url, token=actor.agent_token(namespace, audience))
     actor.stop()
 
+Where `SimulatedCluster` serves its own API, the actor is a client (like kwok): it
+registers the scenario's Nodes on a real kube-apiserver, plays each node's kubelet (pod
+status, the plugin's advertised resources, force-deleting what the kubelet would have
+stopped), publishes the DRA driver's ResourceSlices and sends agent reports with bound
+ServiceAccount tokens. The real scheduler, controllers and DRA allocator do the rest.
+
 The actor reads with plain lists (a test cluster is small) and writes pod and node status
 as each node's kubelet would; it never schedules, never creates a DaemonSet's pods and
 never allocates a claim: the real scheduler, controllers and DRA allocator do.
