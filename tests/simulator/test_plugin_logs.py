@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from app.simulator.plugin.log import plugin_log
 from app.simulator.plugin.outcome import PluginOutcome
-from app.simulator.plugin.paced import plugin_log
 
 NOW = datetime(2026, 12, 2, 8, 30, 5, 123456, tzinfo=UTC)
 SPEC = {

@@ -8,7 +8,6 @@ is a 409; `dry_run` validates and answers as if done, storing nothing.
 from __future__ import annotations
 
 import copy
-import re
 import secrets
 import uuid
 from collections.abc import Callable
@@ -27,9 +26,8 @@ from app.simulator.apiserver.patching import apply_patch
 from app.simulator.apiserver.resources import DAEMONSET, NAMESPACE, POD, ResourceType
 from app.simulator.apiserver.selectors import Selector
 from app.simulator.apiserver.store import Entry, JsonObject, Store, entry_key
+from app.simulator.apiserver.validation import check_type, validate
 
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _SUFFIX_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 Clock = Callable[[], datetime]
 
@@ -45,92 +43,6 @@ def timestamp(moment: datetime) -> str:
 
 def random_suffix(length: int = 5) -> str:
     return "".join(secrets.choice(_SUFFIX_ALPHABET) for _ in range(length))
-
-
-def _validate(resource: ResourceType, obj: JsonObject) -> None:
-    meta = obj.get("metadata") or {}
-    name = str(meta.get("name", ""))
-    if len(name) > 253 or not _NAME.match(name):
-        raise invalid(
-            resource.kind,
-            name,
-            "metadata.name",
-            "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
-            "characters, '-' or '.', and must start and end with an alphanumeric character",
-        )
-    for field in ("labels", "annotations"):
-        values = meta.get(field)
-        if values is None:
-            continue
-        if not isinstance(values, dict) or not all(isinstance(v, str) for v in values.values()):
-            raise invalid(resource.kind, name, f"metadata.{field}", "values must be strings")
-    for key, value in (meta.get("labels") or {}).items():
-        if len(value) > 63 or not _LABEL_VALUE.match(value):
-            raise invalid(resource.kind, name, f"metadata.labels[{key}]", "invalid label value")
-    if resource is POD:
-        _validate_pod_spec(resource.kind, name, "spec", obj.get("spec"))
-    elif resource is DAEMONSET:
-        spec = obj.get("spec") or {}
-        template = spec.get("template") or {}
-        selector = (spec.get("selector") or {}).get("matchLabels") or {}
-        labels = (template.get("metadata") or {}).get("labels") or {}
-        if not selector:
-            raise invalid(resource.kind, name, "spec.selector", "Required value")
-        if any(labels.get(k) != v for k, v in selector.items()):
-            raise invalid(
-                resource.kind,
-                name,
-                "spec.template.metadata.labels",
-                "`selector` does not match template `labels`",
-            )
-        _validate_pod_spec(resource.kind, name, "spec.template.spec", template.get("spec"))
-    elif resource.kind == "Event":
-        _validate_event_namespace(name, obj)
-    elif resource.kind == "ConfigMap":
-        data = obj.get("data") or {}
-        if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
-            raise invalid(resource.kind, name, "data", "values must be strings")
-
-
-def _validate_event_namespace(name: str, event: JsonObject) -> None:
-    """An Event lives in its object's namespace; one about a cluster-scoped object in default.
-
-    (kube-apiserver's rule for events.v1 without eventTime; kube-system is accepted too
-    when eventTime is set.)
-    """
-    namespace = (event.get("metadata") or {}).get("namespace") or ""
-    involved = str((event.get("involvedObject") or {}).get("namespace") or "")
-    allowed = {"", "default"} | ({"kube-system"} if event.get("eventTime") else set())
-    if (involved and namespace != involved) or (not involved and namespace not in allowed):
-        raise invalid("Event", name, "involvedObject.namespace", "does not match event.namespace")
-
-
-def _validate_pod_spec(kind: str, name: str, path: str, spec: Any) -> None:
-    containers = (spec or {}).get("containers") if isinstance(spec, dict) else None
-    if not isinstance(containers, list) or not containers:
-        raise invalid(kind, name, f"{path}.containers", "Required value")
-    for i, container in enumerate(containers):
-        if not isinstance(container, dict) or not container.get("name"):
-            raise invalid(kind, name, f"{path}.containers[{i}].name", "Required value")
-        if not container.get("image"):
-            raise invalid(kind, name, f"{path}.containers[{i}].image", "Required value")
-
-
-def _check_type(resource: ResourceType, body: Any) -> JsonObject:
-    if not isinstance(body, dict):
-        raise bad_request("the request body must be a JSON object")
-    kind = body.get("kind")
-    if kind not in (None, resource.kind):
-        raise bad_request(f"the kind of the body ({kind}) does not match {resource.kind}")
-    api_version = body.get("apiVersion")
-    if api_version not in (None, resource.api_version):
-        raise bad_request(
-            f"the API version in the data ({api_version}) does not match the expected "
-            f"API version ({resource.api_version})"
-        )
-    if not isinstance(body.get("metadata", {}), dict):
-        raise bad_request("metadata must be an object")
-    return body
 
 
 class Registry:
@@ -169,7 +81,7 @@ class Registry:
         *,
         dry_run: bool = False,
     ) -> JsonObject:
-        obj = copy.deepcopy(_check_type(resource, body))
+        obj = copy.deepcopy(check_type(resource, body))
         obj["kind"] = resource.kind
         obj["apiVersion"] = resource.api_version
         meta = obj.setdefault("metadata", {})
@@ -193,7 +105,7 @@ class Registry:
                 raise invalid(
                     resource.kind, "", "metadata.name", "name or generateName is required"
                 )
-            _validate(resource, obj)
+            validate(resource, obj)
             apply_defaults(resource, obj, creating=True)
             if self.store.get(resource, namespace, meta["name"]) is not None:
                 raise already_exists(resource.plural, meta["name"], group=resource.group)
@@ -240,7 +152,7 @@ class Registry:
         subresource: str | None = None,
         dry_run: bool = False,
     ) -> JsonObject:
-        new = copy.deepcopy(_check_type(resource, body))
+        new = copy.deepcopy(check_type(resource, body))
         with self.store.lock:
             old = self.get(resource, namespace, name).obj
             return self._update(resource, old, new, subresource=subresource, dry_run=dry_run)
@@ -259,7 +171,7 @@ class Registry:
         with self.store.lock:
             old = self.get(resource, namespace, name).obj
             new = apply_patch(content_type, copy.deepcopy(old), patch)
-            _check_type(resource, new)
+            check_type(resource, new)
             return self._update(resource, old, new, subresource=subresource, dry_run=dry_run)
 
     def _update(
@@ -309,7 +221,7 @@ class Registry:
             meta["resourceVersion"] = old_meta["resourceVersion"]
             if "generation" in old_meta and merged.get("spec") != old.get("spec"):
                 meta["generation"] = int(old_meta["generation"]) + 1
-            _validate(resource, merged)
+            validate(resource, merged)
             apply_defaults(resource, merged, creating=False)
         merged["metadata"]["resourceVersion"] = old_meta["resourceVersion"]
         if merged == old or dry_run:
