@@ -20,6 +20,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from app.domain.cluster import Manifest
+from app.domain.plugin.target import PluginTarget
 from app.errors import ForbiddenError
 from app.kube.client import translate
 from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
@@ -277,8 +278,7 @@ class ClusterCache:
         self,
         api_client: client.ApiClient,
         *,
-        plugin_name: str,
-        plugin_namespace: str,
+        plugin: PluginTarget,
         configmap_name: str,
         config_namespaces: tuple[str, ...] = (),
         watch_timeout_s: int = 300,
@@ -298,7 +298,7 @@ class ClusterCache:
             "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
             "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
             "configmaps": WatchTarget(
-                "configmaps", core.list_namespaced_config_map, (plugin_namespace,)
+                "configmaps", core.list_namespaced_config_map, (plugin.namespace,)
             ),
             # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+): optional.
             "deviceclasses": WatchTarget("deviceclasses", dra.list_device_class, optional=True),
@@ -312,9 +312,9 @@ class ClusterCache:
                 optional=True,
             ),
         }
-        del plugin_name, configmap_name  # found among all of them (app/web/snapshots.py)
+        del configmap_name  # found among all of them (app/web/snapshots.py)
         for namespace in config_namespaces:
-            if namespace != plugin_namespace:
+            if namespace != plugin.namespace:
                 targets[f"configmaps@{namespace}"] = WatchTarget(
                     f"configmaps@{namespace}", core.list_namespaced_config_map, (namespace,)
                 )

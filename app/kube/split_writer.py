@@ -56,7 +56,7 @@ class SplitWriter:
         api = writer._api_client
         self._apps = client.AppsV1Api(api)
         self._core = client.CoreV1Api(api)
-        self.namespace = writer.namespace
+        self.namespace = writer.plugin.namespace
 
     def read(self, node: str, own_name: str) -> SplitObjects:
         w = self._writer

@@ -29,6 +29,7 @@ from app.domain.changes.outcome import Found, describe
 
 __all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 from app.domain.cluster import Manifest
+from app.domain.plugin.target import PluginTarget
 from app.errors import ClusterError, ConflictError, NotFoundError
 from app.kube.client import call_json, copy_api_client, translate
 from app.kube.history import ChangeHistory
@@ -88,8 +89,7 @@ class PluginWriter:
         self,
         api_client: client.ApiClient,
         *,
-        namespace: str,
-        daemonset_name: str,
+        plugin: PluginTarget,
         configmap_name: str,
         clock: Callable[[], datetime] = utc_now,
         audit_client: client.ApiClient | None = None,
@@ -99,8 +99,7 @@ class PluginWriter:
         self._apps = client.AppsV1Api(api_client)
         self._core = client.CoreV1Api(api_client)
         self._events = client.CoreV1Api(audit_client or api_client)
-        self.namespace = namespace
-        self.daemonset_name = daemonset_name
+        self.plugin = plugin
         self.configmap_name = configmap_name
         self._clock = clock
         self._audit_client = audit_client or api_client
@@ -118,8 +117,7 @@ class PluginWriter:
         try:
             yield PluginWriter(
                 impersonating,
-                namespace=self.namespace,
-                daemonset_name=self.daemonset_name,
+                plugin=self.plugin,
                 configmap_name=self.configmap_name,
                 clock=self._clock,
                 audit_client=self._audit_client,
@@ -207,22 +205,22 @@ class PluginWriter:
         )
 
     def _where(self) -> str:
-        return f"{self.namespace}/{self.daemonset_name}"
+        return self.plugin.ref
 
     def _read_configmap(self) -> Manifest | None:
         return self._optional(
             lambda: self._core.read_namespaced_config_map(
-                self.configmap_name, self.namespace, **_raw()
+                self.configmap_name, self.plugin.namespace, **_raw()
             ),
-            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
+            action=f"reading ConfigMap {self.plugin.namespace}/{self.configmap_name}",
         )
 
     def _read_daemonset(self) -> Manifest | None:
         return self._optional(
             lambda: self._apps.read_namespaced_daemon_set(
-                self.daemonset_name, self.namespace, **_raw()
+                self.plugin.name, self.plugin.namespace, **_raw()
             ),
-            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
+            action=f"reading DaemonSet {self.plugin.ref}",
         )
 
     def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
@@ -230,15 +228,17 @@ class PluginWriter:
         if body is None:
             return None
         kwargs = _raw(dry_run)
-        name = f"ConfigMap {self.namespace}/{self.configmap_name}"
+        name = f"ConfigMap {self.plugin.namespace}/{self.configmap_name}"
         if plan.configmap_action is ConfigMapAction.CREATE:
             return self._call(
-                lambda: self._core.create_namespaced_config_map(self.namespace, body, **kwargs),
+                lambda: self._core.create_namespaced_config_map(
+                    self.plugin.namespace, body, **kwargs
+                ),
                 action=f"creating {name}",
             )
         return self._call(
             lambda: self._core.replace_namespaced_config_map(
-                self.configmap_name, self.namespace, body, **kwargs
+                self.configmap_name, self.plugin.namespace, body, **kwargs
             ),
             action=f"updating {name}",
         )
@@ -247,9 +247,9 @@ class PluginWriter:
         def replace(body: Any) -> Manifest | None:
             return self._call(
                 lambda: self._apps.replace_namespaced_daemon_set(
-                    self.daemonset_name, self.namespace, body, **_raw(dry_run)
+                    self.plugin.name, self.plugin.namespace, body, **_raw(dry_run)
                 ),
-                action=f"updating DaemonSet {self.namespace}/{self.daemonset_name}",
+                action=f"updating DaemonSet {self.plugin.ref}",
             )
 
         result = replace_despite_status_writes(
@@ -265,9 +265,9 @@ class PluginWriter:
         )
         self._call(
             lambda: self._core.delete_namespaced_config_map(
-                self.configmap_name, self.namespace, body=options, **_raw(dry_run)
+                self.configmap_name, self.plugin.namespace, body=options, **_raw(dry_run)
             ),
-            action=f"deleting ConfigMap {self.namespace}/{self.configmap_name}",
+            action=f"deleting ConfigMap {self.plugin.namespace}/{self.configmap_name}",
         )
 
     def _undo_configmap(
@@ -284,7 +284,7 @@ class PluginWriter:
                 )
                 self._call(
                     lambda: self._core.delete_namespaced_config_map(
-                        self.configmap_name, self.namespace, body=options, **_raw()
+                        self.configmap_name, self.plugin.namespace, body=options, **_raw()
                     ),
                     action="removing the ConfigMap created for the failed change",
                 )
@@ -293,7 +293,7 @@ class PluginWriter:
                 before["metadata"] = {**before.get("metadata", {}), "resourceVersion": version}
                 self._call(
                     lambda: self._core.replace_namespaced_config_map(
-                        self.configmap_name, self.namespace, before, **_raw()
+                        self.configmap_name, self.plugin.namespace, before, **_raw()
                     ),
                     action="restoring the ConfigMap after the failed change",
                 )
@@ -348,12 +348,12 @@ class PluginWriter:
                 "before": plan.before.as_json(),
                 "after": plan.after.as_json(),
                 "configmap_action": plan.configmap_action.value,
-                "daemonset": f"{self.namespace}/{self.daemonset_name}",
+                "daemonset": self.plugin.ref,
             },
         )
         event = record_event(
             record,
-            namespace=self.namespace,
+            namespace=self.plugin.namespace,
             involved={"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset},
             reason=EVENT_REASONS[plan.kind],
             component=COMPONENT,
@@ -387,7 +387,7 @@ class PluginWriter:
         body: Any = event
         try:
             self._events.create_namespaced_event(
-                self.namespace, body, _request_timeout=TIMEOUT_S, _preload_content=False
+                self.plugin.namespace, body, _request_timeout=TIMEOUT_S, _preload_content=False
             )
         except Exception as exc:  # the change is made: report, don't fail it
             error = translate(exc, action="recording the audit Event")
