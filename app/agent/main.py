@@ -29,6 +29,19 @@ def parse_interval_s(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The agent's flags."""
+    _add_report_arguments(parser)
+    _add_tls_arguments(parser)
+    _add_host_arguments(parser)
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="Log level",
+    )
+
+
+def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where to report, as whom, for which node and how often."""
     parser.add_argument(
         "--dashboard",
         required=True,
@@ -59,6 +72,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Collect and send one report, then exit (non-zero on failure)",
     )
+
+
+def _add_tls_arguments(parser: argparse.ArgumentParser) -> None:
+    """How the dashboard's TLS certificate is checked."""
     parser.add_argument(
         "--ca-file",
         type=Path,
@@ -71,6 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Do not verify the dashboard's TLS certificate (testing only)",
     )
+
+
+def _add_host_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where the host's kubelet socket and /proc are found."""
     parser.add_argument(
         "--pod-resources-socket",
         type=Path,
@@ -84,12 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("/proc"),
         metavar="DIR",
         help="Where the host's /proc is mounted (default /proc)",
-    )
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="Log level",
     )
 
 
