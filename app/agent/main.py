@@ -28,20 +28,7 @@ def parse_interval_s(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The agent's flags."""
-    _add_report_arguments(parser)
-    _add_tls_arguments(parser)
-    _add_host_arguments(parser)
-    parser.add_argument(
-        "--log-level",
-        default="info",
-        choices=["debug", "info", "warning", "error"],
-        help="Log level",
-    )
-
-
-def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where to report, as whom, for which node and how often."""
+    """The agent's flags: where and how often to report, then the node's local settings."""
     parser.add_argument(
         "--dashboard",
         required=True,
@@ -72,10 +59,11 @@ def _add_report_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Collect and send one report, then exit (non-zero on failure)",
     )
+    _add_local_arguments(parser)
 
 
-def _add_tls_arguments(parser: argparse.ArgumentParser) -> None:
-    """How the dashboard's TLS certificate is checked."""
+def _add_local_arguments(parser: argparse.ArgumentParser) -> None:
+    """How TLS is checked, where the host's kubelet socket and /proc are, how much is logged."""
     parser.add_argument(
         "--ca-file",
         type=Path,
@@ -88,10 +76,6 @@ def _add_tls_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Do not verify the dashboard's TLS certificate (testing only)",
     )
-
-
-def _add_host_arguments(parser: argparse.ArgumentParser) -> None:
-    """Where the host's kubelet socket and /proc are found."""
     parser.add_argument(
         "--pod-resources-socket",
         type=Path,
@@ -105,6 +89,12 @@ def _add_host_arguments(parser: argparse.ArgumentParser) -> None:
         default=Path("/proc"),
         metavar="DIR",
         help="Where the host's /proc is mounted (default /proc)",
+    )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["debug", "info", "warning", "error"],
+        help="Log level",
     )
 
 
