@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.domain.plugin.target import PluginTarget
+
 AGENT_AUTH_METHODS = ("serviceaccount", "node-token", "shared-token")
 
 
@@ -93,6 +95,14 @@ class Settings(BaseSettings):
     @classmethod
     def _optional_dns_name(cls, value: str | None) -> str | None:
         return cls._dns_name(value) if value else None
+
+    @property
+    def plugin_target(self) -> PluginTarget:
+        """The plugin DaemonSet the two kubernetes_device_plugin_* settings name."""
+        return PluginTarget(
+            namespace=self.kubernetes_device_plugin_namespace,
+            name=self.kubernetes_device_plugin_name,
+        )
 
     @property
     def history_namespace(self) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Protocol
@@ -32,33 +33,24 @@ class GpuReader(Protocol):
     def read(self) -> RawReadings: ...
 
 
+@dataclass(frozen=True, kw_only=True, eq=False)
 class Collector:
     """Builds one AgentReport per call from the first reader that works."""
 
-    def __init__(
-        self,
-        *,
-        node: str,
-        readers: Sequence[GpuReader],
-        proc_root: Path,
-        clock: Callable[[], datetime],
-        agent_version: str | None,
-        assignments: Callable[[], list[DeviceAssignment] | None] = lambda: None,
-        dra_assignments: Callable[[], list[DraAssignment] | None] = lambda: None,
-    ) -> None:
-        self._node = node
-        self._readers = readers
-        self._proc_root = proc_root
-        self._clock = clock
-        self._agent_version = agent_version
-        self._assignments = assignments
-        self._dra_assignments = dra_assignments  # read after `assignments` (same List call)
+    node: str
+    readers: Sequence[GpuReader]
+    proc_root: Path
+    clock: Callable[[], datetime]
+    agent_version: str | None
+    assignments: Callable[[], list[DeviceAssignment] | None] = lambda: None
+    # Read after `assignments`: both come from the same PodResources List call.
+    dra_assignments: Callable[[], list[DraAssignment] | None] = lambda: None
 
     def collect(self) -> AgentReport:
         """The report for now; source "none" with `error` set when no reader works."""
-        collected_at = self._clock()
+        collected_at = self.clock()
         reasons: list[ReaderUnavailableError] = []
-        for reader in self._readers:
+        for reader in self.readers:
             try:
                 readings = reader.read()
             except ReaderUnavailableError as exc:
@@ -82,13 +74,13 @@ class Collector:
     def _none(self, collected_at: datetime, error: str) -> AgentReport:
         return AgentReport(
             schema=1,  # REPORT_SCHEMA
-            node=self._node,
+            node=self.node,
             collected_at=collected_at,
             source="none",
             error=error[:_ERROR_MAX_CHARS],
-            assignments=self._assignments(),
-            dra_assignments=self._dra_assignments(),
-            agent_version=self._agent_version,
+            assignments=self.assignments(),
+            dra_assignments=self.dra_assignments(),
+            agent_version=self.agent_version,
         )
 
     def _report(self, collected_at: datetime, readings: RawReadings) -> AgentReport:
@@ -100,15 +92,15 @@ class Collector:
             problems.append(f"{len(readings.gpus) - MAX_GPUS} GPUs left out of the report")
         return AgentReport(
             schema=1,  # REPORT_SCHEMA
-            node=self._node,
+            node=self.node,
             collected_at=collected_at,
             source=readings.source,
             driver_version=_clip(readings.driver_version, 64),
             error="; ".join(problems)[:_ERROR_MAX_CHARS] or None,
             gpus=gpus,
-            assignments=self._assignments(),
-            dra_assignments=self._dra_assignments(),
-            agent_version=self._agent_version,
+            assignments=self.assignments(),
+            dra_assignments=self.dra_assignments(),
+            agent_version=self.agent_version,
         )
 
     def _gpu(
@@ -148,7 +140,7 @@ class Collector:
             owner = owners.get(process.pid)
             if owner is None:
                 owner = owners[process.pid] = read_process(
-                    process.pid, proc_root=self._proc_root, users=users
+                    process.pid, proc_root=self.proc_root, users=users
                 )
             processes.append(
                 ProcessReading(

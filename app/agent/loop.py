@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.agent.logs import fields
 from app.agent.sender import Outcome, backoff_delay_s
@@ -45,52 +45,41 @@ class LatestOnly:
         self._report = None
 
 
+@dataclass(kw_only=True, eq=False)
 class AgentLoop:
     """Collects every `interval_s` and delivers the newest report with back-off."""
 
-    def __init__(
-        self,
-        *,
-        collect: Callable[[], AgentReport],
-        post: Callable[[AgentReport], Outcome],
-        interval_s: float,
-        clock: Callable[[], float],
-        wait: Callable[[float], bool],
-        log: logging.Logger,
-        policy: RetryPolicy | None = None,
-        rng: random.Random | None = None,
-    ) -> None:
-        self._collect = collect
-        self._post = post
-        self._interval_s = interval_s
-        self._clock = clock
-        self._wait = wait
-        self._log = log
-        self._policy = policy or RetryPolicy()
-        self._rng = rng or random.Random()
-        self.queue = LatestOnly()
-        self._failures = 0
-        self._delivered_any = False
-        self._reader_error: str | None = None
+    collect: Callable[[], AgentReport]
+    post: Callable[[AgentReport], Outcome]
+    interval_s: float
+    clock: Callable[[], float]
+    wait: Callable[[float], bool]
+    log: logging.Logger
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    rng: random.Random = field(default_factory=random.Random)
+    queue: LatestOnly = field(default_factory=LatestOnly, init=False)
+    _failures: int = field(default=0, init=False)
+    _delivered_any: bool = field(default=False, init=False)
+    _reader_error: str | None = field(default=None, init=False)
 
     def run_once(self) -> bool:
         """Collect, then send with retries; True when the dashboard accepted the report."""
-        report = self._collect()
+        report = self.collect()
         if report.source == "none":
-            self._log.error(report.error or "no GPU reader worked")
+            self.log.error(report.error or "no GPU reader worked")
             return False
-        for attempt in range(1, self._policy.once_attempts + 1):
-            outcome = self._post(report)
+        for attempt in range(1, self.policy.once_attempts + 1):
+            outcome = self.post(report)
             if outcome.delivered:
-                self._log.info("report delivered", extra=_summary(report, outcome))
+                self.log.info("report delivered", extra=_summary(report, outcome))
                 return True
             if not outcome.retry:
-                self._log.error(outcome.detail, extra=fields(status=outcome.status))
+                self.log.error(outcome.detail, extra=fields(status=outcome.status))
                 return False
-            if attempt == self._policy.once_attempts:
+            if attempt == self.policy.once_attempts:
                 break
             delay_s = self._delay_s(attempt, outcome)
-            self._log.warning(
+            self.log.warning(
                 "report not delivered, retrying",
                 extra=fields(
                     detail=outcome.detail,
@@ -99,63 +88,63 @@ class AgentLoop:
                     retry_in_s=round(delay_s, 2),
                 ),
             )
-            if self._wait(delay_s):
+            if self.wait(delay_s):
                 return False
-        self._log.error(
+        self.log.error(
             "report not delivered, giving up",
             extra=fields(
-                detail=outcome.detail, status=outcome.status, attempts=self._policy.once_attempts
+                detail=outcome.detail, status=outcome.status, attempts=self.policy.once_attempts
             ),
         )
         return False
 
     def run(self) -> None:
         """Loop until `wait` reports a stop request (SIGTERM/SIGINT)."""
-        next_collect_at = self._clock()
+        next_collect_at = self.clock()
         next_send_at = next_collect_at
         while True:
-            now = self._clock()
+            now = self.clock()
             if now >= next_collect_at:
-                self._enqueue(self._collect())
-                next_collect_at += self._interval_s
+                self._enqueue(self.collect())
+                next_collect_at += self.interval_s
                 if next_collect_at <= now:  # fell behind (slow send): do not burst
-                    next_collect_at = now + self._interval_s
+                    next_collect_at = now + self.interval_s
             pending = self.queue.peek()
             if pending is not None and now >= next_send_at:
                 next_send_at = self._send(pending)
                 continue
             wake_at = next_collect_at if pending is None else min(next_collect_at, next_send_at)
-            if self._wait(max(0.0, wake_at - self._clock())):
+            if self.wait(max(0.0, wake_at - self.clock())):
                 return
 
     def _enqueue(self, report: AgentReport) -> None:
         if report.source == "none" and report.error != self._reader_error:
-            self._log.error(report.error or "no GPU reader worked")
+            self.log.error(report.error or "no GPU reader worked")
         elif report.source != "none" and self._reader_error is not None:
-            self._log.info("GPU readings available again", extra=fields(source=report.source))
+            self.log.info("GPU readings available again", extra=fields(source=report.source))
         self._reader_error = report.error if report.source == "none" else None
         if self.queue.put(report) is not None:
-            self._log.info("unsent report replaced by a newer one")
+            self.log.info("unsent report replaced by a newer one")
 
     def _send(self, report: AgentReport) -> float:
         """One attempt; returns when the next attempt may start."""
-        outcome = self._post(report)
+        outcome = self.post(report)
         if outcome.delivered:
             self.queue.clear()
             if not self._delivered_any or self._failures:
-                self._log.info("report delivered", extra=_summary(report, outcome))
+                self.log.info("report delivered", extra=_summary(report, outcome))
             else:
-                self._log.debug("report delivered", extra=_summary(report, outcome))
+                self.log.debug("report delivered", extra=_summary(report, outcome))
             self._delivered_any = True
             self._failures = 0
-            return self._clock()
+            return self.clock()
         if not outcome.retry:
             self.queue.clear()
-            self._log.error(outcome.detail, extra=fields(status=outcome.status))
-            return self._clock()
+            self.log.error(outcome.detail, extra=fields(status=outcome.status))
+            return self.clock()
         self._failures += 1
         delay_s = self._delay_s(self._failures, outcome)
-        self._log.warning(
+        self.log.warning(
             "report not delivered, will retry",
             extra=fields(
                 detail=outcome.detail,
@@ -164,14 +153,14 @@ class AgentLoop:
                 retry_in_s=round(delay_s, 2),
             ),
         )
-        return self._clock() + delay_s
+        return self.clock() + delay_s
 
     def _delay_s(self, failures: int, outcome: Outcome) -> float:
         if outcome.retry_after_s is not None:
-            floor_s = self._policy.base_s / 2
-            return max(floor_s, min(outcome.retry_after_s, self._policy.cap_s))
+            floor_s = self.policy.base_s / 2
+            return max(floor_s, min(outcome.retry_after_s, self.policy.cap_s))
         return backoff_delay_s(
-            failures, base_s=self._policy.base_s, cap_s=self._policy.cap_s, rng=self._rng
+            failures, base_s=self.policy.base_s, cap_s=self.policy.cap_s, rng=self.rng
         )
 
 

@@ -28,7 +28,7 @@ def parse_interval_s(text: str) -> float:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The agent's flags."""
+    """The agent's flags: where and how often to report, then the node's local settings."""
     parser.add_argument(
         "--dashboard",
         required=True,
@@ -59,6 +59,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="Collect and send one report, then exit (non-zero on failure)",
     )
+    _add_local_arguments(parser)
+
+
+def _add_local_arguments(parser: argparse.ArgumentParser) -> None:
+    """How TLS is checked, where the host's kubelet socket and /proc are, how much is logged."""
     parser.add_argument(
         "--ca-file",
         type=Path,

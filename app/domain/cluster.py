@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain.plugin.target import PluginTarget
 from app.domain.report import ReceivedReport
 
 Manifest = dict[str, Any]
@@ -15,13 +16,12 @@ Manifest = dict[str, Any]
 class AccountingOptions:
     """The settings the engine needs, copied out of Settings so the domain stays pure."""
 
-    plugin_name: str = "nvidia-device-plugin-daemonset"
-    plugin_namespace: str = "kube-system"
+    plugin: PluginTarget = field(default_factory=PluginTarget)
     plugin_configmap_name: str = "nvidia-device-plugin-config"
     serving_resource: str = "nvidia.com/gpu"
     agent_stale_after_s: float = 90.0
     memory_pressure_pct: float = 90.0
-    # Namespaces whose ConfigMaps the cache reads besides plugin_namespace; None: all.
+    # Namespaces whose ConfigMaps the cache reads besides the plugin's; None: all.
     config_namespaces: tuple[str, ...] | None = None
 
 

@@ -1,50 +1,27 @@
 """List+watch caches of the objects GPU Slots reads, so a page view costs the API server nothing.
 
-One reflector thread per watched collection: it lists, then watches from the list's
-resourceVersion, applies each event to an in-memory store, and re-lists after a 410 Gone
-or a broken stream. While the API server cannot be reached it keeps the last state and
-reports since when it has been failing, so the dashboard can serve it marked stale.
+One reflector (app.kube.reflector) per watched collection keeps it current; the cache
+gathers them, wakes the snapshot builder on every change, and probes the API server so an
+outage is noticed while every watch stream sits idle. While the API server cannot be
+reached it keeps the last state, so the dashboard can serve it marked stale.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
-from kubernetes import client, watch
-from kubernetes.client.exceptions import ApiException
+from kubernetes import client
 
 from app.domain.cluster import Manifest
-from app.errors import ForbiddenError
+from app.domain.plugin.target import PluginTarget
 from app.kube.client import translate
-from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
-from app.kube.pages import pages, same_version
+from app.kube.reflector import PAGE_SIZE, Reflector, WatchTarget, WatchTiming
 from app.kube.slim import PodSlimmer, slim_node
 
 log = logging.getLogger(__name__)
-
-PAGE_SIZE = 500  # objects per list request (client-go's reflector pages pods by 500 too)
-ABSENT_RECHECK_S = 60.0  # how often an optional API that answered 404 is asked again
-
-ListFunc = Callable[..., Any]
-
-
-@dataclass(frozen=True)
-class WatchTarget:
-    """One collection to mirror: a name for logs and the client call that lists it."""
-
-    name: str
-    list_func: ListFunc
-    args: tuple[str, ...] = ()
-    field_selector: str | None = None
-    optional: bool = False  # a 404 means the API is not served (e.g. no DRA): empty, not an error
-    # What to keep of each object, applied as it arrives (app/kube/slim.py for pods).
-    transform: Callable[[Manifest], Manifest] | None = None
 
 
 @dataclass(frozen=True)
@@ -55,214 +32,6 @@ class CacheHealth:
     failing_since: datetime | None
     last_error: str | None
     refused: bool = False  # a read answered 403: RBAC, not the network
-
-
-class Reflector:
-    """Mirrors one collection into a dict keyed by namespace/name."""
-
-    def __init__(
-        self,
-        target: WatchTarget,
-        *,
-        on_change: Callable[[], None],
-        watch_timeout_s: int,
-        retry_delay_s: float,
-        stop: threading.Event,
-        page_size: int = PAGE_SIZE,
-    ) -> None:
-        self.target = target
-        self._page_size = page_size
-        self._on_change = on_change
-        self._watch_timeout_s = watch_timeout_s
-        self._retry_delay_s = retry_delay_s
-        self._stop = stop
-        self._lock = threading.Lock()
-        self._items: dict[str, Manifest] = {}
-        self._resource_version = ""
-        self.synced = False
-        self.failing_since: datetime | None = None
-        self.last_error: str | None = None
-        self.refused = False
-        self.relists = 0
-        self.absent = False  # an optional API the server does not serve (404)
-        self._watch: watch.Watch | None = None
-        self._thread = threading.Thread(
-            target=self._run, name=f"reflector-{target.name}", daemon=True
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def join(self, timeout_s: float) -> None:
-        """Stop watching now: an idle stream would otherwise block until its timeout."""
-        current = self._watch
-        if current is not None:
-            current.stop()
-            response = getattr(current, "_resp", None)
-            if response is not None:
-                with contextlib.suppress(OSError, ValueError):
-                    response.shutdown()
-        self._thread.join(timeout_s)
-
-    def items(self) -> list[Manifest]:
-        with self._lock:
-            return list(self._items.values())
-
-    def _run(self) -> None:
-        delay_s = self._retry_delay_s
-        while not self._stop.is_set():
-            try:
-                self._list()
-                self._mark_ok()
-                delay_s = self._retry_delay_s
-                self._watch_until_broken()
-            except ApiException as exc:
-                if exc.status == 410:
-                    log.info("watch expired, re-listing", extra={"collection": self.target.name})
-                    continue
-                if exc.status == 404 and self.target.optional:
-                    self._mark_absent()
-                    if self._stop.wait(ABSENT_RECHECK_S):
-                        return
-                    continue
-                self._mark_failing(exc)
-            except Exception as exc:
-                if self._stop.is_set():
-                    return
-                self._mark_failing(exc)
-            if self._stop.wait(delay_s):
-                return
-            delay_s = min(delay_s * 2, 30.0)
-
-    def _kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {}
-        if self.target.field_selector:
-            kwargs["field_selector"] = self.target.field_selector
-        return kwargs
-
-    def _list(self) -> None:
-        """List in pages (app/kube/pages.py), keeping each object's transform as it comes.
-
-        Pages bound what is held at once to one page of whole manifests: one response of
-        150,000 pods is ~230 MB of JSON, parsed whole before anything is dropped, and the
-        allocator keeps that peak as resident memory. Every page answers the first page's
-        resourceVersion, so the watch resumes from one consistent list; a 410 for an
-        expired continue token propagates and the reflector lists again from the start.
-
-        On a re-list, an object whose resourceVersion did not change keeps the object
-        already cached: no second copy while the list comes in, no transform again, and
-        the engine (which finds changed pods by identity) sees only what changed.
-        """
-        keep = self.target.transform
-        with self._lock:
-            cached = self._items
-        items: dict[str, Manifest] = {}
-        version = ""
-        for body in pages(self._fetch):
-            for item in body.get("items") or []:
-                key = _key(item)
-                same = cached.get(key)
-                if same is None or not same_version(same, item):
-                    same = keep(item) if keep else item
-                items[key] = same
-            version = version or (body.get("metadata") or {}).get("resourceVersion", "")
-            del body
-            if len(items) >= FREEZE_MIN_ITEMS:
-                hold()
-            if self._stop.is_set():
-                return  # stopping: an incomplete list is never stored
-        with self._lock:
-            self._items = items
-            self._resource_version = version
-        if len(items) >= FREEZE_MIN_ITEMS:
-            settle()
-        self.relists += 1
-        self.absent = False
-        self.synced = True
-        self._on_change()
-
-    def _fetch(self, token: str | None) -> bytes:
-        paging: dict[str, Any] = {"limit": self._page_size}
-        if token:
-            paging["_continue"] = token
-        response = self.target.list_func(
-            *self.target.args,
-            _preload_content=False,
-            _request_timeout=30,
-            **paging,
-            **self._kwargs(),
-        )
-        data: bytes = response.data
-        return data
-
-    def _watch_until_broken(self) -> None:
-        """Apply watch events until the stream ends; returns to re-watch, raises to re-list."""
-        while not self._stop.is_set():
-            # Events stay plain dicts (deserialize=False); naming the type skips the client's
-            # lookup of a model class, which fails for resource.k8s.io/v1 ResourceClaims.
-            self._watch = watch.Watch(return_type=dict)
-            for event in self._events(self._watch):
-                kind = event.get("type")
-                obj = event.get("object")
-                if not isinstance(obj, dict):
-                    continue
-                version = obj.get("metadata", {}).get("resourceVersion")
-                if kind == "BOOKMARK":
-                    self._resource_version = version or self._resource_version
-                    continue
-                if kind != "DELETED" and self.target.transform is not None:
-                    obj = self.target.transform(obj)
-                with self._lock:
-                    if kind == "DELETED":
-                        self._items.pop(_key(obj), None)
-                    else:
-                        self._items[_key(obj)] = obj
-                    if version:
-                        self._resource_version = version
-                self._on_change()
-            self._mark_ok()
-
-    def _events(self, stream: watch.Watch) -> Iterator[dict[str, Any]]:
-        yield from stream.stream(
-            self.target.list_func,
-            *self.target.args,
-            resource_version=self._resource_version,
-            timeout_seconds=self._watch_timeout_s,
-            allow_watch_bookmarks=True,
-            deserialize=False,
-            _request_timeout=self._watch_timeout_s + 30,
-            **self._kwargs(),
-        )
-
-    def _mark_absent(self) -> None:
-        """The server does not serve this optional API: hold nothing, and say so once."""
-        if not self.absent:
-            log.info("API not served; treated as empty", extra={"collection": self.target.name})
-        with self._lock:
-            changed = bool(self._items) or not self.synced
-            self._items = {}
-        self.absent = True
-        self.synced = True
-        self._mark_ok()
-        if changed:
-            self._on_change()
-
-    def _mark_ok(self) -> None:
-        if self.failing_since is not None:
-            log.info("API server reachable again", extra={"collection": self.target.name})
-        self.failing_since = None
-        self.last_error = None
-        self.refused = False
-
-    def _mark_failing(self, exc: Exception) -> None:
-        error = translate(exc, action=f"watching {self.target.name}")
-        self.refused = isinstance(error, ForbiddenError)
-        message = str(error)
-        if self.failing_since is None:
-            self.failing_since = datetime.now(UTC)
-            log.warning("%s", message, extra={"collection": self.target.name})
-        self.last_error = message
-        self._on_change()
 
 
 class ClusterCache:
@@ -277,8 +46,7 @@ class ClusterCache:
         self,
         api_client: client.ApiClient,
         *,
-        plugin_name: str,
-        plugin_namespace: str,
+        plugin: PluginTarget,
         configmap_name: str,
         config_namespaces: tuple[str, ...] = (),
         watch_timeout_s: int = 300,
@@ -286,51 +54,23 @@ class ClusterCache:
         probe_interval_s: float = 10.0,
         page_size: int = PAGE_SIZE,
     ) -> None:
-        core = client.CoreV1Api(api_client)
+        del configmap_name  # found among all of them (app/web/snapshots.py)
         self._version_api = client.VersionApi(api_client)
         self._probe_interval_s = probe_interval_s
         self._probe_failing_since: datetime | None = None
         self._probe_error: str | None = None
-        apps = client.AppsV1Api(api_client)
-        dra = client.ResourceV1Api(api_client)
-        targets = {
-            "nodes": WatchTarget("nodes", core.list_node, transform=slim_node),
-            "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
-            "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
-            "configmaps": WatchTarget(
-                "configmaps", core.list_namespaced_config_map, (plugin_namespace,)
-            ),
-            # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+): optional.
-            "deviceclasses": WatchTarget("deviceclasses", dra.list_device_class, optional=True),
-            "resourceslices": WatchTarget("resourceslices", dra.list_resource_slice, optional=True),
-            "resourceclaims": WatchTarget(
-                "resourceclaims", dra.list_resource_claim_for_all_namespaces, optional=True
-            ),
-            "resourceclaimtemplates": WatchTarget(
-                "resourceclaimtemplates",
-                dra.list_resource_claim_template_for_all_namespaces,
-                optional=True,
-            ),
-        }
-        del plugin_name, configmap_name  # found among all of them (app/web/snapshots.py)
-        for namespace in config_namespaces:
-            if namespace != plugin_namespace:
-                targets[f"configmaps@{namespace}"] = WatchTarget(
-                    f"configmaps@{namespace}", core.list_namespaced_config_map, (namespace,)
-                )
         self._stop = threading.Event()
         self._changed = threading.Condition()
         self.generation = 0
+        timing = WatchTiming(watch_timeout_s, retry_delay_s, page_size)
         self._reflectors = {
             name: Reflector(
                 target,
                 on_change=self._bump,
-                watch_timeout_s=watch_timeout_s,
-                retry_delay_s=retry_delay_s,
+                timing=timing,
                 stop=self._stop,
-                page_size=page_size,
             )
-            for name, target in targets.items()
+            for name, target in watch_targets(api_client, plugin, config_namespaces).items()
         }
 
     def start(self) -> None:
@@ -409,6 +149,35 @@ class ClusterCache:
         )
 
 
-def _key(obj: Manifest) -> str:
-    metadata = obj.get("metadata", {})
-    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+def watch_targets(
+    api_client: client.ApiClient, plugin: PluginTarget, config_namespaces: tuple[str, ...]
+) -> dict[str, WatchTarget]:
+    """The collections a cache watches, by name ("configmaps@ns" for the other namespaces)."""
+    core = client.CoreV1Api(api_client)
+    apps = client.AppsV1Api(api_client)
+    dra = client.ResourceV1Api(api_client)
+    targets = {
+        "nodes": WatchTarget("nodes", core.list_node, transform=slim_node),
+        "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
+        "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
+        "configmaps": WatchTarget(
+            "configmaps", core.list_namespaced_config_map, (plugin.namespace,)
+        ),
+        # Dynamic Resource Allocation (resource.k8s.io/v1, Kubernetes 1.34+): optional.
+        "deviceclasses": WatchTarget("deviceclasses", dra.list_device_class, optional=True),
+        "resourceslices": WatchTarget("resourceslices", dra.list_resource_slice, optional=True),
+        "resourceclaims": WatchTarget(
+            "resourceclaims", dra.list_resource_claim_for_all_namespaces, optional=True
+        ),
+        "resourceclaimtemplates": WatchTarget(
+            "resourceclaimtemplates",
+            dra.list_resource_claim_template_for_all_namespaces,
+            optional=True,
+        ),
+    }
+    for namespace in config_namespaces:
+        if namespace != plugin.namespace:
+            targets[f"configmaps@{namespace}"] = WatchTarget(
+                f"configmaps@{namespace}", core.list_namespaced_config_map, (namespace,)
+            )
+    return targets

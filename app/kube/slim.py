@@ -23,6 +23,7 @@ equal, on the benchmark cluster and every built-in scenario.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from app.domain.accounting.pods import is_daemon_pod
@@ -37,6 +38,7 @@ OWNER_KEPT = ("kind", "name", "controller")
 CONTAINER_KEPT = ("name", "image", "resources", "restartPolicy")
 STATUS_KEPT = ("phase", "reason", "startTime")
 STATUS_WHOLE = ("resourceClaimStatuses", "extendedResourceClaimStatus")
+Reduce = Callable[[Any], Any]
 PRUNE_MIN = 4_096  # Shared forgets parts no pod holds any more once it grows past this
 
 
@@ -115,17 +117,32 @@ def _meta(meta: dict[str, Any], shared: Shared | None) -> dict[str, Any]:
     return kept
 
 
+def _reduced(
+    kept: dict[str, Any], source: dict[str, Any], key: str, kind: type, reduce: Reduce
+) -> None:
+    """kept[key]: `reduce` of source[key] when it is a `kind` (None: left out), else as is.
+
+    A value of another kind is copied untouched: the engine, not the cache, judges it.
+    """
+    value = source.get(key)
+    if isinstance(value, kind):
+        value = reduce(value)
+        if value is not None:
+            kept[key] = value
+    elif key in source:
+        kept[key] = value
+
+
+def _visible_env(env: list[Any]) -> list[Any] | None:
+    visible = [e for e in env if not isinstance(e, dict) or e.get("name") == VISIBLE_DEVICES]
+    return visible or None
+
+
 def _container(container: Any) -> Any:
     if not isinstance(container, dict):
         return container
     kept = {key: container[key] for key in CONTAINER_KEPT if key in container}
-    env = container.get("env")
-    if isinstance(env, list):
-        visible = [e for e in env if not isinstance(e, dict) or e.get("name") == VISIBLE_DEVICES]
-        if visible:
-            kept["env"] = visible
-    elif "env" in container:
-        kept["env"] = env
+    _reduced(kept, container, "env", list, _visible_env)
     return kept
 
 
@@ -145,19 +162,18 @@ def _spec(spec: dict[str, Any], shared: Shared | None) -> dict[str, Any]:
     return kept
 
 
+def _told_state(state: dict[str, Any]) -> dict[str, Any] | None:
+    # Only a waiting or terminated container is told apart (its reason); a running one
+    # reads as one without a state.
+    told = {k: state[k] for k in ("waiting", "terminated") if k in state}
+    return told or None
+
+
 def _container_status(status: Any) -> Any:
     if not isinstance(status, dict):
         return status
     kept = {key: status[key] for key in ("name", "restartCount") if key in status}
-    state = status.get("state")
-    if isinstance(state, dict):
-        # Only a waiting or terminated container is told apart (its reason); a running one
-        # reads as one without a state.
-        told = {k: state[k] for k in ("waiting", "terminated") if k in state}
-        if told:
-            kept["state"] = told
-    elif "state" in status:
-        kept["state"] = state
+    _reduced(kept, status, "state", dict, _told_state)
     return kept
 
 

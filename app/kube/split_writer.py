@@ -17,13 +17,15 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.changes.history import ChangeRecord, change_id, record_event
+from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError
+from app.kube.calls import raw
+from app.kube.client import call_json
+from app.kube.events import daemonset_event
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
-from app.kube.status_races import replace_despite_status_writes
-from app.kube.writer import COMPONENT, PluginWriter, _raw
+from app.kube.writer import PluginWriter
 
 __all__ = ["SplitApplied", "SplitFailed", "SplitObjects", "SplitWriter"]
 
@@ -53,29 +55,17 @@ class SplitWriter:
 
     def __init__(self, writer: PluginWriter) -> None:
         self._writer = writer
-        api = writer._api_client
-        self._apps = client.AppsV1Api(api)
-        self._core = client.CoreV1Api(api)
-        self.namespace = writer.namespace
+        self._calls = writer.calls
+        self.namespace = writer.plugin.namespace
 
     def read(self, node: str, own_name: str) -> SplitObjects:
-        w = self._writer
-        objects = w.read()
-        ns = self.namespace
+        objects = self._writer.read()
         return SplitObjects(
-            node=w._optional(
-                lambda: self._core.read_node(node, **_raw()), action=f"reading node {node}"
-            ),
+            node=self._calls.read_node(node),
             shared=objects.daemonset,
             shared_configmap=objects.configmap,
-            own=w._optional(
-                lambda: self._apps.read_namespaced_daemon_set(own_name, ns, **_raw()),
-                action=f"reading DaemonSet {ns}/{own_name}",
-            ),
-            own_configmap=w._optional(
-                lambda: self._core.read_namespaced_config_map(own_name, ns, **_raw()),
-                action=f"reading ConfigMap {ns}/{own_name}",
-            ),
+            own=self._calls.read_daemonset(own_name),
+            own_configmap=self._calls.read_configmap(own_name),
         )
 
     def dry_run(self, plan: SplitPlan) -> dict[str, str | None]:
@@ -91,8 +81,37 @@ class SplitWriter:
 
     def apply(self, plan: SplitPlan, *, user: str, rolls_back: str | None = None) -> SplitApplied:
         """Make the writes in order; on a failure undo those made (app.kube.split_undo)."""
-        done: list[ObjectWrite] = []
         warnings: list[str] = []
+        self._write_all(plan, user=user, warnings=warnings)
+        at = self._writer.clock()
+        record = ChangeRecord(
+            id=change_id(at, secrets.token_hex(3)),
+            kind="split",
+            action="rollback" if plan.kind == "rollback" else "change",
+            at=at,
+            user=user,
+            summary=plan.describe(),
+            before=plan.before.as_json(),
+            after=plan.after.as_json(),
+            node=plan.node,
+            rolls_back=rolls_back,
+            warnings=tuple(warnings),
+        )
+        # About a DaemonSet of the plugin namespace, not the Node: the API server refuses an
+        # Event in that namespace about a cluster-scoped object (only default/kube-system).
+        involved = next((w for w in plan.writes if w.kind == "DaemonSet"), None)
+        target = (involved.before or involved.after if involved else None) or {
+            "metadata": {"name": plan.before.daemonset, "namespace": self.namespace}
+        }
+        event = daemonset_event(
+            record, target, namespace=self.namespace, reason=SPLIT_REASONS[plan.kind]
+        )
+        recorded = self._writer.trail.record_change(record, event, warnings)
+        return SplitApplied(record.id if recorded else None, at, tuple(warnings))
+
+    def _write_all(self, plan: SplitPlan, *, user: str, warnings: list[str]) -> None:
+        """Make the plan's writes in order; SplitFailed after undoing those made."""
+        done: list[ObjectWrite] = []
         for write in plan.writes:
             try:
                 self._write(write, dry_run=False)
@@ -113,106 +132,51 @@ class SplitWriter:
                     user=user,
                 ) from exc
             done.append(write)
-        at = self._writer._clock()
-        record = ChangeRecord(
-            id=change_id(at, secrets.token_hex(3)),
-            kind="split",
-            action="rollback" if plan.kind == "rollback" else "change",
-            at=at,
-            user=user,
-            summary=plan.describe(),
-            before=plan.before.as_json(),
-            after=plan.after.as_json(),
-            node=plan.node,
-            rolls_back=rolls_back,
-            warnings=tuple(warnings),
-        )
-        # About a DaemonSet of the plugin namespace, not the Node: the API server refuses an
-        # Event in that namespace about a cluster-scoped object (only default/kube-system).
-        involved = next((w for w in plan.writes if w.kind == "DaemonSet"), None)
-        target = (involved.before or involved.after if involved else None) or {
-            "metadata": {"name": plan.before.daemonset, "namespace": self.namespace}
-        }
-        event = record_event(
-            record,
-            namespace=self.namespace,
-            involved={"apiVersion": "apps/v1", "kind": "DaemonSet", **target},
-            reason=SPLIT_REASONS[plan.kind],
-            component=COMPONENT,
-        )
-        recorded = self._writer.record_change(record, event, warnings)
-        return SplitApplied(record.id if recorded else None, at, tuple(warnings))
 
     # one object ------------------------------------------------------------------------
 
     def _read_object(self, write: ObjectWrite) -> Manifest | None:
         """The object `write` is about, fresh from the API server (None: absent)."""
-        ns, name = self.namespace, write.name
         if write.kind == "Node":
-            return self._writer._optional(
-                lambda: self._core.read_node(name, **_raw()), action=f"reading node {name}"
-            )
+            return self._calls.read_node(write.name)
         if write.kind == "DaemonSet":
-            return self._writer._optional(
-                lambda: self._apps.read_namespaced_daemon_set(name, ns, **_raw()),
-                action=f"reading DaemonSet {ns}/{name}",
-            )
-        return self._writer._optional(
-            lambda: self._core.read_namespaced_config_map(name, ns, **_raw()),
-            action=f"reading ConfigMap {ns}/{name}",
-        )
-
-    def _replace_daemonset(self, write: ObjectWrite, kwargs: dict[str, Any]) -> None:
-        def replace(body: Any) -> Manifest | None:
-            return self._writer._call(
-                lambda: self._apps.replace_namespaced_daemon_set(
-                    write.name, self.namespace, body, **kwargs
-                ),
-                action=f"{write.action} {write.kind} {write.name}",
-            )
-
-        def read() -> Manifest | None:
-            return self._read_object(write)
-
-        assert write.after is not None and write.before is not None
-        replace_despite_status_writes(replace, read, write.after, seen=write.before)
+            return self._calls.read_daemonset(write.name)
+        return self._calls.read_configmap(write.name)
 
     def _write(self, write: ObjectWrite, *, dry_run: bool) -> None:
-        ns = self.namespace
-        kwargs = _raw(dry_run)
-        body: Any = write.after
         action = f"{write.action} {write.kind} {write.name}"
-        call: Callable[[], Any]
+        if write.kind == "DaemonSet" and write.action not in ("create", "delete"):
+            assert write.after is not None and write.before is not None
+            self._calls.replace_daemonset(
+                write.name, write.after, seen=write.before, dry_run=dry_run, action=action
+            )
+            return
+        call_json(self._call(write, raw(dry_run)), action=action)
+
+    def _call(self, write: ObjectWrite, kwargs: dict[str, Any]) -> Callable[[], Any]:
+        """The client call that makes `write` (all but the DaemonSet replace)."""
+        ns, apps, core = self.namespace, self._calls.apps, self._calls.core
+        body: Any = write.after
         if write.kind == "Node":
-            call = lambda: self._core.patch_node(  # noqa: E731
+            return lambda: core.patch_node(
                 write.name,
                 {"metadata": body},
                 _content_type="application/merge-patch+json",
                 **kwargs,
             )
-        elif write.action == "delete":
+        if write.action == "delete":
             # uid, not resourceVersion: the controller rewrites a DaemonSet's status all the
             # time (the label write just before makes it do so), the object stays the one seen.
             uid = ((write.before or {}).get("metadata") or {}).get("uid")
             options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
             delete = (
-                self._apps.delete_namespaced_daemon_set
+                apps.delete_namespaced_daemon_set
                 if write.kind == "DaemonSet"
-                else self._core.delete_namespaced_config_map
+                else core.delete_namespaced_config_map
             )
-            call = lambda: delete(write.name, ns, body=options, **kwargs)  # noqa: E731
-        elif write.kind == "DaemonSet":
-            if write.action == "create":
-                call = lambda: self._apps.create_namespaced_daemon_set(  # noqa: E731
-                    ns, body, **kwargs
-                )
-            else:
-                self._replace_daemonset(write, kwargs)
-                return
-        elif write.action == "create":
-            call = lambda: self._core.create_namespaced_config_map(ns, body, **kwargs)  # noqa: E731
-        else:
-            call = lambda: self._core.replace_namespaced_config_map(  # noqa: E731
-                write.name, ns, body, **kwargs
-            )
-        self._writer._call(call, action=action)
+            return lambda: delete(write.name, ns, body=options, **kwargs)
+        if write.kind == "DaemonSet":
+            return lambda: apps.create_namespaced_daemon_set(ns, body, **kwargs)
+        if write.action == "create":
+            return lambda: core.create_namespaced_config_map(ns, body, **kwargs)
+        return lambda: core.replace_namespaced_config_map(write.name, ns, body, **kwargs)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from app.domain.changes.models import ChangePlan
 from app.domain.changes.outcome import Found, configmap_found, daemonset_found, describe
 from app.domain.cluster import Manifest
+from app.domain.plugin.target import PluginTarget
 from app.errors import ClusterError, ClusterUnavailableError
 
 audit_log = logging.getLogger("gpu_slots.audit")
@@ -52,12 +53,16 @@ class Settle:
     """Decides, by re-reading, what a failed write of `plan` actually did."""
 
     def __init__(
-        self, plan: ChangePlan, read_configmap: Reader, read_daemonset: Reader, where: str
+        self,
+        plan: ChangePlan,
+        read_configmap: Reader,
+        read_daemonset: Reader,
+        plugin: PluginTarget,
     ) -> None:
         self.plan = plan
         self._read_configmap = read_configmap
         self._read_daemonset = read_daemonset
-        self.where = where  # namespace/name of the DaemonSet, for messages
+        self.plugin = plugin  # the DaemonSet, for messages
 
     def configmap_write(self, exc: ClusterError, warnings: list[str]) -> Manifest | None:
         """The ConfigMap as written despite `exc`, or the error to raise."""
@@ -149,11 +154,10 @@ class Settle:
         return configmap_found(current, self.plan), current
 
     def _unknown(self, cause: ClusterError, error: ClusterError) -> ApplyFailed:
-        namespace, _, name = self.where.partition("/")
         return ApplyFailed(
             f"{cause}. The answer was lost and re-reading failed too ({error}): the state of "
             "the DaemonSet and its ConfigMap is unknown. Check with: kubectl -n "
-            f"{namespace} get daemonset {name} -o yaml",
+            f"{self.plugin.namespace} get daemonset {self.plugin.name} -o yaml",
             cause=cause,
             restored=False,
             state="unknown",

@@ -1,4 +1,4 @@
-"""The only code that writes the plugin's config: its changes, their records and Events.
+"""The only code that writes the plugin's config: its DaemonSet and ConfigMap, and dry runs.
 
 Writes carry the resourceVersions the plan was made from, so someone else's change in
 between is a 409 and nothing is written. The ConfigMap is written before the DaemonSet
@@ -6,15 +6,15 @@ between is a 409 and nothing is written. The ConfigMap is written before the Dae
 must not lose theirs). When the DaemonSet write fails, the ConfigMap write is undone.
 After a timeout or a 5xx the objects are re-read first (app.kube.uncertain): a write that
 was committed is never undone as if it had failed, and the admin is told the state found.
-Each applied change is kept in the durable history (app.kube.history) and announced by an
-Event. Calls made here are all declared in app.kube.permissions.
+Each applied change is kept in the durable history and announced by an Event
+(app.kube.events). Calls made here are all declared in app.kube.permissions.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 import secrets
-import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,24 +23,21 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.changes.history import ChangeRecord, change_id, record_event
+from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
-
-__all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 from app.domain.cluster import Manifest
-from app.errors import ClusterError, ConflictError, NotFoundError
-from app.kube.client import call_json, copy_api_client, translate
+from app.domain.plugin.target import PluginTarget
+from app.errors import ClusterError, ConflictError
+from app.kube.calls import NamespaceCalls, raw
+from app.kube.client import call_json, copy_api_client
+from app.kube.events import AuditTrail
 from app.kube.history import ChangeHistory
-from app.kube.status_races import replace_despite_status_writes
 from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
 
-log = logging.getLogger(__name__)
-audit_log = logging.getLogger("gpu_slots.audit")
+__all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 
-TIMEOUT_S = 15
-EVENT_REASONS = {"change": "GpuSlotsConfigChanged", "rollback": "GpuSlotsConfigRolledBack"}
-COMPONENT = "gpu-slots"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -88,23 +85,25 @@ class PluginWriter:
         self,
         api_client: client.ApiClient,
         *,
-        namespace: str,
-        daemonset_name: str,
+        plugin: PluginTarget,
         configmap_name: str,
         clock: Callable[[], datetime] = utc_now,
         audit_client: client.ApiClient | None = None,
         history: ChangeHistory | None = None,
     ) -> None:
-        self._api_client = api_client
-        self._apps = client.AppsV1Api(api_client)
-        self._core = client.CoreV1Api(api_client)
-        self._events = client.CoreV1Api(audit_client or api_client)
-        self.namespace = namespace
-        self.daemonset_name = daemonset_name
+        self.plugin = plugin
         self.configmap_name = configmap_name
-        self._clock = clock
-        self._audit_client = audit_client or api_client
-        self.history = history
+        self.clock = clock
+        self.trail = AuditTrail(audit_client or api_client, plugin=plugin, history=history)
+        self._bind(api_client)
+
+    def _bind(self, api_client: client.ApiClient) -> None:
+        self.api_client = api_client
+        self.calls = NamespaceCalls(api_client, self.plugin.namespace)
+
+    @property
+    def history(self) -> ChangeHistory | None:
+        return self.trail.history
 
     @contextmanager
     def acting_as(self, user: str | None, groups: tuple[str, ...] = ()) -> Iterator[PluginWriter]:
@@ -113,28 +112,18 @@ class PluginWriter:
             yield self
             return
         impersonating = copy_api_client(
-            self._api_client, impersonate_user=user, impersonate_groups=groups
+            self.api_client, impersonate_user=user, impersonate_groups=groups
         )
         try:
-            yield PluginWriter(
-                impersonating,
-                namespace=self.namespace,
-                daemonset_name=self.daemonset_name,
-                configmap_name=self.configmap_name,
-                clock=self._clock,
-                audit_client=self._audit_client,
-                history=self.history,
-            )
+            acting = copy.copy(self)
+            acting._bind(impersonating)
+            yield acting
         finally:
             impersonating.close()
-
-    # reads -------------------------------------------------------------------------------
 
     def read(self) -> ClusterObjects:
         """Both objects, fresh from the API server (None where absent)."""
         return ClusterObjects(self._read_daemonset(), self._read_configmap())
-
-    # writes ------------------------------------------------------------------------------
 
     def dry_run(self, plan: ChangePlan) -> DryRunResult:
         """Send each write with dryRun=All; collect the server's objections."""
@@ -155,40 +144,18 @@ class PluginWriter:
     def apply(self, plan: ChangePlan, *, user: str, rolls_back: str | None = None) -> ApplyResult:
         """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it."""
         warnings: list[str] = []
-        settle = Settle(plan, self._read_configmap, self._read_daemonset, self._where())
+        settle = self._settle(plan)
         try:
-            try:
-                written_cm = self._write_configmap(plan, dry_run=False)
-            except ClusterError as exc:
-                written_cm = settle.configmap_write(exc, warnings)
-            try:
-                written_ds = self._write_daemonset(plan, dry_run=False)
-            except ClusterError as exc:
-                try:
-                    written_ds = settle.daemonset_write(exc, warnings)
-                except NotWritten:
-                    raise self._undo_configmap(plan, written_cm, exc) from exc
+            written_cm, written_ds = self._write_both(plan, settle, warnings)
         except ApplyFailed as failed:
-            audit_failure(plan, failed, user=user, daemonset=self._where())
+            audit_failure(plan, failed, user=user, daemonset=self.plugin.ref)
             raise
         result_cm = written_cm if written_cm is not None else plan.configmap_before
-        if plan.configmap_action is ConfigMapAction.DELETE:
-            try:
-                self._delete_configmap(plan, dry_run=False)
-                result_cm = None
-            except ClusterError as exc:
-                if settle.deleted(exc):
-                    result_cm = None
-                    warnings.append(
-                        f"The answer to the ConfigMap deletion was lost ({exc}); re-reading "
-                        "shows it was deleted."
-                    )
-                else:
-                    warnings.append(
-                        f"The DaemonSet is updated, but the ConfigMap could not be deleted "
-                        f"({exc}); it is left behind, unused."
-                    )
-        applied_at = self._clock()
+        if plan.configmap_action is ConfigMapAction.DELETE and self._deleted_after(
+            plan, settle, warnings
+        ):
+            result_cm = None
+        applied_at = self.clock()
         record = ChangeRecord(
             id=change_id(applied_at, secrets.token_hex(3)),
             kind="mode",
@@ -201,73 +168,123 @@ class PluginWriter:
             rolls_back=rolls_back,
             warnings=tuple(warnings),
         )
-        recorded = self._audit(plan, written_ds, record, warnings=warnings)
+        recorded = self.trail.mode_change(plan, written_ds, record, warnings)
         return ApplyResult(
             written_ds, result_cm, applied_at, tuple(warnings), record.id if recorded else None
         )
 
-    def _where(self) -> str:
-        return f"{self.namespace}/{self.daemonset_name}"
+    # the steps of a change -------------------------------------------------------------
+
+    def _settle(self, plan: ChangePlan) -> Settle:
+        return Settle(plan, self._read_configmap, self._read_daemonset, self.plugin)
+
+    def _write_both(
+        self, plan: ChangePlan, settle: Settle, warnings: list[str]
+    ) -> tuple[Manifest | None, Manifest]:
+        """The ConfigMap and the DaemonSet as written; the ConfigMap undone if the second fails."""
+        try:
+            written_cm = self._write_configmap(plan, dry_run=False)
+        except ClusterError as exc:
+            written_cm = settle.configmap_write(exc, warnings)
+        try:
+            written_ds = self._write_daemonset(plan, dry_run=False)
+        except ClusterError as exc:
+            try:
+                written_ds = settle.daemonset_write(exc, warnings)
+            except NotWritten:
+                raise self._undo_configmap(plan, written_cm, exc) from exc
+        return written_cm, written_ds
+
+    def _deleted_after(self, plan: ChangePlan, settle: Settle, warnings: list[str]) -> bool:
+        """Delete the ConfigMap the DaemonSet no longer uses; whether it is gone."""
+        try:
+            self._delete_configmap(plan, dry_run=False)
+            return True
+        except ClusterError as exc:
+            if settle.deleted(exc):
+                warnings.append(
+                    f"The answer to the ConfigMap deletion was lost ({exc}); re-reading "
+                    "shows it was deleted."
+                )
+                return True
+            warnings.append(
+                f"The DaemonSet is updated, but the ConfigMap could not be deleted "
+                f"({exc}); it is left behind, unused."
+            )
+            return False
+
+    # one object ------------------------------------------------------------------------
 
     def _read_configmap(self) -> Manifest | None:
-        return self._optional(
-            lambda: self._core.read_namespaced_config_map(
-                self.configmap_name, self.namespace, **_raw()
-            ),
-            action=f"reading ConfigMap {self.namespace}/{self.configmap_name}",
-        )
+        return self.calls.read_configmap(self.configmap_name)
 
     def _read_daemonset(self) -> Manifest | None:
-        return self._optional(
-            lambda: self._apps.read_namespaced_daemon_set(
-                self.daemonset_name, self.namespace, **_raw()
-            ),
-            action=f"reading DaemonSet {self.namespace}/{self.daemonset_name}",
-        )
+        return self.calls.read_daemonset(self.plugin.name)
 
     def _write_configmap(self, plan: ChangePlan, *, dry_run: bool) -> Manifest | None:
         body: Any = plan.configmap  # plain JSON: the client sends dicts as they are
         if body is None:
             return None
-        kwargs = _raw(dry_run)
-        name = f"ConfigMap {self.namespace}/{self.configmap_name}"
+        core, ns, kwargs = self.calls.core, self.plugin.namespace, raw(dry_run)
+        name = f"ConfigMap {ns}/{self.configmap_name}"
         if plan.configmap_action is ConfigMapAction.CREATE:
-            return self._call(
-                lambda: self._core.create_namespaced_config_map(self.namespace, body, **kwargs),
+            return call_json(
+                lambda: core.create_namespaced_config_map(ns, body, **kwargs),
                 action=f"creating {name}",
             )
-        return self._call(
-            lambda: self._core.replace_namespaced_config_map(
-                self.configmap_name, self.namespace, body, **kwargs
-            ),
+        return call_json(
+            lambda: core.replace_namespaced_config_map(self.configmap_name, ns, body, **kwargs),
             action=f"updating {name}",
         )
 
     def _write_daemonset(self, plan: ChangePlan, *, dry_run: bool) -> Manifest:
-        def replace(body: Any) -> Manifest | None:
-            return self._call(
-                lambda: self._apps.replace_namespaced_daemon_set(
-                    self.daemonset_name, self.namespace, body, **_raw(dry_run)
-                ),
-                action=f"updating DaemonSet {self.namespace}/{self.daemonset_name}",
-            )
-
-        result = replace_despite_status_writes(
-            replace, self._read_daemonset, plan.daemonset, seen=plan.daemonset_before
+        result = self.calls.replace_daemonset(
+            self.plugin.name,
+            plan.daemonset,
+            seen=plan.daemonset_before,
+            dry_run=dry_run,
+            action=f"updating DaemonSet {self.plugin.ref}",
         )
         assert result is not None
         return result
 
     def _delete_configmap(self, plan: ChangePlan, *, dry_run: bool) -> None:
         version = plan.resource_versions["configmap"]
+        self._delete_configmap_at(
+            version,
+            dry_run=dry_run,
+            action=f"deleting ConfigMap {self.plugin.namespace}/{self.configmap_name}",
+        )
+
+    def _delete_configmap_at(self, version: str | None, *, dry_run: bool, action: str) -> None:
+        """Delete the ConfigMap if it still has resourceVersion `version`."""
         options = client.V1DeleteOptions(
             preconditions=client.V1Preconditions(resource_version=version)
         )
-        self._call(
-            lambda: self._core.delete_namespaced_config_map(
-                self.configmap_name, self.namespace, body=options, **_raw(dry_run)
+        call_json(
+            lambda: self.calls.core.delete_namespaced_config_map(
+                self.configmap_name, self.plugin.namespace, body=options, **raw(dry_run)
             ),
-            action=f"deleting ConfigMap {self.namespace}/{self.configmap_name}",
+            action=action,
+        )
+
+    def _restore_configmap(self, plan: ChangePlan, written: Manifest) -> None:
+        """Undo the ConfigMap write `written`: delete what was created, else put back the old."""
+        version = str((written.get("metadata") or {}).get("resourceVersion", ""))
+        if plan.configmap_action is ConfigMapAction.CREATE:
+            self._delete_configmap_at(
+                version,
+                dry_run=False,
+                action="removing the ConfigMap created for the failed change",
+            )
+            return
+        before: Any = dict(plan.configmap_before or {})
+        before["metadata"] = {**before.get("metadata", {}), "resourceVersion": version}
+        call_json(
+            lambda: self.calls.core.replace_namespaced_config_map(
+                self.configmap_name, self.plugin.namespace, before, **raw()
+            ),
+            action="restoring the ConfigMap after the failed change",
         )
 
     def _undo_configmap(
@@ -276,30 +293,10 @@ class PluginWriter:
         """Restore the ConfigMap after a failed DaemonSet write; the error to raise."""
         if written is None:
             return cause
-        version = str((written.get("metadata") or {}).get("resourceVersion", ""))
         try:
-            if plan.configmap_action is ConfigMapAction.CREATE:
-                options = client.V1DeleteOptions(
-                    preconditions=client.V1Preconditions(resource_version=version)
-                )
-                self._call(
-                    lambda: self._core.delete_namespaced_config_map(
-                        self.configmap_name, self.namespace, body=options, **_raw()
-                    ),
-                    action="removing the ConfigMap created for the failed change",
-                )
-            else:
-                before: Any = dict(plan.configmap_before or {})
-                before["metadata"] = {**before.get("metadata", {}), "resourceVersion": version}
-                self._call(
-                    lambda: self._core.replace_namespaced_config_map(
-                        self.configmap_name, self.namespace, before, **_raw()
-                    ),
-                    action="restoring the ConfigMap after the failed change",
-                )
+            self._restore_configmap(plan, written)
         except ClusterError as undo_error:
-            settle = Settle(plan, self._read_configmap, self._read_daemonset, self._where())
-            settled = settle.undo(cause, undo_error)
+            settled = self._settle(plan).undo(cause, undo_error)
             if settled is not None:
                 return settled
             log.error(
@@ -322,97 +319,6 @@ class PluginWriter:
             restored=True,
             state=describe(configmap=Found.OLD, daemonset=Found.OLD),
         )
-
-    # audit -------------------------------------------------------------------------------
-
-    def _audit(
-        self,
-        plan: ChangePlan,
-        daemonset: Manifest,
-        record: ChangeRecord,
-        *,
-        warnings: list[str],
-    ) -> bool:
-        """Log the change, keep it in the history, announce it; False: not in the history."""
-        verb = "rolled back" if plan.kind == "rollback" else "changed"
-        message = (
-            f"{record.user} {verb} the device plugin config: {plan.before.describe()} -> "
-            f"{plan.after.describe()} (ConfigMap {plan.configmap_action.value})"
-        )
-        audit_log.info(
-            message,
-            extra={
-                "user": record.user,
-                "kind": plan.kind,
-                "change_id": record.id,
-                "before": plan.before.as_json(),
-                "after": plan.after.as_json(),
-                "configmap_action": plan.configmap_action.value,
-                "daemonset": f"{self.namespace}/{self.daemonset_name}",
-            },
-        )
-        event = record_event(
-            record,
-            namespace=self.namespace,
-            involved={"apiVersion": "apps/v1", "kind": "DaemonSet", **daemonset},
-            reason=EVENT_REASONS[plan.kind],
-            component=COMPONENT,
-        )
-        event["message"] = message[:1024]
-        event["reportingInstance"] = socket.gethostname()[:128]
-        return self.record_change(record, event, warnings)
-
-    def record_change(self, record: ChangeRecord, event: Manifest, warnings: list[str]) -> bool:
-        """Keep `record` in the history, then announce it; False: it is not in the history.
-
-        Failures are warnings, not a failed change: the change is made either way.
-        """
-        if self.history is None:
-            return self.notify(event, warnings)
-        kept = True
-        try:
-            self.history.record(record)
-        except ClusterError as error:
-            kept = False
-            log.warning("%s", error)
-            warnings.append(
-                f"The change is applied, but {error}: it is not in the change history, so it "
-                "cannot be rolled back from there; see the dashboard's log."
-            )
-        self.notify(event, warnings)
-        return kept
-
-    def notify(self, event: Manifest, warnings: list[str]) -> bool:
-        """Create an audit Event as the dashboard; a failure is a warning, not a failed change."""
-        body: Any = event
-        try:
-            self._events.create_namespaced_event(
-                self.namespace, body, _request_timeout=TIMEOUT_S, _preload_content=False
-            )
-        except Exception as exc:  # the change is made: report, don't fail it
-            error = translate(exc, action="recording the audit Event")
-            log.warning("%s", error)
-            warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
-            return False
-        return True
-
-    # plumbing ----------------------------------------------------------------------------
-
-    def _call(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
-        return call_json(call, action=action)
-
-    def _optional(self, call: Callable[[], Any], *, action: str) -> Manifest | None:
-        try:
-            return self._call(call, action=action)
-        except NotFoundError:
-            return None
-
-
-def _raw(dry_run: bool = False) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"_preload_content": False, "_request_timeout": TIMEOUT_S}
-    if dry_run:
-        kwargs["dry_run"] = "All"
-    return kwargs
 
 
 def check_versions(plan: ChangePlan, expected: Mapping[str, str | None]) -> None:

@@ -66,8 +66,7 @@ DOCS_CSP = PAGE_CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inli
 
 def accounting_options(settings: Settings) -> AccountingOptions:
     return AccountingOptions(
-        plugin_name=settings.kubernetes_device_plugin_name,
-        plugin_namespace=settings.kubernetes_device_plugin_namespace,
+        plugin=settings.plugin_target,
         plugin_configmap_name=settings.plugin_configmap_name,
         serving_resource=settings.serving_gpu_resource,
         agent_stale_after_s=settings.agent_stale_after_s,

@@ -124,7 +124,7 @@ def node_gpus(state: NodeState) -> list[NodeGpu]:
 
 
 def _shared_name(runtime: Runtime) -> str:
-    return runtime.settings.kubernetes_device_plugin_name
+    return runtime.settings.plugin_target.name
 
 
 def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
@@ -151,7 +151,7 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
         node=node,
         daemonset=GoverningOut(
             name=current.daemonset,
-            namespace=runtime.settings.kubernetes_device_plugin_namespace,
+            namespace=runtime.settings.plugin_target.namespace,
             own=current.own,
         ),
         configKey=current.config_key,
@@ -232,7 +232,7 @@ def _check_governed(runtime: Runtime, state: NodeState) -> None:
     raise PlanRefused(
         RefusalCode.OTHER_INSTALL,
         f"Node {state.name} runs the plugin pod {pod.name} of another plugin DaemonSet, not "
-        f"{runtime.settings.kubernetes_device_plugin_namespace}/{shared}: GPU Slots changes "
+        f"{runtime.settings.plugin_target.ref}: GPU Slots changes "
         "only the configured install (GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE). "
         "Point those settings at that install to change this node.",
     )
@@ -242,7 +242,7 @@ def preview_split(
     runtime: Runtime, principal: Principal, request: SplitRequest, *, rollback: bool = False
 ) -> SplitPreview:
     """The plan with its diffs and the server's dry run; raises PlanRefused/ClusterError."""
-    ns = runtime.settings.kubernetes_device_plugin_namespace
+    ns = runtime.settings.plugin_target.namespace
     with writer_for(runtime, principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
         plan = _plan(runtime, writer, request, rollback=rollback)

@@ -195,9 +195,9 @@ def http_error(error: PlanRefused | ClusterError) -> HTTPException:
 
 
 def build_preview(runtime: Runtime, writer: PluginWriter, plan: ChangePlan) -> Preview:
-    namespace = runtime.settings.kubernetes_device_plugin_namespace
-    cm_title = f"configmap/{namespace}/{runtime.settings.plugin_configmap_name}"
-    ds_title = f"daemonset/{namespace}/{runtime.settings.kubernetes_device_plugin_name}"
+    target = runtime.settings.plugin_target
+    cm_title = f"configmap/{target.namespace}/{runtime.settings.plugin_configmap_name}"
+    ds_title = f"daemonset/{target.ref}"
     cm_after = plan.configmap if plan.configmap is not None else plan.configmap_before
     if plan.configmap_action.value == "delete":
         cm_after = None
@@ -294,12 +294,9 @@ def change_mode(
 def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
     """The shared DaemonSet and its ConfigMap as the watch cache holds them (no API call)."""
     settings = runtime.settings
-    namespace = settings.kubernetes_device_plugin_namespace
+    namespace = settings.plugin_target.namespace
     daemonsets = [
-        ds
-        for ds in runtime.source.items("daemonsets")
-        if (ds.get("metadata") or {}).get("name") == settings.kubernetes_device_plugin_name
-        and (ds.get("metadata") or {}).get("namespace") in (None, namespace)
+        ds for ds in runtime.source.items("daemonsets") if settings.plugin_target.matches(ds)
     ]
     configmaps = [
         cm
@@ -316,8 +313,8 @@ def config_view(runtime: Runtime) -> dict[str, Any]:
     daemonset, configmap = cached_objects(runtime)
     view: dict[str, Any] = {
         "daemonset": {
-            "name": settings.kubernetes_device_plugin_name,
-            "namespace": settings.kubernetes_device_plugin_namespace,
+            "name": settings.plugin_target.name,
+            "namespace": settings.plugin_target.namespace,
             "found": daemonset is not None,
             "resourceVersion": _rv(daemonset),
         },

@@ -89,8 +89,7 @@ def build_app(
     api_client = make_api_client(host=kube_server)
     cache = ClusterCache(
         api_client,
-        plugin_name=settings.kubernetes_device_plugin_name,
-        plugin_namespace=settings.kubernetes_device_plugin_namespace,
+        plugin=settings.plugin_target,
         configmap_name=settings.plugin_configmap_name,
         config_namespaces=tuple(settings.plugin_config_namespaces),
         watch_timeout_s=settings.watch_timeout_s,
@@ -99,8 +98,7 @@ def build_app(
     )
     writer = PluginWriter(
         api_client,
-        namespace=settings.kubernetes_device_plugin_namespace,
-        daemonset_name=settings.kubernetes_device_plugin_name,
+        plugin=settings.plugin_target,
         configmap_name=settings.plugin_configmap_name,
         history=ChangeHistory(
             api_client,

@@ -363,7 +363,7 @@ class SnapshotService:
         return ClusterState(
             daemonset=configured_daemonset(daemonsets, self._options),
             configmaps=configmaps_by_key(
-                self._source.items("configmaps"), self._options.plugin_namespace
+                self._source.items("configmaps"), self._options.plugin.namespace
             ),
             nodes=nodes,
             pods=self._source.items("pods"),
@@ -431,13 +431,7 @@ class SnapshotService:
 
 def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
     """The DaemonSet GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME names, among all watched ones."""
-    for daemonset in daemonsets:
-        meta = daemonset.get("metadata") or {}
-        if meta.get("name") == options.plugin_name and (
-            meta.get("namespace") in (None, options.plugin_namespace)
-        ):
-            return daemonset
-    return None
+    return next((ds for ds in daemonsets if options.plugin.matches(ds)), None)
 
 
 def configmaps_by_key(configmaps: list[Manifest], plugin_namespace: str) -> dict[str, Manifest]:

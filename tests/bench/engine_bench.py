@@ -25,7 +25,7 @@ from app.domain.accounting.engine import build_snapshot
 from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.report import AgentReport, ReceivedReport
-from app.kube.cache import settle
+from app.kube.collector import settle
 from app.simulator.apiserver.resources import DAEMONSET, NODE, POD
 from tests.bench import cluster_gen, simserver
 

@@ -306,7 +306,7 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     extra: dict[str, Any] = {}
     try:
         from app.domain.accounting.facts import EngineMemo  # type: ignore[attr-defined, unused-ignore]
-        from app.kube.cache import settle  # type: ignore[attr-defined, unused-ignore]
+        from app.kube.collector import settle  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         pass
     else:

@@ -10,6 +10,7 @@ import pytest
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION
+from app.domain.plugin.target import PluginTarget
 from tests import factories as f
 from tests.domain.dra_worlds import DRA_CASES
 from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world
@@ -386,7 +387,7 @@ def test_host_process_finding_names_gpu_pid_and_memory() -> None:
 
 def test_runtime_class_remedy_names_the_real_daemonset() -> None:
     state = world(ds_kwargs={"runtime_class": None, "namespace": "gpu"}, allocatable=0)
-    options = AccountingOptions(plugin_namespace="gpu")
+    options = AccountingOptions(plugin=PluginTarget(namespace="gpu"))
     [item] = [x for x in snap(state, options=options).findings if x.code == "runtime-class-missing"]
     assert "kubectl -n gpu patch daemonset nvidia-device-plugin-daemonset" in item.remedy
     assert '"runtimeClassName":"nvidia"' in item.remedy

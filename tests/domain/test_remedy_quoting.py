@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from app.domain.cluster import ClusterState
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.findings.shell import sh
+from app.domain.plugin.target import PluginTarget
 from app.domain.snapshot import Finding
 from tests import factories as f
 from tests.domain.test_findings import CASES, HISTORY_CODES
@@ -72,8 +73,9 @@ def hostile(state: ClusterState) -> ClusterState:
 def hostile_options(options: Any) -> Any:
     return dataclasses.replace(
         options,
-        plugin_name=_swap_text(options.plugin_name),
-        plugin_namespace=_swap_text(options.plugin_namespace),
+        plugin=PluginTarget(
+            namespace=_swap_text(options.plugin.namespace), name=_swap_text(options.plugin.name)
+        ),
         plugin_configmap_name=_swap_text(options.plugin_configmap_name),
     )
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from app.domain.plugin.target import PluginTarget
 from app.kube.cache import ClusterCache
 from app.kube.client import make_api_client
 from app.simulator.world.cluster import SimulatedCluster
@@ -18,8 +19,7 @@ DRA_KINDS = ("DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemp
 def _cache(url: str) -> ClusterCache:
     return ClusterCache(
         make_api_client(host=url),
-        plugin_name="nvidia-device-plugin-daemonset",
-        plugin_namespace="kube-system",
+        plugin=PluginTarget(),
         configmap_name="nvidia-device-plugin-config",
         watch_timeout_s=30,
         retry_delay_s=0.05,

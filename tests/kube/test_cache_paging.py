@@ -7,6 +7,7 @@ from typing import Any
 
 from kubernetes import client
 
+from app.domain.plugin.target import PluginTarget
 from app.kube.cache import ClusterCache
 from app.kube.client import make_api_client
 from app.simulator.world.cluster import SimulatedCluster
@@ -32,8 +33,7 @@ def test_pods_listed_three_a_page_are_all_cached_and_then_watched() -> None:
     sim.faults.reset_counts()
     cache = ClusterCache(
         make_api_client(host=url),
-        plugin_name="nvidia-device-plugin-daemonset",
-        plugin_namespace="kube-system",
+        plugin=PluginTarget(),
         configmap_name="nvidia-device-plugin-config",
         watch_timeout_s=30,
         retry_delay_s=0.05,

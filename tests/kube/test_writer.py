@@ -12,6 +12,7 @@ from kubernetes import client
 
 from app.domain.changes.models import ChangeRequest, ConfigMapAction
 from app.domain.changes.plan import plan_change, plan_rollback
+from app.domain.plugin.target import PluginTarget
 from app.errors import ConflictError
 from app.kube.client import make_api_client
 from app.kube.writer import ApplyFailed, PluginWriter, check_versions
@@ -41,7 +42,7 @@ def api(simulator: SimulatedCluster) -> Iterator[client.ApiClient]:
 
 @pytest.fixture
 def writer(api: client.ApiClient) -> PluginWriter:
-    return PluginWriter(api, namespace=NS, daemonset_name=DS, configmap_name=CM)
+    return PluginWriter(api, plugin=PluginTarget(namespace=NS, name=DS), configmap_name=CM)
 
 
 def ts(replicas: int = 4) -> ChangeRequest:
@@ -263,7 +264,7 @@ def test_writer_acting_as_impersonates_the_user_and_group() -> None:
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     api_client = make_api_client(host=f"http://127.0.0.1:{server.server_address[1]}")
-    writer = PluginWriter(api_client, namespace=NS, daemonset_name=DS, configmap_name=CM)
+    writer = PluginWriter(api_client, plugin=PluginTarget(namespace=NS, name=DS), configmap_name=CM)
     try:
         with writer.acting_as("ada", ("gpu-admins",)) as acting:
             assert acting.read().daemonset is None

@@ -198,7 +198,7 @@ def readable(options: AccountingOptions) -> frozenset[str] | None:
     """Namespaces whose ConfigMaps the engine was given (None: all of them)."""
     if options.config_namespaces is None:
         return None
-    return frozenset({options.plugin_namespace, *options.config_namespaces})
+    return frozenset({options.plugin.namespace, *options.config_namespaces})
 
 
 def _mode_replicas_resource(

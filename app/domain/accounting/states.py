@@ -150,8 +150,8 @@ def plugin_state(
             f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
         )
     return PluginState(
-        name=spec.name if spec else options.plugin_name,
-        namespace=spec.namespace if spec else options.plugin_namespace,
+        name=spec.name if spec else options.plugin.name,
+        namespace=spec.namespace if spec else options.plugin.namespace,
         found=spec is not None,
         image=spec.image if spec else None,
         version=spec.version_text if spec else None,

@@ -70,14 +70,14 @@ def _missing(facts: ClusterFacts) -> Finding:
     gpu_nodes = sum(1 for n in facts.nodes if n.gpu_node)
     return finding(
         "plugin-daemonset-missing",
-        f"DaemonSet {options.plugin_namespace}/{options.plugin_name} not found",
+        f"DaemonSet {options.plugin.ref} not found",
         evidence={
-            "daemonset": f"{options.plugin_namespace}/{options.plugin_name}",
+            "daemonset": options.plugin.ref,
             "found": False,
             "gpu_nodes": gpu_nodes,
         },
         remedy=(
-            f"kubectl -n {sh(options.plugin_namespace)} get daemonsets  # deploy the NVIDIA device "
+            f"kubectl -n {sh(options.plugin.namespace)} get daemonsets  # deploy the NVIDIA device "
             "plugin, or set GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME/_NAMESPACE to where it runs"
         ),
     )

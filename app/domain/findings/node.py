@@ -31,7 +31,7 @@ def node_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
 def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
     if not node.gpu_node:
         return []
-    ns = facts.spec.namespace if facts.spec else facts.options.plugin_namespace
+    ns = facts.spec.namespace if facts.spec else facts.options.plugin.namespace
     if node.agent is None:
         return [
             finding(
