@@ -20,25 +20,8 @@ from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web import (
-    admin_api,
-    admin_gpus,
-    admin_pages,
-    agent_api,
-    api,
-    history_pages,
-    ops,
-    page_views,
-    pages,
-    peers,
-    rollout_view,
-    split_api,
-    usage_api,
-)
-from app.web.agent_auth import AgentAuth, TokenReviewer
-from app.web.auth import AuthRefused, AuthState
-from app.web.compression import CompressAndTag
-from app.web.guards import (
+from app.web.auth.agent_auth import AgentAuth, TokenReviewer
+from app.web.auth.guards import (
     add_guard_handlers,
     require_admin_form,
     require_admin_writes,
@@ -46,12 +29,29 @@ from app.web.guards import (
     require_page_reader,
     require_reader,
 )
-from app.web.problems import add_problem_handlers
-from app.web.report_sync import ReportSync
-from app.web.reports import ReportStore
+from app.web.auth.state import AuthRefused, AuthState
+from app.web.compression import CompressAndTag
+from app.web.http.problems import add_problem_handlers
+from app.web.routes import (
+    admin_api,
+    admin_gpus,
+    admin_pages,
+    agent_api,
+    api,
+    history_pages,
+    ops,
+    pages,
+    peers,
+    rollout_api,
+    split_api,
+    usage_api,
+)
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
-from app.web.schemas import ProblemOut
-from app.web.snapshots import Clock, SnapshotService
+from app.web.services.report_sync import ReportSync
+from app.web.services.reports import ReportStore
+from app.web.services.snapshots import Clock, SnapshotService
+from app.web.views import page_views
+from app.web.views.schemas import ProblemOut
 
 SWAGGER = "/static/vendor/swagger-ui-5.35.0"
 PAGE_CSP = (
@@ -165,9 +165,9 @@ def create_app(
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
     app.include_router(usage_api.router, dependencies=[reader])
-    app.include_router(rollout_view.router, dependencies=[reader])
-    app.include_router(agent_api.router)  # agents authenticate themselves (app.web.agent_auth)
-    app.include_router(peers.router)  # replicas authenticate each other (app.web.peers)
+    app.include_router(rollout_api.router, dependencies=[reader])
+    app.include_router(agent_api.router)  # agents authenticate themselves (app.web.auth.agent_auth)
+    app.include_router(peers.router)  # replicas authenticate each other (app.web.routes.peers)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
     app.include_router(admin_api.router, dependencies=[reader, Depends(require_admin_writes)])

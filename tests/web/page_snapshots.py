@@ -29,8 +29,8 @@ from app.domain.snapshot import (
 )
 from app.domain.usage.idle import UsageHistory
 from app.settings import Settings
-from app.web import pages
-from app.web.auth import AuthState
+from app.web.auth.state import AuthState
+from app.web.routes import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "app" / "web" / "assets"  # templates/, static/, docs/findings.md

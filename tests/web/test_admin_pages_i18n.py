@@ -15,7 +15,8 @@ from markupsafe import Markup
 from app.domain.changes.models import ConfigMapAction, RefusalCode
 from app.domain.changes.rollout import RolloutStatus
 from app.domain.snapshot import Mode
-from app.web import admin_pages, i18n
+from app.web.i18n import translate as i18n
+from app.web.routes import admin_pages
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.web.page_snapshots import ROOT, demo_like, page_app
 from tests.web.test_pages import get, parse

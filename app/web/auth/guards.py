@@ -6,7 +6,7 @@
 - /metrics (`require_metrics`): its own bearer token when GEO_MLOPS_METRICS_TOKEN is set
   (what Prometheus sends), else the rule of reads;
 - writes (`require_admin_writes`): every method but GET/HEAD needs an admin (and CSRF
-  for ambient identities; see app.web.auth); the admin forms (`require_admin_form`) need
+  for ambient identities; see app.web.auth.state); the admin forms (`require_admin_form`) need
   an admin too, and their handlers check the CSRF field of the form.
 
 A bearer token on a read that is not the admin's is not an identity, and never counts as a
@@ -21,9 +21,9 @@ from fastapi import FastAPI, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.web.auth import CSRF_HEADER, AuthRefused, Principal, get_auth
-from app.web.i18n import Translator, language_of
-from app.web.tokens import bearer_token, same_token
+from app.web.auth.state import CSRF_HEADER, AuthRefused, Principal, get_auth
+from app.web.auth.tokens import bearer_token, same_token
+from app.web.i18n.translate import Translator, language_of
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 LOGIN_PATH = "/login"

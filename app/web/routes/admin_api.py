@@ -1,6 +1,6 @@
 """JSON API for the plugin's mode: read it, preview or apply a change, roll it back.
 
-Thin: the use cases live in app.web.plugin_admin, shared with the admin pages.
+Thin: the use cases live in app.web.services.plugin_admin, shared with the admin pages.
 """
 
 from __future__ import annotations
@@ -12,11 +12,17 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.errors import ClusterError
-from app.web.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
-from app.web.auth import Principal, require_admin_api
+from app.web.auth.state import Principal, require_admin_api
 from app.web.deps import RuntimeDep
-from app.web.plugin_admin import audit_user, change_mode, config_view, http_error, refusal_status
-from app.web.schemas import ProblemOut
+from app.web.services.plugin_admin import (
+    audit_user,
+    change_mode,
+    config_view,
+    http_error,
+    refusal_status,
+)
+from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
+from app.web.views.schemas import ProblemOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
 

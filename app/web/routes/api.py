@@ -9,7 +9,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Response, status
 from app.domain.snapshot import Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
 from app.web.runtime import Runtime
-from app.web.schemas import FindingsOut, NodeOut, NodesOut, ProblemOut, SummaryOut
+from app.web.views.schemas import FindingsOut, NodeOut, NodesOut, ProblemOut, SummaryOut
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 

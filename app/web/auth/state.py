@@ -12,7 +12,7 @@ they make must carry the CSRF token: a form field, or the X-CSRF-Token header.
 A correct admin token is never refused: failed attempts of an address only lock out wrong
 tokens (behind an ingress every caller shares one address, and nobody must be able to lock
 the admins out). Sessions carry a fingerprint of the admin token, so changing the token
-ends them; a logout is remembered across restarts (app.web.revocations).
+ends them; a logout is remembered across restarts (app.web.auth.revocations).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from fastapi import HTTPException, Request, Response, status
 from itsdangerous import BadData, URLSafeTimedSerializer
 
 from app.settings import Settings
-from app.web.revocations import RevokedSessions
-from app.web.tokens import bearer_token, same_token
+from app.web.auth.revocations import RevokedSessions
+from app.web.auth.tokens import bearer_token, same_token
 
 log = logging.getLogger(__name__)
 

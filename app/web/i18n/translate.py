@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 from starlette.requests import Request
 
-from app.web.catalog_dra import DRA_EN, DRA_KO
-from app.web.catalog_en import EN
-from app.web.catalog_ko import KO
-from app.web.catalog_scale import SCALE_EN, SCALE_KO
-from app.web.catalog_split import SPLIT_EN, SPLIT_KO
+from app.web.i18n.catalog_dra import DRA_EN, DRA_KO
+from app.web.i18n.catalog_en import EN
+from app.web.i18n.catalog_ko import KO
+from app.web.i18n.catalog_scale import SCALE_EN, SCALE_KO
+from app.web.i18n.catalog_split import SPLIT_EN, SPLIT_KO
 
 LANGUAGES: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANGUAGE = "en"

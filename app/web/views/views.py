@@ -15,11 +15,11 @@ from markupsafe import Markup, escape
 
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity
 from app.domain.usage.findings import duration_text
-from app.web import page_views
-from app.web.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
-from app.web.finding_text import finding_explanation, finding_summary, finding_title
-from app.web.i18n import Translator
-from app.web.node_window import slot_bar
+from app.web.i18n.translate import Translator
+from app.web.views import page_views
+from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
+from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
+from app.web.views.node_window import slot_bar
 
 SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 

@@ -3,7 +3,7 @@
 Agents post each report to every replica (app.agent.sender, through the chart's headless
 Service), so running replicas hold the same reports. A replica that starts (a restart, an
 upgrade, a scale-up) has none: it asks its peers for theirs (`GET /api/v1/peer/reports`,
-app.web.peers, authenticated by a token derived from the shared session secret) and is
+app.web.routes.peers, authenticated by a token derived from the shared session secret) and is
 ready once one of them answered. When no peer answers (the only replica, or every replica
 restarted at once), it waits one report interval (`GEO_MLOPS_REPORT_WAIT_S`, the agents'
 interval) so every agent has reported once. `/readyz` says which of the two happened.
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ValidationError
 from app.domain.report import ReceivedReport
 from app.replicas import Resolver, resolve_all, targets
 from app.settings import Settings
-from app.web.reports import ReportStore
+from app.web.services.reports import ReportStore
 
 log = logging.getLogger(__name__)
 

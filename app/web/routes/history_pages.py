@@ -1,7 +1,7 @@
 """The change history page: every mode and split change, newest first, from the cluster.
 
 The history lives in the cluster as labelled ConfigMaps (app.domain.changes.durable, read
-through app.web.change_history); this page only lists it, with the labelled objects that
+through app.web.services.change_history); this page only lists it, with the labelled objects that
 hold no readable record shown apart (never a crash, never a rollback). Rolling a mode
 change back goes through the plugin form's preview and confirmation.
 """
@@ -15,10 +15,10 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.durable import HistoryListing
 from app.errors import ClusterError
-from app.web.auth import get_auth
-from app.web.change_history import change_listing
+from app.web.auth.state import get_auth
 from app.web.deps import RuntimeDep
-from app.web.i18n import CATALOGS, Translator, language_of
+from app.web.i18n.translate import CATALOGS, Translator, language_of
+from app.web.services.change_history import change_listing
 
 router = APIRouter(include_in_schema=False)
 CHANGES_PATH = "/admin/changes"

@@ -43,7 +43,7 @@ from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.snapshot import Finding, Snapshot
 from app.domain.usage.findings import history_findings, with_findings
 from app.domain.usage.idle import UsageHistory
-from app.web.reports import ReportStore
+from app.web.services.reports import ReportStore
 
 log = logging.getLogger(__name__)
 

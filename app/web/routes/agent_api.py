@@ -10,13 +10,13 @@ from pydantic import ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from app.domain.report import AgentReport, too_far_ahead
-from app.web.agent_auth import AgentIdentity, AgentRefused
+from app.web.auth.agent_auth import AgentIdentity, AgentRefused
+from app.web.auth.tokens import bearer_token
 from app.web.deps import RuntimeDep
-from app.web.problems import describe_errors
-from app.web.reports import Outcome
+from app.web.http.problems import describe_errors
 from app.web.runtime import Runtime
-from app.web.schemas import ProblemOut, ReportAcceptedOut
-from app.web.tokens import bearer_token
+from app.web.services.reports import Outcome
+from app.web.views.schemas import ProblemOut, ReportAcceptedOut
 
 router = APIRouter(prefix="/api/v1/agent", tags=["agent"])
 log = logging.getLogger(__name__)

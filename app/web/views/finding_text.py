@@ -11,8 +11,8 @@ import string
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.snapshot import Finding
 from app.domain.usage.findings import duration_text
-from app.web.catalog_findings_en import FINDINGS_EN
-from app.web.catalog_findings_ko import FINDINGS_KO
+from app.web.i18n.catalog_findings_en import FINDINGS_EN
+from app.web.i18n.catalog_findings_ko import FINDINGS_KO
 
 _FORMATTER = string.Formatter()
 

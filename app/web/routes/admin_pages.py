@@ -1,9 +1,9 @@
 """HTML for admins: log in and out, the plugin mode form, preview, apply, rollout, rollback.
 
-Every POST form carries the CSRF token and is checked by app.web.auth; the actual work is
-done by the same use cases as the JSON API (app.web.plugin_admin). Every text comes from the
-catalog (app.web.i18n) in the request's language; refusals are shown as our own message,
-with the server's English words under it where they carry details (names, versions).
+Every POST form carries the CSRF token and is checked by app.web.auth; the actual work
+is done by the same use cases as the JSON API (app.web.services.plugin_admin). Every text
+comes from the catalog (app.web.i18n) in the request's language; refusals are shown as our
+own message, with the server's English words under it where they carry details.
 """
 
 from __future__ import annotations
@@ -28,11 +28,12 @@ from app.domain.changes.models import (
 from app.domain.changes.rollout import failing_plugin_nodes
 from app.errors import ClusterError
 from app.kube.writer import ApplyFailed
-from app.web.auth import CSRF_FIELD, AuthRefused, Principal, get_auth
+from app.web.auth.state import CSRF_FIELD, AuthRefused, Principal, get_auth
 from app.web.deps import RuntimeDep
-from app.web.i18n import CATALOGS, Translator, language_of, supported
-from app.web.pages import safe_next
-from app.web.plugin_admin import (
+from app.web.i18n.translate import CATALOGS, Translator, language_of, supported
+from app.web.routes.pages import safe_next
+from app.web.runtime import Runtime
+from app.web.services.plugin_admin import (
     apply_mode,
     audit_user,
     cluster_status,
@@ -40,8 +41,7 @@ from app.web.plugin_admin import (
     preview_mode,
     refusal_status,
 )
-from app.web.rollout_view import parse_broken, rollout_view
-from app.web.runtime import Runtime
+from app.web.services.rollout_view import parse_broken, rollout_view
 
 router = APIRouter(include_in_schema=False)
 login_router = APIRouter(include_in_schema=False)  # open to all: the way in

@@ -19,10 +19,13 @@ from markupsafe import Markup
 from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK
 from app.domain.snapshot import Finding, NodeState, Snapshot
 from app.domain.usage.holders import UsageBy
-from app.web import docs_page, page_views
-from app.web.auth import get_auth
+from app.web.auth.state import get_auth
 from app.web.deps import RuntimeDep
-from app.web.filters import (
+from app.web.i18n.translate import CATALOGS, LANG_COOKIE, Translator, language_of, supported
+from app.web.routes.usage_api import usage_of
+from app.web.runtime import Runtime
+from app.web.views import docs_page, page_views
+from app.web.views.filters import (
     FilterError,
     FindingFilter,
     NodeFilter,
@@ -32,13 +35,10 @@ from app.web.filters import (
     parse_finding_filter,
     parse_node_filter,
 )
-from app.web.finding_text import finding_explanation, finding_summary
-from app.web.i18n import CATALOGS, LANG_COOKIE, Translator, language_of, supported
-from app.web.node_window import parse_page, window
-from app.web.runtime import Runtime
-from app.web.usage_api import usage_of
-from app.web.views import most_severe, seconds, views
-from app.web.views import pod_gpus as view_pod_gpus
+from app.web.views.finding_text import finding_explanation, finding_summary
+from app.web.views.node_window import parse_page, window
+from app.web.views.views import most_severe, seconds, views
+from app.web.views.views import pod_gpus as view_pod_gpus
 
 router = APIRouter(include_in_schema=False)
 open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from app.domain.snapshot import NodeState
-from app.web.filters import FilterError
+from app.web.views.filters import FilterError
 
 CARDS_UP_TO = 24  # nodes drawn as cards (with their GPU grids) when the list is this short
 ROWS_PER_PAGE = 100

@@ -19,7 +19,17 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
-from app.web.admin_schemas import (
+from app.web.auth.state import Principal
+from app.web.runtime import Runtime
+from app.web.services.gpu_split import applied_out, apply_split, preview_split
+from app.web.services.plugin_admin import (
+    Applied,
+    build_preview,
+    get_writer,
+    make_plan,
+    writer_for,
+)
+from app.web.views.admin_schemas import (
     ChangeOut,
     ModeAppliedOut,
     ModePreviewOut,
@@ -28,16 +38,6 @@ from app.web.admin_schemas import (
     SplitPreviewOut,
     UnreadableChangeOut,
 )
-from app.web.auth import Principal
-from app.web.gpu_split import applied_out, apply_split, preview_split
-from app.web.plugin_admin import (
-    Applied,
-    build_preview,
-    get_writer,
-    make_plan,
-    writer_for,
-)
-from app.web.runtime import Runtime
 
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
 

@@ -29,7 +29,7 @@ from app.kube.tokenreview import SERVICE_ACCOUNT_PREFIX, ReviewedToken
 from app.node_tokens import PREFIX as NODE_TOKEN_PREFIX
 from app.node_tokens import node_of_token
 from app.settings import Settings
-from app.web.tokens import same_token
+from app.web.auth.tokens import same_token
 
 log = logging.getLogger(__name__)
 

@@ -2,8 +2,8 @@
 
 Each GPU with its model, memory, processes and slots, toggled between Kubernetes and the
 host; the node's sharing mode; preview, apply, return to the shared DaemonSet, roll
-back. The work is done by the same use cases as the JSON API (app.web.gpu_split,
-app.web.change_history); every POST form carries the CSRF token.
+back. The work is done by the same use cases as the JSON API (app.web.services.gpu_split,
+app.web.services.change_history); every POST form carries the CSRF token.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
 from app.domain.changes.split_models import SplitRequest, editor_path
 from app.errors import ClusterError
-from app.web.admin_pages import (
+from app.web.auth.state import AuthRefused
+from app.web.deps import RuntimeDep
+from app.web.routes.admin_pages import (
     Alert,
     FormInvalid,
     _admin,
@@ -29,13 +31,11 @@ from app.web.admin_pages import (
     cluster_alert,
     plan_alert,
 )
-from app.web.admin_schemas import GpuSplitOut
-from app.web.auth import AuthRefused
-from app.web.change_history import list_changes, rollback_change
-from app.web.deps import RuntimeDep
-from app.web.gpu_split import SplitPreview, apply_split, preview_split, split_view
-from app.web.plugin_admin import audit_user, cluster_status, refusal_status
 from app.web.runtime import Runtime
+from app.web.services.change_history import list_changes, rollback_change
+from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
+from app.web.services.plugin_admin import audit_user, cluster_status, refusal_status
+from app.web.views.admin_schemas import GpuSplitOut
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,5 +1,5 @@
-"""JSON API for per-node GPU splits and the change history. Thin: see app.web.gpu_split
-and app.web.change_history for the use cases (shared with the editor page)."""
+"""JSON API for per-node GPU splits and the change history. Thin: see app.web.services.gpu_split
+and app.web.services.change_history for the use cases (shared with the editor page)."""
 
 from __future__ import annotations
 
@@ -11,25 +11,25 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.split_models import SplitRequest
 from app.errors import ClusterError
-from app.web.admin_api import WRITE_ERRORS, _problem
-from app.web.admin_schemas import (
-    ChangesOut,
-    GpuSplitOut,
-    NoChangeOut,
-    SplitAppliedOut,
-    SplitPreviewOut,
-)
-from app.web.auth import Principal, require_admin_api
-from app.web.change_history import (
+from app.web.auth.state import Principal, require_admin_api
+from app.web.deps import RuntimeDep
+from app.web.routes.admin_api import WRITE_ERRORS, _problem
+from app.web.services.change_history import (
     RollbackOut,
     change_listing,
     change_out,
     rollback_change,
     unreadable_out,
 )
-from app.web.deps import RuntimeDep
-from app.web.gpu_split import applied_out, apply_split, preview_split, split_view
-from app.web.plugin_admin import audit_user, http_error
+from app.web.services.gpu_split import applied_out, apply_split, preview_split, split_view
+from app.web.services.plugin_admin import audit_user, http_error
+from app.web.views.admin_schemas import (
+    ChangesOut,
+    GpuSplitOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitPreviewOut,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["gpu split"])
 write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])

@@ -1,4 +1,7 @@
-"""GET /api/v1/peer/reports: what a starting replica asks its peers for (app.web.report_sync)."""
+"""GET /api/v1/peer/reports: what a starting replica asks its peers for.
+
+The asking side is app.web.services.report_sync.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Response, status
 
+from app.web.auth.tokens import bearer_matches
 from app.web.deps import RuntimeDep
-from app.web.report_sync import PeerReportsOut, peer_token
-from app.web.tokens import bearer_matches
+from app.web.services.report_sync import PeerReportsOut, peer_token
 
 router = APIRouter(prefix="/api/v1/peer", tags=["replicas"], include_in_schema=False)
 

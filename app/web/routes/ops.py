@@ -5,8 +5,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Response, status
 
 from app.web.deps import RuntimeDep
-from app.web.metrics import CONTENT_TYPE, render_metrics
-from app.web.schemas import ReadyOut
+from app.web.views.metrics import CONTENT_TYPE, render_metrics
+from app.web.views.schemas import ReadyOut
 
 router = APIRouter(tags=["operations"])  # probes: open to all
 metrics_router = APIRouter(tags=["operations"])  # behind app.web.guards.require_metrics
@@ -28,7 +28,7 @@ async def readyz(runtime: RuntimeDep, response: Response) -> ReadyOut:
     if not readiness.ready:
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
         return ReadyOut(status="starting", reason=readiness.reason, reports=sync.how)
-    if not sync.done:  # not every node's latest report yet (app.web.peers)
+    if not sync.done:  # not every node's latest report yet (app.web.routes.peers)
         response.status_code = status.HTTP_503_SERVICE_UNAVAILABLE
         return ReadyOut(status="starting", reason=sync.how, reports=sync.how)
     return ReadyOut(

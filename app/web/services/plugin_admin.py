@@ -33,7 +33,9 @@ from app.errors import (
     NotFoundError,
 )
 from app.kube.writer import ApplyFailed, ApplyResult, DryRunResult, PluginWriter, check_versions
-from app.web.admin_schemas import (
+from app.web.auth.state import Principal, client_address
+from app.web.runtime import Runtime
+from app.web.views.admin_schemas import (
     DiffOut,
     ModeAppliedOut,
     ModePreviewOut,
@@ -43,8 +45,6 @@ from app.web.admin_schemas import (
     PodOverOut,
     ServerDryRunOut,
 )
-from app.web.auth import Principal, client_address
-from app.web.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

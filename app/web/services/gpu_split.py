@@ -21,7 +21,10 @@ from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState
 from app.errors import ConflictError
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
-from app.web.admin_schemas import (
+from app.web.auth.state import Principal
+from app.web.runtime import Runtime
+from app.web.services.plugin_admin import cached_objects, iso, writer_for
+from app.web.views.admin_schemas import (
     GoverningOut,
     GpuProcessOut,
     GpuSplitOut,
@@ -31,9 +34,6 @@ from app.web.admin_schemas import (
     SplitStateOut,
     SplitWriteOut,
 )
-from app.web.auth import Principal
-from app.web.plugin_admin import cached_objects, iso, writer_for
-from app.web.runtime import Runtime
 
 
 @dataclass(frozen=True)

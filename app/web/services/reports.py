@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.domain.report import AgentReport, ReceivedReport
-from app.web.model_memory import share_fields_sets
+from app.web.services.model_memory import share_fields_sets
 
 MAX_UNKNOWN_NODES = 64
 
