@@ -29,8 +29,10 @@ from app.web.auth.guards import (
     require_page_reader,
     require_reader,
 )
-from app.web.auth.state import AuthRefused, AuthState
+from app.web.auth.principal import AuthRefused
+from app.web.auth.state import AuthState
 from app.web.compression import CompressAndTag
+from app.web.http.errors import add_error_handlers
 from app.web.http.problems import add_problem_handlers
 from app.web.routes import (
     admin_api,
@@ -185,6 +187,7 @@ def create_app(
     )
     app.include_router(history_pages.router, dependencies=[page_reader])
     add_problem_handlers(app)
+    add_error_handlers(app)
     add_guard_handlers(app)
     _add_docs(app, reader)
     app.add_middleware(CompressAndTag)

@@ -21,7 +21,9 @@ from fastapi import FastAPI, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.web.auth.state import CSRF_HEADER, AuthRefused, Principal, get_auth
+from app.web.auth.principal import AuthRefused, Principal
+from app.web.auth.requests import get_auth, refused_http
+from app.web.auth.state import CSRF_HEADER
 from app.web.auth.tokens import bearer_token, same_token
 from app.web.i18n.translate import Translator, language_of
 
@@ -39,9 +41,11 @@ class LoginRequired(Exception):
 
 
 def _read_refused() -> HTTPException:
-    return AuthRefused(
-        status.HTTP_401_UNAUTHORIZED, "Log in to read this (GEO_MLOPS_PUBLIC_READS is off)."
-    ).as_http()
+    return refused_http(
+        AuthRefused(
+            status.HTTP_401_UNAUTHORIZED, "Log in to read this (GEO_MLOPS_PUBLIC_READS is off)."
+        )
+    )
 
 
 async def require_reader(request: Request) -> Principal | None:
@@ -102,7 +106,7 @@ def require_admin_writes(request: Request) -> Principal | None:
     try:
         return get_auth(request).require_admin(request, csrf=request.headers.get(CSRF_HEADER))
     except AuthRefused as refused:
-        raise refused.as_http() from refused
+        raise refused_http(refused) from refused
 
 
 def require_admin_form(request: Request) -> None:

@@ -20,19 +20,19 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import logging
 import secrets
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Literal
 
-from fastapi import HTTPException, Request, Response, status
 from itsdangerous import BadData, URLSafeTimedSerializer
+from starlette.requests import Request
+from starlette.responses import Response
 
 from app.settings import Settings
+from app.web.auth.limiter import LoginLimiter
+from app.web.auth.principal import AuthRefused, Principal
+from app.web.auth.proxies import TrustedProxies
 from app.web.auth.revocations import RevokedSessions
 from app.web.auth.tokens import bearer_token, same_token
 
@@ -41,90 +41,8 @@ log = logging.getLogger(__name__)
 SESSION_COOKIE = "gpu_slots_session"
 CSRF_FIELD = "csrf_token"
 CSRF_HEADER = "X-CSRF-Token"
-LOGIN_FAILURES_ALLOWED = 5
-LOGIN_WINDOW_S = 60.0
 TOKEN_USER = "admin"
 BEARER_USER = "api-admin"
-_MAX_TRACKED_CLIENTS = 10_000
-
-Method = Literal["session", "bearer", "proxy"]
-
-
-@dataclass(frozen=True)
-class Principal:
-    """An authenticated caller."""
-
-    user: str
-    groups: tuple[str, ...]
-    method: Method
-    is_admin: bool
-    csrf: str | None = None  # the token forms must echo (ambient methods only)
-    session_id: str | None = None
-
-    @property
-    def impersonate(self) -> bool:
-        """Proxy users write as themselves, so the cluster's RBAC has the last word."""
-        return self.method == "proxy"
-
-    @property
-    def needs_csrf(self) -> bool:
-        return self.method != "bearer"
-
-
-class AuthRefused(Exception):
-    """A write is refused; `status_code` is 401, 403 or 429."""
-
-    def __init__(self, status_code: int, message: str, *, retry_after_s: int | None = None):
-        super().__init__(message)
-        self.status_code = status_code
-        self.message = message
-        self.retry_after_s = retry_after_s
-
-    def as_http(self) -> HTTPException:
-        headers: dict[str, str] = {}
-        if self.status_code == status.HTTP_401_UNAUTHORIZED:
-            headers["WWW-Authenticate"] = "Bearer"
-        if self.retry_after_s is not None:
-            headers["Retry-After"] = str(self.retry_after_s)
-        return HTTPException(self.status_code, self.message, headers=headers or None)
-
-
-@dataclass
-class LoginLimiter:
-    """Failed logins per client address in a sliding window."""
-
-    allowed: int = LOGIN_FAILURES_ALLOWED
-    window_s: float = LOGIN_WINDOW_S
-    clock: Callable[[], float] = time.monotonic
-    _failures: dict[str, deque[float]] = field(default_factory=dict)
-
-    def retry_after_s(self, client: str) -> int | None:
-        """Seconds until `client` may try again, or None when it may now."""
-        now = self.clock()
-        failures = self._prune(client, now)
-        if len(failures) < self.allowed:
-            return None
-        return max(1, int(failures[0] + self.window_s - now + 0.999))
-
-    def fail(self, client: str) -> None:
-        now = self.clock()
-        if len(self._failures) >= _MAX_TRACKED_CLIENTS:
-            for key in list(self._failures):
-                self._prune(key, now)
-            while len(self._failures) >= _MAX_TRACKED_CLIENTS:
-                self._failures.pop(next(iter(self._failures)))
-        self._failures.setdefault(client, deque()).append(now)
-
-    def succeed(self, client: str) -> None:
-        self._failures.pop(client, None)
-
-    def _prune(self, client: str, now: float) -> deque[float]:
-        failures = self._failures.get(client, deque())
-        while failures and failures[0] <= now - self.window_s:
-            failures.popleft()
-        if not failures:
-            self._failures.pop(client, None)
-        return failures
 
 
 class AuthState:
@@ -152,7 +70,7 @@ class AuthState:
         self._secret = secret.encode()
         self._wall_clock = wall_clock
         self.revoked = RevokedSessions(settings.session_revocations_file, clock=wall_clock)
-        self._proxies = [ipaddress.ip_network(c, strict=False) for c in settings.trusted_proxies]
+        self.proxies = TrustedProxies(settings.trusted_proxies)
 
     # identifying the caller ------------------------------------------------------------
 
@@ -191,7 +109,7 @@ class AuthState:
 
     def _proxy_user(self, request: Request) -> Principal | None:
         user = request.headers.get(self.settings.proxy_user_header, "").strip()
-        if not user or not self.from_trusted_proxy(request):
+        if not user or not self.proxies.from_trusted_proxy(request):
             return None
         raw_groups = request.headers.get(self.settings.proxy_groups_header, "")
         groups = tuple(g.strip() for g in raw_groups.split(",") if g.strip())
@@ -222,31 +140,9 @@ class AuthState:
             return None
         return Principal(TOKEN_USER, (), "session", is_admin=True, csrf=csrf, session_id=sid)
 
-    def from_trusted_proxy(self, request: Request) -> bool:
-        """Whether the connection itself comes from a `trusted_proxies` address."""
-        return self._trusted(request.client.host if request.client else "")
-
-    def _trusted(self, address: str) -> bool:
-        try:
-            peer = ipaddress.ip_address(address.strip())
-        except ValueError:
-            return False
-        return any(peer in network for network in self._proxies)
-
     def client_address(self, request: Request) -> str:
-        """Who is calling: the peer, or behind trusted proxies the address they were called from.
-
-        `X-Forwarded-For` is read right to left and only while each hop is a trusted proxy;
-        from anyone else (loopback included, unless configured) it is ignored.
-        """
-        peer = request.client.host if request.client else "unknown"
-        if not self._trusted(peer):
-            return peer
-        hops = [hop.strip() for hop in request.headers.get("x-forwarded-for", "").split(",")]
-        for hop in reversed([hop for hop in hops if hop]):
-            if not self._trusted(hop):
-                return hop[:64]
-        return peer
+        """Who is calling (see TrustedProxies.client_address)."""
+        return self.proxies.client_address(request)
 
     # checks ----------------------------------------------------------------------------
 
@@ -311,7 +207,7 @@ class AuthState:
             max_age=self.max_age_s,
             httponly=True,
             samesite="strict",
-            secure=self.is_https(request),
+            secure=self.proxies.is_https(request),
             path="/",
         )
         log.info("admin logged in", extra={"client": client})
@@ -325,33 +221,5 @@ class AuthState:
             path="/",
             httponly=True,
             samesite="strict",
-            secure=self.is_https(request),
+            secure=self.proxies.is_https(request),
         )
-
-    def is_https(self, request: Request) -> bool:
-        if request.url.scheme == "https":
-            return True
-        forwarded = request.headers.get("x-forwarded-proto", "")
-        return forwarded.lower() == "https" and self.from_trusted_proxy(request)
-
-
-def client_address(request: Request) -> str:
-    """The caller's address as the app's AuthState sees it (trusted proxies resolved)."""
-    return get_auth(request).client_address(request)
-
-
-def get_auth(request: Request) -> AuthState:
-    """The app's AuthState (made with the app, one per process)."""
-    state = request.app.state.runtime.auth
-    if not isinstance(state, AuthState):
-        raise TypeError("app.state.runtime.auth is not an AuthState")
-    return state
-
-
-def require_admin_api(request: Request) -> Principal:
-    """Dependency for JSON writes: bearer token, or an ambient identity plus X-CSRF-Token."""
-    auth = get_auth(request)
-    try:
-        return auth.require_admin(request, csrf=request.headers.get(CSRF_HEADER))
-    except AuthRefused as refused:
-        raise refused.as_http() from refused

@@ -5,26 +5,22 @@ Thin: the use cases live in app.web.services.plugin_admin, shared with the admin
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
-from app.errors import ClusterError
-from app.web.auth.state import Principal, require_admin_api
+from app.web.auth.principal import Principal
+from app.web.auth.requests import audit_user, require_admin_api
 from app.web.deps import RuntimeDep
-from app.web.services.plugin_admin import (
-    audit_user,
-    change_mode,
-    config_view,
-    http_error,
-    refusal_status,
-)
+from app.web.http.errors import WRITE_ERRORS, problem
+from app.web.services.plugin_admin import change_mode, config_view
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
-from app.web.views.schemas import ProblemOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
+ObjectKind = Literal["daemonset", "configmap"]
 
 
 # schemas ---------------------------------------------------------------------------------
@@ -42,7 +38,7 @@ class PluginConfigIn(BaseModel):
     deleteConfigMap: StrictBool = Field(
         default=False, description="Delete the ConfigMap when switching to basic"
     )
-    expectedResourceVersions: dict[Literal["daemonset", "configmap"], str | None] | None = Field(
+    expectedResourceVersions: dict[ObjectKind, str | None] | None = Field(
         default=None, description="resourceVersions seen at preview; a mismatch is a 409"
     )
 
@@ -61,30 +57,13 @@ class PluginConfigIn(BaseModel):
 class RollbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    expectedResourceVersions: dict[Literal["daemonset", "configmap"], str | None] | None = None
+    expectedResourceVersions: dict[ObjectKind, str | None] | None = None
 
 
 # routes ----------------------------------------------------------------------------------
 
 
-def _problem(description: str) -> dict[str, Any]:
-    return {"model": ProblemOut, "description": description}
-
-
-WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: _problem("The body is not JSON"),
-    401: _problem("No or wrong credentials"),
-    403: _problem("Not an admin, missing CSRF token, or RBAC refused"),
-    404: _problem("DaemonSet (or the previous config) not found"),
-    409: _problem("Changed since the preview, or the DaemonSet cannot be edited"),
-    422: _problem("Values out of range"),
-    429: _problem("Too many failed authentications from this address"),
-    502: _problem("A write failed; the detail says which state the cluster is in"),
-    503: _problem("API server unreachable, or writes not enabled"),
-}
-
-
-@router.get("/config", responses={401: _problem("Reads need a login")})
+@router.get("/config", responses={401: problem("Reads need a login")})
 def get_config(runtime: RuntimeDep) -> dict[str, Any]:
     """The plugin's current mode and settings, resourceVersions, and what rollback offers."""
     return config_view(runtime)
@@ -102,22 +81,15 @@ def put_config(
     dry_run: Annotated[bool, Query(alias="dryRun")] = False,
 ) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
-    try:
-        change = body.to_request()
-    except PlanRefused as refused:
-        raise HTTPException(refusal_status(refused), refused.message) from refused
-    expected = body.expectedResourceVersions
-    try:
-        return change_mode(
-            runtime,
-            principal,
-            change,
-            {str(k): v for k, v in expected.items()} if expected is not None else None,
-            dry_run=dry_run,
-            user=audit_user(principal, request),
-        )
-    except (PlanRefused, ClusterError) as error:
-        raise http_error(error) from error
+    change = body.to_request()
+    return change_mode(
+        runtime,
+        principal,
+        change,
+        _versions(body.expectedResourceVersions),
+        dry_run=dry_run,
+        user=audit_user(principal, request),
+    )
 
 
 @router.post("/config/rollback", responses=WRITE_ERRORS, response_model=ModeOut)
@@ -130,14 +102,16 @@ def post_rollback(
 ) -> ModeOut:
     """Restore the config kept from before the last mode change."""
     expected = body.expectedResourceVersions if body is not None else None
-    try:
-        return change_mode(
-            runtime,
-            principal,
-            None,
-            {str(k): v for k, v in expected.items()} if expected is not None else None,
-            dry_run=dry_run,
-            user=audit_user(principal, request),
-        )
-    except (PlanRefused, ClusterError) as error:
-        raise http_error(error) from error
+    return change_mode(
+        runtime,
+        principal,
+        None,
+        _versions(expected),
+        dry_run=dry_run,
+        user=audit_user(principal, request),
+    )
+
+
+def _versions(expected: Mapping[ObjectKind, str | None] | None) -> dict[str, str | None] | None:
+    """The resourceVersions the preview showed, keyed as the services expect."""
+    return {str(k): v for k, v in expected.items()} if expected is not None else None

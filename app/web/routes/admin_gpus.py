@@ -17,24 +17,21 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
 from app.domain.changes.split_models import SplitRequest, editor_path
 from app.errors import ClusterError
-from app.web.auth.state import AuthRefused
+from app.web.auth.principal import AuthRefused
+from app.web.auth.requests import audit_user
 from app.web.deps import RuntimeDep
-from app.web.routes.admin_pages import (
+from app.web.http.admin_forms import (
     Alert,
-    FormInvalid,
-    _admin,
-    _principal,
-    _render,
-    _t,
-    _with_lang,
-    auth_alert,
-    cluster_alert,
-    plan_alert,
+    admin_of,
+    mode_and_replicas,
+    principal_of,
+    refusal,
+    render_admin,
 )
+from app.web.http.html import translator, with_lang
 from app.web.runtime import Runtime
 from app.web.services.change_history import list_changes, rollback_change
 from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
-from app.web.services.plugin_admin import audit_user, cluster_status, refusal_status
 from app.web.views.admin_schemas import GpuSplitOut
 
 router = APIRouter(include_in_schema=False)
@@ -59,24 +56,25 @@ def _page(
     try:
         view = split_view(runtime, name)
     except (PlanRefused, ClusterError) as error:
-        alert = alert or _alert(request, error)[1]
-        status_code = status_code if status_code != 200 else _alert(request, error)[0]
+        code, refused = refusal(request, error)
+        alert = alert or refused
+        status_code = status_code if status_code != 200 else code
     history = []
     if runtime.writer is not None:
         try:
             history = [r for r in list_changes(runtime) if r.node == name][:10]
         except ClusterError:
             history = []
-    return _render(
+    return render_admin(
         request,
         runtime,
         "admin/gpus.html",
         changes=history,
-        title=_t(request)("title_admin_gpus", name=name),
+        title=translator(request)("title_admin_gpus", name=name),
         status_code=status_code,
         node=name,
         view=view,
-        principal=_principal(request),
+        principal=principal_of(request),
         alert=alert,
         preview=preview.out() if preview is not None else None,
         preview_ok=preview.ok if preview is not None else False,
@@ -88,39 +86,25 @@ def _page(
     )
 
 
-def _alert(request: Request, error: Exception) -> tuple[int, Alert]:
-    if isinstance(error, AuthRefused):
-        return error.status_code, auth_alert(request, error)
-    if isinstance(error, PlanRefused):
-        return refusal_status(error), plan_alert(request, error)
-    assert isinstance(error, ClusterError)
-    code = cluster_status(error)
-    return code, cluster_alert(request, error, code)
-
-
 def _refused(request: Request, runtime: Runtime, name: str, error: Exception) -> HTMLResponse:
-    code, alert = _alert(request, error)
+    code, alert = refusal(request, error)
     return _page(request, runtime, name, alert=alert, status_code=code)
 
 
 def _request(
-    name: str, gpus: list[str], mode: str | None, replicas: str | None, confirm: str | None
+    name: str,
+    gpus: list[str],
+    mode: str | None,
+    replicas: str | None,
+    confirm: str | None,
+    *,
+    action: str | None,
 ) -> SplitRequest:
-    if mode not in ("basic", "time-slicing"):
-        raise FormInvalid("form_bad_mode")
-    count = 1
-    if mode == "time-slicing":
-        try:
-            count = int(replicas or "")
-        except ValueError:
-            raise FormInvalid("form_bad_replicas", value=replicas or "") from None
-        if not MIN_REPLICAS <= count <= MAX_REPLICAS:
-            raise FormInvalid(
-                "form_replicas_range", min=MIN_REPLICAS, max=MAX_REPLICAS, value=count
-            )
-    return SplitRequest(
-        name, tuple(gpus), "basic" if mode == "basic" else "time-slicing", count, confirm == "on"
-    )
+    """The split the form asks for; `return` gives the node back to the shared DaemonSet."""
+    if action == "return":
+        return SplitRequest(name, None, confirm_host_processes=True)
+    checked_mode, count = mode_and_replicas(mode, replicas)
+    return SplitRequest(name, tuple(gpus), checked_mode, count, confirm == "on")
 
 
 @router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)
@@ -146,11 +130,8 @@ def gpus_preview(
     csrf_token: Field = None,
 ) -> HTMLResponse:
     try:
-        principal = _admin(request, csrf_token)
-        if action == "return":
-            change = SplitRequest(name, None, confirm_host_processes=True)
-        else:
-            change = _request(name, gpu, mode, replicas, confirm_host_processes)
+        principal = admin_of(request, csrf_token)
+        change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
         shown = preview_split(runtime, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, name, error)
@@ -173,11 +154,8 @@ def gpus_apply(
     csrf_token: Field = None,
 ) -> Response:
     try:
-        principal = _admin(request, csrf_token)
-        if action == "return":
-            change = SplitRequest(name, None, confirm_host_processes=True)
-        else:
-            change = _request(name, gpu, mode, replicas, confirm_host_processes)
+        principal = admin_of(request, csrf_token)
+        change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
         expected = _versions(versions)
         _, applied = apply_split(
             runtime, principal, change, expected, user=audit_user(principal, request)
@@ -185,7 +163,7 @@ def gpus_apply(
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, name, error)
     query = urlencode({"applied": applied.change_id or "-"})
-    return RedirectResponse(_with_lang(f"{editor_path(name)}?{query}", request), status_code=303)
+    return RedirectResponse(with_lang(f"{editor_path(name)}?{query}", request), status_code=303)
 
 
 @router.post("/admin/changes/{change}/rollback")
@@ -197,14 +175,14 @@ def change_rollback(
     csrf_token: Field = None,
 ) -> Response:
     try:
-        principal = _admin(request, csrf_token)
+        principal = admin_of(request, csrf_token)
         done = rollback_change(
             runtime, principal, change, user=audit_user(principal, request), dry_run=False
         )
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, node, error)
     query = urlencode({"applied": getattr(done, "changeId", None) or "-"})
-    return RedirectResponse(_with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
+    return RedirectResponse(with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
 
 
 def _versions(raw: str | None) -> dict[str, str | None] | None:

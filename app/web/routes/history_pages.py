@@ -15,8 +15,9 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.durable import HistoryListing
 from app.errors import ClusterError
-from app.web.auth.state import get_auth
+from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
+from app.web.http.html import html_response
 from app.web.i18n.translate import CATALOGS, Translator, language_of
 from app.web.services.change_history import change_listing
 
@@ -57,10 +58,7 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "signed_in": principal.user if principal is not None else None,
         }
     )
-    response = HTMLResponse(html, status_code=502 if error else 200)
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Vary"] = "Accept-Language, Cookie"
-    return response
+    return html_response(html, status_code=502 if error else 200)
 
 
 def _inspect_command(namespace: str, name: str) -> str:

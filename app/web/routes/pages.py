@@ -1,44 +1,45 @@
 """HTML pages and their htmx fragments, rendered from the current snapshot only.
 
-A page is its fragment wrapped in the layout; the fragment is what htmx polls. Both come
-from the same partial template, rendered once per snapshot and language (`snapshots.memo`),
-so a page view or a poll costs the cluster nothing and the engine no extra work.
+A page is its fragment (app.web.views.fragments) wrapped in the layout; the fragment is
+what htmx polls.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from types import SimpleNamespace
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
 from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK
-from app.domain.snapshot import Finding, NodeState, Snapshot
 from app.domain.usage.holders import UsageBy
-from app.web.auth.state import get_auth
+from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
+from app.web.http.html import REVALIDATE, html_response, safe_next
 from app.web.i18n.translate import CATALOGS, LANG_COOKIE, Translator, language_of, supported
-from app.web.routes.usage_api import usage_of
 from app.web.runtime import Runtime
-from app.web.views import docs_page, page_views
+from app.web.views import docs_page
 from app.web.views.filters import (
     FilterError,
     FindingFilter,
     NodeFilter,
-    choices,
-    filter_findings,
-    filter_nodes,
     parse_finding_filter,
     parse_node_filter,
 )
 from app.web.views.finding_text import finding_explanation, finding_summary
-from app.web.views.node_window import parse_page, window
-from app.web.views.views import most_severe, seconds, views
-from app.web.views.views import pod_gpus as view_pod_gpus
+from app.web.views.fragments import (
+    find_node,
+    findings_fragment,
+    node_fragment,
+    overview_fragment,
+    render_template,
+    usage_fragment,
+)
+from app.web.views.node_window import parse_page
+from app.web.views.views import seconds
 
 router = APIRouter(include_in_schema=False)
 open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
@@ -47,7 +48,6 @@ DEFAULT_REFRESH_S = 5.0
 MIN_REFRESH_S = 0.2
 MAX_REFRESH_S = 300.0
 LANG_COOKIE_MAX_AGE_S = 365 * 24 * 3600
-HTML = "text/html; charset=utf-8"
 
 
 def refresh_interval_s(runtime: Runtime, requested_s: float | None) -> float:
@@ -58,44 +58,6 @@ def refresh_interval_s(runtime: Runtime, requested_s: float | None) -> float:
     if configured is not None and configured > 0:
         return float(configured)
     return DEFAULT_REFRESH_S
-
-
-def _render(runtime: Runtime, template: str, context: dict[str, Any]) -> str:
-    return runtime.templates.get_template(template).render(context)
-
-
-def _fragment(
-    runtime: Runtime,
-    lang: str,
-    *,
-    key: str,
-    template: str,
-    extra: Callable[[Snapshot], dict[str, Any]] | None = None,
-    memo: bool = True,
-) -> Markup:
-    """The partial `template` over the current snapshot, rendered once per snapshot+language.
-
-    A filtered view (`memo=False`) renders for this request only: its keys are as many as
-    the filters people type, so they are not kept nor rendered ahead.
-    """
-    t = Translator(lang)
-
-    def render(snapshot: Snapshot) -> Markup:
-        context: dict[str, Any] = {"snapshot": snapshot, "t": t, "lang": lang, "v": views}
-        if extra is not None:
-            context.update(extra(snapshot))
-        # The partial went through the autoescaping environment; mark it so the layout
-        # does not escape it a second time.
-        return Markup(_render(runtime, template, context))
-
-    if memo:
-        body = runtime.snapshots.memo(f"page:{key}:{lang}", render)
-    else:
-        current = runtime.snapshots.current()
-        body = render(current) if current is not None else None
-    if body is None:
-        return Markup(_render(runtime, "partials/listing.html", {"t": t, "lang": lang}))
-    return body
 
 
 def _page(
@@ -126,11 +88,8 @@ def _page(
         "refresh_s": seconds(interval_s),
         "path": request.url.path,
     }
-    html = _render(runtime, f"pages/{page}.html", context)
-    response = HTMLResponse(html, status_code=status_code, media_type=HTML)
-    response.headers["Vary"] = "Accept-Language, Cookie"
-    response.headers["Cache-Control"] = "private, no-cache"
-    return response
+    html = render_template(runtime, f"pages/{page}.html", context)
+    return html_response(html, status_code=status_code, cache=REVALIDATE)
 
 
 def _signed_in(request: Request) -> str | None:
@@ -140,10 +99,7 @@ def _signed_in(request: Request) -> str | None:
 
 
 def _fragment_response(body: Markup) -> HTMLResponse:
-    response = HTMLResponse(str(body), media_type=HTML)
-    response.headers["Vary"] = "Accept-Language, Cookie"
-    response.headers["Cache-Control"] = "private, no-cache"
-    return response
+    return html_response(str(body), cache=REVALIDATE)
 
 
 # ---------------------------------------------------------------- overview
@@ -158,7 +114,9 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
     lang = language_of(request)
     t = Translator(lang)
     body = Markup(
-        _render(runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)})
+        render_template(
+            runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)}
+        )
     )
     return _page(
         request,
@@ -170,39 +128,6 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
         refresh_s=None,
         status_code=400,
     )
-
-
-def _overview_extra(spec: NodeFilter, page: int = 1) -> Callable[[Snapshot], dict[str, Any]]:
-    def extra(snapshot: Snapshot) -> dict[str, Any]:
-        gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
-        shown = window(filter_nodes(gpu_nodes, spec), page)
-        return {
-            "top_findings": most_severe(snapshot.findings, limit=5),
-            "nodes": shown.nodes,
-            "window": shown,
-            "node_filter": spec,
-            "filter_choices": choices(gpu_nodes),
-        }
-
-    return extra
-
-
-def overview_fragment(
-    runtime: Runtime, lang: str, spec: NodeFilter | None = None, page: int = 1
-) -> Markup:
-    """The overview; unfiltered pages are memoised per snapshot (page 1 as `overview`)."""
-    spec = spec or NodeFilter()
-    return _fragment(
-        runtime,
-        lang,
-        key="overview" if page == 1 else f"overview:p{page}",
-        template="partials/overview.html",
-        extra=_overview_extra(spec, page),
-        memo=not spec.active and page <= MEMO_PAGES,
-    )
-
-
-MEMO_PAGES = 50  # unfiltered overview pages memoised per snapshot; further ones render per request
 
 
 def _with_page(query: str, page: int) -> str:
@@ -245,35 +170,6 @@ def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
 # ---------------------------------------------------------------- node detail
 
 
-def find_node(snapshot: Snapshot, name: str) -> NodeState | None:
-    return next((node for node in snapshot.nodes if node.name == name), None)
-
-
-def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
-    history = runtime.snapshots.usage
-
-    def extra(snapshot: Snapshot) -> dict[str, Any]:
-        node = find_node(snapshot, name)
-        findings: list[Finding] = most_severe(node.findings) if node else []
-        sparks = {}
-        for gpu in node.gpus if node else []:
-            line = page_views.spark(history.series(gpu.uuid))
-            if line is not None:
-                sparks[gpu.uuid] = line
-        pod_gpus = view_pod_gpus(node) if node else {}
-        return {
-            "node": node,
-            "name": name,
-            "node_findings": findings,
-            "sparks": sparks,
-            "pod_gpus": pod_gpus,
-        }
-
-    return _fragment(
-        runtime, lang, key=f"node:{name}", template="partials/node_detail.html", extra=extra
-    )
-
-
 @router.get("/nodes/{name}", response_class=HTMLResponse)
 async def node_detail(
     name: NodeName, request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
@@ -299,29 +195,6 @@ async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep
 
 
 # ---------------------------------------------------------------- findings
-
-
-def findings_fragment(runtime: Runtime, lang: str, spec: FindingFilter | None = None) -> Markup:
-    spec = spec or FindingFilter()
-
-    def extra(snapshot: Snapshot) -> dict[str, Any]:
-        gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
-        offered = choices(gpu_nodes)
-        offered["codes"] = sorted({item.code for item in snapshot.findings})
-        return {
-            "all_findings": most_severe(filter_findings(snapshot.findings, spec)),
-            "finding_filter": spec,
-            "filter_choices": offered,
-        }
-
-    return _fragment(
-        runtime,
-        lang,
-        key="findings",
-        template="partials/findings.html",
-        extra=extra,
-        memo=not spec.active,
-    )
 
 
 @router.get("/findings", response_class=HTMLResponse)
@@ -355,16 +228,6 @@ def findings_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
 
 
 UsageByQuery = Annotated[UsageBy, Query()]
-
-
-def usage_fragment(runtime: Runtime, lang: str, by: UsageBy) -> Markup:
-    return _fragment(
-        runtime,
-        lang,
-        key=f"usage:{by}",
-        template="partials/usage.html",
-        extra=lambda s: {"usage": usage_of(runtime, s, by)},
-    )
 
 
 @router.get("/usage", response_class=HTMLResponse)
@@ -402,7 +265,7 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
     t = Translator(lang)
     doc = docs_page.findings_html(runtime.assets_dir)
     if doc is None:
-        body = Markup(_render(runtime, "partials/doc_missing.html", {"t": t}))
+        body = Markup(render_template(runtime, "partials/doc_missing.html", {"t": t}))
         title, status_code = t("title_not_found"), 404
     else:
         contents = [
@@ -424,7 +287,7 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
             "contents": contents,
             "sections": contents if lang != "en" else [],  # English: docs/findings.md itself
         }
-        body = Markup(_render(runtime, "partials/doc_findings.html", context))
+        body = Markup(render_template(runtime, "partials/doc_findings.html", context))
         title, status_code = t("title_doc_findings"), 200
     return _page(
         request,
@@ -436,13 +299,6 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
         refresh_s=None,
         status_code=status_code,
     )
-
-
-def safe_next(target: str | None) -> str:
-    """A same-site path to go back to; anything else becomes `/`."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
-        return "/"
-    return target
 
 
 @open_router.get("/lang/{code}")

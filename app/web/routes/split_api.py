@@ -1,19 +1,21 @@
-"""JSON API for per-node GPU splits and the change history. Thin: see app.web.services.gpu_split
-and app.web.services.change_history for the use cases (shared with the editor page)."""
+"""JSON API for per-node GPU splits and the change history.
+
+Thin: the use cases are app.web.services.gpu_split and app.web.services.change_history
+(shared with the editor page).
+"""
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
-from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.split_models import SplitRequest
-from app.errors import ClusterError
-from app.web.auth.state import Principal, require_admin_api
+from app.web.auth.principal import Principal
+from app.web.auth.requests import audit_user, require_admin_api
 from app.web.deps import RuntimeDep
-from app.web.routes.admin_api import WRITE_ERRORS, _problem
+from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.change_history import (
     RollbackOut,
     change_listing,
@@ -21,8 +23,7 @@ from app.web.services.change_history import (
     rollback_change,
     unreadable_out,
 )
-from app.web.services.gpu_split import applied_out, apply_split, preview_split, split_view
-from app.web.services.plugin_admin import audit_user, http_error
+from app.web.services.gpu_split import change_split, split_view
 from app.web.views.admin_schemas import (
     ChangesOut,
     GpuSplitOut,
@@ -38,11 +39,11 @@ NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a
 ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
 DryRun = Annotated[bool, Query(alias="dryRun")]
 READ_ERRORS: dict[int | str, dict[str, object]] = {
-    401: _problem("Reads need a login"),
-    404: _problem("No such node, or the plugin DaemonSet is not found"),
-    409: _problem("The node's GPUs are not known yet (no agent report)"),
-    502: _problem("The API server answered with an error"),
-    503: _problem("API server unreachable, or writes (and their history) not enabled"),
+    401: problem("Reads need a login"),
+    404: problem("No such node, or the plugin DaemonSet is not found"),
+    409: problem("The node's GPUs are not known yet (no agent report)"),
+    502: problem("The API server answered with an error"),
+    503: problem("API server unreachable, or writes (and their history) not enabled"),
 }
 SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
 
@@ -73,17 +74,10 @@ class RollbackIn(BaseModel):
     confirmHostProcesses: StrictBool = False
 
 
-def _refused(error: PlanRefused | ClusterError) -> HTTPException:
-    return http_error(error)
-
-
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
 def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
     """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
-    try:
-        return split_view(runtime, name)
-    except (PlanRefused, ClusterError) as error:
-        raise _refused(error) from error
+    return split_view(runtime, name)
 
 
 @router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
@@ -91,10 +85,7 @@ def get_changes(runtime: RuntimeDep) -> ChangesOut:
     """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
     if runtime.writer is None:
         return ChangesOut(changes=[], available=False)
-    try:
-        listing = change_listing(runtime)
-    except ClusterError as error:
-        raise _refused(error) from error
+    listing = change_listing(runtime)
     return ChangesOut(
         changes=[change_out(r) for r in listing.records],
         unreadable=[unreadable_out(u) for u in listing.unreadable],
@@ -119,7 +110,14 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return _split(request, runtime, principal, change, body.expectedResourceVersions, dry_run)
+    return change_split(
+        runtime,
+        principal,
+        change,
+        body.expectedResourceVersions,
+        dry_run=dry_run,
+        user=audit_user(principal, request),
+    )
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -134,7 +132,9 @@ def delete_gpu_split(
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     expected = body.expectedResourceVersions if body is not None else None
     change = SplitRequest(name, None, confirm_host_processes=True)
-    return _split(request, runtime, principal, change, expected, dry_run)
+    return change_split(
+        runtime, principal, change, expected, dry_run=dry_run, user=audit_user(principal, request)
+    )
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
@@ -147,37 +147,11 @@ def post_change_rollback(
     dry_run: DryRun = False,
 ) -> RollbackOut:
     """Undo one change of the history (`?dryRun=true`: its preview)."""
-    try:
-        return rollback_change(
-            runtime,
-            principal,
-            change,
-            user=audit_user(principal, request),
-            dry_run=dry_run,
-            confirm_host_processes=body.confirmHostProcesses if body is not None else False,
-        )
-    except (PlanRefused, ClusterError) as error:
-        raise _refused(error) from error
-
-
-def _split(
-    request: Request,
-    runtime: RuntimeDep,
-    principal: Principal,
-    change: SplitRequest,
-    expected: dict[str, str | None] | None,
-    dry_run: bool,
-) -> SplitOut:
-    try:
-        if dry_run:
-            return preview_split(runtime, principal, change).out()
-        plan, applied = apply_split(
-            runtime, principal, change, expected, user=audit_user(principal, request)
-        )
-        return applied_out(plan, applied)
-    except PlanRefused as refused:
-        if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refused.message)
-        raise _refused(refused) from refused
-    except ClusterError as error:
-        raise _refused(error) from error
+    return rollback_change(
+        runtime,
+        principal,
+        change,
+        user=audit_user(principal, request),
+        dry_run=dry_run,
+        confirm_host_processes=body.confirmHostProcesses if body is not None else False,
+    )

@@ -19,7 +19,7 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
-from app.web.auth.state import Principal
+from app.web.auth.principal import Principal
 from app.web.runtime import Runtime
 from app.web.services.gpu_split import applied_out, apply_split, preview_split
 from app.web.services.plugin_admin import (

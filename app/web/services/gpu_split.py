@@ -21,13 +21,14 @@ from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState
 from app.errors import ConflictError
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
-from app.web.auth.state import Principal
+from app.web.auth.principal import Principal
 from app.web.runtime import Runtime
 from app.web.services.plugin_admin import cached_objects, iso, writer_for
 from app.web.views.admin_schemas import (
     GoverningOut,
     GpuProcessOut,
     GpuSplitOut,
+    NoChangeOut,
     SplitAppliedOut,
     SplitGpuOut,
     SplitPreviewOut,
@@ -288,3 +289,24 @@ def _check_versions(plan: SplitPlan, expected: Mapping[str, str | None]) -> None
                 status=409,
                 reason="Conflict",
             )
+
+
+def change_split(
+    runtime: Runtime,
+    principal: Principal,
+    change: SplitRequest,
+    expected: Mapping[str, str | None] | None,
+    *,
+    dry_run: bool,
+    user: str,
+) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
+    """The JSON API's use case: preview or apply; no change is an answer, not an error."""
+    try:
+        if dry_run:
+            return preview_split(runtime, principal, change).out()
+        plan, applied = apply_split(runtime, principal, change, expected, user=user)
+        return applied_out(plan, applied)
+    except PlanRefused as refused:
+        if refused.code is RefusalCode.NO_CHANGE:
+            return NoChangeOut(dryRun=dry_run, detail=refused.message)
+        raise

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from fastapi import HTTPException, Request, status
-
 from app.domain.changes.models import ChangePlan, ChangeRequest, PlanRefused, RefusalCode
 from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
@@ -24,16 +22,9 @@ from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
 from app.domain.dra.models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
-from app.errors import (
-    ClusterError,
-    ClusterUnavailableError,
-    ConflictError,
-    ForbiddenError,
-    InvalidObjectError,
-    NotFoundError,
-)
-from app.kube.writer import ApplyFailed, ApplyResult, DryRunResult, PluginWriter, check_versions
-from app.web.auth.state import Principal, client_address
+from app.errors import WritesDisabledError
+from app.kube.writer import ApplyResult, DryRunResult, PluginWriter, check_versions
+from app.web.auth.principal import Principal
 from app.web.runtime import Runtime
 from app.web.views.admin_schemas import (
     DiffOut,
@@ -47,15 +38,6 @@ from app.web.views.admin_schemas import (
 )
 
 log = logging.getLogger(__name__)
-
-_REFUSAL_STATUS = {
-    RefusalCode.DAEMONSET_NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    RefusalCode.NO_PREVIOUS: status.HTTP_404_NOT_FOUND,
-    RefusalCode.OUT_OF_RANGE: status.HTTP_422_UNPROCESSABLE_CONTENT,
-    RefusalCode.NODE_NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    RefusalCode.CHANGE_NOT_FOUND: status.HTTP_404_NOT_FOUND,
-    RefusalCode.UNKNOWN_GPU: status.HTTP_422_UNPROCESSABLE_CONTENT,
-}
 
 
 @dataclass(frozen=True)
@@ -144,9 +126,7 @@ def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
 def get_writer(runtime: Runtime) -> PluginWriter:
     writer = runtime.writer
     if writer is None:
-        raise HTTPException(
-            status.HTTP_503_SERVICE_UNAVAILABLE, "Plugin changes are not enabled in this server."
-        )
+        raise WritesDisabledError("Plugin changes are not enabled in this server.")
     return writer
 
 
@@ -157,38 +137,6 @@ def writer_for(runtime: Runtime, principal: Principal) -> Iterator[PluginWriter]
     user = principal.user if principal.impersonate else None
     with writer.acting_as(user, principal.groups) as acting:
         yield acting
-
-
-def audit_user(principal: Principal, request: Request) -> str:
-    if principal.method == "proxy":
-        return principal.user
-    how = "bearer token" if principal.method == "bearer" else "token login"
-    return f"{principal.user} ({how} from {client_address(request)})"
-
-
-def refusal_status(refused: PlanRefused) -> int:
-    return _REFUSAL_STATUS.get(refused.code, status.HTTP_409_CONFLICT)
-
-
-def cluster_status(error: ClusterError) -> int:
-    cause = error.cause if isinstance(error, ApplyFailed) else error
-    for kind, code in (
-        (ConflictError, status.HTTP_409_CONFLICT),
-        (NotFoundError, status.HTTP_404_NOT_FOUND),
-        (ForbiddenError, status.HTTP_403_FORBIDDEN),
-        (InvalidObjectError, status.HTTP_422_UNPROCESSABLE_CONTENT),
-        (ClusterUnavailableError, status.HTTP_503_SERVICE_UNAVAILABLE),
-    ):
-        if isinstance(cause, kind):
-            return code
-    return status.HTTP_502_BAD_GATEWAY
-
-
-def http_error(error: PlanRefused | ClusterError) -> HTTPException:
-    """The HTTP answer to a refused or failed change."""
-    if isinstance(error, PlanRefused):
-        return HTTPException(refusal_status(error), error.message)
-    return HTTPException(cluster_status(error), str(error))
 
 
 # the mode change -------------------------------------------------------------------------
