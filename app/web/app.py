@@ -51,7 +51,8 @@ from app.web.routes import (
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
 from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
-from app.web.services.snapshots import Clock, SnapshotService
+from app.web.services.snapshot_builder import Clock
+from app.web.services.snapshots import SnapshotService
 from app.web.views import page_views
 from app.web.views.schemas import ProblemOut
 

@@ -19,7 +19,8 @@ from app.web.auth.agent_auth import AgentAuth
 from app.web.auth.state import AuthState
 from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
-from app.web.services.snapshots import ClusterSource, SnapshotService
+from app.web.services.snapshot_builder import ClusterSource
+from app.web.services.snapshots import SnapshotService
 
 
 class StartStop(Protocol):

@@ -32,7 +32,7 @@ from app.simulator.resources import (
     RESOURCECLAIM,
     RESOURCESLICE,
 )
-from app.web.services.snapshots import configmaps_by_key, configured_daemonset
+from app.web.services.snapshot_builder import configmaps_by_key, configured_daemonset
 from tests.kube_tools import ToolsUnavailable, kube_tools
 from tests.real_fixtures import REAL_FIXTURES
 

@@ -290,6 +290,7 @@ class FakeSnapshots:
         self.renders = 0
         self._memo: dict[str, object] = {}
         self.usage = UsageHistory()  # the idle history the node page draws sparklines from
+        self.page_html = self  # the pages' render cache: this per-snapshot memo
 
     def set(self, snapshot: Snapshot | None) -> None:
         self.snapshot = snapshot

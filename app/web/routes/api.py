@@ -45,7 +45,7 @@ def _reason(runtime: Runtime, snapshot: Snapshot) -> str | None:
 @router.get("/summary", response_model=SummaryOut, responses=NOT_READY)
 async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     """Mode, plugin state, cluster totals and finding counts."""
-    body = runtime.snapshots.memo(
+    body = runtime.snapshots.json_bodies.memo(
         "summary",
         lambda s: summary_of(s, stale_reason=_reason(runtime, s)).model_dump_json().encode(),
     )
@@ -55,7 +55,7 @@ async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
 @router.get("/nodes", response_model=NodesOut, responses=NOT_READY)
 async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     """Every node with its figures, GPUs and findings."""
-    body = runtime.snapshots.memo(
+    body = runtime.snapshots.json_bodies.memo(
         "nodes",
         lambda s: (
             NodesOut(

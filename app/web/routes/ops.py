@@ -42,7 +42,7 @@ async def readyz(runtime: RuntimeDep, response: Response) -> ReadyOut:
 @metrics_router.get("/metrics", response_class=Response)
 async def metrics(runtime: RuntimeDep) -> Response:
     """Slots and findings per node in the Prometheus text format."""
-    body = runtime.snapshots.memo("metrics", render_metrics)
+    body = runtime.snapshots.metrics_text.memo("metrics", render_metrics)
     if body is None:
         return Response("# no snapshot yet\n", media_type=CONTENT_TYPE)
     return Response(body, media_type=CONTENT_TYPE)

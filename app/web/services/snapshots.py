@@ -1,8 +1,10 @@
-"""The current snapshot, recomputed off the request path when the cluster or a report changes.
+"""The build loop: the current snapshot, recomputed off the request path on every change.
 
 Requests only read `current()`; the engine runs in one background thread, at most once per
 `min_interval_s`, and again every `refresh_interval_s` so agent ages stay true. Rendered
-forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per snapshot.
+forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per snapshot
+in one typed cache per kind (app.web.services.render_cache); the build itself is
+app.web.services.snapshot_builder.
 
 What keeps a big cluster's dashboard responsive while every agent reports (1,000 nodes at a
 15 s interval is 67 reports a second, each asking for a new snapshot):
@@ -32,76 +34,26 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol, TypeVar
 
-from app.domain.accounting.engine import build_snapshot
-from app.domain.accounting.facts import EngineMemo
-from app.domain.cluster import AccountingOptions, ClusterState, Manifest
-from app.domain.snapshot import Finding, Snapshot
-from app.domain.usage.findings import history_findings, with_findings
+from markupsafe import Markup
+
+from app.domain.cluster import AccountingOptions
+from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
+from app.web.services.idle_history import IdleHistory
+from app.web.services.render_cache import RenderCache
 from app.web.services.reports import ReportStore
+from app.web.services.snapshot_builder import Clock, ClusterSource, SnapshotBuilder
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
-T = TypeVar("T")
-HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
-PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
-SLOW_RENDER_S = 0.1  # a key rendering this slowly (twice running) is refreshed on demand
 # Report-driven builds wait at most this long after a build: a pause as long as a slow
 # build would take in more reports, so the next build would be slower still (at 5,000
 # nodes and 333 reports/s, builds and delays grew without bound).
 MAX_HOLD_S = 0.15
-HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often
 STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
-
-
-class CacheHealthLike(Protocol):
-    @property
-    def synced(self) -> bool: ...
-
-    @property
-    def failing_since(self) -> datetime | None: ...
-
-    @property
-    def last_error(self) -> str | None: ...
-
-    @property
-    def refused(self) -> bool: ...
-
-
-class ClusterSource(Protocol):
-    """What the snapshot service needs of the cluster cache (app.kube.cache.ClusterCache)."""
-
-    generation: int
-
-    def items(self, name: str) -> list[Manifest]: ...
-
-    def health(self) -> CacheHealthLike: ...
-
-    def wait_for_change(self, seen_generation: int, timeout_s: float) -> int: ...
-
-
-@dataclass
-class _Renderer:
-    """A memo key: how to render it, when it was last asked for, its latest rendering."""
-
-    render: Callable[[Snapshot], object]
-    used_at: float  # time.monotonic() of the last request
-    cost_s: float = 0.0  # how long the last rendering took
-    cost_before_s: float = 0.0  # and the one before (the first also compiles templates)
-    value: object = None  # the latest rendering ...
-    of: Snapshot | None = None  # ... and the snapshot it shows
-    wanted: bool = False  # a slow key was requested since its latest rendering
-    rendered_at: float = 0.0  # time.monotonic() when the latest rendering was done
-
-    @property
-    def slow(self) -> bool:
-        return min(self.cost_s, self.cost_before_s) >= SLOW_RENDER_S
 
 
 @dataclass(frozen=True)
@@ -128,30 +80,32 @@ class SnapshotService:
     ) -> None:
         self._source = source
         self._reports = reports
-        self._options = options
         self._clock = clock
         self._min_interval_s = min_interval_s
         self._refresh_interval_s = refresh_interval_s
+        self._idle = IdleHistory(idle_after_s=idle_after_s, low_after_s=low_after_s)
+        self._builder = SnapshotBuilder(reports, options=options)
         self._current: Snapshot | None = None
-        self._memo: dict[str, object] = {}  # renderings of the current snapshot
-        self._renderers: dict[str, _Renderer] = {}
-        self._pending: dict[str, threading.Event] = {}  # keys being rendered ahead, now
-        self._engine_memo = EngineMemo()
-        self.usage = UsageHistory()  # idle slots and utilization, last hour (observe: builds)
-        self._idle_after_s, self._low_after_s = idle_after_s, low_after_s
-        self._history: list[Finding] = []  # the idle-history findings of ...
-        self._history_at: datetime | None = None  # ... this moment
-        self._reported_nodes = 0  # nodes with a report in the latest build
-        self._lock = threading.Lock()
+        self.last_error: str | None = None  # why the latest build failed; None after a good one
+        self._good: Snapshot | None = None  # the latest snapshot a build produced
+        self._failed_since: datetime | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._slow_wake = threading.Event()
         self._threads: list[threading.Thread] = []
         self.builds = 0
-        self.last_error: str | None = None  # why the latest build failed; None after a good one
-        self._good: Snapshot | None = None  # the latest snapshot a build produced
-        self._failed_since: datetime | None = None
-        self._node_names: frozenset[str] = frozenset()
+        runs, wake = self._rendering_slow, self._slow_wake.set
+        self.json_bodies: RenderCache[bytes] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+        self.metrics_text: RenderCache[str] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+        self.page_html: RenderCache[Markup] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+
+    @property
+    def usage(self) -> UsageHistory:
+        """Idle slots and utilization, last hour (observes every build)."""
+        return self._idle.usage
+
+    def _caches(self) -> tuple[RenderCache[bytes], RenderCache[str], RenderCache[Markup]]:
+        return self.json_bodies, self.metrics_text, self.page_html
 
     def start(self) -> None:
         """Start the background threads (again after a stop: an app's lifespan may repeat)."""
@@ -182,7 +136,7 @@ class SnapshotService:
 
         Before the first build every report is kept; that build sorts them out.
         """
-        return self.builds == 0 or name in self._node_names
+        return self.builds == 0 or name in self._builder.node_names
 
     @property
     def stale_reason(self) -> str | None:
@@ -196,102 +150,9 @@ class SnapshotService:
             return f"API server unreachable: {health.last_error}"
         return None
 
-    def memo(self, key: str, render: Callable[[Snapshot], T]) -> T | None:
-        """`render(current snapshot)`, computed once per snapshot (see the module notes).
-
-        `render` must depend on the snapshot only (the key names everything else): while
-        the key is requested, the service calls it for new snapshots ahead of time.
-        """
-        now = time.monotonic()
-        with self._lock:
-            snapshot = self._current
-            if snapshot is None:
-                return None
-            entry = self._renderers.get(key)
-            if entry is None:
-                entry = self._renderers[key] = _Renderer(render, now)
-            else:
-                entry.render, entry.used_at = render, now
-            if key in self._memo:
-                return self._memo[key]  # type: ignore[return-value]
-            if entry.slow and entry.of is not None and self._rendering_slow():
-                entry.wanted = True
-                self._slow_wake.set()
-                return entry.value  # type: ignore[return-value]
-            pending = self._pending.get(key)
-        if pending is not None:  # the snapshot thread is rendering it now: wait, don't redo
-            pending.wait(PENDING_WAIT_S)
-            with self._lock:
-                if self._current is snapshot and key in self._memo:
-                    return self._memo[key]  # type: ignore[return-value]
-        return self._render(key, entry, snapshot)  # type: ignore[return-value]
-
     def _rendering_slow(self) -> bool:
         """Whether the thread that renders slow keys runs (not in tests that only rebuild)."""
         return any(t.name == "snapshot-renders" and t.is_alive() for t in self._threads)
-
-    def _render(self, key: str, entry: _Renderer, snapshot: Snapshot) -> object:
-        """Render `key` for `snapshot` here and now; keep it as the latest rendering."""
-        started = time.monotonic()
-        value = entry.render(snapshot)
-        with self._lock:
-            entry.rendered_at = time.monotonic()
-            entry.cost_before_s, entry.cost_s = entry.cost_s, entry.rendered_at - started
-            if entry.of is None or entry.of.generated_at <= snapshot.generated_at:
-                entry.value, entry.of = value, snapshot
-            if self._current is snapshot:
-                value = self._memo.setdefault(key, value)
-        return value
-
-    def _hot(self, *, slow: bool) -> list[tuple[str, _Renderer]]:
-        """Keys asked for lately, fast or slow ones, cheapest first; forgets the others."""
-        now = time.monotonic()
-        with self._lock:
-            for key in [k for k, e in self._renderers.items() if now - e.used_at > HOT_KEY_S]:
-                del self._renderers[key]
-            hot = [(k, e) for k, e in self._renderers.items() if e.slow == slow]
-        return sorted(hot, key=lambda item: item[1].cost_s)
-
-    def _prerender(self, snapshot: Snapshot, generation: int) -> None:
-        """Render the fast hot keys for the just published `snapshot` (built from the
-        cache's `generation`), unless the cluster changed since: that is built first."""
-        for key, entry in self._hot(slow=False):
-            done = threading.Event()
-            with self._lock:
-                if self._current is not snapshot or self._source.generation != generation:
-                    return  # a newer snapshot took over, or is due
-                if key in self._memo:
-                    continue  # a request rendered it already
-                self._pending[key] = done
-            try:
-                self._render(key, entry, snapshot)
-            except Exception:
-                log.exception("rendering %s ahead failed; it renders on request", key)
-            finally:
-                with self._lock:
-                    if self._pending.get(key) is done:
-                        del self._pending[key]
-                done.set()
-
-    def _render_slow(self) -> None:
-        """Render the slow keys that were asked for again, for the newest snapshot."""
-        while not self._stop.is_set():
-            self._slow_wake.wait(0.25)
-            self._slow_wake.clear()
-            for key, entry in self._hot(slow=True):
-                with self._lock:
-                    snapshot = self._current
-                    if snapshot is None or not entry.wanted or entry.of is snapshot:
-                        continue
-                    if time.monotonic() < entry.rendered_at + entry.cost_s:
-                        continue  # at most half of the time on one slow key
-                    entry.wanted = False
-                try:
-                    self._render(key, entry, snapshot)
-                except Exception:
-                    log.exception("rendering %s failed; it renders again on request", key)
-                if self._stop.is_set():
-                    return
 
     def readiness(self) -> Readiness:
         health = self._source.health()
@@ -313,66 +174,34 @@ class SnapshotService:
         now = self._clock()
         generation = self._source.generation
         try:
-            state = self._state(now)
-            snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+            built = self._builder.build(self._source, now=now)
         except Exception as exc:
-            self._engine_memo = EngineMemo()  # it may hold half of the failed build
             self._publish_failure(exc, now=now)
             raise
-        snapshot = self._with_history(snapshot, now=now)
+        snapshot = self._idle.with_history(built, now=now)
         self.last_error = None
         self._failed_since = None
         self._good = snapshot
-        self._reported_nodes = len(state.reports)
         health = self._source.health()
         if health.failing_since is not None:
             age_s = max(0.0, (now - health.failing_since).total_seconds())
             snapshot = snapshot.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
-        with self._lock:
-            self._current = snapshot
-            self._memo = {}
+        self._publish(snapshot)
         self.builds += 1
-        self._prerender(snapshot, generation)
+
+        def due() -> bool:  # the cluster changed since: that build comes first
+            return self._source.generation != generation
+
+        for cache in self._caches():
+            if not cache.prerender(snapshot, due=due):
+                break
         self._slow_wake.set()
         return snapshot
 
-    def _with_history(self, snapshot: Snapshot, *, now: datetime) -> Snapshot:
-        """The snapshot plus the findings only the idle history can tell (idle slots).
-
-        They are about slots idle for many minutes, so they are reckoned at most once per
-        `HISTORY_EVERY_S` (every holder of every GPU is looked at): a build in between
-        adds the latest ones again.
-        """
-        self.usage.observe(snapshot, now=now)
-        last = self._history_at
-        if last is None or not 0 <= (now - last).total_seconds() < HISTORY_EVERY_S:
-            self._history = history_findings(
-                self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
-            )
-            self._history_at = now
-        return with_findings(snapshot, self._history)
-
-    def _state(self, now: datetime) -> ClusterState:
-        """What the engine reads: the cache's collections and the reports of known nodes."""
-        daemonsets = self._source.items("daemonsets")
-        nodes = self._source.items("nodes")
-        self._node_names = frozenset(
-            str((node.get("metadata") or {}).get("name", "")) for node in nodes
-        )
-        self._reports.forget_unknown(nodes=self._node_names, now=now)
-        return ClusterState(
-            daemonset=configured_daemonset(daemonsets, self._options),
-            configmaps=configmaps_by_key(
-                self._source.items("configmaps"), self._options.plugin_namespace
-            ),
-            nodes=nodes,
-            pods=self._source.items("pods"),
-            reports=self._reports.latest(),
-            device_classes=self._source.items("deviceclasses"),
-            resource_slices=self._source.items("resourceslices"),
-            resource_claims=self._source.items("resourceclaims"),
-            daemonsets=daemonsets,
-        )
+    def _publish(self, snapshot: Snapshot) -> None:
+        for cache in self._caches():
+            cache.publish(snapshot)
+        self._current = snapshot
 
     def _publish_failure(self, exc: Exception, *, now: datetime) -> None:
         """Serve the last good snapshot marked stale, with the reason; /readyz says degraded."""
@@ -383,10 +212,17 @@ class SnapshotService:
         if good is None:
             return
         age_s = max(0.0, (now - self._failed_since).total_seconds())
-        stale = good.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
-        with self._lock:
-            self._current = stale
-            self._memo = {}
+        self._publish(good.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)}))
+
+    def _render_slow(self) -> None:
+        """Render the slow keys that were asked for again, for the newest snapshot."""
+        while not self._stop.is_set():
+            self._slow_wake.wait(0.25)
+            self._slow_wake.clear()
+            for cache in self._caches():
+                cache.render_slow(self._stop)
+                if self._stop.is_set():
+                    return
 
     def _run(self) -> None:
         seen = -1
@@ -415,7 +251,7 @@ class SnapshotService:
         deadline = time.monotonic() + hold_s
         while not self._stop.is_set():
             left_s = deadline - time.monotonic()
-            if left_s <= 0 or len(self._reports) != self._reported_nodes:
+            if left_s <= 0 or len(self._reports) != self._builder.reported_nodes:
                 return
             if self._source.wait_for_change(seen, min(STEP_S, left_s)) != seen:
                 return
@@ -427,25 +263,3 @@ class SnapshotService:
         while time.monotonic() < deadline and not self._stop.is_set():
             if self._wake.wait(STEP_S) or self._source.generation != seen:
                 return
-
-
-def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
-    """The DaemonSet GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME names, among all watched ones."""
-    for daemonset in daemonsets:
-        meta = daemonset.get("metadata") or {}
-        if meta.get("name") == options.plugin_name and (
-            meta.get("namespace") in (None, options.plugin_namespace)
-        ):
-            return daemonset
-    return None
-
-
-def configmaps_by_key(configmaps: list[Manifest], plugin_namespace: str) -> dict[str, Manifest]:
-    """The plugin namespace's ConfigMaps by name, other namespaces' by namespace/name."""
-    found: dict[str, Manifest] = {}
-    for configmap in configmaps:
-        meta = configmap.get("metadata") or {}
-        namespace = meta.get("namespace") or plugin_namespace
-        name = str(meta.get("name", ""))
-        found[name if namespace == plugin_namespace else f"{namespace}/{name}"] = configmap
-    return found

@@ -62,7 +62,7 @@ def _fragment(
         return Markup(render_template(runtime, template, context))
 
     if memo:
-        body = runtime.snapshots.memo(f"page:{key}:{lang}", render)
+        body = runtime.snapshots.page_html.memo(f"page:{key}:{lang}", render)
     else:
         current = runtime.snapshots.current()
         body = render(current) if current is not None else None
