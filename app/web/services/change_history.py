@@ -27,6 +27,7 @@ from app.web.services.plugin_admin import (
     build_preview,
     get_writer,
     make_plan,
+    or_no_change,
     writer_for,
 )
 from app.web.views.admin_schemas import (
@@ -90,44 +91,59 @@ def rollback_change(
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
     record = find_change(runtime, change)
-    try:
+
+    def answer() -> RollbackOut:
         if record.kind == "split":
-            request = split_request(record, confirm_host_processes)
-            if dry_run:
-                return preview_split(runtime, principal, request, rollback=True).out()
-            split_plan, applied = apply_split(
-                runtime, principal, request, None, user=user, rollback=True, rolls_back=record.id
+            return _undo_split(
+                runtime,
+                principal,
+                record,
+                user=user,
+                dry_run=dry_run,
+                confirm=confirm_host_processes,
             )
-            return applied_out(split_plan, applied)
-        mode = mode_request(record)
-        with writer_for(runtime, principal) as writer:
-            plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
-            if dry_run:
-                return build_preview(runtime, writer, plan).out()
-            result = writer.apply(plan, user=user, rolls_back=record.id)
-        runtime.snapshots.poke()
-        return Applied(plan, result, result.change_id).out()
-    except PlanRefused as refused:
-        if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refused.message)
-        raise
+        return _undo_mode(runtime, principal, record, user=user, dry_run=dry_run)
+
+    return or_no_change(answer, dry_run=dry_run)
+
+
+def _undo_split(
+    runtime: Runtime,
+    principal: Principal,
+    record: ChangeRecord,
+    *,
+    user: str,
+    dry_run: bool,
+    confirm: bool,
+) -> SplitPreviewOut | SplitAppliedOut:
+    request = split_request(record, confirm)
+    if dry_run:
+        return preview_split(runtime, principal, request, rollback=True).out()
+    split_plan, applied = apply_split(
+        runtime, principal, request, None, user=user, rollback=True, rolls_back=record.id
+    )
+    return applied_out(split_plan, applied)
+
+
+def _undo_mode(
+    runtime: Runtime, principal: Principal, record: ChangeRecord, *, user: str, dry_run: bool
+) -> ModePreviewOut | ModeAppliedOut:
+    mode = mode_request(record)
+    with writer_for(runtime, principal) as writer:
+        plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
+        if dry_run:
+            return build_preview(runtime, writer, plan).out()
+        result = writer.apply(plan, user=user, rolls_back=record.id)
+    runtime.snapshots.poke()
+    return Applied(plan, result, result.change_id).out()
 
 
 def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
     before = record.before
     if not record.node:
         raise PlanRefused(RefusalCode.NOT_REVERSIBLE, f"Change {record.id} names no node.")
-    if "config_key" in before:  # config-manager install: the node label goes back
-        return SplitRequest(
-            record.node,
-            tuple(str(u) for u in before.get("kubernetes_gpus") or ()),
-            "time-slicing" if before.get("mode") == "time-slicing" else "basic",
-            int(before.get("replicas") or 1),
-            confirm,
-            restore_config_key=True,
-            config_key=str(before["config_key"]) if before.get("config_key") else None,
-        )
-    if not before.get("own"):
+    config_manager = "config_key" in before  # a config-manager install: the node label goes back
+    if not config_manager and not before.get("own"):
         return SplitRequest(record.node, None, confirm_host_processes=confirm)
     return SplitRequest(
         record.node,
@@ -135,6 +151,8 @@ def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
         "time-slicing" if before.get("mode") == "time-slicing" else "basic",
         int(before.get("replicas") or 1),
         confirm,
+        restore_config_key=config_manager,
+        config_key=str(before["config_key"]) if before.get("config_key") else None,
     )
 
 

@@ -23,7 +23,7 @@ from app.errors import ConflictError
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.web.auth.principal import Principal
 from app.web.runtime import Runtime
-from app.web.services.plugin_admin import cached_objects, iso, writer_for
+from app.web.services.plugin_admin import cached_objects, iso, or_no_change, writer_for
 from app.web.views.admin_schemas import (
     GoverningOut,
     GpuProcessOut,
@@ -301,12 +301,11 @@ def change_split(
     user: str,
 ) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
-    try:
+
+    def answer() -> SplitPreviewOut | SplitAppliedOut:
         if dry_run:
             return preview_split(runtime, principal, change).out()
         plan, applied = apply_split(runtime, principal, change, expected, user=user)
         return applied_out(plan, applied)
-    except PlanRefused as refused:
-        if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refused.message)
-        raise
+
+    return or_no_change(answer, dry_run=dry_run)

@@ -9,11 +9,11 @@ the API can never disagree on what a change does or how it is refused.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from app.domain.changes.models import ChangePlan, ChangeRequest, PlanRefused, RefusalCode
 from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
@@ -38,6 +38,7 @@ from app.web.views.admin_schemas import (
 )
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -226,10 +227,19 @@ def change_mode(
     user: str,
 ) -> ModePreviewOut | ModeAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
-    try:
+
+    def answer() -> ModePreviewOut | ModeAppliedOut:
         if dry_run:
             return preview_mode(runtime, principal, change, expected).out()
         return apply_mode(runtime, principal, change, expected, user=user).out()
+
+    return or_no_change(answer, dry_run=dry_run)
+
+
+def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
+    """`answer()`, or NoChangeOut when the planner finds nothing to change."""
+    try:
+        return answer()
     except PlanRefused as refused:
         if refused.code is RefusalCode.NO_CHANGE:
             return NoChangeOut(dryRun=dry_run, detail=refused.message)
