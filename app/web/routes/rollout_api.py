@@ -66,14 +66,7 @@ def rollout_out(view: RolloutView) -> RolloutOut:
         resource=expected.resource if expected else None,
         elapsed_s=None if view.elapsed_s is None else round(view.elapsed_s, 1),
         nodes=[
-            NodeRolloutOut(
-                node=n.node,
-                expected=n.expected,
-                advertised=n.advertised,
-                resource=n.resource,
-                state=n.state,
-                broken_before=n.broken_before,
-            )
+            NodeRolloutOut.model_validate(n, from_attributes=True)
             for n in (status.nodes if status else ())
         ],
         pending=list(status.stuck) if status else [],

@@ -169,14 +169,7 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
                 role="kubernetes" if g.uuid in current.kubernetes_gpus else "host",
                 slots=current.slots_per_gpu if g.uuid in current.kubernetes_gpus else 0,
                 processes=[
-                    GpuProcessOut(
-                        pid=p.pid,
-                        owner=p.owner,
-                        pod=p.pod,
-                        user=p.user,
-                        command=p.command,
-                        used_memory_mib=p.used_memory_mib,
-                    )
+                    GpuProcessOut.model_validate(p, from_attributes=True)
                     for p in by_index[g.index].processes
                 ],
             )
