@@ -42,3 +42,7 @@ class ForbiddenError(ClusterError):
 
 class GpuReadError(GpuSlotsError):
     """No GPU reader (NVML or nvidia-smi) could be used on this machine."""
+
+
+class WritesDisabledError(GpuSlotsError):
+    """A change was asked of a dashboard started without a plugin writer (answered 503)."""

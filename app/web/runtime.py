@@ -15,11 +15,12 @@ from fastapi.templating import Jinja2Templates
 
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web.agent_auth import AgentAuth
-from app.web.auth import AuthState
-from app.web.report_sync import ReportSync
-from app.web.reports import ReportStore
-from app.web.snapshots import ClusterSource, SnapshotService
+from app.web.auth.agent_auth import AgentAuth
+from app.web.auth.state import AuthState
+from app.web.services.report_sync import ReportSync
+from app.web.services.reports import ReportStore
+from app.web.services.snapshot_builder import ClusterSource
+from app.web.services.snapshots import SnapshotService
 
 
 class StartStop(Protocol):

@@ -61,7 +61,7 @@ def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
 
     Uvicorn's default trusts `X-Forwarded-For` from 127.0.0.1. The dashboard reads the
     forwarded address itself, and only from GEO_MLOPS_TRUSTED_PROXIES (none by default;
-    app.web.auth), so the login limiter and the proxy-user check see one configured truth.
+    app.web.auth.state), so the login limiter and the proxy-user check see one configured truth.
     """
     import uvicorn
 

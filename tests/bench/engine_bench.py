@@ -212,8 +212,8 @@ def main(argv: list[str]) -> int:
     if memo is not None:
         plain = build_snapshot(state, options=options, now=snapshot.generated_at)
         assert plain == snapshot, "the memo changed the snapshot"
-    from app.web.api import summary_of
-    from app.web.schemas import NodesOut
+    from app.web.routes.api import summary_of
+    from app.web.views.schemas import NodesOut
 
     started = time.perf_counter()
     nodes_body = NodesOut(

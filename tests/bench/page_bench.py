@@ -10,7 +10,7 @@ import statistics
 import sys
 import time
 
-from app.web.pages import overview_fragment
+from app.web.views.fragments import overview_fragment
 from tests.web.page_snapshots import big_cluster, page_app
 
 

@@ -29,8 +29,8 @@ from app.domain.snapshot import (
 )
 from app.domain.usage.idle import UsageHistory
 from app.settings import Settings
-from app.web import pages
-from app.web.auth import AuthState
+from app.web.auth.state import AuthState
+from app.web.routes import pages
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "app" / "web" / "assets"  # templates/, static/, docs/findings.md
@@ -290,6 +290,7 @@ class FakeSnapshots:
         self.renders = 0
         self._memo: dict[str, object] = {}
         self.usage = UsageHistory()  # the idle history the node page draws sparklines from
+        self.page_html = self  # the pages' render cache: this per-snapshot memo
 
     def set(self, snapshot: Snapshot | None) -> None:
         self.snapshot = snapshot

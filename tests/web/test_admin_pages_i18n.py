@@ -15,7 +15,8 @@ from markupsafe import Markup
 from app.domain.changes.models import ConfigMapAction, RefusalCode
 from app.domain.changes.rollout import RolloutStatus
 from app.domain.snapshot import Mode
-from app.web import admin_pages, i18n
+from app.web.http import admin_forms
+from app.web.i18n import translate as i18n
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.web.page_snapshots import ROOT, demo_like, page_app
 from tests.web.test_pages import get, parse
@@ -242,8 +243,8 @@ def test_catalog_names_every_mode_action_and_refusal_the_admin_pages_show() -> N
         [f"setting_{mode.value}" for mode in Mode]
         + [f"configmap_action_{action.value}" for action in ConfigMapAction]
         + [f"refusal_{code.value}" for code in RefusalCode]
-        + [f"cluster_error_{status}" for status in admin_pages.CLUSTER_ERRORS]
-        + list(admin_pages.LOGIN_REFUSALS.values())
+        + [f"cluster_error_{status}" for status in admin_forms.CLUSTER_ERRORS]
+        + list(admin_forms.LOGIN_REFUSALS.values())
         + ["admin_mode_basic", "admin_mode_time_slicing", "rollout_stuck", "rollout_progress"]
     )
     for lang in i18n.LANGUAGES:

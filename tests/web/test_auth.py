@@ -14,8 +14,9 @@ from fastapi.testclient import TestClient
 from itsdangerous import BadSignature
 
 from app.settings import Settings
-from app.web import admin_pages
-from app.web.auth import SESSION_COOKIE, AuthState, LoginLimiter
+from app.web.auth.limiter import LoginLimiter
+from app.web.auth.state import SESSION_COOKIE, AuthState
+from app.web.routes import admin_pages
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.web.test_admin_api import BEARER, TO_TS4
 

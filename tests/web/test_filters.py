@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.snapshot import Finding, Scope, Severity
-from app.web.filters import (
+from app.web.views.filters import (
     FilterError,
     FindingFilter,
     NodeFilter,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.domain.findings.catalogue import CATALOGUE
-from app.web.catalog_findings_en import FINDINGS_EN
-from app.web.catalog_findings_ko import FINDINGS_KO
-from app.web.finding_text import finding_explanation, finding_summary, finding_title
+from app.web.i18n.catalog_findings_en import FINDINGS_EN
+from app.web.i18n.catalog_findings_ko import FINDINGS_KO
+from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
 from tests.domain.test_findings import CASES, Builder
 from tests.domain.worlds import snap
 

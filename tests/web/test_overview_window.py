@@ -7,8 +7,8 @@ import re
 import pytest
 from fastapi.testclient import TestClient
 
-from app.web.filters import FilterError
-from app.web.node_window import parse_page, window
+from app.web.views.filters import FilterError
+from app.web.views.node_window import parse_page, window
 from tests.web.page_snapshots import big_cluster, demo_like, page_app
 
 

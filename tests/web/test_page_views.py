@@ -6,7 +6,7 @@ from datetime import timedelta
 
 from app.domain.snapshot import Finding, Scope, Severity
 from app.domain.usage.idle import Point
-from app.web.page_views import diff_lines, gpu_severity, spark, unavailable_slots
+from app.web.views.page_views import diff_lines, gpu_severity, spark, unavailable_slots
 from tests.web.page_snapshots import NOW, host_split_node
 
 UNHEALTHY = Finding(
@@ -52,7 +52,7 @@ def test_diff_lines_kinds() -> None:
 def test_korean_idle_title_words_the_duration_in_korean() -> None:
     from app.domain.usage.findings import idle_holder_finding
     from app.domain.usage.idle import IdleHolder
-    from app.web.finding_text import duration_ko, finding_title
+    from app.web.views.finding_text import duration_ko, finding_title
 
     item = idle_holder_finding(
         IdleHolder("gpu-4", "GPU-1", 3, "ml/nb-0", 1, idle_s=2520, held_s=2600, watched_since=NOW)

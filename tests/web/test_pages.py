@@ -12,9 +12,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.web import i18n
-from app.web.docs_page import heading_anchor, markdown_to_html
-from app.web.pages import safe_next
+from app.web.http.html import safe_next
+from app.web.i18n import translate as i18n
+from app.web.views.docs_page import heading_anchor, markdown_to_html
 from tests.web.page_snapshots import (
     HOST_FINDING,
     ROOT,

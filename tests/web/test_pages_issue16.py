@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from app.web.catalog_findings_ko import FINDINGS_KO
+from app.web.i18n.catalog_findings_ko import FINDINGS_KO
 from tests.web.page_snapshots import NOW, demo_like, page_app
 from tests.web.test_pages import get
 

@@ -1,0 +1,1 @@
+"""HTTP plumbing shared by the routers: error mapping, headers, OpenAPI, page helpers."""

@@ -1,0 +1,88 @@
+"""Our errors as HTTP: the status each refusal or cluster failure is answered with.
+
+The services raise PlanRefused, ClusterError and WritesDisabledError; the JSON API lets
+them through to the handlers here (`{"detail": ...}`), the pages word them per language
+with the same status codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request, status
+from fastapi.responses import JSONResponse
+
+from app.domain.changes.models import PlanRefused, RefusalCode
+from app.errors import (
+    ClusterError,
+    ClusterUnavailableError,
+    ConflictError,
+    ForbiddenError,
+    InvalidObjectError,
+    NotFoundError,
+    WritesDisabledError,
+)
+from app.kube.writer import ApplyFailed
+from app.web.views.schemas import ProblemOut
+
+_REFUSAL_STATUS = {
+    RefusalCode.DAEMONSET_NOT_FOUND: status.HTTP_404_NOT_FOUND,
+    RefusalCode.NO_PREVIOUS: status.HTTP_404_NOT_FOUND,
+    RefusalCode.OUT_OF_RANGE: status.HTTP_422_UNPROCESSABLE_CONTENT,
+    RefusalCode.NODE_NOT_FOUND: status.HTTP_404_NOT_FOUND,
+    RefusalCode.CHANGE_NOT_FOUND: status.HTTP_404_NOT_FOUND,
+    RefusalCode.UNKNOWN_GPU: status.HTTP_422_UNPROCESSABLE_CONTENT,
+}
+_CLUSTER_STATUS = (
+    (ConflictError, status.HTTP_409_CONFLICT),
+    (NotFoundError, status.HTTP_404_NOT_FOUND),
+    (ForbiddenError, status.HTTP_403_FORBIDDEN),
+    (InvalidObjectError, status.HTTP_422_UNPROCESSABLE_CONTENT),
+    (ClusterUnavailableError, status.HTTP_503_SERVICE_UNAVAILABLE),
+)
+
+
+def problem(description: str) -> dict[str, Any]:
+    """An error answer as the OpenAPI document describes it."""
+    return {"model": ProblemOut, "description": description}
+
+
+WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: problem("The body is not JSON"),
+    401: problem("No or wrong credentials"),
+    403: problem("Not an admin, missing CSRF token, or RBAC refused"),
+    404: problem("DaemonSet (or the previous config) not found"),
+    409: problem("Changed since the preview, or the DaemonSet cannot be edited"),
+    422: problem("Values out of range"),
+    429: problem("Too many failed authentications from this address"),
+    502: problem("A write failed; the detail says which state the cluster is in"),
+    503: problem("API server unreachable, or writes not enabled"),
+}
+
+
+def refusal_status(refused: PlanRefused) -> int:
+    return _REFUSAL_STATUS.get(refused.code, status.HTTP_409_CONFLICT)
+
+
+def cluster_status(error: ClusterError) -> int:
+    cause = error.cause if isinstance(error, ApplyFailed) else error
+    for kind, code in _CLUSTER_STATUS:
+        if isinstance(cause, kind):
+            return code
+    return status.HTTP_502_BAD_GATEWAY
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Answer a refused or failed change that reaches the app with its status and detail."""
+
+    @app.exception_handler(PlanRefused)
+    async def refused(_: Request, exc: PlanRefused) -> JSONResponse:
+        return JSONResponse({"detail": exc.message}, status_code=refusal_status(exc))
+
+    @app.exception_handler(ClusterError)
+    async def failed(_: Request, exc: ClusterError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=cluster_status(exc))
+
+    @app.exception_handler(WritesDisabledError)
+    async def disabled(_: Request, exc: WritesDisabledError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)

@@ -1,0 +1,41 @@
+"""HTML answers shared by the page routers: the response, its caching, language and links."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+
+from app.web.i18n.translate import Translator, language_of, supported
+
+HTML = "text/html; charset=utf-8"
+NO_STORE = "no-store"  # admin pages: never kept (they show resourceVersions and tokens)
+REVALIDATE = "private, no-cache"  # snapshot pages: kept, revalidated by ETag
+
+
+def html_response(html: str, *, status_code: int = 200, cache: str = NO_STORE) -> HTMLResponse:
+    """A page or fragment; it varies with the language and the login."""
+    response = HTMLResponse(html, status_code=status_code, media_type=HTML)
+    response.headers["Cache-Control"] = cache
+    response.headers["Vary"] = "Accept-Language, Cookie"
+    return response
+
+
+def translator(request: Request) -> Translator:
+    return Translator(language_of(request))
+
+
+def with_lang(path: str, request: Request) -> str:
+    """`path`, keeping an explicit (and known) `?lang=` of the request across a redirect."""
+    lang = supported(request.query_params.get("lang"))
+    if lang is None:
+        return path
+    return f"{path}{'&' if '?' in path else '?'}{urlencode({'lang': lang})}"
+
+
+def safe_next(target: str | None) -> str:
+    """A same-site path to go back to; anything else becomes `/`."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target

@@ -1,0 +1,1 @@
+"""The pages' languages: the translator and its catalogs."""

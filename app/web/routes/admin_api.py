@@ -1,0 +1,117 @@
+"""JSON API for the plugin's mode: read it, preview or apply a change, roll it back.
+
+Thin: the use cases live in app.web.services.plugin_admin, shared with the admin pages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+
+from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
+from app.web.auth.principal import Principal
+from app.web.auth.requests import audit_user, require_admin_api
+from app.web.deps import RuntimeDep
+from app.web.http.errors import WRITE_ERRORS, problem
+from app.web.services.plugin_admin import change_mode, config_view
+from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
+
+router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
+ObjectKind = Literal["daemonset", "configmap"]
+
+
+# schemas ---------------------------------------------------------------------------------
+
+
+class PluginConfigIn(BaseModel):
+    """The requested plugin mode."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["basic", "time-slicing"]
+    replicas: StrictInt | None = Field(default=None, description="2..64, for time-slicing")
+    renameByDefault: StrictBool = False
+    failRequestsGreaterThanOne: StrictBool = False
+    deleteConfigMap: StrictBool = Field(
+        default=False, description="Delete the ConfigMap when switching to basic"
+    )
+    expectedResourceVersions: dict[ObjectKind, str | None] | None = Field(
+        default=None, description="resourceVersions seen at preview; a mismatch is a 409"
+    )
+
+    def to_request(self) -> ChangeRequest:
+        if self.mode == "time-slicing" and self.replicas is None:
+            raise PlanRefused(RefusalCode.OUT_OF_RANGE, "replicas is required for time-slicing.")
+        return ChangeRequest(
+            mode=self.mode,
+            replicas=self.replicas if self.replicas is not None else 1,
+            rename_by_default=self.renameByDefault,
+            fail_requests_greater_than_one=self.failRequestsGreaterThanOne,
+            delete_configmap=self.deleteConfigMap,
+        )
+
+
+class RollbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    expectedResourceVersions: dict[ObjectKind, str | None] | None = None
+
+
+# routes ----------------------------------------------------------------------------------
+
+
+@router.get("/config", responses={401: problem("Reads need a login")})
+def get_config(runtime: RuntimeDep) -> dict[str, Any]:
+    """The plugin's current mode and settings, resourceVersions, and what rollback offers."""
+    return config_view(runtime)
+
+
+ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
+
+
+@router.put("/config", responses=WRITE_ERRORS, response_model=ModeOut)
+def put_config(
+    body: PluginConfigIn,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    dry_run: Annotated[bool, Query(alias="dryRun")] = False,
+) -> ModeOut:
+    """Preview (`?dryRun=true`) or apply a mode change."""
+    change = body.to_request()
+    return change_mode(
+        runtime,
+        principal,
+        change,
+        _versions(body.expectedResourceVersions),
+        dry_run=dry_run,
+        user=audit_user(principal, request),
+    )
+
+
+@router.post("/config/rollback", responses=WRITE_ERRORS, response_model=ModeOut)
+def post_rollback(
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    body: RollbackIn | None = None,
+    dry_run: Annotated[bool, Query(alias="dryRun")] = False,
+) -> ModeOut:
+    """Restore the config kept from before the last mode change."""
+    expected = body.expectedResourceVersions if body is not None else None
+    return change_mode(
+        runtime,
+        principal,
+        None,
+        _versions(expected),
+        dry_run=dry_run,
+        user=audit_user(principal, request),
+    )
+
+
+def _versions(expected: Mapping[ObjectKind, str | None] | None) -> dict[str, str | None] | None:
+    """The resourceVersions the preview showed, keyed as the services expect."""
+    return {str(k): v for k, v in expected.items()} if expected is not None else None

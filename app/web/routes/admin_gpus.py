@@ -1,0 +1,197 @@
+"""The per-node GPU editor: /admin/nodes/{name}/gpus (Korean and English).
+
+Each GPU with its model, memory, processes and slots, toggled between Kubernetes and the
+host; the node's sharing mode; preview, apply, return to the shared DaemonSet, roll
+back. The work is done by the same use cases as the JSON API (app.web.services.gpu_split,
+app.web.services.change_history); every POST form carries the CSRF token.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
+from app.domain.changes.split_models import SplitRequest, editor_path
+from app.errors import ClusterError
+from app.web.auth.principal import AuthRefused
+from app.web.auth.requests import audit_user
+from app.web.deps import RuntimeDep
+from app.web.http.admin_forms import (
+    Alert,
+    admin_of,
+    mode_and_replicas,
+    principal_of,
+    refusal,
+    render_admin,
+)
+from app.web.http.html import translator, with_lang
+from app.web.runtime import Runtime
+from app.web.services.change_history import list_changes, rollback_change
+from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
+from app.web.views.admin_schemas import GpuSplitOut
+
+router = APIRouter(include_in_schema=False)
+
+NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+Field = Annotated[str | None, Form(max_length=100)]
+Gpus = Annotated[list[str], Form(max_length=64)]
+
+
+def _page(
+    request: Request,
+    runtime: Runtime,
+    name: str,
+    *,
+    alert: Alert | None = None,
+    status_code: int = 200,
+    preview: SplitPreview | None = None,
+    action: str = "apply",
+    applied: str | None = None,
+) -> HTMLResponse:
+    view: GpuSplitOut | None = None
+    try:
+        view = split_view(runtime, name)
+    except (PlanRefused, ClusterError) as error:
+        code, refused = refusal(request, error)
+        alert = alert or refused
+        status_code = status_code if status_code != 200 else code
+    history = []
+    if runtime.writer is not None:
+        try:
+            history = [r for r in list_changes(runtime) if r.node == name][:10]
+        except ClusterError:
+            history = []
+    return render_admin(
+        request,
+        runtime,
+        "admin/gpus.html",
+        changes=history,
+        title=translator(request)("title_admin_gpus", name=name),
+        status_code=status_code,
+        node=name,
+        view=view,
+        principal=principal_of(request),
+        alert=alert,
+        preview=preview.out() if preview is not None else None,
+        preview_ok=preview.ok if preview is not None else False,
+        action=action,
+        applied=applied,
+        base=editor_path(name),
+        replicas_min=MIN_REPLICAS,
+        replicas_max=MAX_REPLICAS,
+    )
+
+
+def _refused(request: Request, runtime: Runtime, name: str, error: Exception) -> HTMLResponse:
+    code, alert = refusal(request, error)
+    return _page(request, runtime, name, alert=alert, status_code=code)
+
+
+def _request(
+    name: str,
+    gpus: list[str],
+    mode: str | None,
+    replicas: str | None,
+    confirm: str | None,
+    *,
+    action: str | None,
+) -> SplitRequest:
+    """The split the form asks for; `return` gives the node back to the shared DaemonSet."""
+    if action == "return":
+        return SplitRequest(name, None, confirm_host_processes=True)
+    checked_mode, count = mode_and_replicas(mode, replicas)
+    return SplitRequest(name, tuple(gpus), checked_mode, count, confirm == "on")
+
+
+@router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)
+def gpus_page(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    applied: Annotated[str | None, Query(max_length=64, pattern=r"^[a-z0-9-]+$")] = None,
+) -> HTMLResponse:
+    return _page(request, runtime, name, applied=applied)
+
+
+@router.post("/admin/nodes/{name}/gpus/preview", response_class=HTMLResponse)
+def gpus_preview(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    gpu: Gpus = [],  # noqa: B006 (FastAPI copies form defaults)
+    mode: Field = None,
+    replicas: Field = None,
+    confirm_host_processes: Field = None,
+    action: Field = None,
+    csrf_token: Field = None,
+) -> HTMLResponse:
+    try:
+        principal = admin_of(request, csrf_token)
+        change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
+        shown = preview_split(runtime, principal, change)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _refused(request, runtime, name, error)
+    return _page(
+        request, runtime, name, preview=shown, action="return" if action == "return" else "apply"
+    )
+
+
+@router.post("/admin/nodes/{name}/gpus/apply")
+def gpus_apply(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    gpu: Gpus = [],  # noqa: B006
+    mode: Field = None,
+    replicas: Field = None,
+    confirm_host_processes: Field = None,
+    action: Field = None,
+    versions: Annotated[str | None, Form(max_length=4000)] = None,
+    csrf_token: Field = None,
+) -> Response:
+    try:
+        principal = admin_of(request, csrf_token)
+        change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
+        expected = _versions(versions)
+        _, applied = apply_split(
+            runtime, principal, change, expected, user=audit_user(principal, request)
+        )
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _refused(request, runtime, name, error)
+    query = urlencode({"applied": applied.change_id or "-"})
+    return RedirectResponse(with_lang(f"{editor_path(name)}?{query}", request), status_code=303)
+
+
+@router.post("/admin/changes/{change}/rollback")
+def change_rollback(
+    change: Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")],
+    request: Request,
+    runtime: RuntimeDep,
+    node: Annotated[str, Form(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")],
+    csrf_token: Field = None,
+) -> Response:
+    try:
+        principal = admin_of(request, csrf_token)
+        done = rollback_change(
+            runtime, principal, change, user=audit_user(principal, request), dry_run=False
+        )
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _refused(request, runtime, node, error)
+    query = urlencode({"applied": getattr(done, "changeId", None) or "-"})
+    return RedirectResponse(with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
+
+
+def _versions(raw: str | None) -> dict[str, str | None] | None:
+    """`kind/name=rv;...` as the preview wrote it (the conflict check at apply)."""
+    if not raw:
+        return None
+    seen: dict[str, str | None] = {}
+    for part in raw.split(";"):
+        key, _, value = part.partition("=")
+        if key:
+            seen[key] = value or None
+    return seen

@@ -1,0 +1,118 @@
+"""POST /api/v1/agent/reports: where node agents deliver what their GPUs really do."""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated
+
+from fastapi import APIRouter, Header, HTTPException, Request, Response, status
+from pydantic import ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from app.domain.report import AgentReport, too_far_ahead
+from app.web.auth.agent_auth import AgentIdentity, AgentRefused
+from app.web.auth.tokens import bearer_token
+from app.web.deps import RuntimeDep
+from app.web.http.problems import describe_errors
+from app.web.runtime import Runtime
+from app.web.services.reports import Outcome
+from app.web.views.schemas import ProblemOut, ReportAcceptedOut
+
+router = APIRouter(prefix="/api/v1/agent", tags=["agent"])
+log = logging.getLogger(__name__)
+
+
+@router.post(
+    "/reports",
+    status_code=status.HTTP_202_ACCEPTED,
+    response_model=ReportAcceptedOut,
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": {"$ref": "#/components/schemas/AgentReport"}}
+            },
+        }
+    },
+    responses={
+        200: {"model": ReportAcceptedOut, "description": "Same report already stored"},
+        401: {"model": ProblemOut, "description": "Missing or wrong agent token"},
+        403: {"model": ProblemOut, "description": "The token belongs to another node"},
+        409: {"model": ProblemOut, "description": "A newer report of this node is stored"},
+        413: {"model": ProblemOut, "description": "Report larger than the limit"},
+        422: {
+            "model": ProblemOut,
+            "description": "Report does not match schema 1, or is dated in the future",
+        },
+        503: {"model": ProblemOut, "description": "The agent token cannot be checked now"},
+    },
+)
+async def post_report(
+    request: Request,
+    response: Response,
+    runtime: RuntimeDep,
+    authorization: Annotated[str | None, Header()] = None,
+) -> ReportAcceptedOut:
+    """Store an agent report if it is authentic, for the agent's node, valid and newer."""
+    identity = await _identify(request, runtime, authorization)
+    limit = runtime.settings.max_report_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(limit))
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(limit))
+    try:
+        report = AgentReport.model_validate_json(bytes(body))
+    except ValidationError as exc:
+        raise HTTPException(
+            status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors("Invalid report", exc.errors())
+        ) from exc
+    if identity.node is not None and identity.node != report.node:
+        log.warning(
+            "agent report refused: token of another node",
+            extra={"client": _client(request), "node": report.node, "token_node": identity.node},
+        )
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"This agent's token is for node {identity.node!r}, not {report.node!r}.",
+        )
+    ahead = too_far_ahead(report, now=runtime.clock())
+    if ahead is not None:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"Invalid report: {ahead}.")
+    outcome = runtime.reports.accept(report, received_at=runtime.clock())
+    if outcome is Outcome.OUT_OF_ORDER:
+        raise HTTPException(
+            status.HTTP_409_CONFLICT,
+            f"A newer report of node {report.node!r} is already stored; this one is ignored.",
+        )
+    if outcome is Outcome.DUPLICATE:
+        response.status_code = status.HTTP_200_OK
+        return ReportAcceptedOut(status="duplicate", node=report.node)
+    runtime.snapshots.poke()
+    return ReportAcceptedOut(status="stored", node=report.node)
+
+
+async def _identify(request: Request, runtime: Runtime, authorization: str | None) -> AgentIdentity:
+    """The agent behind the token (off the event loop when a TokenReview may be needed)."""
+    token = bearer_token(authorization)
+    try:
+        found = runtime.agents.without_review(token)
+        if found is None:
+            assert token is not None
+            found = await run_in_threadpool(runtime.agents.review, token)
+        return found
+    except AgentRefused as refused:
+        log.warning("agent report refused: %s", refused.message, extra={"client": _client(request)})
+        headers = {"WWW-Authenticate": "Bearer"} if refused.status_code == 401 else None
+        raise HTTPException(refused.status_code, refused.message, headers=headers) from refused
+
+
+def _too_large(limit: int) -> str:
+    return f"Report larger than {limit} bytes (GEO_MLOPS_MAX_REPORT_BYTES)."
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "unknown"

@@ -1,0 +1,115 @@
+"""The read-only JSON API under /api/v1, served from the current snapshot (no cluster calls)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, HTTPException, Path, Query, Response, status
+
+from app.domain.snapshot import Severity, Snapshot
+from app.web.deps import RuntimeDep, SnapshotDep
+from app.web.runtime import Runtime
+from app.web.views.schemas import FindingsOut, NodeOut, NodesOut, ProblemOut, SummaryOut
+
+router = APIRouter(prefix="/api/v1", tags=["read"])
+
+JSON = "application/json"
+NOT_READY: dict[int | str, dict[str, Any]] = {
+    503: {"model": ProblemOut, "description": "No snapshot yet"}
+}
+
+
+def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> SummaryOut:
+    plugin = snapshot.plugin
+    return SummaryOut(
+        mode=snapshot.mode,
+        replicas=plugin.replicas,
+        resource=plugin.resource,
+        plugin=plugin,
+        resources=snapshot.resources,
+        totals=snapshot.totals,
+        dra=snapshot.dra,
+        pending_demand=snapshot.pending_demand,
+        findings=snapshot.severity_counts(),
+        stale=snapshot.stale,
+        stale_age_s=snapshot.stale_age_s,
+        stale_reason=stale_reason if snapshot.stale else None,
+        generated_at=snapshot.generated_at,
+    )
+
+
+def _reason(runtime: Runtime, snapshot: Snapshot) -> str | None:
+    return runtime.snapshots.stale_reason if snapshot.stale else None
+
+
+@router.get("/summary", response_model=SummaryOut, responses=NOT_READY)
+async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
+    """Mode, plugin state, cluster totals and finding counts."""
+    body = runtime.snapshots.json_bodies.memo(
+        "summary",
+        lambda s: summary_of(s, stale_reason=_reason(runtime, s)).model_dump_json().encode(),
+    )
+    return Response(body, media_type=JSON)
+
+
+@router.get("/nodes", response_model=NodesOut, responses=NOT_READY)
+async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
+    """Every node with its figures, GPUs and findings."""
+    body = runtime.snapshots.json_bodies.memo(
+        "nodes",
+        lambda s: (
+            NodesOut(
+                generated_at=s.generated_at,
+                stale=s.stale,
+                stale_reason=_reason(runtime, s),
+                nodes=s.nodes,
+            )
+            .model_dump_json()
+            .encode()
+        ),
+    )
+    return Response(body, media_type=JSON)
+
+
+@router.get(
+    "/nodes/{name}",
+    response_model=NodeOut,
+    responses={404: {"model": ProblemOut, "description": "No such node"}, **NOT_READY},
+)
+async def get_node(
+    name: Annotated[str, Path(max_length=253)], runtime: RuntimeDep, snapshot: SnapshotDep
+) -> NodeOut:
+    """One node with its figures, GPUs, processes and findings."""
+    for node in snapshot.nodes:
+        if node.name == name:
+            return NodeOut(
+                generated_at=snapshot.generated_at,
+                stale=snapshot.stale,
+                stale_reason=_reason(runtime, snapshot),
+                node=node,
+            )
+    raise HTTPException(status.HTTP_404_NOT_FOUND, f"No node named {name!r} in the cluster.")
+
+
+@router.get("/findings", response_model=FindingsOut, responses=NOT_READY)
+async def list_findings(
+    runtime: RuntimeDep,
+    snapshot: SnapshotDep,
+    severity: Annotated[Severity | None, Query(description="Only this severity")] = None,
+    node: Annotated[
+        str | None, Query(max_length=253, description="Only findings of this node")
+    ] = None,
+) -> FindingsOut:
+    """Findings, most severe first, optionally filtered by severity and node."""
+    findings = [
+        finding
+        for finding in snapshot.findings
+        if (severity is None or finding.severity == severity)
+        and (node is None or finding.node == node)
+    ]
+    return FindingsOut(
+        generated_at=snapshot.generated_at,
+        stale=snapshot.stale,
+        stale_reason=_reason(runtime, snapshot),
+        findings=findings,
+    )

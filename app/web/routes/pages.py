@@ -1,0 +1,324 @@
+"""HTML pages and their htmx fragments, rendered from the current snapshot only.
+
+A page is its fragment (app.web.views.fragments) wrapped in the layout; the fragment is
+what htmx polls.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
+
+from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK
+from app.domain.usage.holders import UsageBy
+from app.web.auth.requests import get_auth
+from app.web.deps import RuntimeDep
+from app.web.http.html import REVALIDATE, html_response, safe_next
+from app.web.i18n.translate import CATALOGS, LANG_COOKIE, Translator, language_of, supported
+from app.web.runtime import Runtime
+from app.web.views import docs_page
+from app.web.views.filters import (
+    FilterError,
+    FindingFilter,
+    NodeFilter,
+    parse_finding_filter,
+    parse_node_filter,
+)
+from app.web.views.finding_text import finding_explanation, finding_summary
+from app.web.views.fragments import (
+    find_node,
+    findings_fragment,
+    node_fragment,
+    overview_fragment,
+    render_template,
+    usage_fragment,
+)
+from app.web.views.node_window import parse_page
+from app.web.views.views import seconds
+
+router = APIRouter(include_in_schema=False)
+open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
+
+DEFAULT_REFRESH_S = 5.0
+MIN_REFRESH_S = 0.2
+MAX_REFRESH_S = 300.0
+LANG_COOKIE_MAX_AGE_S = 365 * 24 * 3600
+
+
+def refresh_interval_s(runtime: Runtime, requested_s: float | None) -> float:
+    """The polling interval: `?refresh_s=` within bounds, else the runtime's, else 5 s."""
+    if requested_s is not None and math.isfinite(requested_s):
+        return min(max(requested_s, MIN_REFRESH_S), MAX_REFRESH_S)
+    configured = runtime.page_refresh_s
+    if configured is not None and configured > 0:
+        return float(configured)
+    return DEFAULT_REFRESH_S
+
+
+def _page(
+    request: Request,
+    runtime: Runtime,
+    *,
+    page: str,
+    title: str,
+    body: Markup,
+    live_url: str | None,
+    refresh_s: float | None,
+    status_code: int = 200,
+) -> HTMLResponse:
+    lang = language_of(request)
+    t = Translator(lang)
+    interval_s = refresh_interval_s(runtime, refresh_s)
+    context = {
+        "t": t,
+        "lang": lang,
+        "languages": list(CATALOGS),
+        "title": title,
+        "body": body,
+        "live_url": (
+            f"{live_url}{'&' if '?' in live_url else '?'}lang={lang}" if live_url else None
+        ),
+        "signed_in": _signed_in(request),
+        "refresh_ms": round(interval_s * 1000),
+        "refresh_s": seconds(interval_s),
+        "path": request.url.path,
+    }
+    html = render_template(runtime, f"pages/{page}.html", context)
+    return html_response(html, status_code=status_code, cache=REVALIDATE)
+
+
+def _signed_in(request: Request) -> str | None:
+    """The signed-in user's name for the header, or None."""
+    principal = get_auth(request).identify(request, for_write=False)
+    return principal.user if principal is not None else None
+
+
+def _fragment_response(body: Markup) -> HTMLResponse:
+    return html_response(str(body), cache=REVALIDATE)
+
+
+# ---------------------------------------------------------------- overview
+
+# A finite number (nan or inf would reach the page's timer); clamped to the bounds.
+RefreshS = Annotated[float | None, Query(allow_inf_nan=False)]
+NodeName = Annotated[str, Path(max_length=253)]
+
+
+def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> HTMLResponse:
+    """A bad filter value: say which and what is accepted (400); nothing else changes."""
+    lang = language_of(request)
+    t = Translator(lang)
+    body = Markup(
+        render_template(
+            runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)}
+        )
+    )
+    return _page(
+        request,
+        runtime,
+        page="doc",
+        title=t("title_bad_filter"),
+        body=body,
+        live_url=None,
+        refresh_s=None,
+        status_code=400,
+    )
+
+
+def _with_page(query: str, page: int) -> str:
+    return query if page == 1 else "&".join(part for part in (query, f"page={page}") if part)
+
+
+def _live(path: str, query: str) -> str:
+    return f"{path}?{query}" if query else path
+
+
+@router.get("/", response_class=HTMLResponse)
+def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
+    lang = language_of(request)
+    try:
+        spec = parse_node_filter(request.query_params)
+        page = parse_page(request.query_params)
+    except FilterError as error:
+        return _filter_error(request, runtime, error)
+    return _page(
+        request,
+        runtime,
+        page="overview",
+        title=Translator(lang)("title_overview"),
+        body=overview_fragment(runtime, lang, spec, page),
+        live_url=_live("/fragments/overview", _with_page(spec.query(), page)),
+        refresh_s=refresh_s,
+    )
+
+
+@router.get("/fragments/overview", response_class=HTMLResponse)
+def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    try:
+        spec = parse_node_filter(request.query_params)
+        page = parse_page(request.query_params)
+    except FilterError:
+        spec, page = NodeFilter(), 1
+    return _fragment_response(overview_fragment(runtime, language_of(request), spec, page))
+
+
+# ---------------------------------------------------------------- node detail
+
+
+@router.get("/nodes/{name}", response_class=HTMLResponse)
+async def node_detail(
+    name: NodeName, request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None
+) -> HTMLResponse:
+    lang = language_of(request)
+    snapshot = runtime.snapshots.current()
+    missing = snapshot is not None and find_node(snapshot, name) is None
+    return _page(
+        request,
+        runtime,
+        page="node",
+        title=Translator(lang)("title_node", name=name),
+        body=node_fragment(runtime, lang, name),
+        live_url=f"/fragments/nodes/{name}",
+        refresh_s=refresh_s,
+        status_code=404 if missing else 200,
+    )
+
+
+@router.get("/fragments/nodes/{name}", response_class=HTMLResponse)
+async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    return _fragment_response(node_fragment(runtime, language_of(request), name))
+
+
+# ---------------------------------------------------------------- findings
+
+
+@router.get("/findings", response_class=HTMLResponse)
+def findings(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
+    lang = language_of(request)
+    try:
+        spec = parse_finding_filter(request.query_params)
+    except FilterError as error:
+        return _filter_error(request, runtime, error)
+    return _page(
+        request,
+        runtime,
+        page="findings",
+        title=Translator(lang)("title_findings"),
+        body=findings_fragment(runtime, lang, spec),
+        live_url=_live("/fragments/findings", spec.query()),
+        refresh_s=refresh_s,
+    )
+
+
+@router.get("/fragments/findings", response_class=HTMLResponse)
+def findings_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    try:
+        spec = parse_finding_filter(request.query_params)
+    except FilterError:
+        spec = FindingFilter()
+    return _fragment_response(findings_fragment(runtime, language_of(request), spec))
+
+
+# ---------------------------------------------------------------- usage
+
+
+UsageByQuery = Annotated[UsageBy, Query()]
+
+
+@router.get("/usage", response_class=HTMLResponse)
+def usage(
+    request: Request,
+    runtime: RuntimeDep,
+    by: UsageByQuery = "namespace",
+    refresh_s: RefreshS = None,
+) -> HTMLResponse:
+    lang = language_of(request)
+    return _page(
+        request,
+        runtime,
+        page="usage",
+        title=Translator(lang)("title_usage"),
+        body=usage_fragment(runtime, lang, by),
+        live_url=f"/fragments/usage?by={by}",
+        refresh_s=refresh_s,
+    )
+
+
+@router.get("/fragments/usage", response_class=HTMLResponse)
+def usage_live(
+    request: Request, runtime: RuntimeDep, by: UsageByQuery = "namespace"
+) -> HTMLResponse:
+    return _fragment_response(usage_fragment(runtime, language_of(request), by))
+
+
+# ---------------------------------------------------------------- docs and language
+
+
+@router.get("/docs/findings", response_class=HTMLResponse)
+async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    lang = language_of(request)
+    t = Translator(lang)
+    doc = docs_page.findings_html(runtime.assets_dir)
+    if doc is None:
+        body = Markup(render_template(runtime, "partials/doc_missing.html", {"t": t}))
+        title, status_code = t("title_not_found"), 404
+    else:
+        contents = [
+            SimpleNamespace(
+                code=code,
+                severity=kind.severity.value,
+                scope=kind.scope.value,
+                summary=finding_summary(code, lang),
+                explanation=finding_explanation(code, lang) or "",
+            )
+            for code, kind in sorted(
+                CATALOGUE.items(), key=lambda item: (SEVERITY_RANK[item[1].severity], item[0])
+            )
+        ]
+        context = {
+            "t": t,
+            "lang": lang,
+            "doc": doc,
+            "contents": contents,
+            "sections": contents if lang != "en" else [],  # English: docs/findings.md itself
+        }
+        body = Markup(render_template(runtime, "partials/doc_findings.html", context))
+        title, status_code = t("title_doc_findings"), 200
+    return _page(
+        request,
+        runtime,
+        page="doc",
+        title=title,
+        body=body,
+        live_url=None,
+        refresh_s=None,
+        status_code=status_code,
+    )
+
+
+@open_router.get("/lang/{code}")
+async def choose_lang(
+    request: Request,
+    code: Annotated[str, Path(max_length=16)],
+    next: Annotated[str | None, Query(max_length=2000)] = None,
+) -> Response:
+    """Remember the chosen language in a cookie and go back where the user was.
+
+    Without a login while reads are not public, it goes back to the login form only.
+    """
+    target = safe_next(next)
+    auth = get_auth(request)
+    if not auth.settings.public_reads and auth.identify(request, for_write=False) is None:
+        target = "/login"
+    response = RedirectResponse(target, status_code=303)
+    lang = supported(code)
+    if lang is not None:
+        response.set_cookie(
+            LANG_COOKIE, lang, max_age=LANG_COOKIE_MAX_AGE_S, samesite="lax", httponly=True
+        )
+    return response

@@ -1,0 +1,88 @@
+"""`GET /api/v1/plugin/rollout`: where the latest plugin change stands.
+
+The view itself is app.web.services.rollout_view (shared with the rollout page).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from app.web.deps import RuntimeDep
+from app.web.services.rollout_view import RolloutView, parse_broken, rollout_view
+
+router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
+
+
+class NodeRolloutOut(BaseModel):
+    node: str
+    expected: int | None = Field(description="Slots it should advertise after the change")
+    advertised: int | None
+    resource: str
+    state: Literal["done", "waiting", "zero", "failing"] = Field(
+        description="done; waiting (awaited); zero (expected at 0, not awaited); failing "
+        "(plugin pod fails, not awaited)"
+    )
+    broken_before: bool = Field(description="Its plugin already failed before the change")
+
+
+class RolloutOut(BaseModel):
+    """GET /api/v1/plugin/rollout: where the latest plugin change stands."""
+
+    state: Literal["done", "rolling-out", "stuck", "no-daemonset"]
+    done: bool
+    generation: int
+    observed_generation: int
+    desired: int
+    updated: int
+    ready: int
+    mode: str | None
+    replicas: int | None
+    resource: str | None
+    elapsed_s: float | None
+    nodes: list[NodeRolloutOut]
+    pending: list[str] = Field(description="What the rollout still waits for (English)")
+    blocked_by: list[str] = Field(
+        default_factory=list,
+        description="Nodes whose unready plugin pods spend the DaemonSet's maxUnavailable: "
+        "the DaemonSet controller replaces no other pod until they are fixed",
+    )
+
+
+def rollout_out(view: RolloutView) -> RolloutOut:
+    status, expected = view.status, view.expected
+    return RolloutOut(
+        state=view.state,
+        done=view.state == "done",
+        generation=view.generation,
+        observed_generation=status.observed_generation if status else 0,
+        desired=status.desired if status else 0,
+        updated=status.updated if status else 0,
+        ready=status.ready if status else 0,
+        mode=expected.mode.value if expected else None,
+        replicas=expected.replicas if expected else None,
+        resource=expected.resource if expected else None,
+        elapsed_s=None if view.elapsed_s is None else round(view.elapsed_s, 1),
+        nodes=[
+            NodeRolloutOut.model_validate(n, from_attributes=True)
+            for n in (status.nodes if status else ())
+        ],
+        pending=list(status.stuck) if status else [],
+        blocked_by=list(status.blocked_by) if status else [],
+    )
+
+
+@router.get("/rollout", response_model=RolloutOut)
+def get_rollout(
+    runtime: RuntimeDep,
+    generation: Annotated[int | None, Query(ge=0, description="Default: the latest")] = None,
+    since: Annotated[str | None, Query(max_length=64)] = None,
+    broken: Annotated[str | None, Query(max_length=4000)] = None,
+) -> RolloutOut:
+    """The latest plugin change's rollout: done when every node that should advertise does."""
+    view = rollout_view(
+        runtime, generation=generation, since=since, broken_before=parse_broken(broken)
+    )
+    return rollout_out(view)

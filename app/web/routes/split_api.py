@@ -1,0 +1,157 @@
+"""JSON API for per-node GPU splits and the change history.
+
+Thin: the use cases are app.web.services.gpu_split and app.web.services.change_history
+(shared with the editor page).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from app.domain.changes.split_models import SplitRequest
+from app.web.auth.principal import Principal
+from app.web.auth.requests import audit_user, require_admin_api
+from app.web.deps import RuntimeDep
+from app.web.http.errors import WRITE_ERRORS, problem
+from app.web.services.change_history import (
+    RollbackOut,
+    change_listing,
+    change_out,
+    rollback_change,
+    unreadable_out,
+)
+from app.web.services.gpu_split import change_split, split_view
+from app.web.views.admin_schemas import (
+    ChangesOut,
+    GpuSplitOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitPreviewOut,
+)
+
+router = APIRouter(prefix="/api/v1", tags=["gpu split"])
+write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])
+
+NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
+DryRun = Annotated[bool, Query(alias="dryRun")]
+READ_ERRORS: dict[int | str, dict[str, object]] = {
+    401: problem("Reads need a login"),
+    404: problem("No such node, or the plugin DaemonSet is not found"),
+    409: problem("The node's GPUs are not known yet (no agent report)"),
+    502: problem("The API server answered with an error"),
+    503: problem("API server unreachable, or writes (and their history) not enabled"),
+}
+SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
+
+
+class GpuSplitIn(BaseModel):
+    """Which GPUs of the node Kubernetes gets, and how they are shared."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kubernetes_gpus: list[StrictStr] = Field(max_length=64, description="GPU UUIDs")
+    mode: Literal["basic", "time-slicing"] = "basic"
+    replicas: StrictInt = Field(default=1, description="2..64 for time-slicing")
+    confirmHostProcesses: StrictBool = False
+    expectedResourceVersions: dict[str, str | None] | None = Field(
+        default=None, description="resourceVersions seen at preview; a mismatch is a 409"
+    )
+
+
+class ReturnIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    expectedResourceVersions: dict[str, str | None] | None = None
+
+
+class RollbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    confirmHostProcesses: StrictBool = False
+
+
+@router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
+def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
+    """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
+    return split_view(runtime, name)
+
+
+@router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
+def get_changes(runtime: RuntimeDep) -> ChangesOut:
+    """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
+    if runtime.writer is None:
+        return ChangesOut(changes=[], available=False)
+    listing = change_listing(runtime)
+    return ChangesOut(
+        changes=[change_out(r) for r in listing.records],
+        unreadable=[unreadable_out(u) for u in listing.unreadable],
+        available=True,
+    )
+
+
+@write_router.put("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
+def put_gpu_split(
+    name: NodeName,
+    body: GpuSplitIn,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    dry_run: DryRun = False,
+) -> SplitOut:
+    """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
+    change = SplitRequest(
+        name,
+        tuple(body.kubernetes_gpus),
+        body.mode,
+        body.replicas,
+        body.confirmHostProcesses,
+    )
+    return change_split(
+        runtime,
+        principal,
+        change,
+        body.expectedResourceVersions,
+        dry_run=dry_run,
+        user=audit_user(principal, request),
+    )
+
+
+@write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
+def delete_gpu_split(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    body: ReturnIn | None = None,
+    dry_run: DryRun = False,
+) -> SplitOut:
+    """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
+    expected = body.expectedResourceVersions if body is not None else None
+    change = SplitRequest(name, None, confirm_host_processes=True)
+    return change_split(
+        runtime, principal, change, expected, dry_run=dry_run, user=audit_user(principal, request)
+    )
+
+
+@write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
+def post_change_rollback(
+    change: ChangeId,
+    request: Request,
+    runtime: RuntimeDep,
+    principal: Annotated[Principal, Depends(require_admin_api)],
+    body: RollbackIn | None = None,
+    dry_run: DryRun = False,
+) -> RollbackOut:
+    """Undo one change of the history (`?dryRun=true`: its preview)."""
+    return rollback_change(
+        runtime,
+        principal,
+        change,
+        user=audit_user(principal, request),
+        dry_run=dry_run,
+        confirm_host_processes=body.confirmHostProcesses if body is not None else False,
+    )

@@ -1,0 +1,172 @@
+"""The change history (mode and split changes) and rolling one change back.
+
+The history lives in the cluster (app.domain.changes.durable, app.kube.history): one
+ConfigMap per change in the dashboard's namespace, each carrying its whole record, so a
+change stays listed and can be undone long after its Event is gone. Rolling back a change plans the
+way from the cluster as it is now to the change's `before`, through the same preview and
+apply as any change, and records itself as a new entry that names the one it undid.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from app.domain.changes.durable import HistoryListing, UnreadableRecord
+from app.domain.changes.history import ChangeRecord
+from app.domain.changes.models import (
+    ChangeRequest,
+    PlanRefused,
+    RefusalCode,
+)
+from app.domain.changes.split_models import SplitRequest
+from app.web.auth.principal import Principal
+from app.web.runtime import Runtime
+from app.web.services.gpu_split import applied_out, apply_split, preview_split
+from app.web.services.plugin_admin import (
+    Applied,
+    build_preview,
+    get_writer,
+    make_plan,
+    or_no_change,
+    writer_for,
+)
+from app.web.views.admin_schemas import (
+    ChangeOut,
+    ModeAppliedOut,
+    ModePreviewOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitPreviewOut,
+    UnreadableChangeOut,
+)
+
+RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
+
+
+def change_listing(runtime: Runtime) -> HistoryListing:
+    """Every recorded change, newest first, and the unreadable records (fresh from the API)."""
+    store = get_writer(runtime).history
+    return store.listing() if store is not None else HistoryListing(())
+
+
+def list_changes(runtime: Runtime) -> list[ChangeRecord]:
+    """Every recorded change, newest first (fresh from the API server)."""
+    return list(change_listing(runtime).records)
+
+
+def change_out(record: ChangeRecord) -> ChangeOut:
+    return ChangeOut.model_validate(record.as_json())
+
+
+def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
+    at = entry.created_at
+    return UnreadableChangeOut(
+        name=entry.name,
+        reason=entry.reason,
+        createdAt=at.strftime("%Y-%m-%dT%H:%M:%SZ") if at is not None else None,
+    )
+
+
+def find_change(runtime: Runtime, change: str) -> ChangeRecord:
+    store = get_writer(runtime).history
+    found = store.find(change) if store is not None else None
+    if isinstance(found, UnreadableRecord):
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE,
+            f"The record of change {change} is unreadable ({found.reason}): it cannot be undone.",
+        )
+    if found is None:
+        raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, f"No change {change} in the history.")
+    return found.record
+
+
+def rollback_change(
+    runtime: Runtime,
+    principal: Principal,
+    change: str,
+    *,
+    user: str,
+    dry_run: bool,
+    confirm_host_processes: bool = False,
+) -> RollbackOut:
+    """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
+    record = find_change(runtime, change)
+
+    def answer() -> RollbackOut:
+        if record.kind == "split":
+            return _undo_split(
+                runtime,
+                principal,
+                record,
+                user=user,
+                dry_run=dry_run,
+                confirm=confirm_host_processes,
+            )
+        return _undo_mode(runtime, principal, record, user=user, dry_run=dry_run)
+
+    return or_no_change(answer, dry_run=dry_run)
+
+
+def _undo_split(
+    runtime: Runtime,
+    principal: Principal,
+    record: ChangeRecord,
+    *,
+    user: str,
+    dry_run: bool,
+    confirm: bool,
+) -> SplitPreviewOut | SplitAppliedOut:
+    request = split_request(record, confirm)
+    if dry_run:
+        return preview_split(runtime, principal, request, rollback=True).out()
+    split_plan, applied = apply_split(
+        runtime, principal, request, None, user=user, rollback=True, rolls_back=record.id
+    )
+    return applied_out(split_plan, applied)
+
+
+def _undo_mode(
+    runtime: Runtime, principal: Principal, record: ChangeRecord, *, user: str, dry_run: bool
+) -> ModePreviewOut | ModeAppliedOut:
+    mode = mode_request(record)
+    with writer_for(runtime, principal) as writer:
+        plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
+        if dry_run:
+            return build_preview(runtime, writer, plan).out()
+        result = writer.apply(plan, user=user, rolls_back=record.id)
+    runtime.snapshots.poke()
+    return Applied(plan, result, result.change_id).out()
+
+
+def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
+    before = record.before
+    if not record.node:
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, f"Change {record.id} names no node.")
+    config_manager = "config_key" in before  # a config-manager install: the node label goes back
+    if not config_manager and not before.get("own"):
+        return SplitRequest(record.node, None, confirm_host_processes=confirm)
+    return SplitRequest(
+        record.node,
+        tuple(str(u) for u in before.get("kubernetes_gpus") or ()),
+        "time-slicing" if before.get("mode") == "time-slicing" else "basic",
+        int(before.get("replicas") or 1),
+        confirm,
+        restore_config_key=config_manager,
+        config_key=str(before["config_key"]) if before.get("config_key") else None,
+    )
+
+
+def mode_request(record: ChangeRecord) -> ChangeRequest:
+    before = record.before
+    mode = before.get("mode")
+    if mode not in ("basic", "time-slicing") or before.get("error"):
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE,
+            f"Change {record.id} started from a config GPU Slots cannot write back ({mode}).",
+        )
+    return ChangeRequest(
+        mode="basic" if mode == "basic" else "time-slicing",
+        replicas=int(before.get("replicas") or 1),
+        rename_by_default=bool(before.get("renameByDefault")),
+        fail_requests_greater_than_one=bool(before.get("failRequestsGreaterThanOne")),
+    )

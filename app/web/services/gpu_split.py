@@ -1,0 +1,304 @@
+"""The per-node GPU split use cases, shared by the JSON API and the editor page.
+
+Read which GPUs of a node Kubernetes gets and which DaemonSet decides it; preview a new
+split (the writes as diffs, the server's dry run, slots before and after, host processes
+on GPUs going to Kubernetes, pods on GPUs going to the host, plugin pods that restart);
+apply it with the resourceVersions seen at preview; return the node to the shared
+DaemonSet. The planner is app.domain.changes.split; the writes app.kube.split_writer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.preview import object_diff
+from app.domain.changes.split import check_confirmed, plan_split, split_state
+from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState, own_name
+from app.domain.cluster import Manifest
+from app.domain.plugin.daemonset import is_operator_managed
+from app.domain.snapshot import NodeState
+from app.errors import ConflictError
+from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
+from app.web.auth.principal import Principal
+from app.web.runtime import Runtime
+from app.web.services.plugin_admin import cached_objects, iso, or_no_change, writer_for
+from app.web.views.admin_schemas import (
+    GoverningOut,
+    GpuProcessOut,
+    GpuSplitOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitGpuOut,
+    SplitPreviewOut,
+    SplitStateOut,
+    SplitWriteOut,
+)
+
+
+@dataclass(frozen=True)
+class SplitPreview:
+    plan: SplitPlan
+    diffs: dict[str, str]
+    dry_run: dict[str, str | None]
+
+    @property
+    def ok(self) -> bool:
+        return all(v is None for v in self.dry_run.values())
+
+    def out(self) -> SplitPreviewOut:
+        plan = self.plan
+        return SplitPreviewOut(
+            kind=plan.kind,
+            node=plan.node,
+            before=state_out(plan.before),
+            after=state_out(plan.after),
+            slotsBefore=plan.slots_before,
+            slotsAfter=plan.after.slots,
+            writes=[
+                SplitWriteOut(
+                    action=w.action,
+                    kind=w.kind,
+                    name=w.name,
+                    diff=self.diffs.get(w.key, ""),
+                    serverDryRun=self.dry_run.get(w.key),
+                )
+                for w in plan.writes
+            ],
+            serverDryRunOk=self.ok,
+            hostProcesses=list(plan.host_processes),
+            blocking=plan.blocking,
+            podsOnHostGpus=list(plan.pods_on_host_gpus),
+            restarts=list(plan.restarts),
+            resourceVersions=plan.resource_versions,
+            warnings=list(plan.warnings),
+        )
+
+
+def state_out(state: SplitState) -> SplitStateOut:
+    return SplitStateOut.model_validate(state.as_json())
+
+
+def applied_out(plan: SplitPlan, applied: SplitApplied) -> SplitAppliedOut:
+    return SplitAppliedOut(
+        kind=plan.kind,
+        node=plan.node,
+        before=state_out(plan.before),
+        after=state_out(plan.after),
+        slotsAfter=plan.after.slots,
+        appliedAt=iso(applied.applied_at),
+        changeId=applied.change_id,
+        warnings=list(plan.warnings) + list(applied.warnings),
+    )
+
+
+# the node's GPUs -------------------------------------------------------------------------
+
+
+def node_state(runtime: Runtime, node: str) -> NodeState:
+    snapshot = runtime.snapshots.current()
+    for state in snapshot.nodes if snapshot is not None else []:
+        if state.name == node:
+            return state
+    raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {node} is not in the cluster.")
+
+
+def node_gpus(state: NodeState) -> list[NodeGpu]:
+    """The node's GPUs as the agent reports them, with who runs what on each."""
+    gpus: list[NodeGpu] = []
+    for gpu in state.gpus:
+        host = tuple(
+            f"pid {p.pid}"
+            + (f" {p.user}" if p.user else "")
+            + (f": {p.command}" if p.command else "")
+            for p in gpu.processes
+            if p.owner == "host"
+        )
+        pods = {h.pod for h in gpu.holders} | {
+            p.pod for p in gpu.processes if p.owner == "pod" and p.pod
+        }
+        gpus.append(
+            NodeGpu(gpu.uuid, gpu.index, gpu.name, gpu.memory_total_mib, host, tuple(sorted(pods)))
+        )
+    return gpus
+
+
+def _shared_name(runtime: Runtime) -> str:
+    return runtime.settings.plugin_target.name
+
+
+def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
+    """GET: each GPU's role (from the DaemonSet that governs the node), slots and processes."""
+    state = node_state(runtime, node)
+    gpus = node_gpus(state)
+    name = own_name(_shared_name(runtime), node)
+    if runtime.writer is not None:
+        objects = SplitWriter(runtime.writer).read(node, name)
+    else:
+        shared, configmap = cached_objects(runtime)
+        objects = SplitObjects(None, shared, configmap, None, None)
+    if objects.shared is None:
+        raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
+    governing = _governing(objects)
+    current = split_state(
+        governing,
+        objects.shared_configmap if governing is objects.shared else None,
+        gpus,
+        objects.node,
+    )
+    by_index = {g.index: g for g in state.gpus}
+    return GpuSplitOut(
+        node=node,
+        daemonset=GoverningOut(
+            name=current.daemonset,
+            namespace=runtime.settings.plugin_target.namespace,
+            own=current.own,
+        ),
+        configKey=current.config_key,
+        perNodeConfig=current.per_node_config,
+        mode=current.mode,
+        replicas=current.replicas,
+        allocatable=state.allocatable,
+        gpus=[
+            SplitGpuOut(
+                uuid=g.uuid,
+                index=g.index,
+                name=g.name,
+                memory_total_mib=g.memory_total_mib,
+                role="kubernetes" if g.uuid in current.kubernetes_gpus else "host",
+                slots=current.slots_per_gpu if g.uuid in current.kubernetes_gpus else 0,
+                processes=[
+                    GpuProcessOut.model_validate(p, from_attributes=True)
+                    for p in by_index[g.index].processes
+                ],
+            )
+            for g in sorted(gpus, key=lambda g: g.index)
+        ],
+        writesEnabled=runtime.writer is not None,
+        operatorManaged=is_operator_managed(objects.shared),
+    )
+
+
+def _governing(objects: SplitObjects) -> Manifest:
+    assert objects.shared is not None
+    label = ((objects.node or {}).get("metadata") or {}).get("labels") or {}
+    own_meta = (objects.own or {}).get("metadata") or {}
+    if objects.own is not None and label.get("gpu-slots.io/plugin-daemonset") == own_meta.get(
+        "name"
+    ):
+        return objects.own
+    return objects.shared
+
+
+# plan, preview, apply --------------------------------------------------------------------
+
+
+def _plan(
+    runtime: Runtime, writer: SplitWriter, request: SplitRequest, *, rollback: bool
+) -> SplitPlan:
+    state = node_state(runtime, request.node)
+    objects = writer.read(request.node, own_name(_shared_name(runtime), request.node))
+    if objects.node is None:
+        raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
+    _check_governed(runtime, state)
+    shared_status = (objects.shared or {}).get("status") or {}
+    return plan_split(
+        request,
+        node=objects.node,
+        shared=objects.shared,
+        shared_configmap=objects.shared_configmap,
+        own=objects.own,
+        own_configmap=objects.own_configmap,
+        gpus=node_gpus(state),
+        slots_before=state.allocatable,
+        shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
+        rollback=rollback,
+    )
+
+
+def _check_governed(runtime: Runtime, state: NodeState) -> None:
+    """Refuse a node whose plugin pod belongs to another install (not the configured one)."""
+    pod = state.plugin_pod
+    shared = _shared_name(runtime)
+    if pod is None or pod.name.rsplit("-", 1)[0] in (shared, own_name(shared, state.name)):
+        return
+    raise PlanRefused(
+        RefusalCode.OTHER_INSTALL,
+        f"Node {state.name} runs the plugin pod {pod.name} of another plugin DaemonSet, not "
+        f"{runtime.settings.plugin_target.ref}: GPU Slots changes "
+        "only the configured install (GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE). "
+        "Point those settings at that install to change this node.",
+    )
+
+
+def preview_split(
+    runtime: Runtime, principal: Principal, request: SplitRequest, *, rollback: bool = False
+) -> SplitPreview:
+    """The plan with its diffs and the server's dry run; raises PlanRefused/ClusterError."""
+    ns = runtime.settings.plugin_target.namespace
+    with writer_for(runtime, principal) as plugin_writer:
+        writer = SplitWriter(plugin_writer)
+        plan = _plan(runtime, writer, request, rollback=rollback)
+        diffs = {
+            w.key: f"node/{w.name}: labels {w.after}"
+            if w.kind == "Node"
+            else object_diff(w.before, w.after, title=f"{w.kind.lower()}/{ns}/{w.name}")
+            for w in plan.writes
+        }
+        return SplitPreview(plan, diffs, writer.dry_run(plan))
+
+
+def apply_split(
+    runtime: Runtime,
+    principal: Principal,
+    request: SplitRequest,
+    expected: Mapping[str, str | None] | None,
+    *,
+    user: str,
+    rollback: bool = False,
+    rolls_back: str | None = None,
+) -> tuple[SplitPlan, SplitApplied]:
+    """Write the split planned from the objects as they are now; audit it as a change."""
+    with writer_for(runtime, principal) as plugin_writer:
+        writer = SplitWriter(plugin_writer)
+        plan = _plan(runtime, writer, request, rollback=rollback)
+        check_confirmed(plan, request)
+        if expected is not None:
+            _check_versions(plan, expected)
+        applied = writer.apply(plan, user=user, rolls_back=rolls_back)
+    runtime.snapshots.poke()
+    return plan, applied
+
+
+def _check_versions(plan: SplitPlan, expected: Mapping[str, str | None]) -> None:
+    seen = plan.resource_versions
+    for key, version in expected.items():
+        if key in seen and (version or None) != seen[key]:
+            raise ConflictError(
+                f"{key} changed since the preview (resourceVersion {version or 'absent'}, now "
+                f"{seen[key] or 'absent'}): someone else edited it. Nothing was written; "
+                "preview again.",
+                status=409,
+                reason="Conflict",
+            )
+
+
+def change_split(
+    runtime: Runtime,
+    principal: Principal,
+    change: SplitRequest,
+    expected: Mapping[str, str | None] | None,
+    *,
+    dry_run: bool,
+    user: str,
+) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
+    """The JSON API's use case: preview or apply; no change is an answer, not an error."""
+
+    def answer() -> SplitPreviewOut | SplitAppliedOut:
+        if dry_run:
+            return preview_split(runtime, principal, change).out()
+        plan, applied = apply_split(runtime, principal, change, expected, user=user)
+        return applied_out(plan, applied)
+
+    return or_no_change(answer, dry_run=dry_run)

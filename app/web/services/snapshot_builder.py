@@ -1,0 +1,101 @@
+"""Cache + reports -> Snapshot: what the engine reads, and one build."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Protocol
+
+from app.domain.accounting.engine import build_snapshot
+from app.domain.accounting.facts import EngineMemo
+from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.snapshot import Snapshot
+from app.web.services.reports import ReportStore
+
+Clock = Callable[[], datetime]
+
+
+class CacheHealthLike(Protocol):
+    @property
+    def synced(self) -> bool: ...
+
+    @property
+    def failing_since(self) -> datetime | None: ...
+
+    @property
+    def last_error(self) -> str | None: ...
+
+    @property
+    def refused(self) -> bool: ...
+
+
+class ClusterSource(Protocol):
+    """What the snapshot service needs of the cluster cache (app.kube.cache.ClusterCache)."""
+
+    generation: int
+
+    def items(self, name: str) -> list[Manifest]: ...
+
+    def health(self) -> CacheHealthLike: ...
+
+    def wait_for_change(self, seen_generation: int, timeout_s: float) -> int: ...
+
+
+class SnapshotBuilder:
+    """Builds snapshots from what a cluster source and the report store hold now."""
+
+    def __init__(self, reports: ReportStore, *, options: AccountingOptions) -> None:
+        self._reports = reports
+        self._options = options
+        self._engine_memo = EngineMemo()
+        self.reported_nodes = 0  # nodes with a report in the latest build
+        self.node_names: frozenset[str] = frozenset()  # the nodes of the latest build
+
+    def build(self, source: ClusterSource, *, now: datetime) -> Snapshot:
+        """The engine's snapshot of now; raises what the engine or the source raises."""
+        try:
+            state = self._state(source, now)
+            snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+        except Exception:
+            self._engine_memo = EngineMemo()  # it may hold half of the failed build
+            raise
+        self.reported_nodes = len(state.reports)
+        return snapshot
+
+    def _state(self, source: ClusterSource, now: datetime) -> ClusterState:
+        """What the engine reads: the cache's collections and the reports of known nodes."""
+        daemonsets = source.items("daemonsets")
+        nodes = source.items("nodes")
+        self.node_names = frozenset(
+            str((node.get("metadata") or {}).get("name", "")) for node in nodes
+        )
+        self._reports.forget_unknown(nodes=self.node_names, now=now)
+        return ClusterState(
+            daemonset=configured_daemonset(daemonsets, self._options),
+            configmaps=configmaps_by_key(
+                source.items("configmaps"), self._options.plugin.namespace
+            ),
+            nodes=nodes,
+            pods=source.items("pods"),
+            reports=self._reports.latest(),
+            device_classes=source.items("deviceclasses"),
+            resource_slices=source.items("resourceslices"),
+            resource_claims=source.items("resourceclaims"),
+            daemonsets=daemonsets,
+        )
+
+
+def configured_daemonset(daemonsets: list[Manifest], options: AccountingOptions) -> Manifest | None:
+    """The DaemonSet GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME names, among all watched ones."""
+    return next((ds for ds in daemonsets if options.plugin.matches(ds)), None)
+
+
+def configmaps_by_key(configmaps: list[Manifest], plugin_namespace: str) -> dict[str, Manifest]:
+    """The plugin namespace's ConfigMaps by name, other namespaces' by namespace/name."""
+    found: dict[str, Manifest] = {}
+    for configmap in configmaps:
+        meta = configmap.get("metadata") or {}
+        namespace = meta.get("namespace") or plugin_namespace
+        name = str(meta.get("name", ""))
+        found[name if namespace == plugin_namespace else f"{namespace}/{name}"] = configmap
+    return found

@@ -1,0 +1,265 @@
+"""The build loop: the current snapshot, recomputed off the request path on every change.
+
+Requests only read `current()`; the engine runs in one background thread, at most once per
+`min_interval_s`, and again every `refresh_interval_s` so agent ages stay true. Rendered
+forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per snapshot
+in one typed cache per kind (app.web.services.render_cache); the build itself is
+app.web.services.snapshot_builder.
+
+What keeps a big cluster's dashboard responsive while every agent reports (1,000 nodes at a
+15 s interval is 67 reports a second, each asking for a new snapshot):
+
+- the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
+- pacing: after a build, report-driven builds wait as long as that build (and its
+  renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
+  about half of the process's time while reports stream in (more on a cluster whose
+  builds take longer than `MAX_HOLD_S`), and reports arriving meanwhile are taken in one
+  batch; a change of the cluster itself (a pod, a node) or a node's first report is never
+  held back: it is built as soon as the build in progress ends (`gpu-slots serve` sets a
+  1 ms GIL switch interval, so back-to-back builds leave the event loop its share);
+- rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
+  snapshot in the snapshot thread right after it is published, cheapest first, so
+  requests do not render JSON bodies on the event loop (where they would hold up every
+  other request); a request for a key being rendered waits for that rendering; a change
+  of the cluster arriving meanwhile stops the rendering ahead: its build comes first;
+- slow renderings (`SLOW_RENDER_S`, e.g. every node's JSON at 1,000 nodes: ~0.15 s) are
+  not redone for every snapshot: requests get the latest one, and a second thread renders
+  the key again for the newest snapshot once it has been requested since (and, under a
+  flood of requests, spends at most half of the time on it). Such a body may thus be one
+  rendering behind the summary; it carries its own `generated_at`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+from markupsafe import Markup
+
+from app.domain.cluster import AccountingOptions
+from app.domain.snapshot import Snapshot
+from app.domain.usage.idle import UsageHistory
+from app.web.services.idle_history import IdleHistory
+from app.web.services.render_cache import RenderCache
+from app.web.services.reports import ReportStore
+from app.web.services.snapshot_builder import Clock, ClusterSource, SnapshotBuilder
+
+log = logging.getLogger(__name__)
+
+# Report-driven builds wait at most this long after a build: a pause as long as a slow
+# build would take in more reports, so the next build would be slower still (at 5,000
+# nodes and 333 reports/s, builds and delays grew without bound).
+MAX_HOLD_S = 0.15
+STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
+
+
+@dataclass(frozen=True)
+class Readiness:
+    ready: bool
+    degraded: bool
+    reason: str
+
+
+class SnapshotService:
+    """Owns the background threads that turn cache + reports into the current snapshot."""
+
+    def __init__(
+        self,
+        source: ClusterSource,
+        reports: ReportStore,
+        *,
+        options: AccountingOptions,
+        clock: Clock,
+        min_interval_s: float = 0.1,
+        refresh_interval_s: float = 5.0,
+        idle_after_s: float = 900.0,
+        low_after_s: float = 1800.0,
+    ) -> None:
+        self._source = source
+        self._reports = reports
+        self._clock = clock
+        self._min_interval_s = min_interval_s
+        self._refresh_interval_s = refresh_interval_s
+        self._idle = IdleHistory(idle_after_s=idle_after_s, low_after_s=low_after_s)
+        self._builder = SnapshotBuilder(reports, options=options)
+        self._current: Snapshot | None = None
+        self.last_error: str | None = None  # why the latest build failed; None after a good one
+        self._good: Snapshot | None = None  # the latest snapshot a build produced
+        self._failed_since: datetime | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._slow_wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.builds = 0
+        runs, wake = self._rendering_slow, self._slow_wake.set
+        self.json_bodies: RenderCache[bytes] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+        self.metrics_text: RenderCache[str] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+        self.page_html: RenderCache[Markup] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+
+    @property
+    def usage(self) -> UsageHistory:
+        """Idle slots and utilization, last hour (observes every build)."""
+        return self._idle.usage
+
+    def _caches(self) -> tuple[RenderCache[bytes], RenderCache[str], RenderCache[Markup]]:
+        return self.json_bodies, self.metrics_text, self.page_html
+
+    def start(self) -> None:
+        """Start the background threads (again after a stop: an app's lifespan may repeat)."""
+        self._stop.clear()
+        self._threads = [
+            threading.Thread(target=self._run, name="snapshots", daemon=True),
+            threading.Thread(target=self._render_slow, name="snapshot-renders", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._slow_wake.set()
+        for thread in self._threads:
+            thread.join(timeout=5)
+
+    def poke(self) -> None:
+        """Ask for a recompute soon (a report arrived)."""
+        self._wake.set()
+
+    def current(self) -> Snapshot | None:
+        return self._current
+
+    def has_node(self, name: str) -> bool:
+        """Whether the cluster had node `name` at the latest build (any, before the first).
+
+        Before the first build every report is kept; that build sorts them out.
+        """
+        return self.builds == 0 or name in self._builder.node_names
+
+    @property
+    def stale_reason(self) -> str | None:
+        """Why the served snapshot is stale (a failed build, an unreachable API server)."""
+        if self.last_error is not None:
+            return f"snapshot build failed: {self.last_error}"
+        health = self._source.health()
+        if health.failing_since is not None and health.refused:
+            return f"the API server refuses a read (RBAC): {health.last_error}"
+        if health.failing_since is not None:
+            return f"API server unreachable: {health.last_error}"
+        return None
+
+    def _rendering_slow(self) -> bool:
+        """Whether the thread that renders slow keys runs (not in tests that only rebuild)."""
+        return any(t.name == "snapshot-renders" and t.is_alive() for t in self._threads)
+
+    def readiness(self) -> Readiness:
+        health = self._source.health()
+        if self._current is None or not health.synced:
+            if self.last_error is not None:  # listed, but no build has succeeded yet
+                return Readiness(False, False, f"snapshot build failed: {self.last_error}")
+            return Readiness(False, False, "waiting for the first list of the cluster")
+        reason = self.stale_reason
+        if reason is not None:
+            return Readiness(True, True, reason)
+        return Readiness(True, False, "ok")
+
+    def rebuild(self) -> Snapshot:
+        """Compute a snapshot from what the cache and the report store hold now.
+
+        A failure of any kind keeps the last good snapshot served, marked stale with the
+        reason (`stale_reason`), and /readyz degraded, until a build succeeds again.
+        """
+        now = self._clock()
+        generation = self._source.generation
+        try:
+            built = self._builder.build(self._source, now=now)
+        except Exception as exc:
+            self._publish_failure(exc, now=now)
+            raise
+        snapshot = self._idle.with_history(built, now=now)
+        self.last_error = None
+        self._failed_since = None
+        self._good = snapshot
+        health = self._source.health()
+        if health.failing_since is not None:
+            age_s = max(0.0, (now - health.failing_since).total_seconds())
+            snapshot = snapshot.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
+        self._publish(snapshot)
+        self.builds += 1
+
+        def due() -> bool:  # the cluster changed since: that build comes first
+            return self._source.generation != generation
+
+        for cache in self._caches():
+            if not cache.prerender(snapshot, due=due):
+                break
+        self._slow_wake.set()
+        return snapshot
+
+    def _publish(self, snapshot: Snapshot) -> None:
+        for cache in self._caches():
+            cache.publish(snapshot)
+        self._current = snapshot
+
+    def _publish_failure(self, exc: Exception, *, now: datetime) -> None:
+        """Serve the last good snapshot marked stale, with the reason; /readyz says degraded."""
+        self.last_error = f"{type(exc).__name__}: {exc}"[:500]
+        if self._failed_since is None:
+            self._failed_since = now
+        good = self._good
+        if good is None:
+            return
+        age_s = max(0.0, (now - self._failed_since).total_seconds())
+        self._publish(good.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)}))
+
+    def _render_slow(self) -> None:
+        """Render the slow keys that were asked for again, for the newest snapshot."""
+        while not self._stop.is_set():
+            self._slow_wake.wait(0.25)
+            self._slow_wake.clear()
+            for cache in self._caches():
+                cache.render_slow(self._stop)
+                if self._stop.is_set():
+                    return
+
+    def _run(self) -> None:
+        seen = -1
+        while not self._stop.is_set():
+            generation = self._source.generation
+            self._wake.clear()  # a report from now on asks for the next build
+            work_s = 0.0
+            if self._source.health().synced:
+                started = time.monotonic()
+                try:
+                    self.rebuild()
+                except Exception:
+                    log.exception("snapshot computation failed; serving the previous one")
+                work_s = time.monotonic() - started
+            seen = generation
+            hold_s = min(max(work_s, self._min_interval_s), MAX_HOLD_S)
+            self._pace(seen, hold_s)
+            self._wait(seen, self._refresh_interval_s - hold_s)
+
+    def _pace(self, seen: int, hold_s: float) -> None:
+        """Hold back report-driven builds for `hold_s` (see the module notes).
+
+        A change of the cluster itself (pods, nodes, the plugin) is not held back, nor is
+        the first report of a node (its GPUs were unknown until then).
+        """
+        deadline = time.monotonic() + hold_s
+        while not self._stop.is_set():
+            left_s = deadline - time.monotonic()
+            if left_s <= 0 or len(self._reports) != self._builder.reported_nodes:
+                return
+            if self._source.wait_for_change(seen, min(STEP_S, left_s)) != seen:
+                return
+
+    def _wait(self, seen: int, deadline_s: float) -> None:
+        """Until a report arrives (at once), the cache changes (within `STEP_S`), or
+        `deadline_s` passes."""
+        deadline = time.monotonic() + deadline_s
+        while time.monotonic() < deadline and not self._stop.is_set():
+            if self._wake.wait(STEP_S) or self._source.generation != seen:
+                return

@@ -1,0 +1,64 @@
+"""Who holds the slots: usage rows per namespace, owner or node, and the pods under them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from app.domain.snapshot import Snapshot
+from app.domain.usage.holders import UsageBy, pod_usages, usage_rows
+from app.web.runtime import Runtime
+
+
+class UsageRowOut(BaseModel):
+    key: str = Field(description="The namespace, owner (namespace/who) or node")
+    slots_held: int = Field(description="Slots held by running pods")
+    pods: int
+    gpus: int = Field(description="Distinct GPUs those slots are on (when the agent knows)")
+    memory_used_mib: int = Field(description="GPU memory used by those pods' processes")
+    idle_slots: int = Field(description="Held slots with no GPU process (slot-held-idle)")
+    pending_pods: int = Field(description="Unscheduled pods asking for the resource")
+    pending_slots: int
+    gpu_share: float = Field(
+        default=0.0, description="GPU fractions held (KAI / Run:ai annotations), apart from slots"
+    )
+
+
+class PodUsageOut(BaseModel):
+    pod: str = Field(description="namespace/name")
+    namespace: str
+    owner: str
+    node: str | None
+    slots: int
+    gpus: list[int] = Field(description="Indexes of the GPUs it holds on its node")
+    memory_used_mib: int
+    processes: int
+    idle_slots: int
+    idle_for_s: int | None
+    pending: bool
+    gpu_share: float | None = Field(
+        default=None, description="A GPU fraction pod (slots 0): the share of a GPU it holds"
+    )
+
+
+class UsageOut(BaseModel):
+    generated_at: datetime
+    by: UsageBy
+    resource: str
+    rows: list[UsageRowOut]
+    pods: list[PodUsageOut]
+
+
+def usage_of(runtime: Runtime, snapshot: Snapshot, by: UsageBy) -> UsageOut:
+    """Usage rows and the pods under them, from the snapshot and the cached pods."""
+    usages = pod_usages(snapshot, runtime.source.items("pods"))
+    return UsageOut(
+        generated_at=snapshot.generated_at,
+        by=by,
+        resource=snapshot.plugin.resource,
+        rows=[
+            UsageRowOut.model_validate(row, from_attributes=True) for row in usage_rows(usages, by)
+        ],
+        pods=[PodUsageOut.model_validate(item, from_attributes=True) for item in usages],
+    )

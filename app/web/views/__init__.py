@@ -1,0 +1,1 @@
+"""What pages and JSON answers are built from: view helpers, filters, schemas, texts."""

@@ -1,0 +1,163 @@
+"""Page fragments: a partial template over the current snapshot, rendered once per snapshot.
+
+A page is its fragment wrapped in the layout; the fragment is what htmx polls. Both come
+from the same partial template, rendered once per snapshot and language (the snapshot
+service's page cache), so a page view or a poll costs the cluster nothing and the engine
+no extra work.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from markupsafe import Markup
+
+from app.domain.snapshot import Finding, NodeState, Snapshot
+from app.domain.usage.holders import UsageBy
+from app.web.i18n.translate import Translator
+from app.web.runtime import Runtime
+from app.web.services.usage import usage_of
+from app.web.views import page_views
+from app.web.views.filters import (
+    FindingFilter,
+    NodeFilter,
+    choices,
+    filter_findings,
+    filter_nodes,
+)
+from app.web.views.node_window import window
+from app.web.views.views import most_severe, views
+from app.web.views.views import pod_gpus as view_pod_gpus
+
+MEMO_PAGES = 50  # unfiltered overview pages memoised per snapshot; further ones render per request
+
+
+def render_template(runtime: Runtime, template: str, context: dict[str, Any]) -> str:
+    return runtime.templates.get_template(template).render(context)
+
+
+def _fragment(
+    runtime: Runtime,
+    lang: str,
+    *,
+    key: str,
+    template: str,
+    extra: Callable[[Snapshot], dict[str, Any]] | None = None,
+    memo: bool = True,
+) -> Markup:
+    """The partial `template` over the current snapshot, rendered once per snapshot+language.
+
+    A filtered view (`memo=False`) renders for this request only: its keys are as many as
+    the filters people type, so they are not kept nor rendered ahead.
+    """
+    t = Translator(lang)
+
+    def render(snapshot: Snapshot) -> Markup:
+        context: dict[str, Any] = {"snapshot": snapshot, "t": t, "lang": lang, "v": views}
+        if extra is not None:
+            context.update(extra(snapshot))
+        # The partial went through the autoescaping environment; mark it so the layout
+        # does not escape it a second time.
+        return Markup(render_template(runtime, template, context))
+
+    if memo:
+        body = runtime.snapshots.page_html.memo(f"page:{key}:{lang}", render)
+    else:
+        current = runtime.snapshots.current()
+        body = render(current) if current is not None else None
+    if body is None:
+        return Markup(render_template(runtime, "partials/listing.html", {"t": t, "lang": lang}))
+    return body
+
+
+def _overview_extra(spec: NodeFilter, page: int = 1) -> Callable[[Snapshot], dict[str, Any]]:
+    def extra(snapshot: Snapshot) -> dict[str, Any]:
+        gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
+        shown = window(filter_nodes(gpu_nodes, spec), page)
+        return {
+            "top_findings": most_severe(snapshot.findings, limit=5),
+            "nodes": shown.nodes,
+            "window": shown,
+            "node_filter": spec,
+            "filter_choices": choices(gpu_nodes),
+        }
+
+    return extra
+
+
+def overview_fragment(
+    runtime: Runtime, lang: str, spec: NodeFilter | None = None, page: int = 1
+) -> Markup:
+    """The overview; unfiltered pages are memoised per snapshot (page 1 as `overview`)."""
+    spec = spec or NodeFilter()
+    return _fragment(
+        runtime,
+        lang,
+        key="overview" if page == 1 else f"overview:p{page}",
+        template="partials/overview.html",
+        extra=_overview_extra(spec, page),
+        memo=not spec.active and page <= MEMO_PAGES,
+    )
+
+
+def find_node(snapshot: Snapshot, name: str) -> NodeState | None:
+    return next((node for node in snapshot.nodes if node.name == name), None)
+
+
+def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
+    history = runtime.snapshots.usage
+
+    def extra(snapshot: Snapshot) -> dict[str, Any]:
+        node = find_node(snapshot, name)
+        findings: list[Finding] = most_severe(node.findings) if node else []
+        sparks = {}
+        for gpu in node.gpus if node else []:
+            line = page_views.spark(history.series(gpu.uuid))
+            if line is not None:
+                sparks[gpu.uuid] = line
+        pod_gpus = view_pod_gpus(node) if node else {}
+        return {
+            "node": node,
+            "name": name,
+            "node_findings": findings,
+            "sparks": sparks,
+            "pod_gpus": pod_gpus,
+        }
+
+    return _fragment(
+        runtime, lang, key=f"node:{name}", template="partials/node_detail.html", extra=extra
+    )
+
+
+def findings_fragment(runtime: Runtime, lang: str, spec: FindingFilter | None = None) -> Markup:
+    spec = spec or FindingFilter()
+
+    def extra(snapshot: Snapshot) -> dict[str, Any]:
+        gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
+        offered = choices(gpu_nodes)
+        offered["codes"] = sorted({item.code for item in snapshot.findings})
+        return {
+            "all_findings": most_severe(filter_findings(snapshot.findings, spec)),
+            "finding_filter": spec,
+            "filter_choices": offered,
+        }
+
+    return _fragment(
+        runtime,
+        lang,
+        key="findings",
+        template="partials/findings.html",
+        extra=extra,
+        memo=not spec.active,
+    )
+
+
+def usage_fragment(runtime: Runtime, lang: str, by: UsageBy) -> Markup:
+    return _fragment(
+        runtime,
+        lang,
+        key=f"usage:{by}",
+        template="partials/usage.html",
+        extra=lambda s: {"usage": usage_of(runtime, s, by)},
+    )

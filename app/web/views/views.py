@@ -1,0 +1,219 @@
+"""What the page templates call: slot grids, memory bars, groups, finding keys (`views`).
+
+Pure helpers over snapshot models, gathered in one namespace so every template reads
+`v.<helper>`; the hot loops of big pages (the slot grid) build their markup here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from markupsafe import Markup, escape
+
+from app.domain.snapshot import Finding, GpuState, NodeState, Severity
+from app.domain.usage.findings import duration_text
+from app.web.i18n.translate import Translator
+from app.web.views import page_views
+from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
+from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
+from app.web.views.node_window import slot_bar
+
+SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+
+def most_severe(findings: Iterable[Finding], *, limit: int | None = None) -> list[Finding]:
+    """Findings, errors first, then warnings, then info; stable within a severity."""
+    ordered = sorted(findings, key=lambda finding: SEVERITY_RANK[finding.severity])
+    return ordered if limit is None else ordered[:limit]
+
+
+def seconds(value_s: float | None) -> str:
+    """A duration for people: whole seconds, or one decimal under ten seconds."""
+    if value_s is None:
+        return "?"
+    return f"{value_s:.1f}".rstrip("0").rstrip(".") if value_s < 10 else str(round(value_s))
+
+
+def gib(mib: int | None) -> str:
+    return "?" if mib is None else f"{mib / 1024:.1f}"
+
+
+@dataclass(frozen=True)
+class SlotCell:
+    """One slot of a GPU as drawn: who holds it, if anyone."""
+
+    kind: str  # held | inferred | free | over | unknown
+    pod: str | None
+
+
+def slot_cells(gpu: GpuState) -> list[SlotCell]:
+    """One cell per slot; cells held past the GPU's slots are drawn as over capacity."""
+    held: list[SlotCell] = []
+    for holder in gpu.holders:
+        if holder.source == "dra":
+            continue  # a DRA claim holds a device, drawn by dra_views.dra_grid
+        kind = "held" if holder.assigned else "inferred"
+        held.extend(SlotCell(kind, holder.pod) for _ in range(max(holder.slots, 0)))
+    while len(held) < gpu.held_slots:
+        held.append(SlotCell("unknown", None))
+    cells = [
+        cell if index < gpu.slots else SlotCell("over", cell.pod) for index, cell in enumerate(held)
+    ]
+    cells.extend(SlotCell("free", None) for _ in range(gpu.slots - len(cells)))
+    return cells
+
+
+SLOT_LABELS = {
+    "held": "slot_held_by",
+    "unknown": "slot_held_by",
+    "inferred": "slot_inferred",
+    "over": "slot_over",
+}
+
+
+def slot_grid(gpu: GpuState, t: Translator, unavailable: int = 0) -> Markup:
+    """The `<li>` cells of a GPU's slot grid; the hot loop of big pages, so built here.
+
+    Every value written into the markup goes through `escape` (pod names are cluster data),
+    exactly as the autoescaping template would do it.
+    """
+    free = (
+        '<li class="slot free" data-testid="slot-cell" data-held="false" '
+        f'title="{escape(t("slot_free"))}"></li>'
+    )
+    cells = []
+    drawn = slot_cells(gpu)
+    free_cells = sum(1 for cell in drawn if cell.kind == "free")
+    off = (
+        '<li class="slot unavailable" data-testid="slot-cell" data-held="false" '
+        f'data-unavailable="true" title="{escape(t("slot_unavailable"))}">'
+        f'<span class="vh">{escape(t("slot_unavailable"))}</span></li>'
+    )
+    for cell in drawn:
+        if cell.kind == "free":
+            cells.append(off if free_cells <= unavailable else free)
+            free_cells -= 1
+            continue
+        label = escape(t(SLOT_LABELS[cell.kind], pod=cell.pod or "?"))
+        cells.append(
+            f'<li class="slot {escape(cell.kind)}" data-testid="slot-cell" data-held="true" '
+            f'title="{label}"><span class="vh">{label}</span></li>'
+        )
+    return Markup("".join(cells))
+
+
+@dataclass(frozen=True)
+class MemorySplit:
+    """A GPU's memory as bar segments (percent widths summing to 100) and GiB figures."""
+
+    pods_pct: int
+    host_pct: int
+    other_pct: int
+    free_pct: int
+    pods_gib: str
+    host_gib: str
+    free_gib: str
+    total_gib: str
+
+
+def memory_split(gpu: GpuState) -> MemorySplit | None:
+    """The memory bar of a GPU; None when the agent could not read its memory."""
+    total = gpu.memory_total_mib
+    if not total or total <= 0:
+        return None
+    pods = max(gpu.memory_pods_mib, 0)
+    host = max(gpu.memory_host_mib, 0)
+    used = max(gpu.memory_used_mib or 0, pods + host)
+    other = used - pods - host
+    free = max(total - used, 0)
+
+    def pct(part: int) -> int:
+        return min(100, part * 100 // total)
+
+    pods_pct, host_pct, other_pct = pct(pods), pct(host), pct(other)
+    free_pct = max(0, 100 - pods_pct - host_pct - other_pct)
+    return MemorySplit(
+        pods_pct, host_pct, other_pct, free_pct, gib(pods), gib(host), gib(free), gib(total)
+    )
+
+
+def severity_of(gpu: GpuState) -> str:
+    return gpu.worst_severity.value if gpu.worst_severity is not None else "none"
+
+
+def gpu_groups(node: NodeState) -> list[tuple[str, list[GpuState]]]:
+    """The node's GPUs by role, advertised first; empty groups left out."""
+    groups = [
+        (role, [gpu for gpu in node.gpus if gpu.role == role])
+        for role in ("advertised", "dra", "failing", "host", "unknown")
+    ]
+    return [(role, gpus) for role, gpus in groups if gpus]
+
+
+def pod_gpus(node: NodeState) -> dict[str, list[str]]:
+    """Per pod, the GPUs it holds: `0`, or `0 MIG 1g.10gb` for a MIG device of GPU 0."""
+    found: dict[str, list[str]] = {}
+    for gpu in node.gpus:
+        on_mig = {h.pod for d in gpu.mig_devices for h in d.holders}
+        for device in gpu.mig_devices:
+            for holder in device.holders:
+                found.setdefault(holder.pod, []).append(f"{gpu.index} MIG {device.profile}")
+        for holder in gpu.holders:
+            if holder.pod not in on_mig:
+                found.setdefault(holder.pod, []).append(str(gpu.index))
+    return found
+
+
+def unplaced_pods(node: NodeState) -> list[str]:
+    """Pods holding slots of the node that no GPU's holders name (assignment not known yet)."""
+    placed = {holder.pod for gpu in node.gpus for holder in gpu.holders if holder.source != "dra"}
+    return [pod.pod for pod in node.pods if pod.slots > 0 and pod.pod not in placed]
+
+
+def where(finding: Finding) -> str:
+    """The node/GPU/pod a finding is about, in one line."""
+    parts = [part for part in (finding.node, finding.gpu_uuid, finding.pod) if part]
+    return " · ".join(parts)
+
+
+def finding_key(finding: Finding) -> str:
+    """A stable element id for a finding, so an open or closed row survives a refresh."""
+    subject = "|".join(
+        (finding.code, finding.node or "", finding.gpu_uuid or "", finding.pod or "")
+    )
+    return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
+
+
+views = SimpleNamespace(
+    worst_finding=page_views.worst_finding,
+    plugin_state=page_views.plugin_state,
+    plugin_ok=page_views.plugin_ok,
+    gpu_severity=page_views.gpu_severity,
+    unavailable_slots=page_views.unavailable_slots,
+    title=finding_title,
+    explanation=finding_explanation,
+    summary=finding_summary,
+    mib=page_views.mib,
+    duration=duration_text,
+    spark_svg=page_views.spark_svg,
+    age=lambda value_s: "?" if value_s is None else str(round(value_s)),
+    finding_key=finding_key,
+    most_severe=most_severe,
+    seconds=seconds,
+    gib=gib,
+    slot_cells=slot_cells,
+    slot_grid=slot_grid,
+    memory_split=memory_split,
+    severity_of=severity_of,
+    gpu_groups=gpu_groups,
+    where=where,
+    unplaced_pods=unplaced_pods,
+    slot_bar=slot_bar,
+    dra_grid=dra_grid,
+    dra_held=dra_held,
+    claim_lines=claim_lines,
+    node_dra_devices=node_dra_devices,
+)
