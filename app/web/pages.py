@@ -16,8 +16,8 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
-from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK
-from app.domain.snapshot import Finding, NodeState, Snapshot
+from app.domain.findings.catalogue import CATALOGUE
+from app.domain.snapshot import SEVERITY_RANK, Finding, NodeState, Snapshot
 from app.domain.usage.holders import UsageBy
 from app.web import docs_page, page_views
 from app.web.auth import get_auth

@@ -13,8 +13,8 @@ from types import SimpleNamespace
 
 from markupsafe import Markup, escape
 
+from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding, GpuState, NodeState, Severity
-from app.domain.usage.findings import duration_text
 from app.web import page_views
 from app.web.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.finding_text import finding_explanation, finding_summary, finding_title

@@ -5,11 +5,11 @@ from __future__ import annotations
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger import MigFacts
 from app.domain.cluster import AccountingOptions
-from app.domain.findings.catalogue import SEVERITY_RANK
 from app.domain.plugin.config import DEFAULT_ALLOCATION_POLICY
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL, ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.snapshot import (
+    SEVERITY_RANK,
     Finding,
     GpuState,
     MigDeviceState,

@@ -40,7 +40,7 @@ from app.domain.changes.models import (
 )
 from app.domain.changes.policy import check_policy, dra_only_message
 from app.domain.cluster import Manifest
-from app.domain.dra.models import DraInstall
+from app.domain.dra_models import DraInstall
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
 from app.domain.plugin.daemonset import (
     ConfigManagerRef,

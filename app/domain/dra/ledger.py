@@ -9,8 +9,8 @@ from app.domain.accounting.pods import is_ready
 from app.domain.cluster import Manifest
 from app.domain.dra.capacity import shares_of, units
 from app.domain.dra.inventory import DraView
-from app.domain.dra.models import Allocation, DraDeviceState, DraInstall, DraShare, DraSummary
 from app.domain.dra.objects import Device
+from app.domain.dra_models import Allocation, DraDeviceState, DraInstall, DraShare, DraSummary
 from app.domain.snapshot import NodeState, SlotHolder
 
 # Device-plugin findings that say nothing about a node the plugin does not serve.

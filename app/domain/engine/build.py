@@ -34,14 +34,14 @@ from app.domain.accounting.states import (
     totals_of,
 )
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
-from app.domain.dra.findings_cluster import dra_cluster_findings
-from app.domain.dra.findings_node import dra_node_findings
 from app.domain.dra.install import read_dra_install
 from app.domain.dra.inventory import DraView, read_dra
 from app.domain.dra.ledger import apply_dra, dra_node_state, dra_summary
-from app.domain.dra.models import DraInstall
+from app.domain.dra_models import DraInstall
 from app.domain.findings.catalogue import CATALOGUE, sort_key
 from app.domain.findings.cluster import cluster_findings
+from app.domain.findings.dra_cluster import dra_cluster_findings
+from app.domain.findings.dra_node import dra_node_findings
 from app.domain.findings.gpu import gpu_findings
 from app.domain.findings.node import node_findings
 from app.domain.findings.pods import pod_findings, pod_findings_by_uid
