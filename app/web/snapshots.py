@@ -37,9 +37,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeVar
 
-from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.engine.build import build_snapshot
+from app.domain.engine.memo import EngineMemo
 from app.domain.findings.usage import history_findings, with_findings
 from app.domain.snapshot import Finding, Snapshot
 from app.domain.usage.idle import UsageHistory

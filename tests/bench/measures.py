@@ -305,7 +305,7 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     options = AccountingOptions()
     extra: dict[str, Any] = {}
     try:
-        from app.domain.accounting.facts import EngineMemo  # type: ignore[attr-defined, unused-ignore]
+        from app.domain.engine.memo import EngineMemo  # type: ignore[attr-defined, unused-ignore]
         from app.kube.cache import settle  # type: ignore[attr-defined, unused-ignore]
     except ImportError:
         pass

@@ -6,12 +6,11 @@ Each step is its own function so the node builder reads as the list of what a no
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 
 from app.domain.accounting.facts import (
     GPU_PRESENT_LABEL,
     NodeFacts,
+    NodeInputs,
     agent_state,
     container_state,
     has_nvidia_capacity,
@@ -37,26 +36,13 @@ from app.domain.accounting.ledger import (
 )
 from app.domain.accounting.pods import PodFacts, is_ready
 from app.domain.accounting.schedulable import unschedulable_reason
-from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.cluster import AccountingOptions, Manifest
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig, resolve_config
 from app.domain.report import GpuReading, ReceivedReport
 from app.domain.snapshot import Mode, PodSlots, SlotHolder
 
 _MIG_STRATEGIES_COUNTING_MIG = ("single", "mixed")
-
-
-@dataclass(frozen=True)
-class NodeInputs:
-    """What the engine found for every node once: the plugin, its default config, the pods."""
-
-    spec: PluginSpec | None
-    default_config: EffectiveConfig
-    state: ClusterState
-    options: AccountingOptions
-    now: datetime
-    slots_by_uid: Mapping[str, Mapping[str, int]]
-    pods_by_uid: Mapping[str, Manifest]
 
 
 def node_name(node: Manifest) -> str:
