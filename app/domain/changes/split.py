@@ -10,12 +10,10 @@ that runs on more than one node.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from app.domain.changes.edits import time_slicing_text
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import PlanRefused, RefusalCode, json_annotation
 from app.domain.changes.plan import current_settings
 from app.domain.changes.split_affinity import exclude_split_nodes
 from app.domain.changes.split_checks import require_inventory, require_known_gpus, wanted_replicas
@@ -62,7 +60,7 @@ def split_state(
         return node_config_state(daemonset, configmap, node, visible_uuids(daemonset, gpus))
     meta = daemonset.get("metadata") or {}
     own = SPLIT_OF_LABEL in (meta.get("labels") or {})
-    stored = _stored_split(daemonset)
+    stored = json_annotation(daemonset, SPLIT_ANNOTATION)
     if own and stored is not None:
         mode, replicas = str(stored.get("mode", "basic")), int(stored.get("replicas", 1))
     else:
@@ -82,17 +80,6 @@ def governing(node: Manifest, shared: Manifest, own: Sequence[Manifest]) -> Mani
         if label and (ds.get("metadata") or {}).get("name") == label:
             return ds
     return shared
-
-
-def _stored_split(daemonset: Manifest) -> dict[str, Any] | None:
-    raw = ((daemonset.get("metadata") or {}).get("annotations") or {}).get(SPLIT_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def plan_split(
