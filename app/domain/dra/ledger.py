@@ -47,6 +47,13 @@ def node_allocation(view: DraView | None, node: NodeFacts) -> Allocation:
     return "device-plugin" if plugin else "none"
 
 
+def claimed_gpus(view: DraView | None, node: NodeFacts) -> dict[str, set[str]]:
+    """GPU UUIDs each pod's DRA claims hold, where DRA hands out the node's GPUs (else none)."""
+    if view is None or node_allocation(view, node) not in ("dra", "both"):
+        return {}
+    return view.gpus_by_pod
+
+
 KubeletKey = tuple[str, str, str, str, str]  # pod, claim, driver, pool, device
 
 

@@ -11,7 +11,7 @@ from app.domain.accounting.pod_index import PodIndex
 from app.domain.accounting.states import build_node_state
 from app.domain.cluster import Manifest
 from app.domain.dra.inventory import DraView
-from app.domain.dra.ledger import apply_dra, dra_node_state
+from app.domain.dra.ledger import apply_dra, claimed_gpus, dra_node_state
 from app.domain.engine.memo import EngineMemo, NodeEntry, context_key, node_key, pod_refs
 from app.domain.findings.catalogue import sort_key
 from app.domain.findings.dra_node import dra_node_findings
@@ -163,7 +163,8 @@ def _node_result(
     entry = entries.get(node_facts.name)
     if entry is not None and node_facts.name in reused and entry.state is not None:
         return entry.findings, entry.state
-    own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts)
+    claimed = claimed_gpus(dra, node_facts)
+    own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts, claimed=claimed)
     own = dra_node_findings(dra, facts, node_facts, own)
     own.sort(key=sort_key)
     node_state = dra_node_state(dra, node_facts, build_node_state(node_facts, own))

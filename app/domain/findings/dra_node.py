@@ -23,7 +23,6 @@ def dra_node_findings(
         found = [f for f in own if f.code not in PLUGIN_ONLY_CODES]
     if view is None or allocation not in ("dra", "both"):
         return found
-    found = _claimed_processes(view, node, found)
     if allocation == "both":
         found.append(_both(view, node))
     if node.has_gpu_data and node.agent is not None and node.agent.fresh:
@@ -33,35 +32,6 @@ def dra_node_findings(
             if "dra" in gpu.handed_by:
                 found += _idle(view, facts, node, gpu)
     return found
-
-
-def _claimed_processes(view: DraView, node: NodeFacts, found: list[Finding]) -> list[Finding]:
-    """A pod process on a GPU its claim holds is accounted; on another GPU it is not."""
-    kept = []
-    for item in found:
-        if item.code not in ("pod-process-without-slot", "pod-process-on-unassigned-gpu"):
-            kept.append(item)
-            continue
-        claimed = view.gpus_by_pod.get(item.pod or "", set())
-        if item.gpu_uuid in claimed:
-            continue
-        if claimed and item.code == "pod-process-without-slot":
-            namespace, _, name = (item.pod or "").partition("/")
-            item = finding(
-                "pod-process-on-unassigned-gpu",
-                f"Pod {item.pod} runs on GPU {item.evidence.get('gpu_index')} on {node.name}, "
-                "which its DRA claim did not allocate to it",
-                evidence={**item.evidence, "assigned_gpus": ",".join(sorted(claimed))},
-                remedy=(
-                    f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
-                    "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
-                ),
-                node=node.name,
-                gpu_uuid=item.gpu_uuid,
-                pod=item.pod,
-            )
-        kept.append(item)
-    return kept
 
 
 def _both(view: DraView, node: NodeFacts) -> Finding:

@@ -6,6 +6,9 @@ advertises and those DRA hands out alike: only the words differ by who hands the
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Literal
+
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
 from app.domain.accounting.gpus import GpuFacts, Handler
 from app.domain.accounting.pods import pod_key
@@ -30,8 +33,13 @@ _PRESSURE_REMEDY: dict[Handler, str] = {
 }
 
 
-def gpu_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
-    """Every GPU rule on every GPU of the node (DRA's own rules are in dra_node.py)."""
+def gpu_findings(
+    facts: ClusterFacts, node: NodeFacts, *, claimed: Mapping[str, set[str]] | None = None
+) -> list[Finding]:
+    """Every GPU rule on every GPU of the node (DRA's own rules are in dra_node.py).
+
+    `claimed`: the GPU UUIDs each pod's DRA claims hold, where DRA hands out the node's GPUs.
+    """
     found: list[Finding] = []
     assigned = _assigned_uuids(node)
     for gpu in node.gpus:
@@ -40,7 +48,7 @@ def gpu_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
             if handler == "device-plugin":
                 found += host_memory_findings(node, gpu)
             found += memory_pressure_findings(facts, node, gpu, handler)
-        found += _pod_processes(facts, node, gpu, assigned)
+        found += _pod_processes(facts, node, gpu, assigned, claimed or {})
         found += fraction_findings(node, gpu)
     return found
 
@@ -178,7 +186,9 @@ def _pod_processes(
     node: NodeFacts,
     gpu: GpuFacts,
     assigned: dict[str, set[str]] | None,
+    claimed: Mapping[str, set[str]],
 ) -> list[Finding]:
+    """Pod processes on a GPU nobody handed to the pod: no slot, or not the kubelet's/claim's."""
     found = []
     for proc in gpu.processes:
         uid = proc.pod_uid
@@ -188,6 +198,8 @@ def _pod_processes(
         if pod_facts is not None and pod_facts.fraction is not None:
             continue  # a GPU fraction: a holder of a share of this GPU (fraction_ledger.py)
         key = pod_key(facts.pods_by_uid[uid])
+        if gpu.uuid in claimed.get(key, set()):
+            continue  # its DRA claim holds this GPU: accounted
         evidence: dict[str, EvidenceValue] = {
             "pid": proc.pid,
             "pod": key,
@@ -195,41 +207,58 @@ def _pod_processes(
             "command": proc.command,
             "gpu_index": gpu.reading.index,
         }
-        namespace, _, name = key.partition("/")
         if not facts.slots_by_uid.get(uid):
-            found.append(
-                finding(
-                    "pod-process-without-slot",
-                    f"Pod {key} uses GPU {gpu.reading.index} on {node.name} without requesting "
-                    "a GPU slot: the scheduler does not count it",
-                    evidence={**evidence, "requested_slots": 0},
-                    remedy=(
-                        f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
-                        f"{sh(node.resource)}: 1 in its resources.limits, and remove any "
-                        "NVIDIA_VISIBLE_DEVICES from its env"
-                    ),
-                    node=node.name,
-                    gpu_uuid=gpu.uuid,
-                    pod=key,
-                )
-            )
+            evidence["requested_slots"] = 0
+            if claimed.get(key):  # it holds other GPUs through its claims
+                found.append(_unassigned(node, gpu, key, evidence, claimed[key], by="claim"))
+            else:
+                found.append(_without_slot(node, gpu, key, evidence))
         elif assigned is not None and gpu.uuid not in assigned.get(key, set()):
-            found.append(
-                finding(
-                    "pod-process-on-unassigned-gpu",
-                    f"Pod {key} runs on GPU {gpu.reading.index} on {node.name}, which the "
-                    "kubelet did not assign to it",
-                    evidence={
-                        **evidence,
-                        "assigned_gpus": ",".join(sorted(assigned.get(key, set()))) or None,
-                    },
-                    remedy=(
-                        f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
-                        "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
-                    ),
-                    node=node.name,
-                    gpu_uuid=gpu.uuid,
-                    pod=key,
-                )
-            )
+            found.append(_unassigned(node, gpu, key, evidence, assigned.get(key), by="kubelet"))
     return found
+
+
+def _without_slot(
+    node: NodeFacts, gpu: GpuFacts, key: str, evidence: dict[str, EvidenceValue]
+) -> Finding:
+    namespace, _, name = key.partition("/")
+    return finding(
+        "pod-process-without-slot",
+        f"Pod {key} uses GPU {gpu.reading.index} on {node.name} without requesting "
+        "a GPU slot: the scheduler does not count it",
+        evidence=evidence,
+        remedy=(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
+            f"{sh(node.resource)}: 1 in its resources.limits, and remove any "
+            "NVIDIA_VISIBLE_DEVICES from its env"
+        ),
+        node=node.name,
+        gpu_uuid=gpu.uuid,
+        pod=key,
+    )
+
+
+def _unassigned(
+    node: NodeFacts,
+    gpu: GpuFacts,
+    key: str,
+    evidence: dict[str, EvidenceValue],
+    uuids: set[str] | None,
+    *,
+    by: Literal["kubelet", "claim"],
+) -> Finding:
+    """A pod process on a GPU other than the ones the kubelet (plugin) or its claim gave it."""
+    namespace, _, name = key.partition("/")
+    handed = "the kubelet did not assign" if by == "kubelet" else "its DRA claim did not allocate"
+    return finding(
+        "pod-process-on-unassigned-gpu",
+        f"Pod {key} runs on GPU {gpu.reading.index} on {node.name}, which {handed} to it",
+        evidence={**evidence, "assigned_gpus": ",".join(sorted(uuids or ())) or None},
+        remedy=(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
+            "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
+        ),
+        node=node.name,
+        gpu_uuid=gpu.uuid,
+        pod=key,
+    )
