@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 
 AGENT_AUTH_METHODS = ("serviceaccount", "node-token", "shared-token")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.settings import Settings
 
 

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.domain.dra.models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
+from app.domain.dra_models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
 
 EvidenceValue = str | int | float | bool | None
 
@@ -21,6 +21,9 @@ class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
+
+
+SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}  # worst first
 
 
 class Scope(StrEnum):

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from kubernetes import client
 
 from app.domain.cluster import Manifest
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.kube.client import translate
 from app.kube.reflector import PAGE_SIZE, Reflector, WatchTarget, WatchTiming
 from app.kube.slim import PodSlimmer, slim_node

@@ -16,7 +16,7 @@ from kubernetes import client
 from app.domain.changes.history import ChangeRecord, record_event
 from app.domain.changes.models import ChangePlan
 from app.domain.cluster import Manifest
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError
 from app.kube.calls import TIMEOUT_S
 from app.kube.client import translate

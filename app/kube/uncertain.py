@@ -14,7 +14,7 @@ from collections.abc import Callable
 from app.domain.changes.models import ChangePlan
 from app.domain.changes.outcome import Found, configmap_found, daemonset_found, describe
 from app.domain.cluster import Manifest
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError, ClusterUnavailableError
 
 audit_log = logging.getLogger("gpu_slots.audit")

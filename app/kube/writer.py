@@ -27,7 +27,7 @@ from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
 from app.domain.cluster import Manifest
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError, ConflictError
 from app.kube.calls import NamespaceCalls, raw
 from app.kube.client import call_json, copy_api_client

@@ -21,9 +21,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from app.domain.accounting.engine import build_snapshot
-from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState
+from app.domain.engine.build import build_snapshot
+from app.domain.engine.memo import EngineMemo
 from app.domain.report import AgentReport, ReceivedReport
 from app.kube.collector import settle
 from app.simulator.apiserver.resources import DAEMONSET, NODE, POD

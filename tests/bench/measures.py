@@ -281,8 +281,8 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     Prepared as the dashboard does it (frozen manifests, pod memo, one build before the
     timed ones) where the code under test has those; otherwise plain builds.
     """
-    from app.domain.accounting.engine import build_snapshot
     from app.domain.cluster import AccountingOptions, ClusterState
+    from app.domain.engine.build import build_snapshot
     from app.domain.report import AgentReport, ReceivedReport
 
     with httpx.Client(base_url=sim_url, timeout=300) as http:
@@ -305,7 +305,7 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     options = AccountingOptions()
     extra: dict[str, Any] = {}
     try:
-        from app.domain.accounting.facts import EngineMemo  # type: ignore[attr-defined, unused-ignore]
+        from app.domain.engine.memo import EngineMemo  # type: ignore[import-not-found, unused-ignore]
         from app.kube.collector import settle  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         pass

@@ -7,7 +7,7 @@ import yaml
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.domain.changes.plan import plan_change
-from app.domain.dra.models import DraInstall
+from app.domain.dra_models import DraInstall
 from tests import factories as f
 
 V020 = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"

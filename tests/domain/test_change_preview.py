@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from app.domain.accounting.engine import build_snapshot
 from app.domain.changes.models import PluginSettings
 from app.domain.changes.preview import object_diff, rollout_status, slots_by_node
 from app.domain.cluster import AccountingOptions
+from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, Snapshot
 from tests import factories as f
 from tests.domain.dra_worlds import dra_world

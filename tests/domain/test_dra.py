@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from app.domain.accounting.engine import build_snapshot
-from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import ClusterState
+from app.domain.engine.build import build_snapshot
+from app.domain.engine.memo import EngineMemo
 from app.domain.report import DraAssignment
 from app.domain.snapshot import NodeState, Snapshot
 from tests import factories as f

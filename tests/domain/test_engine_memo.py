@@ -6,11 +6,11 @@ import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
-from app.domain.accounting.engine import build_snapshot, plugin_specs
-from app.domain.accounting.facts import EngineMemo
 from app.domain.accounting.pod_index import index_pods
 from app.domain.accounting.pods import read_pod
 from app.domain.cluster import AccountingOptions, Manifest
+from app.domain.engine.build import build_snapshot, plugin_specs
+from app.domain.engine.memo import EngineMemo
 from tests import factories
 from tests.bench.engine_bench import _bump, check_memo, cluster_state
 

@@ -10,7 +10,7 @@ import pytest
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from tests import factories as f
 from tests.domain.dra_worlds import DRA_CASES
 from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world

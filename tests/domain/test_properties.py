@@ -7,8 +7,8 @@ from datetime import timedelta
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import ClusterState
+from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Snapshot
 from tests import factories as f
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from app.domain.cluster import ClusterState
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.findings.shell import sh
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.domain.snapshot import Finding
 from tests import factories as f
 from tests.domain.test_findings import CASES, HISTORY_CODES

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from app.domain.changes.models import PlanRefused, RefusalCode
-from app.domain.changes.split import exclude_split_nodes, plan_split
+from app.domain.changes.split import plan_split
+from app.domain.changes.split_affinity import exclude_split_nodes
 from app.domain.changes.split_models import NODE_LABEL, NodeGpu, SplitPlan, SplitRequest
 from app.domain.cluster import Manifest
 from tests import factories as f

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 from datetime import UTC, datetime, timedelta
 
+from app.domain.findings.usage import duration_text, history_findings, with_findings
 from app.domain.snapshot import (
     AgentState,
     GpuProcess,
@@ -16,7 +17,6 @@ from app.domain.snapshot import (
     Snapshot,
     Totals,
 )
-from app.domain.usage.findings import duration_text, history_findings, with_findings
 from app.domain.usage.idle import UsageHistory
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)

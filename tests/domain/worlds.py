@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
+from app.domain.engine.build import build_snapshot
 from app.domain.report import GpuReading, ReceivedReport
 from app.domain.snapshot import Snapshot
 from tests import factories as f

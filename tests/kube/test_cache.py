@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.kube.cache import ClusterCache
 from app.kube.client import make_api_client
 from app.simulator.world.cluster import SimulatedCluster

@@ -8,8 +8,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState
+from app.domain.engine.build import build_snapshot
 from app.kube.slim import PodSlimmer, slim_node, slim_pod
 from app.simulator.apiserver.resources import (
     CONFIGMAP,

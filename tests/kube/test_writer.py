@@ -12,7 +12,7 @@ from kubernetes import client
 
 from app.domain.changes.models import ChangeRequest, ConfigMapAction
 from app.domain.changes.plan import plan_change, plan_rollback
-from app.domain.plugin.target import PluginTarget
+from app.domain.plugin_target import PluginTarget
 from app.errors import ConflictError
 from app.kube.client import make_api_client
 from app.kube.writer import ApplyFailed, PluginWriter, check_versions

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.domain.accounting.engine import build_snapshot
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.engine.build import build_snapshot
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import NodeState, Snapshot
 from app.simulator.apiserver.resources import (

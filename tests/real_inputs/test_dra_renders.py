@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from app.domain.accounting.engine import build_snapshot
-from app.domain.dra.models import DraSummary
+from app.domain.dra_models import DraSummary
+from app.domain.engine.build import build_snapshot
 from tests import factories as f
 from tests.domain import dra_worlds as w
 from tests.real_inputs.harness import SimNode, applied_to, documents, real

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.domain.accounting.engine import build_snapshot
+from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import NodeState, Snapshot
 from tests import factories as f
 from tests.real_inputs.harness import documents, real

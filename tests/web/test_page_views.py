@@ -50,7 +50,7 @@ def test_diff_lines_kinds() -> None:
 
 
 def test_korean_idle_title_words_the_duration_in_korean() -> None:
-    from app.domain.usage.findings import idle_holder_finding
+    from app.domain.findings.usage import idle_holder_finding
     from app.domain.usage.idle import IdleHolder
     from app.web.views.finding_text import duration_ko, finding_title
 

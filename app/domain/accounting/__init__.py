@@ -1,1 +1,1 @@
-"""The accounting engine: nodes, pods, GPUs and agent reports -> the snapshot."""
+"""Accounting: nodes, pods, GPUs and agent reports -> per-node facts and the per-GPU ledger."""

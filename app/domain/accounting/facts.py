@@ -2,31 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 from app.domain.accounting.gpus import GpuFacts, Visibility
-from app.domain.accounting.pods import PodFacts, PodMemo, is_ready, parse_count, pod_phase
+from app.domain.accounting.pods import PodFacts, is_ready, parse_count, pod_phase
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.kube_time import parse_time
-from app.domain.plugin.config import PluginConfig
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.report import ReceivedReport
 from app.domain.snapshot import (
     AgentState,
-    Finding,
     Mode,
-    NodeState,
     PluginPod,
     PodSlots,
     ResourceState,
 )
-
-if TYPE_CHECKING:
-    from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
 
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 
@@ -83,159 +76,25 @@ class NodeFacts:
 
 
 @dataclass
-class ClusterFacts:
+class NodeInputs:
+    """What the engine found for every node once: the plugin, its default config, the pods."""
+
+    spec: PluginSpec | None
+    default_config: EffectiveConfig
     state: ClusterState
     options: AccountingOptions
     now: datetime
-    spec: PluginSpec | None
-    default_config: EffectiveConfig
-    nodes: list[NodeFacts]
-    pods_by_uid: Mapping[str, Manifest]
     slots_by_uid: Mapping[str, Mapping[str, int]]
+    pods_by_uid: Mapping[str, Manifest]
+
+
+@dataclass
+class ClusterFacts(NodeInputs):
+    """The node inputs with every node's facts: what the findings read."""
+
+    nodes: list[NodeFacts] = field(default_factory=list)
     plugin_pods: Sequence[Manifest] = field(default_factory=list)
     pod_facts: Mapping[str, PodFacts] = field(default_factory=dict)  # by uid, as pods_by_uid
-
-
-@dataclass
-class NodeEntry:
-    """One node's facts, findings and state from an earlier snapshot, with what they read."""
-
-    key: Hashable  # versions of the node, DaemonSet, ConfigMaps, plugin pod; options
-    report: ReceivedReport | None  # the very report object read
-    pods: Sequence[PodFacts]  # the very PodFacts of the pods holding resources on the node
-    process_pods: tuple[PodFacts | None, ...]  # the pods the GPU processes name, by UID
-    facts: NodeFacts
-    findings: list[Finding] = field(default_factory=list)  # node + GPU findings, sorted
-    state: NodeState | None = None  # before pod findings are merged in
-    ages_at: datetime | None = None  # the agent age's clock (ages_clock) of facts and state
-    process_uids: frozenset[str] = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.process_uids = frozenset(_process_uids(self.report))
-
-    def reusable(
-        self,
-        key: Hashable,
-        report: ReceivedReport | None,
-        pods: Sequence[PodFacts],
-        index: PodIndex,
-    ) -> bool:
-        """Whether nothing the entry read changed; `index` says which pods changed."""
-        if (
-            self.state is None
-            or self.key != key
-            or self.report is not report
-            or not _same(self.pods, pods)
-        ):
-            return False
-        if index.changed is None:  # every pod was indexed again: compare the very objects
-            return _same(self.process_pods, pod_refs(report, index.facts_by_uid))
-        return self.process_uids.isdisjoint(index.changed)
-
-    def renew(self, now: datetime, stale_after_s: float) -> None:
-        """Bring the agent's age up to `now` in the kept facts and state (a new second)."""
-        if self.report is None or self.facts.agent is None or self.state is None:
-            return
-        if self.ages_at == ages_clock(now):
-            return  # the same second: every age is as it was
-        self.ages_at = ages_clock(now)
-        age_s = agent_age(self.report, now)
-        agent = self.facts.agent.model_copy(
-            update={"age_s": age_s, "fresh": age_s <= stale_after_s}
-        )
-        self.facts.agent = agent
-        self.state = self.state.model_copy(update={"agent": agent})
-
-
-def _same(old: Sequence[object], new: Sequence[object]) -> bool:
-    if old is new:
-        return True
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
-
-
-@dataclass
-class PodFindingsMemo:
-    """The pod findings of the latest build and what they read (see engine._pod_findings)."""
-
-    plugin_pods: Sequence[Manifest]  # the very list
-    configs: dict[str, PluginConfig | None]  # each node's config
-    default: PluginConfig | None
-    by_uid: dict[str, list[Finding]]  # pods with findings only
-    findings: list[Finding]
-
-
-class EngineMemo:
-    """What the engine keeps from one snapshot to the next (see build_snapshot).
-
-    Pods are re-read only when their resourceVersion changes (PodMemo), and a node's facts,
-    findings and state are recomputed only when something it reads changed: its manifest,
-    the plugin DaemonSet or ConfigMaps, its plugin pod (all by resourceVersion), its agent
-    report, the pods on it or named by its GPU processes, or its agent's freshness. Only
-    the agent's age is renewed on a reused node. Objects without a resourceVersion (test
-    fixtures) are never reused.
-    """
-
-    def __init__(self) -> None:
-        self.pods = PodMemo()
-        self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
-        self.pod_findings: PodFindingsMemo | None = None
-        self.pending: dict[str, PodFacts] | None = None  # pods waiting for GPU resources
-        self.nodes: dict[str, NodeEntry] = {}
-        self.context: Hashable | None = None  # what every node read besides itself, last time
-        self.reused = 0  # nodes reused by the latest build
-
-
-def version_of(obj: Manifest) -> str:
-    """metadata.resourceVersion ("" when absent)."""
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def context_key(state: ClusterState, options: AccountingOptions) -> Hashable | None:
-    """What every node reads besides itself: DaemonSet and ConfigMap versions, the options."""
-    daemonset = None
-    if state.daemonset is not None:
-        daemonset = version_of(state.daemonset)
-        if not daemonset:
-            return None
-    configmaps = []
-    for name, configmap in sorted(state.configmaps.items()):
-        version = version_of(configmap)
-        if not version:
-            return None
-        configmaps.append((name, version))
-    others = []
-    for other in state.daemonsets:
-        version = version_of(other)
-        if not version:
-            return None
-        others.append(version)
-    return (daemonset, tuple(configmaps), options, tuple(others))
-
-
-def node_key(node: Manifest, plugin_pod: Manifest | None, context: Hashable) -> Hashable | None:
-    """The versions a node's results depend on; None when they cannot be reused."""
-    version = version_of(node)
-    if not version:
-        return None
-    plugin = None
-    if plugin_pod is not None:
-        plugin = (str((plugin_pod.get("metadata") or {}).get("uid", "")), version_of(plugin_pod))
-        if not plugin[1]:
-            return None
-    return (context, version, plugin)
-
-
-def pod_refs(
-    received: ReceivedReport | None, facts_by_uid: Mapping[str, PodFacts]
-) -> tuple[PodFacts | None, ...]:
-    """The pods the node's GPU processes belong to, as the engine sees them now."""
-    return tuple(facts_by_uid.get(uid) for uid in _process_uids(received))
-
-
-def _process_uids(received: ReceivedReport | None) -> list[str]:
-    if received is None:
-        return []
-    return [proc.pod_uid for gpu in received.report.gpus for proc in gpu.processes if proc.pod_uid]
 
 
 def is_k3s(node: Manifest) -> bool:

@@ -15,6 +15,7 @@ from app.domain.report import DeviceAssignment, GpuReading, MigDeviceReading
 from app.domain.snapshot import GpuProcess, PodSlots, SlotHolder
 
 Role = Literal["advertised", "dra", "host", "failing", "unknown"]
+Handler = Literal["device-plugin", "dra"]  # who hands a GPU out to pods
 _NO_GPUS = ("", "none", "void")
 
 
@@ -43,6 +44,16 @@ class GpuFacts:
     @property
     def uuid(self) -> str:
         return self.reading.uuid
+
+    @property
+    def handed_by(self) -> tuple[Handler, ...]:
+        """The plugin when it advertises the GPU, DRA when a driver publishes or a claim holds it.
+
+        Both on a node that runs the two (the GPU is then counted twice).
+        """
+        plugin: tuple[Handler, ...] = ("device-plugin",) if self.role == "advertised" else ()
+        dra = self.role == "dra" or any(h.source == "dra" for h in self.holders)
+        return (*plugin, "dra") if dra else plugin
 
 
 def listed_devices(value: str | None) -> tuple[str, ...]:

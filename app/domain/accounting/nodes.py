@@ -6,12 +6,11 @@ Each step is its own function so the node builder reads as the list of what a no
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 
 from app.domain.accounting.facts import (
     GPU_PRESENT_LABEL,
     NodeFacts,
+    NodeInputs,
     agent_state,
     container_state,
     has_nvidia_capacity,
@@ -37,26 +36,13 @@ from app.domain.accounting.ledger import (
 )
 from app.domain.accounting.pods import PodFacts, is_ready
 from app.domain.accounting.schedulable import unschedulable_reason
-from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.cluster import AccountingOptions, Manifest
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig, resolve_config
 from app.domain.report import GpuReading, ReceivedReport
-from app.domain.snapshot import Mode, PodSlots, SlotHolder
+from app.domain.snapshot import AgentState, Mode, PodSlots, SlotHolder
 
 _MIG_STRATEGIES_COUNTING_MIG = ("single", "mixed")
-
-
-@dataclass(frozen=True)
-class NodeInputs:
-    """What the engine found for every node once: the plugin, its default config, the pods."""
-
-    spec: PluginSpec | None
-    default_config: EffectiveConfig
-    state: ClusterState
-    options: AccountingOptions
-    now: datetime
-    slots_by_uid: Mapping[str, Mapping[str, int]]
-    pods_by_uid: Mapping[str, Manifest]
 
 
 def node_name(node: Manifest) -> str:
@@ -71,58 +57,36 @@ def build_node_facts(
     plugin_pod: Manifest | None,
     spec: PluginSpec | None = None,
 ) -> NodeFacts:
-    """Everything the engine concludes about one node before any finding.
-
-    `spec` is the plugin DaemonSet that owns the node (default: the engine's main one).
-    """
-    spec = spec if spec is not None else inputs.spec
+    """Everything the engine concludes about a node before any finding (`spec`: its owner)."""
+    spec = spec if spec is not None else inputs.spec  # the engine's main DaemonSet by default
     name = node_name(node)
     labels: dict[str, str] = dict((node.get("metadata") or {}).get("labels") or {})
     config = _node_config(spec, inputs, labels)
     mode, replicas, resource = _mode_replicas_resource(spec, config, inputs.options)
     received = inputs.state.reports.get(name)
-    gpu_data = received is not None and received.report.source != "none"
-    readings = sorted(received.report.gpus, key=lambda g: g.index) if gpu_data and received else []
-    visibility = resolve_visibility(spec.visible_devices, readings) if spec is not None else None
-    gpus = _gpu_facts(readings, visibility, replicas, inputs.pods_by_uid)
-    _add_mig_devices(gpus, config, spec, inputs.pods_by_uid)
+    readings = _readings(received)
+    gpus, visibility = _node_gpus(readings or [], spec, config, replicas=replicas, inputs=inputs)
     held = _held_by_resource(pods, inputs.slots_by_uid)
-    pod_slots_list = held.get(resource, [])
     _fill_holders(gpus, held, received, resource, config)
     fraction_pods = add_fraction_holders(gpus, pods)
-
-    physical = len(readings) if gpu_data else None
-    visible = len([g for g in gpus if g.role == "advertised"]) if gpu_data and spec else None
-    failing = mark_failing(gpus, plugin_pod) if spec is not None else 0
-    host = physical - visible - failing if physical is not None and visible is not None else None
-    allocatable = resource_count(node, "allocatable", resource)
-    requested = sum(p.slots for p in pod_slots_list)
-    ready = is_ready(node)
-    reason = unschedulable_reason(node, ready=ready)
-    resources = node_resources(
-        node,
-        {name_: sum(p.slots for p in group) for name_, group in held.items()},
-        schedulable=reason is None,
+    physical, visible, failing, host = _gpu_counts(
+        gpus, plugin_pod, spec, physical=len(readings) if readings is not None else None
     )
-    spare = max(allocatable - requested, 0) if allocatable is not None else None
-    expected_by_resource = _expected_by_resource(gpus, config) if visible is not None else {}
+    reason = unschedulable_reason(node, ready=is_ready(node))
+    allocatable, requested, free, stranded = _slot_figures(node, held, resource, reason=reason)
     return NodeFacts(
         name=name,
         manifest=node,
         labels=labels,
-        ready=ready,
+        ready=is_ready(node),
         k3s=is_k3s(node),
-        gpu_node=_is_gpu_node(node, labels, readings, plugin_pod),
+        gpu_node=_is_gpu_node(node, labels, readings or [], plugin_pod),
         config=config,
         mode=mode,
         replicas=replicas,
         resource=resource,
         report=received,
-        agent=(
-            agent_state(received, now=inputs.now, stale_after_s=inputs.options.agent_stale_after_s)
-            if received is not None
-            else None
-        ),
+        agent=_agent(received, inputs),
         visibility=visibility,
         gpus=gpus,
         physical_gpus=physical,
@@ -134,16 +98,76 @@ def build_node_facts(
         allocatable=allocatable,
         pods=sorted([*every_holder(held), *fraction_pods], key=lambda p: (p.pod, p.resource)),
         requested=requested,
-        free=(spare if reason is None else 0) if spare is not None else None,
+        free=free,
         plugin_pod=plugin_pod,
         plugin_pod_state=plugin_pod_state(plugin_pod) if plugin_pod is not None else None,
         spec=spec,
         unschedulable_reason=reason,
-        resources=resources,
-        expected_by_resource=expected_by_resource,
+        resources=node_resources(node, _held_counts(held), schedulable=reason is None),
+        expected_by_resource=_expected_by_resource(gpus, config) if visible is not None else {},
         held_by_resource=held,
-        stranded=(spare or 0) if reason is not None else 0,
+        stranded=stranded,
     )
+
+
+def _readings(received: ReceivedReport | None) -> list[GpuReading] | None:
+    """The agent's GPUs by index; None when it sent no GPU data."""
+    if received is None or received.report.source == "none":
+        return None
+    return sorted(received.report.gpus, key=lambda g: g.index)
+
+
+def _node_gpus(
+    readings: list[GpuReading],
+    spec: PluginSpec | None,
+    config: EffectiveConfig,
+    *,
+    replicas: int,
+    inputs: NodeInputs,
+) -> tuple[list[GpuFacts], Visibility | None]:
+    """Each GPU's role and slots (with its MIG devices), and what the plugin sees."""
+    visibility = resolve_visibility(spec.visible_devices, readings) if spec is not None else None
+    gpus = _gpu_facts(readings, visibility, replicas, inputs.pods_by_uid)
+    _add_mig_devices(gpus, config, spec, inputs.pods_by_uid)
+    return gpus, visibility
+
+
+def _gpu_counts(
+    gpus: list[GpuFacts],
+    plugin_pod: Manifest | None,
+    spec: PluginSpec | None,
+    *,
+    physical: int | None,
+) -> tuple[int | None, int | None, int, int | None]:
+    """Physical, visible, failing and host GPUs (failing ones are marked on the way)."""
+    visible = None
+    if physical is not None and spec:
+        visible = len([g for g in gpus if g.role == "advertised"])
+    failing = mark_failing(gpus, plugin_pod) if spec is not None else 0
+    host = physical - visible - failing if physical is not None and visible is not None else None
+    return physical, visible, failing, host
+
+
+def _slot_figures(
+    node: Manifest, held: Mapping[str, list[PodSlots]], resource: str, *, reason: str | None
+) -> tuple[int | None, int, int | None, int]:
+    """Allocatable, requested, free and stranded slots of the node's resource."""
+    allocatable = resource_count(node, "allocatable", resource)
+    requested = sum(p.slots for p in held.get(resource, []))
+    spare = max(allocatable - requested, 0) if allocatable is not None else None
+    free = (spare if reason is None else 0) if spare is not None else None
+    return allocatable, requested, free, (spare or 0) if reason is not None else 0
+
+
+def _agent(received: ReceivedReport | None, inputs: NodeInputs) -> AgentState | None:
+    if received is None:
+        return None
+    return agent_state(received, now=inputs.now, stale_after_s=inputs.options.agent_stale_after_s)
+
+
+def _held_counts(held: Mapping[str, list[PodSlots]]) -> dict[str, int]:
+    """Slots held per resource."""
+    return {name: sum(p.slots for p in group) for name, group in held.items()}
 
 
 FAILING_STATES = frozenset(

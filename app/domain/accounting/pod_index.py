@@ -192,6 +192,13 @@ def _updated(
             touched.add(after.node)
     if len(index.pods_by_uid) != len(new):
         return None
+    _regroup(index, old, touched, came_uids)
+    index.changed = frozenset({f.uid for f in gone if f is not None} | came_uids)
+    return index
+
+
+def _regroup(index: PodIndex, old: PodIndex, touched: set[str], came_uids: set[str]) -> None:
+    """The holding pods of each touched node again, in key order (none: the node dropped)."""
     for node in touched:
         uids = {f.uid for f in old.pods_by_node.get(node, [])} | came_uids
         holding = [index.facts_by_uid[u] for u in uids if u in index.facts_by_uid]
@@ -200,8 +207,6 @@ def _updated(
             index.pods_by_node[node] = ordered
         else:
             index.pods_by_node.pop(node, None)
-    index.changed = frozenset({f.uid for f in gone if f is not None} | came_uids)
-    return index
 
 
 def _by_key(facts: PodFacts) -> str:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from app.domain.accounting.facts import NodeFacts
+from app.domain.accounting.gpus import GpuFacts
 from app.domain.accounting.ledger import MigFacts
 from app.domain.cluster import AccountingOptions
-from app.domain.findings.catalogue import SEVERITY_RANK
 from app.domain.plugin.config import DEFAULT_ALLOCATION_POLICY
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL, ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig
 from app.domain.snapshot import (
+    SEVERITY_RANK,
     Finding,
     GpuState,
     MigDeviceState,
@@ -35,19 +38,13 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         gpus.append(
             GpuState(
                 index=reading.index,
-                uuid=reading.uuid,
                 name=reading.name,
                 role=gpu.role,
-                slots=gpu.slots,
-                held_slots=sum(h.slots for h in gpu.holders),
-                holders=gpu.holders,
-                memory_total_mib=reading.memory_total_mib,
-                memory_used_mib=reading.memory_used_mib,
+                **_ledger_row(gpu),
                 memory_pods_mib=gpu.memory_pods_mib,
                 memory_host_mib=gpu.memory_host_mib,
                 utilization_pct=reading.utilization_pct,
                 mig_mode=reading.mig_mode,
-                processes=gpu.processes,
                 finding_codes=sorted({f.code for f in own}),
                 worst_severity=worst,
                 mig_devices=[_mig_state(d) for d in gpu.mig_devices],
@@ -85,18 +82,22 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
 
 
 def _mig_state(device: MigFacts) -> MigDeviceState:
-    reading = device.reading
     return MigDeviceState(
-        uuid=reading.uuid,
-        profile=reading.profile,
-        resource=device.resource,
-        slots=device.slots,
-        held_slots=sum(h.slots for h in device.holders),
-        holders=device.holders,
-        memory_total_mib=reading.memory_total_mib,
-        memory_used_mib=reading.memory_used_mib,
-        processes=device.processes,
+        profile=device.reading.profile, resource=device.resource, **_ledger_row(device)
     )
+
+
+def _ledger_row(row: GpuFacts | MigFacts) -> dict[str, Any]:
+    """What a GPU's and a MIG device's states share: slots, holders, memory, processes."""
+    return {
+        "uuid": row.uuid,
+        "slots": row.slots,
+        "held_slots": sum(h.slots for h in row.holders),
+        "holders": row.holders,
+        "memory_total_mib": row.reading.memory_total_mib,
+        "memory_used_mib": row.reading.memory_used_mib,
+        "processes": row.processes,
+    }
 
 
 def _node_config(facts: NodeFacts) -> NodeConfig | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
@@ -141,3 +142,17 @@ def resource_version(obj: Manifest | None) -> str | None:
         return None
     value = (obj.get("metadata") or {}).get("resourceVersion")
     return str(value) if value is not None else None
+
+
+def json_annotation(obj: Manifest | None, key: str) -> dict[str, Any] | None:
+    """The JSON object GPU Slots stored in an annotation; None when absent or not one."""
+    if obj is None:
+        return None
+    raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -37,10 +37,11 @@ from app.domain.changes.models import (
     PlanRefused,
     PluginSettings,
     RefusalCode,
+    json_annotation,
 )
 from app.domain.changes.policy import check_policy, dra_only_message
 from app.domain.cluster import Manifest
-from app.domain.dra.models import DraInstall
+from app.domain.dra_models import DraInstall
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
 from app.domain.plugin.daemonset import (
     ConfigManagerRef,
@@ -356,16 +357,8 @@ def _finish(
 
 
 def _stored_previous(daemonset: Manifest | None) -> dict[str, Any] | None:
-    if daemonset is None:
-        return None
-    raw = ((daemonset.get("metadata") or {}).get("annotations") or {}).get(PREVIOUS_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        stored = json.loads(raw)
-    except ValueError:
-        return None
-    return stored if isinstance(stored, dict) and stored.get("version") == 1 else None
+    stored = json_annotation(daemonset, PREVIOUS_ANNOTATION)
+    return stored if stored is not None and stored.get("version") == 1 else None
 
 
 def _new_configmap(ds: Manifest, name: str, data: dict[str, str]) -> Manifest:

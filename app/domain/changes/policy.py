@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
-from app.domain.dra.models import DraInstall
+from app.domain.dra_models import DraInstall
 from app.domain.plugin.config import ALLOCATION_POLICIES
 from app.domain.plugin.daemonset import Version
 

@@ -109,44 +109,99 @@ def rollout_status(
     """How far the DaemonSet's `generation` rolled out, from cached objects and the snapshot."""
     ds = daemonset or {}
     status = ds.get("status") or {}
-    meta = ds.get("metadata") or {}
-    stuck: list[str] = []
-    current = int(meta.get("generation") or 0)
     observed = int(status.get("observedGeneration") or 0)
     desired = int(status.get("desiredNumberScheduled") or 0)
+    stuck = _generation_stuck(daemonset, generation, observed=observed)
+    rows = _pod_rows(daemonset, pods, generation=generation, since=since)
+    stuck += _pods_stuck(rows)
+    blocked_by = _blocking_nodes(ds, rows)
+    if blocked_by:
+        stuck.insert(0, _blocked_message(ds, blocked_by, desired=len(rows)))
+    updated = sum(1 for r in rows if r.updated)
+    failing_old = sum(1 for r in rows if r.failing and not r.updated)
+    if updated + failing_old < desired:
+        stuck.append(f"{updated} of {desired} plugin pods run the new template.")
+    nodes = _node_rows(ds, snapshot, rows, expected=expected, broken_before=broken_before)
+    stuck += [
+        f"Node {n.node} advertises {'nothing' if n.advertised is None else n.advertised} "
+        f"{expected.resource}, expected {n.expected}."
+        for n in nodes
+        if n.state == "waiting"
+    ]
+    return RolloutStatus(
+        generation=generation,
+        observed_generation=observed,
+        desired=desired,
+        updated=updated,
+        ready=sum(1 for r in rows if r.updated and r.ready),
+        pods=tuple(rows),
+        nodes=tuple(nodes),
+        stuck=tuple(stuck),
+        blocked_by=blocked_by,
+    )
+
+
+def _generation_stuck(daemonset: Manifest | None, generation: int, *, observed: int) -> list[str]:
+    """What keeps the DaemonSet itself from `generation`: gone, changed again, not observed."""
+    stuck = []
+    current = int(((daemonset or {}).get("metadata") or {}).get("generation") or 0)
     if daemonset is None:
         stuck.append("The DaemonSet is gone.")
     elif current > generation:
         stuck.append(f"The DaemonSet changed again since (generation {current}).")
     if observed < generation:
         stuck.append(f"The DaemonSet controller has not seen generation {generation} yet.")
+    return stuck
+
+
+def _pod_rows(
+    daemonset: Manifest | None,
+    pods: Sequence[Manifest],
+    *,
+    generation: int,
+    since: datetime | None,
+) -> list[PodRollout]:
+    """One row per plugin pod of the DaemonSet, updated or not, ready or not."""
     rows = [
         _pod_rollout(pod, generation=generation, since=since)
         for pod in (_plugin_pods(daemonset, pods) if daemonset is not None else [])
     ]
+    status = (daemonset or {}).get("status") or {}
+    observed = int(status.get("observedGeneration") or 0)
+    desired = int(status.get("desiredNumberScheduled") or 0)
     if observed >= generation and desired > 0 and _controller_counts_all_updated(status, desired):
         # A spec change outside the pod template (updateStrategy, say) raises the generation
         # but replaces no pod: the DaemonSet controller counts the pods by revision hash.
         rows = [replace(row, updated=True) for row in rows]
-    # A failing plugin pod, old or new, is listed apart: awaiting it would never end.
-    failing_nodes = {row.node for row in rows if row.failing}
+    return rows
+
+
+def _pods_stuck(rows: Sequence[PodRollout]) -> list[str]:
+    """Pods still on the old template or not ready; a failing one is listed apart."""
+    stuck = []
     for row in rows:
         if row.failing:
-            continue
+            continue  # awaiting a failing plugin pod, old or new, would never end
         if not row.updated:
             stuck.append(f"Plugin pod {row.name} on {row.node} still runs the old template.")
         elif not row.ready:
             stuck.append(f"Plugin pod {row.name} on {row.node} is not ready ({row.phase}).")
-    blocked_by = _blocking_nodes(ds, rows)
-    if blocked_by:
-        stuck.insert(0, _blocked_message(ds, blocked_by, desired=len(rows)))
-    updated = sum(1 for r in rows if r.updated)
-    ready = sum(1 for r in rows if r.updated and r.ready)
-    failing_old = sum(1 for r in rows if r.failing and not r.updated)
-    if updated + failing_old < desired:
-        stuck.append(f"{updated} of {desired} plugin pods run the new template.")
-    nodes: list[NodeRollout] = []
+    return stuck
+
+
+def _node_rows(
+    ds: Manifest,
+    snapshot: Snapshot | None,
+    rows: Sequence[PodRollout],
+    *,
+    expected: PluginSettings,
+    broken_before: frozenset[str],
+) -> list[NodeRollout]:
+    """Each GPU node this DaemonSet serves: the slots it should advertise, and whether it does."""
+    meta = ds.get("metadata") or {}
     ref = f"{meta.get('namespace')}/{meta.get('name')}"
+    failing_nodes = {row.node for row in rows if row.failing}
+    nodes: list[NodeRollout] = []
     for node in snapshot.nodes if snapshot is not None else []:
         owner = node.config.daemonset if node.config is not None else None
         if not node.gpu_node or (owner is not None and owner != ref):
@@ -164,31 +219,17 @@ def rollout_status(
             state = "done"
         else:
             state = "waiting"
-        row_node = NodeRollout(
-            node.name,
-            want,
-            advertised,
-            expected.resource,
-            state=state,
-            broken_before=node.name in broken_before,
-        )
-        nodes.append(row_node)
-        if state == "waiting":
-            shown = "nothing" if advertised is None else str(advertised)
-            stuck.append(
-                f"Node {node.name} advertises {shown} {expected.resource}, expected {want}."
+        nodes.append(
+            NodeRollout(
+                node.name,
+                want,
+                advertised,
+                expected.resource,
+                state=state,
+                broken_before=node.name in broken_before,
             )
-    return RolloutStatus(
-        generation=generation,
-        observed_generation=observed,
-        desired=desired,
-        updated=updated,
-        ready=ready,
-        pods=tuple(rows),
-        nodes=tuple(nodes),
-        stuck=tuple(stuck),
-        blocked_by=blocked_by,
-    )
+        )
+    return nodes
 
 
 def _controller_counts_all_updated(status: Manifest, desired: int) -> bool:

@@ -10,22 +10,18 @@ that runs on more than one node.
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Sequence
-from typing import Any
 
 from app.domain.changes.edits import time_slicing_text
-from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
+from app.domain.changes.models import PlanRefused, RefusalCode, json_annotation
 from app.domain.changes.plan import current_settings
-from app.domain.changes.split_affinity import EXCLUDE, drop_exclusion, exclude_split_nodes
+from app.domain.changes.split_affinity import exclude_split_nodes
+from app.domain.changes.split_checks import require_inventory, require_known_gpus, wanted_replicas
 from app.domain.changes.split_config import node_config_state, plan_config_label
+from app.domain.changes.split_daemonset import own_configmap_for, own_daemonset
 from app.domain.changes.split_models import (
-    CONFIG_DIR,
     CONFIG_KEY,
-    CONFIG_VOLUME,
     NODE_LABEL,
-    OWN_NODE_LABEL,
     SPLIT_ANNOTATION,
     SPLIT_OF_LABEL,
     NodeGpu,
@@ -36,20 +32,8 @@ from app.domain.changes.split_models import (
     own_name,
 )
 from app.domain.cluster import Manifest
-from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
 from app.domain.plugin.daemonset import ConfigManagerRef, is_operator_managed, read_plugin_spec
 from app.domain.snapshot import Mode
-
-__all__ = ["EXCLUDE", "exclude_split_nodes", "own_daemonset", "plan_split", "split_state"]
-
-_DROP_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields")
-_DROP_ANNOTATIONS = (
-    "deprecated.daemonset.template.generation",
-    "kubectl.kubernetes.io/last-applied-configuration",
-    "gpu-slots.io/previous-config",
-    "meta.helm.sh/release-name",
-    "meta.helm.sh/release-namespace",
-)
 
 
 def visible_uuids(daemonset: Manifest, gpus: Sequence[NodeGpu]) -> tuple[str, ...]:
@@ -76,7 +60,7 @@ def split_state(
         return node_config_state(daemonset, configmap, node, visible_uuids(daemonset, gpus))
     meta = daemonset.get("metadata") or {}
     own = SPLIT_OF_LABEL in (meta.get("labels") or {})
-    stored = _stored_split(daemonset)
+    stored = json_annotation(daemonset, SPLIT_ANNOTATION)
     if own and stored is not None:
         mode, replicas = str(stored.get("mode", "basic")), int(stored.get("replicas", 1))
     else:
@@ -96,17 +80,6 @@ def governing(node: Manifest, shared: Manifest, own: Sequence[Manifest]) -> Mani
         if label and (ds.get("metadata") or {}).get("name") == label:
             return ds
     return shared
-
-
-def _stored_split(daemonset: Manifest) -> dict[str, Any] | None:
-    raw = ((daemonset.get("metadata") or {}).get("annotations") or {}).get(SPLIT_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def plan_split(
@@ -136,16 +109,10 @@ def plan_split(
             rollback=rollback,
         )
     shared = _writable(shared)
-    if not gpus:
-        raise PlanRefused(
-            RefusalCode.NO_INVENTORY,
-            f"No agent report lists the GPUs of node {request.node}: GPU Slots cannot tell their "
-            "UUIDs. Start the agent on that node first.",
-        )
+    require_inventory(request, gpus)
     own_label = (own or {}).get("metadata", {}).get("name")
     current = own if own is not None and _labelled(node) == own_label else None
     before = split_state(current if current is not None else shared, shared_configmap, gpus)
-    name = own_name(str(shared["metadata"]["name"]), request.node)
     if request.kubernetes_gpus is None:
         if current is None and own is None:
             raise PlanRefused(
@@ -155,22 +122,14 @@ def plan_split(
         after = split_state(shared, shared_configmap, gpus)
         writes = _return_writes(request.node, node, own, own_configmap)
     else:
-        after = _wanted(request, gpus, name)
+        after = _wanted(request, gpus, own_name(str(shared["metadata"]["name"]), request.node))
         if before == after:
             raise PlanRefused(RefusalCode.NO_CHANGE, "The node already runs with this split.")
         writes = _split_writes(request, after, node, shared, own, own_configmap)
     by_uuid = {g.uuid: g for g in gpus}
     gaining = [u for u in after.kubernetes_gpus if u not in before.kubernetes_gpus]
     losing = [u for u in before.kubernetes_gpus if u not in after.kubernetes_gpus]
-    host = tuple(p for u in gaining for p in by_uuid[u].host_processes)
-    if host and not request.confirm_host_processes:
-        pass  # shown as blocking; refused at apply (check_confirmed)
-    restarts = [f"the plugin pod on node {request.node}"]
-    if any(w.kind == "DaemonSet" and w.name == shared["metadata"]["name"] for w in writes):
-        restarts.append(
-            f"every pod of the shared DaemonSet {shared['metadata']['name']} ({shared_nodes} "
-            "nodes) restarts once: it gets the term that keeps it off split nodes"
-        )
+    # host processes on gaining GPUs are shown as blocking; refused at apply (check_confirmed)
     return SplitPlan(
         kind="rollback" if rollback else "split",
         node=request.node,
@@ -178,10 +137,23 @@ def plan_split(
         after=after,
         writes=tuple(writes),
         slots_before=slots_before,
-        host_processes=host,
+        host_processes=tuple(p for u in gaining for p in by_uuid[u].host_processes),
         pods_on_host_gpus=tuple(p for u in losing for p in by_uuid[u].pods),
-        restarts=tuple(restarts),
+        restarts=_restarts(request, shared, writes, shared_nodes=shared_nodes),
     )
+
+
+def _restarts(
+    request: SplitRequest, shared: Manifest, writes: Sequence[ObjectWrite], *, shared_nodes: int
+) -> tuple[str, ...]:
+    """The plugin pods the plan restarts: the node's, and every shared one when it is written."""
+    restarts = [f"the plugin pod on node {request.node}"]
+    if any(w.kind == "DaemonSet" and w.name == shared["metadata"]["name"] for w in writes):
+        restarts.append(
+            f"every pod of the shared DaemonSet {shared['metadata']['name']} ({shared_nodes} "
+            "nodes) restarts once: it gets the term that keeps it off split nodes"
+        )
+    return tuple(restarts)
 
 
 def check_confirmed(plan: SplitPlan, request: SplitRequest) -> None:
@@ -223,22 +195,10 @@ def _labelled(node: Manifest) -> str | None:
 
 
 def _wanted(request: SplitRequest, gpus: Sequence[NodeGpu], name: str) -> SplitState:
+    require_known_gpus(request, gpus)
+    replicas = wanted_replicas(request)
     known = {g.uuid: g for g in gpus}
-    unknown = [u for u in request.kubernetes_gpus or () if u not in known]
-    if unknown:
-        raise PlanRefused(
-            RefusalCode.UNKNOWN_GPU,
-            f"Node {request.node} has no GPU {', '.join(unknown)}; its GPUs are "
-            f"{', '.join(sorted(known))}.",
-        )
-    if request.mode == "time-slicing" and not MIN_REPLICAS <= request.replicas <= MAX_REPLICAS:
-        raise PlanRefused(
-            RefusalCode.OUT_OF_RANGE,
-            f"replicas must be {MIN_REPLICAS}..{MAX_REPLICAS} for time-slicing "
-            f"(got {request.replicas}).",
-        )
     chosen = sorted({known[u] for u in request.kubernetes_gpus or ()}, key=lambda g: g.index)
-    replicas = request.replicas if request.mode == "time-slicing" else 1
     return SplitState(name, True, tuple(g.uuid for g in chosen), request.mode, replicas)
 
 
@@ -275,7 +235,7 @@ def _split_writes(
             fail_requests_greater_than_one=False,
             warnings=[],
         )
-        configmap = _configmap(shared, after.daemonset, request.node, text, own_configmap)
+        configmap = own_configmap_for(shared, after.daemonset, request.node, text, own_configmap)
         if own_configmap is None:
             writes.append(ObjectWrite("create", "ConfigMap", after.daemonset, None, configmap))
         elif configmap != own_configmap:
@@ -302,102 +262,3 @@ def _split_writes(
         name = own_configmap["metadata"]["name"]
         writes.append(ObjectWrite("delete", "ConfigMap", name, own_configmap, None))
     return writes
-
-
-def _configmap(
-    shared: Manifest, name: str, node: str, text: str, existing: Manifest | None
-) -> Manifest:
-    base = copy.deepcopy(existing) if existing is not None else {}
-    meta = base.setdefault("metadata", {})
-    meta.update({"name": name, "namespace": shared["metadata"].get("namespace")})
-    meta.setdefault("labels", {}).update(
-        {SPLIT_OF_LABEL: str(shared["metadata"]["name"]), OWN_NODE_LABEL: node}
-    )
-    base.update({"apiVersion": "v1", "kind": "ConfigMap", "data": {CONFIG_KEY: text}})
-    return base
-
-
-def own_daemonset(
-    shared: Manifest,
-    state: SplitState,
-    node: str,
-    config_text: str | None,
-    existing: Manifest | None = None,
-) -> Manifest:
-    """A copy of the shared DaemonSet for one node: pinned, its UUIDs, its own config."""
-    ds = copy.deepcopy(shared)
-    ds.pop("status", None)
-    meta = ds.setdefault("metadata", {})
-    for key in (*_DROP_META, "ownerReferences"):
-        meta.pop(key, None)
-    if existing is not None:
-        meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
-    meta["name"] = state.daemonset
-    labels = dict(meta.get("labels") or {})
-    labels.update({SPLIT_OF_LABEL: str(shared["metadata"]["name"]), OWN_NODE_LABEL: node})
-    meta["labels"] = labels
-    annotations = {
-        k: v for k, v in (meta.get("annotations") or {}).items() if k not in _DROP_ANNOTATIONS
-    }
-    annotations[SPLIT_ANNOTATION] = json.dumps(
-        {
-            "node": node,
-            "kubernetes_gpus": list(state.kubernetes_gpus),
-            "mode": state.mode,
-            "replicas": state.replicas,
-        },
-        sort_keys=True,
-    )
-    meta["annotations"] = annotations
-    spec = ds.setdefault("spec", {})
-    shared_selector = (spec.get("selector") or {}).get("matchLabels") or {}
-    spec["selector"] = {"matchLabels": {NODE_LABEL: state.daemonset}}
-    template = spec.setdefault("template", {})
-    tmeta = template.setdefault("metadata", {})
-    tlabels = {k: v for k, v in (tmeta.get("labels") or {}).items() if k not in shared_selector}
-    tlabels[NODE_LABEL] = state.daemonset
-    tmeta["labels"] = tlabels
-    pod = template.setdefault("spec", {})
-    pod["nodeSelector"] = {**(pod.get("nodeSelector") or {}), NODE_LABEL: state.daemonset}
-    drop_exclusion(pod)
-    container = _plugin_container(pod)
-    env = [
-        e
-        for e in container.get("env") or []
-        if e.get("name") not in ("NVIDIA_VISIBLE_DEVICES", "CONFIG_FILE")
-    ]
-    env.append(
-        {"name": "NVIDIA_VISIBLE_DEVICES", "value": ",".join(state.kubernetes_gpus) or "none"}
-    )
-    volumes = [v for v in pod.get("volumes") or [] if v.get("name") != CONFIG_VOLUME]
-    mounts = [m for m in container.get("volumeMounts") or [] if m.get("name") != CONFIG_VOLUME]
-    tannotations = dict(tmeta.get("annotations") or {})
-    tannotations.pop(CONFIG_HASH_ANNOTATION, None)
-    if config_text is not None:
-        env.append({"name": "CONFIG_FILE", "value": f"{CONFIG_DIR}/{CONFIG_KEY}"})
-        volumes.append({"name": CONFIG_VOLUME, "configMap": {"name": state.daemonset}})
-        mounts.append({"name": CONFIG_VOLUME, "mountPath": CONFIG_DIR, "readOnly": True})
-        tannotations[CONFIG_HASH_ANNOTATION] = config_hash(config_text)
-    container["env"] = env
-    container["volumeMounts"] = mounts
-    pod["volumes"] = volumes
-    if tannotations:
-        tmeta["annotations"] = tannotations
-    else:
-        tmeta.pop("annotations", None)
-    return ds
-
-
-def _plugin_container(pod: Manifest) -> Manifest:
-    name = None
-    containers: list[Manifest] = pod.get("containers") or []
-    for container in containers:
-        if "k8s-device-plugin" in str(container.get("image", "")) and "config-manager" not in (
-            container.get("command") or []
-        ):
-            name = container.get("name")
-            break
-    for container in containers:
-        if name is None or container.get("name") == name:
-            return container
-    raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "The DaemonSet has no plugin container.")

@@ -15,7 +15,8 @@ import copy
 from collections.abc import Mapping, Sequence
 
 from app.domain.changes.edits import time_slicing_text
-from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
+from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.split_checks import require_inventory, require_known_gpus, wanted_replicas
 from app.domain.changes.split_models import (
     NodeGpu,
     ObjectWrite,
@@ -70,76 +71,19 @@ def plan_config_label(
     """The writes that give the node the requested mode through its config label."""
     ref = read_plugin_spec(shared).config_ref
     assert isinstance(ref, ConfigManagerRef)
-    if not gpus:
-        raise PlanRefused(
-            RefusalCode.NO_INVENTORY,
-            f"No agent report lists the GPUs of node {request.node}: GPU Slots cannot tell their "
-            "UUIDs. Start the agent on that node first.",
-        )
+    require_inventory(request, gpus)
     before = node_config_state(shared, configmap, node, visible)
-    if request.kubernetes_gpus is None:
-        raise PlanRefused(
-            RefusalCode.NOT_SPLIT,
-            f"Node {request.node} is already served by the shared DaemonSet; its sharing is "
-            f"chosen by the node label {ref.node_label}.",
-        )
-    known = {g.uuid for g in gpus}
-    unknown = [u for u in request.kubernetes_gpus if u not in known]
-    if unknown:
-        raise PlanRefused(
-            RefusalCode.UNKNOWN_GPU,
-            f"Node {request.node} has no GPU {', '.join(unknown)}; its GPUs are "
-            f"{', '.join(sorted(known))}.",
-        )
-    if set(request.kubernetes_gpus) != set(visible):
-        raise PlanRefused(
-            RefusalCode.CONFIG_PER_NODE,
-            f"The plugin runs config-manager, which selects no GPUs: GPU Slots changes only the "
-            f"sharing of node {request.node} here (node label {ref.node_label}, keys of "
-            f"ConfigMap {ref.configmap}). Keep the GPUs Kubernetes has now "
-            f"({', '.join(visible) or 'none'}), or limit the GPUs with NVIDIA_VISIBLE_DEVICES "
-            "in a DaemonSet of your own for this node.",
-        )
-    data = _data(configmap)
+    _refuse_other_gpus(request, ref, gpus, visible)
     if configmap is None:
         raise PlanRefused(
             RefusalCode.CONFIG_KEY_MISMATCH,
             f"ConfigMap {ref.configmap}, where config-manager finds its configs, was not found.",
         )
-    writes: list[ObjectWrite] = []
     if request.restore_config_key:
-        key = request.config_key
-        if key is not None and key not in data:
-            raise PlanRefused(
-                RefusalCode.NOT_REVERSIBLE,
-                f"ConfigMap {ref.configmap} no longer has the key {key}: setting the label back "
-                "would stop config-manager. Choose the mode in the editor instead.",
-            )
-        labels = {**_labels(node), ref.node_label: key} if key else _without(node, ref.node_label)
-        after = node_config_state(shared, configmap, {"metadata": {"labels": labels}}, visible)
+        after = _restored(request, ref, node, shared=shared, configmap=configmap, visible=visible)
+        writes: list[ObjectWrite] = []
     else:
-        wanted_mode, replicas = request.mode, request.replicas
-        if wanted_mode == "time-slicing" and not MIN_REPLICAS <= replicas <= MAX_REPLICAS:
-            raise PlanRefused(
-                RefusalCode.OUT_OF_RANGE,
-                f"replicas must be {MIN_REPLICAS}..{MAX_REPLICAS} for time-slicing "
-                f"(got {replicas}).",
-            )
-        replicas = replicas if wanted_mode == "time-slicing" else 1
-        if (before.mode, before.replicas) == (wanted_mode, replicas):
-            raise PlanRefused(RefusalCode.NO_CHANGE, "The node already runs with this sharing.")
-        text = _text(wanted_mode, replicas)
-        env = read_plugin_spec(shared).env
-        key = _same_key(data, text, env)
-        if key is None:
-            key = _free_key(data, config_key_name(wanted_mode, replicas))
-            new = copy.deepcopy(configmap)
-            new.pop("status", None)
-            new["data"] = {**data, key: text}
-            writes.append(ObjectWrite("replace", "ConfigMap", ref.configmap, configmap, new))
-        after = SplitState(
-            before.daemonset, False, tuple(visible), wanted_mode, replicas, key, True
-        )
+        after, writes = _wanted(request, ref, before, shared=shared, configmap=configmap)
     if after.config_key == before.config_key:
         raise PlanRefused(RefusalCode.NO_CHANGE, "The node's config label is already so.")
     writes.append(
@@ -147,7 +91,6 @@ def plan_config_label(
             "label", "Node", request.node, node, {"labels": {ref.node_label: after.config_key}}
         )
     )
-    by_uuid = {g.uuid: g for g in gpus}
     return SplitPlan(
         kind="rollback" if rollback else "split",
         node=request.node,
@@ -162,8 +105,79 @@ def plan_config_label(
             f"label change, links the config {after.config_key or '(fallback)'} and signals the "
             "plugin; the pod stays and no other node is touched",
         ),
-        warnings=_warnings(before, after, by_uuid),
+        warnings=_warnings(before, after, {g.uuid: g for g in gpus}),
     )
+
+
+def _refuse_other_gpus(
+    request: SplitRequest, ref: ConfigManagerRef, gpus: Sequence[NodeGpu], visible: Sequence[str]
+) -> None:
+    """config-manager selects no GPUs: only the node's sharing may change, not its GPUs."""
+    if request.kubernetes_gpus is None:
+        raise PlanRefused(
+            RefusalCode.NOT_SPLIT,
+            f"Node {request.node} is already served by the shared DaemonSet; its sharing is "
+            f"chosen by the node label {ref.node_label}.",
+        )
+    require_known_gpus(request, gpus)
+    if set(request.kubernetes_gpus) != set(visible):
+        raise PlanRefused(
+            RefusalCode.CONFIG_PER_NODE,
+            f"The plugin runs config-manager, which selects no GPUs: GPU Slots changes only the "
+            f"sharing of node {request.node} here (node label {ref.node_label}, keys of "
+            f"ConfigMap {ref.configmap}). Keep the GPUs Kubernetes has now "
+            f"({', '.join(visible) or 'none'}), or limit the GPUs with NVIDIA_VISIBLE_DEVICES "
+            "in a DaemonSet of your own for this node.",
+        )
+
+
+def _restored(
+    request: SplitRequest,
+    ref: ConfigManagerRef,
+    node: Manifest,
+    *,
+    shared: Manifest,
+    configmap: Manifest,
+    visible: Sequence[str],
+) -> SplitState:
+    """A rollback: the state with the node label set back to the recorded key (or removed)."""
+    key = request.config_key
+    if key is not None and key not in _data(configmap):
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE,
+            f"ConfigMap {ref.configmap} no longer has the key {key}: setting the label back "
+            "would stop config-manager. Choose the mode in the editor instead.",
+        )
+    labels = {**_labels(node), ref.node_label: key} if key else _without(node, ref.node_label)
+    return node_config_state(shared, configmap, {"metadata": {"labels": labels}}, visible)
+
+
+def _wanted(
+    request: SplitRequest,
+    ref: ConfigManagerRef,
+    before: SplitState,
+    *,
+    shared: Manifest,
+    configmap: Manifest,
+) -> tuple[SplitState, list[ObjectWrite]]:
+    """The requested mode's state, and the ConfigMap write adding its key where none has it."""
+    replicas = wanted_replicas(request)
+    if (before.mode, before.replicas) == (request.mode, replicas):
+        raise PlanRefused(RefusalCode.NO_CHANGE, "The node already runs with this sharing.")
+    data = _data(configmap)
+    text = _text(request.mode, replicas)
+    key = _same_key(data, text, read_plugin_spec(shared).env)
+    writes = []
+    if key is None:
+        key = _free_key(data, config_key_name(request.mode, replicas))
+        new = copy.deepcopy(configmap)
+        new.pop("status", None)
+        new["data"] = {**data, key: text}
+        writes.append(ObjectWrite("replace", "ConfigMap", ref.configmap, configmap, new))
+    after = SplitState(
+        before.daemonset, False, before.kubernetes_gpus, request.mode, replicas, key, True
+    )
+    return after, writes
 
 
 def _warnings(

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.domain.cluster import Manifest
-from app.domain.dra.models import DraInstall
 from app.domain.dra.objects import NVIDIA_DRIVER, read_device_class
+from app.domain.dra_models import DraInstall
 
 KUBELET_PLUGIN = "gpu-kubelet-plugin"  # the driver's GPU binary
 # The GPUCluster operand's own name (golden outputs of the operator v26.7); the DRA driver

@@ -9,8 +9,8 @@ from app.domain.accounting.pods import is_ready
 from app.domain.cluster import Manifest
 from app.domain.dra.capacity import shares_of, units
 from app.domain.dra.inventory import DraView
-from app.domain.dra.models import Allocation, DraDeviceState, DraInstall, DraShare, DraSummary
 from app.domain.dra.objects import Device
+from app.domain.dra_models import Allocation, DraDeviceState, DraInstall, DraShare, DraSummary
 from app.domain.snapshot import NodeState, SlotHolder
 
 # Device-plugin findings that say nothing about a node the plugin does not serve.
@@ -45,6 +45,13 @@ def node_allocation(view: DraView | None, node: NodeFacts) -> Allocation:
     if dra:
         return "dra"
     return "device-plugin" if plugin else "none"
+
+
+def claimed_gpus(view: DraView | None, node: NodeFacts) -> dict[str, set[str]]:
+    """GPU UUIDs each pod's DRA claims hold, where DRA hands out the node's GPUs (else none)."""
+    if view is None or node_allocation(view, node) not in ("dra", "both"):
+        return {}
+    return view.gpus_by_pod
 
 
 KubeletKey = tuple[str, str, str, str, str]  # pod, claim, driver, pool, device

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.domain.cluster import Manifest
-from app.domain.dra.models import DraSharing
+from app.domain.dra_models import DraSharing
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_TYPES = ("gpu", "mig")

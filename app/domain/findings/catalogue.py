@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.snapshot import EvidenceValue, Finding, Scope, Severity
+from app.domain.snapshot import SEVERITY_RANK, EvidenceValue, Finding, Scope, Severity
 
 
 @dataclass(frozen=True)
@@ -92,8 +92,6 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("gpu-utilization-low", _I, _G, "Held GPU under 1% utilization for a long time"),
     )
 }
-
-SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def finding(

@@ -1,108 +1,173 @@
-"""Findings about one GPU: what runs on it next to what Kubernetes counts on it."""
+"""Findings about one GPU: what runs on it next to what Kubernetes counts on it.
+
+One rule per check over the per-GPU ledger (GpuFacts), for the GPUs the device plugin
+advertises and those DRA hands out alike: only the words differ by who hands the GPU out.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Literal
+
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
-from app.domain.accounting.gpus import GpuFacts
+from app.domain.accounting.gpus import GpuFacts, Handler
 from app.domain.accounting.pods import pod_key
 from app.domain.changes.split_models import editor_path
 from app.domain.findings.catalogue import finding
 from app.domain.findings.fractions import fraction_findings
 from app.domain.findings.shell import sh
-from app.domain.snapshot import EvidenceValue, Finding, Mode
+from app.domain.snapshot import EvidenceValue, Finding, GpuProcess, Mode
 
 HOST_MEMORY_MIN_MIB = 1024
 
+_PRESSURE_TITLE: dict[Handler, str] = {
+    "device-plugin": "Pods sharing GPU {index} on {node} use {pct:.0f}% of its memory: "
+    "time-slicing has no memory isolation",
+    "dra": "Pods sharing GPU {index} on {node} through DRA claims use {pct:.0f}% of its memory",
+}
+_PRESSURE_REMEDY: dict[Handler, str] = {
+    "device-plugin": "cap the memory of each pod in the workload (e.g. PYTORCH_CUDA_ALLOC_CONF, "
+    "TF_FORCE_GPU_ALLOW_GROWTH) or lower replicas in the plugin config",
+    "dra": "set MPS with defaultPinnedDeviceMemoryLimit in the claim's GpuConfig, or cap "
+    "each pod's memory in the workload (time-slicing has no memory isolation)",
+}
 
-def gpu_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
+
+def gpu_findings(
+    facts: ClusterFacts, node: NodeFacts, *, claimed: Mapping[str, set[str]] | None = None
+) -> list[Finding]:
+    """Every GPU rule on every GPU of the node (DRA's own rules are in dra_node.py).
+
+    `claimed`: the GPU UUIDs each pod's DRA claims hold, where DRA hands out the node's GPUs.
+    """
     found: list[Finding] = []
     assigned = _assigned_uuids(node)
     for gpu in node.gpus:
-        if gpu.role == "advertised":
-            found += _host_use(node, gpu)
-            found += _pressure(facts, node, gpu)
-        found += _pod_processes(facts, node, gpu, assigned)
+        for handler in gpu.handed_by:
+            found += host_process_findings(node, gpu, handler)
+            if handler == "device-plugin":
+                found += host_memory_findings(node, gpu)
+            found += memory_pressure_findings(facts, node, gpu, handler)
+        found += _pod_processes(facts, node, gpu, assigned, claimed or {})
         found += fraction_findings(node, gpu)
     return found
 
 
-def _host_use(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
-    found = []
-    hosts = [p for p in gpu.processes if p.owner == "host"]
-    for proc in hosts:
-        found.append(
-            finding(
-                "host-process-on-advertised-gpu",
-                f"Host process {proc.pid} uses GPU {gpu.reading.index} on {node.name}, which "
-                "Kubernetes counts as free slots",
-                evidence={
-                    "pid": proc.pid,
-                    "command": proc.command,
-                    "user": proc.user,
-                    "used_memory_mib": proc.used_memory_mib,
-                    "gpu_index": gpu.reading.index,
-                    "memory_total_mib": gpu.reading.memory_total_mib,
-                },
-                remedy=(
-                    f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), "
-                    f"or keep this GPU for the host in the GPU editor {sh(editor_path(node.name))}"
-                ),
-                node=node.name,
-                gpu_uuid=gpu.uuid,
-            )
+def host_process_findings(node: NodeFacts, gpu: GpuFacts, handler: Handler) -> list[Finding]:
+    """A host process on a GPU Kubernetes may hand to a pod: the pod meets its memory."""
+    return [
+        _host_process(node, gpu, proc, handler) for proc in gpu.processes if proc.owner == "host"
+    ]
+
+
+def _host_process(node: NodeFacts, gpu: GpuFacts, proc: GpuProcess, handler: Handler) -> Finding:
+    evidence: dict[str, EvidenceValue] = {
+        "pid": proc.pid,
+        "command": proc.command,
+        "user": proc.user,
+        "used_memory_mib": proc.used_memory_mib,
+        "gpu_index": gpu.reading.index,
+        "memory_total_mib": gpu.reading.memory_total_mib,
+    }
+    if handler == "dra":
+        claims = _claims_text(gpu)
+        evidence["claims"] = claims or None
+        held = f"DRA claim {claims} holds" if claims else "DRA can hand out to a claim"
+        remedy = (
+            f"move PID {sh(proc.pid)} to a GPU no ResourceSlice publishes "
+            "(CUDA_VISIBLE_DEVICES=<host GPU UUID>), or stop it"
         )
+    else:
+        held = "Kubernetes counts as free slots"
+        remedy = (
+            f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), "
+            f"or keep this GPU for the host in the GPU editor {sh(editor_path(node.name))}"
+        )
+    return finding(
+        "host-process-on-advertised-gpu",
+        f"Host process {proc.pid} uses GPU {gpu.reading.index} on {node.name}, which {held}",
+        evidence=evidence,
+        remedy=remedy,
+        node=node.name,
+        gpu_uuid=gpu.uuid,
+    )
+
+
+def host_memory_findings(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
+    """Memory held outside any pod on an advertised GPU whose process the agent cannot name."""
     used = gpu.reading.memory_used_mib
-    if not hosts and used is not None and used - gpu.memory_pods_mib >= HOST_MEMORY_MIN_MIB:
-        found.append(
-            finding(
-                "host-memory-on-advertised-gpu",
-                f"{used - gpu.memory_pods_mib} MiB of GPU {gpu.reading.index} on {node.name} "
-                "is held outside any pod",
-                evidence={
-                    "memory_used_mib": used,
-                    "memory_pods_mib": gpu.memory_pods_mib,
-                    "memory_outside_pods_mib": used - gpu.memory_pods_mib,
-                    "memory_total_mib": gpu.reading.memory_total_mib,
-                },
-                remedy=(
-                    f"on {sh(node.name)}: nvidia-smi --query-compute-apps=pid,used_memory "
-                    "--format=csv  # run the agent with hostPID to name the process"
-                ),
-                node=node.name,
-                gpu_uuid=gpu.uuid,
-            )
-        )
-    return found
-
-
-def _pressure(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
-    total = gpu.reading.memory_total_mib
-    if node.mode not in (Mode.TIME_SLICING, Mode.MPS) or not total:
+    if any(p.owner == "host" for p in gpu.processes) or used is None:
         return []
-    pct = 100.0 * gpu.memory_pods_mib / total
-    if pct < facts.options.memory_pressure_pct:
+    if used - gpu.memory_pods_mib < HOST_MEMORY_MIN_MIB:
         return []
-    pods = {p.pod_uid for p in gpu.processes if p.owner == "pod"}
     return [
         finding(
-            "shared-gpu-memory-pressure",
-            f"Pods sharing GPU {gpu.reading.index} on {node.name} use {pct:.0f}% of its memory: "
-            "time-slicing has no memory isolation",
+            "host-memory-on-advertised-gpu",
+            f"{used - gpu.memory_pods_mib} MiB of GPU {gpu.reading.index} on {node.name} "
+            "is held outside any pod",
             evidence={
+                "memory_used_mib": used,
                 "memory_pods_mib": gpu.memory_pods_mib,
-                "memory_total_mib": total,
-                "used_pct": round(pct, 1),
-                "threshold_pct": facts.options.memory_pressure_pct,
-                "pods": len(pods),
+                "memory_outside_pods_mib": used - gpu.memory_pods_mib,
+                "memory_total_mib": gpu.reading.memory_total_mib,
             },
             remedy=(
-                "cap the memory of each pod in the workload (e.g. PYTORCH_CUDA_ALLOC_CONF, "
-                "TF_FORCE_GPU_ALLOW_GROWTH) or lower replicas in the plugin config"
+                f"on {sh(node.name)}: nvidia-smi --query-compute-apps=pid,used_memory "
+                "--format=csv  # run the agent with hostPID to name the process"
             ),
             node=node.name,
             gpu_uuid=gpu.uuid,
         )
     ]
+
+
+def memory_pressure_findings(
+    facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts, handler: Handler
+) -> list[Finding]:
+    """Pods sharing a GPU near its memory: nothing isolates one pod's memory from another's."""
+    total = gpu.reading.memory_total_mib
+    sharers = _sharers(node, gpu, handler)
+    if sharers is None or not total:
+        return []
+    pct = 100.0 * gpu.memory_pods_mib / total
+    threshold = facts.options.memory_pressure_pct
+    if pct < threshold:
+        return []
+    title = _PRESSURE_TITLE[handler].format(index=gpu.reading.index, node=node.name, pct=pct)
+    return [
+        finding(
+            "shared-gpu-memory-pressure",
+            title,
+            evidence={
+                "memory_pods_mib": gpu.memory_pods_mib,
+                "memory_total_mib": total,
+                "used_pct": round(pct, 1),
+                "threshold_pct": threshold,
+                **sharers,
+            },
+            remedy=_PRESSURE_REMEDY[handler],
+            node=node.name,
+            gpu_uuid=gpu.uuid,
+        )
+    ]
+
+
+def _sharers(node: NodeFacts, gpu: GpuFacts, handler: Handler) -> dict[str, EvidenceValue] | None:
+    """Who shares the GPU, as evidence; None when the handler does not share it."""
+    if handler == "device-plugin":
+        if node.mode not in (Mode.TIME_SLICING, Mode.MPS):
+            return None
+        return {"pods": len({p.pod_uid for p in gpu.processes if p.owner == "pod"})}
+    dra = [h for h in gpu.holders if h.source == "dra"]
+    pods = {h.pod for h in dra}
+    if len(pods) < 2 and all(h.sharing is None or h.sharing.strategy == "Exclusive" for h in dra):
+        return None
+    strategies = sorted({h.sharing.strategy for h in dra if h.sharing is not None})
+    return {"pods": len(pods), "claims": _claims_text(gpu), "sharing": ",".join(strategies)}
+
+
+def _claims_text(gpu: GpuFacts) -> str:
+    return ",".join(sorted({h.claim for h in gpu.holders if h.claim}))
 
 
 def _assigned_uuids(node: NodeFacts) -> dict[str, set[str]] | None:
@@ -121,7 +186,9 @@ def _pod_processes(
     node: NodeFacts,
     gpu: GpuFacts,
     assigned: dict[str, set[str]] | None,
+    claimed: Mapping[str, set[str]],
 ) -> list[Finding]:
+    """Pod processes on a GPU nobody handed to the pod: no slot, or not the kubelet's/claim's."""
     found = []
     for proc in gpu.processes:
         uid = proc.pod_uid
@@ -131,6 +198,8 @@ def _pod_processes(
         if pod_facts is not None and pod_facts.fraction is not None:
             continue  # a GPU fraction: a holder of a share of this GPU (fraction_ledger.py)
         key = pod_key(facts.pods_by_uid[uid])
+        if gpu.uuid in claimed.get(key, set()):
+            continue  # its DRA claim holds this GPU: accounted
         evidence: dict[str, EvidenceValue] = {
             "pid": proc.pid,
             "pod": key,
@@ -138,41 +207,58 @@ def _pod_processes(
             "command": proc.command,
             "gpu_index": gpu.reading.index,
         }
-        namespace, _, name = key.partition("/")
         if not facts.slots_by_uid.get(uid):
-            found.append(
-                finding(
-                    "pod-process-without-slot",
-                    f"Pod {key} uses GPU {gpu.reading.index} on {node.name} without requesting "
-                    "a GPU slot: the scheduler does not count it",
-                    evidence={**evidence, "requested_slots": 0},
-                    remedy=(
-                        f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
-                        f"{sh(node.resource)}: 1 in its resources.limits, and remove any "
-                        "NVIDIA_VISIBLE_DEVICES from its env"
-                    ),
-                    node=node.name,
-                    gpu_uuid=gpu.uuid,
-                    pod=key,
-                )
-            )
+            evidence["requested_slots"] = 0
+            if claimed.get(key):  # it holds other GPUs through its claims
+                found.append(_unassigned(node, gpu, key, evidence, claimed[key], by="claim"))
+            else:
+                found.append(_without_slot(node, gpu, key, evidence))
         elif assigned is not None and gpu.uuid not in assigned.get(key, set()):
-            found.append(
-                finding(
-                    "pod-process-on-unassigned-gpu",
-                    f"Pod {key} runs on GPU {gpu.reading.index} on {node.name}, which the "
-                    "kubelet did not assign to it",
-                    evidence={
-                        **evidence,
-                        "assigned_gpus": ",".join(sorted(assigned.get(key, set()))) or None,
-                    },
-                    remedy=(
-                        f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
-                        "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
-                    ),
-                    node=node.name,
-                    gpu_uuid=gpu.uuid,
-                    pod=key,
-                )
-            )
+            found.append(_unassigned(node, gpu, key, evidence, assigned.get(key), by="kubelet"))
     return found
+
+
+def _without_slot(
+    node: NodeFacts, gpu: GpuFacts, key: str, evidence: dict[str, EvidenceValue]
+) -> Finding:
+    namespace, _, name = key.partition("/")
+    return finding(
+        "pod-process-without-slot",
+        f"Pod {key} uses GPU {gpu.reading.index} on {node.name} without requesting "
+        "a GPU slot: the scheduler does not count it",
+        evidence=evidence,
+        remedy=(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
+            f"{sh(node.resource)}: 1 in its resources.limits, and remove any "
+            "NVIDIA_VISIBLE_DEVICES from its env"
+        ),
+        node=node.name,
+        gpu_uuid=gpu.uuid,
+        pod=key,
+    )
+
+
+def _unassigned(
+    node: NodeFacts,
+    gpu: GpuFacts,
+    key: str,
+    evidence: dict[str, EvidenceValue],
+    uuids: set[str] | None,
+    *,
+    by: Literal["kubelet", "claim"],
+) -> Finding:
+    """A pod process on a GPU other than the ones the kubelet (plugin) or its claim gave it."""
+    namespace, _, name = key.partition("/")
+    handed = "the kubelet did not assign" if by == "kubelet" else "its DRA claim did not allocate"
+    return finding(
+        "pod-process-on-unassigned-gpu",
+        f"Pod {key} runs on GPU {gpu.reading.index} on {node.name}, which {handed} to it",
+        evidence={**evidence, "assigned_gpus": ",".join(sorted(uuids or ())) or None},
+        remedy=(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
+            "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
+        ),
+        node=node.name,
+        gpu_uuid=gpu.uuid,
+        pod=key,
+    )

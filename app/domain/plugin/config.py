@@ -77,6 +77,31 @@ def default_plugin_config(*, env: Mapping[str, str] | None = None) -> PluginConf
     return parse_plugin_config("", env=env)
 
 
+def _sharing_blocks(
+    sharing: dict[str, Any], warnings: list[str]
+) -> tuple[_Replicated | None, _Replicated | None]:
+    """The timeSlicing and mps blocks of `sharing` (None where absent)."""
+    time_slicing = None
+    if _ci_has(sharing, "timeSlicing"):
+        time_slicing = _parse_replicated(_ci_get(sharing, "timeSlicing"), "timeSlicing", warnings)
+    mps = None
+    mps_value = _ci_get(sharing, "mps")
+    if mps_value is not None:
+        mps = _parse_replicated(mps_value, "mps", warnings)
+    return time_slicing, mps
+
+
+def _sharing_mode(
+    time_slicing: _Replicated | None, mps: _Replicated | None
+) -> tuple[Mode, _Replicated | None]:
+    """MPS or time-slicing when its block replicates a resource, MPS first; else basic."""
+    if mps is not None and any(r.replicas > 1 for r in mps.resources):
+        return Mode.MPS, mps
+    if time_slicing is not None and any(r.replicas > 1 for r in time_slicing.resources):
+        return Mode.TIME_SLICING, time_slicing
+    return Mode.BASIC, None
+
+
 def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> PluginConfig:
     """Parse config.yaml text like the plugin; env vars of its container beat the file's flags."""
     env = env or {}
@@ -94,14 +119,7 @@ def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> P
         warnings.append(
             "Customizing the 'resources' field is not yet supported in the config. Ignoring..."
         )
-    time_slicing = None
-    if _ci_has(sharing, "timeSlicing"):
-        time_slicing = _parse_replicated(_ci_get(sharing, "timeSlicing"), "timeSlicing", warnings)
-    mps = None
-    mps_value = _ci_get(sharing, "mps")
-    if mps_value is not None:
-        mps = _parse_replicated(mps_value, "mps", warnings)
-
+    time_slicing, mps = _sharing_blocks(sharing, warnings)
     mig_strategy = _flag_str(env, flags, env_name="MIG_STRATEGY", key="migStrategy") or "none"
     if mig_strategy not in MIG_STRATEGIES:
         raise PluginConfigError(f"unknown MIG strategy: {mig_strategy}")
@@ -109,13 +127,7 @@ def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> P
         env, flags, env_name="FAIL_ON_INIT_ERROR", key="failOnInitError"
     )
     allocation_policy = allocation_policy_of(env, flags)
-
-    mode = Mode.BASIC
-    block: _Replicated | None = None
-    if mps is not None and any(r.replicas > 1 for r in mps.resources):
-        mode, block = Mode.MPS, mps
-    elif time_slicing is not None and any(r.replicas > 1 for r in time_slicing.resources):
-        mode, block = Mode.TIME_SLICING, time_slicing
+    mode, block = _sharing_mode(time_slicing, mps)
     if mode is Mode.MPS:
         if mig_strategy == "mixed":
             raise PluginConfigError("using --mig-strategy=mixed is not supported with MPS")

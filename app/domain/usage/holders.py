@@ -8,13 +8,13 @@ its controller (`ReplicaSet/infer-7d9f`), else the pod itself; always inside its
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
 from app.domain.accounting.pods import pod_key, pod_node, pod_phase, pod_slots
 from app.domain.cluster import Manifest
-from app.domain.snapshot import Snapshot
+from app.domain.snapshot import NodeState, Snapshot
 
 UsageBy = Literal["namespace", "owner", "node"]
 USAGE_BY: tuple[UsageBy, ...] = ("namespace", "owner", "node")
@@ -72,6 +72,14 @@ def owner_of(pod: Manifest) -> str:
 def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
     """Every pod holding slots (from the snapshot) or pending for the resource (manifests)."""
     manifests = {pod_key(pod): pod for pod in pods}
+    idle = _idle_by_pod(snapshot)
+    found = [usage for node in snapshot.nodes for usage in _holding_usages(node, manifests, idle)]
+    found += _pending_usages(pods, snapshot.plugin.resource)
+    return sorted(found, key=lambda item: (item.pending, item.pod))
+
+
+def _idle_by_pod(snapshot: Snapshot) -> dict[str, tuple[int, int]]:
+    """Idle slots and the longest idle seconds per pod, from the slot-held-idle findings."""
     idle: dict[str, tuple[int, int]] = {}
     for item in snapshot.findings:
         if item.code == "slot-held-idle" and item.pod is not None:
@@ -82,40 +90,51 @@ def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
                 before[0] + (slots if isinstance(slots, int) else 0),
                 max(before[1], seconds if isinstance(seconds, int) else 0),
             )
-    found: list[PodUsage] = []
-    for node in snapshot.nodes:
-        memory: dict[str, int] = defaultdict(int)
-        running: dict[str, int] = defaultdict(int)
-        gpus: dict[str, set[int]] = defaultdict(set)
-        for gpu in node.gpus:
-            for process in gpu.processes:
-                if process.pod:
-                    memory[process.pod] += process.used_memory_mib or 0
-                    running[process.pod] += 1
-            for holder in gpu.holders:
-                gpus[holder.pod].add(gpu.index)
-        for held in node.pods:
-            if (held.slots <= 0 and held.share is None) or held.phase in ("Succeeded", "Failed"):
-                continue
-            manifest = manifests.get(held.pod, {"metadata": _meta_of(held.pod)})
-            idle_slots, idle_s = idle.get(held.pod, (0, 0))
-            found.append(
-                PodUsage(
-                    pod=held.pod,
-                    namespace=held.pod.partition("/")[0],
-                    owner=owner_of(manifest),
-                    node=node.name,
-                    slots=held.slots,
-                    gpus=tuple(sorted(gpus.get(held.pod, ()))),
-                    memory_used_mib=memory.get(held.pod, 0),
-                    processes=running.get(held.pod, 0),
-                    idle_slots=idle_slots,
-                    idle_for_s=idle_s if idle_slots else None,
-                    pending=False,
-                    gpu_share=held.share,
-                )
+    return idle
+
+
+def _holding_usages(
+    node: NodeState, manifests: Mapping[str, Manifest], idle: Mapping[str, tuple[int, int]]
+) -> list[PodUsage]:
+    """The pods holding slots (or a GPU share) on one node, with their GPUs and memory."""
+    memory: dict[str, int] = defaultdict(int)
+    running: dict[str, int] = defaultdict(int)
+    gpus: dict[str, set[int]] = defaultdict(set)
+    for gpu in node.gpus:
+        for process in gpu.processes:
+            if process.pod:
+                memory[process.pod] += process.used_memory_mib or 0
+                running[process.pod] += 1
+        for holder in gpu.holders:
+            gpus[holder.pod].add(gpu.index)
+    found = []
+    for held in node.pods:
+        if (held.slots <= 0 and held.share is None) or held.phase in ("Succeeded", "Failed"):
+            continue
+        manifest = manifests.get(held.pod, {"metadata": _meta_of(held.pod)})
+        idle_slots, idle_s = idle.get(held.pod, (0, 0))
+        found.append(
+            PodUsage(
+                pod=held.pod,
+                namespace=held.pod.partition("/")[0],
+                owner=owner_of(manifest),
+                node=node.name,
+                slots=held.slots,
+                gpus=tuple(sorted(gpus.get(held.pod, ()))),
+                memory_used_mib=memory.get(held.pod, 0),
+                processes=running.get(held.pod, 0),
+                idle_slots=idle_slots,
+                idle_for_s=idle_s if idle_slots else None,
+                pending=False,
+                gpu_share=held.share,
             )
-    resource = snapshot.plugin.resource
+        )
+    return found
+
+
+def _pending_usages(pods: Sequence[Manifest], resource: str) -> list[PodUsage]:
+    """Unscheduled pods waiting for the plugin's resource."""
+    found = []
     for pod in pods:
         if pod_node(pod) is not None or pod_phase(pod) != "Pending":
             continue
@@ -138,7 +157,7 @@ def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
                 pending=True,
             )
         )
-    return sorted(found, key=lambda item: (item.pending, item.pod))
+    return found
 
 
 def usage_rows(usages: Iterable[PodUsage], by: UsageBy) -> list[UsageRow]:

@@ -14,7 +14,8 @@ from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup
 
-from app.domain.findings.catalogue import CATALOGUE, SEVERITY_RANK
+from app.domain.findings.catalogue import CATALOGUE
+from app.domain.snapshot import SEVERITY_RANK
 from app.domain.usage.holders import UsageBy
 from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from app.domain.findings.usage import history_findings, with_findings
 from app.domain.snapshot import Finding, Snapshot
-from app.domain.usage.findings import history_findings, with_findings
 from app.domain.usage.idle import UsageHistory
 
 HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often

@@ -20,7 +20,7 @@ from app.domain.changes.plan import current_settings, plan_change, plan_rollback
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
-from app.domain.dra.models import DraInstall
+from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.errors import WritesDisabledError
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter, check_versions

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Protocol
 
-from app.domain.accounting.engine import build_snapshot
-from app.domain.accounting.facts import EngineMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
+from app.domain.engine.build import build_snapshot
+from app.domain.engine.memo import EngineMemo
 from app.domain.snapshot import Snapshot
 from app.web.services.reports import ReportStore
 

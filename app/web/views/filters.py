@@ -12,8 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 from urllib.parse import urlencode
 
-from app.domain.findings.catalogue import SEVERITY_RANK
-from app.domain.snapshot import Finding, Mode, NodeState, Severity
+from app.domain.snapshot import SEVERITY_RANK, Finding, Mode, NodeState, Severity
 
 NodeSort = Literal["name", "free", "severity"]
 NODE_SORTS: tuple[NodeSort, ...] = ("name", "free", "severity")

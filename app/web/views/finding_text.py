@@ -9,8 +9,8 @@ from __future__ import annotations
 import string
 
 from app.domain.findings.catalogue import CATALOGUE
+from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
-from app.domain.usage.findings import duration_text
 from app.web.i18n.catalog_findings_en import FINDINGS_EN
 from app.web.i18n.catalog_findings_ko import FINDINGS_KO
 

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from app.domain.findings.catalogue import SEVERITY_RANK
-from app.domain.snapshot import Finding, GpuState, NodeState, Severity
+from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Severity
 from app.domain.usage.idle import Point
 
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.domain.dra.models import DraSummary
+from app.domain.dra_models import DraSummary
 from app.domain.snapshot import (
     Finding,
     NodeState,

@@ -13,15 +13,13 @@ from types import SimpleNamespace
 
 from markupsafe import Markup, escape
 
-from app.domain.snapshot import Finding, GpuState, NodeState, Severity
-from app.domain.usage.findings import duration_text
+from app.domain.findings.usage import duration_text
+from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState
 from app.web.i18n.translate import Translator
 from app.web.views import page_views
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.views.node_window import slot_bar
-
-SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
 
 
 def most_severe(findings: Iterable[Finding], *, limit: int | None = None) -> list[Finding]:

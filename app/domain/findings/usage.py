@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import datetime
 
-from app.domain.findings.catalogue import SEVERITY_RANK, finding, sort_key
+from app.domain.findings.catalogue import finding, sort_key
 from app.domain.findings.shell import sh
-from app.domain.snapshot import Finding, GpuState, NodeState, Snapshot
+from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Snapshot
 from app.domain.usage.idle import IdleHolder, LowGpu, UsageHistory
 
 

@@ -1,4 +1,4 @@
-"""DRA findings about one node and its GPUs: the same ledger rules as for plugin slots."""
+"""DRA findings about one node and its GPUs; the rules shared with the plugin are in gpu.py."""
 
 from __future__ import annotations
 
@@ -23,48 +23,15 @@ def dra_node_findings(
         found = [f for f in own if f.code not in PLUGIN_ONLY_CODES]
     if view is None or allocation not in ("dra", "both"):
         return found
-    found = _claimed_processes(view, node, found)
     if allocation == "both":
         found.append(_both(view, node))
     if node.has_gpu_data and node.agent is not None and node.agent.fresh:
         found += _agent_disagrees(view, node, only_dra=allocation == "dra")
-    for gpu in node.gpus:
-        if not any(h.source == "dra" for h in gpu.holders) and gpu.role != "dra":
-            continue
-        found += _host_processes(node, gpu)
-        found += _pressure(facts, node, gpu)
-        if node.agent is not None and node.agent.fresh:
-            found += _idle(view, facts, node, gpu)
+    if node.agent is not None and node.agent.fresh:
+        for gpu in node.gpus:
+            if "dra" in gpu.handed_by:
+                found += _idle(view, facts, node, gpu)
     return found
-
-
-def _claimed_processes(view: DraView, node: NodeFacts, found: list[Finding]) -> list[Finding]:
-    """A pod process on a GPU its claim holds is accounted; on another GPU it is not."""
-    kept = []
-    for item in found:
-        if item.code not in ("pod-process-without-slot", "pod-process-on-unassigned-gpu"):
-            kept.append(item)
-            continue
-        claimed = view.gpus_by_pod.get(item.pod or "", set())
-        if item.gpu_uuid in claimed:
-            continue
-        if claimed and item.code == "pod-process-without-slot":
-            namespace, _, name = (item.pod or "").partition("/")
-            item = finding(
-                "pod-process-on-unassigned-gpu",
-                f"Pod {item.pod} runs on GPU {item.evidence.get('gpu_index')} on {node.name}, "
-                "which its DRA claim did not allocate to it",
-                evidence={**item.evidence, "assigned_gpus": ",".join(sorted(claimed))},
-                remedy=(
-                    f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
-                    "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
-                ),
-                node=node.name,
-                gpu_uuid=item.gpu_uuid,
-                pod=item.pod,
-            )
-        kept.append(item)
-    return kept
 
 
 def _both(view: DraView, node: NodeFacts) -> Finding:
@@ -142,77 +109,6 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
                 )
             )
     return found
-
-
-def _claims_text(gpu: GpuFacts) -> str:
-    return ",".join(sorted({h.claim for h in gpu.holders if h.claim}))
-
-
-def _host_processes(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
-    found = []
-    for proc in gpu.processes:
-        if proc.owner != "host":
-            continue
-        claims = _claims_text(gpu)
-        found.append(
-            finding(
-                "host-process-on-advertised-gpu",
-                f"Host process {proc.pid} uses GPU {gpu.reading.index} on {node.name}, which "
-                + (f"DRA claim {claims} holds" if claims else "DRA can hand out to a claim"),
-                evidence={
-                    "pid": proc.pid,
-                    "command": proc.command,
-                    "user": proc.user,
-                    "used_memory_mib": proc.used_memory_mib,
-                    "gpu_index": gpu.reading.index,
-                    "memory_total_mib": gpu.reading.memory_total_mib,
-                    "claims": claims or None,
-                },
-                remedy=(
-                    f"move PID {sh(proc.pid)} to a GPU no ResourceSlice publishes "
-                    "(CUDA_VISIBLE_DEVICES=<host GPU UUID>), or stop it"
-                ),
-                node=node.name,
-                gpu_uuid=gpu.uuid,
-            )
-        )
-    return found
-
-
-def _pressure(facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
-    total = gpu.reading.memory_total_mib
-    dra = [h for h in gpu.holders if h.source == "dra"]
-    shared = len({h.pod for h in dra}) > 1 or any(
-        h.sharing is not None and h.sharing.strategy != "Exclusive" for h in dra
-    )
-    if not shared or not total:
-        return []
-    pct = 100.0 * gpu.memory_pods_mib / total
-    if pct < facts.options.memory_pressure_pct:
-        return []
-    strategies = sorted({h.sharing.strategy for h in dra if h.sharing is not None})
-    return [
-        finding(
-            "shared-gpu-memory-pressure",
-            f"Pods sharing GPU {gpu.reading.index} on {node.name} through DRA claims use "
-            f"{pct:.0f}% of its memory",
-            evidence={
-                "memory_pods_mib": gpu.memory_pods_mib,
-                "memory_total_mib": total,
-                "used_pct": round(pct, 1),
-                "threshold_pct": facts.options.memory_pressure_pct,
-                "pods": len({h.pod for h in dra}),
-                "claims": _claims_text(gpu),
-                "sharing": ",".join(strategies),
-            },
-            remedy=(
-                "set MPS with defaultPinnedDeviceMemoryLimit in the claim's GpuConfig, or cap "
-                "each pod's memory in the workload (time-slicing has no memory isolation)"
-            ),
-            node=node.name,
-            gpu_uuid=gpu.uuid,
-        )
-    ]
 
 
 def _running(view: DraView, facts: ClusterFacts, pod: str) -> bool:

@@ -1,0 +1,1 @@
+"""The snapshot builder: accounting, DRA, plugin and findings tied into one pure function."""

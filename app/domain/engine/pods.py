@@ -1,0 +1,100 @@
+"""The pod findings and the pending demand, redone only for the pods that changed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from app.domain.accounting.demand import NodeOffer, is_pending_demand, pending_demand
+from app.domain.accounting.facts import ClusterFacts
+from app.domain.accounting.pod_index import PodIndex
+from app.domain.accounting.pods import PodFacts
+from app.domain.engine.memo import EngineMemo, PodFindingsMemo
+from app.domain.findings.pods import pod_findings, pod_findings_by_uid
+from app.domain.snapshot import Finding, PendingDemand
+
+T = TypeVar("T")
+
+
+def cluster_pod_findings(
+    facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None
+) -> list[Finding]:
+    """pod_findings(facts), recomputed for the pods that changed only, when that is enough.
+
+    A pod's findings read the pod, the config of its node (or the default one) and whether
+    it is one of the plugin's pods: while configs and plugin pods are the same, only the
+    pods the index says changed are looked at again.
+    """
+    if memo is None:
+        return pod_findings(facts)
+    configs = {n.name: n.config.config for n in facts.nodes}
+    default = facts.default_config.config
+    kept = memo.pod_findings
+    if kept is not None and (
+        kept.plugin_pods is not facts.plugin_pods
+        or kept.default != default
+        or kept.configs != configs
+    ):
+        kept = None  # what every pod's findings read changed: all of them again
+    if kept is not None and index.changed == frozenset():
+        return kept.findings
+    by_uid = _per_pod(
+        kept.by_uid if kept is not None else None,
+        index,
+        lambda uids: pod_findings_by_uid(facts, uids),
+    )
+    found = [item for items in by_uid.values() for item in items]
+    memo.pod_findings = PodFindingsMemo(facts.plugin_pods, configs, default, by_uid, found)
+    return found
+
+
+def demand_of(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PendingDemand]:
+    """The GPU resources pending pods wait for, next to what every node offers."""
+    pending = _pending_pods(facts, index, memo)
+    if not pending:
+        return []
+    offers = [
+        NodeOffer(
+            resources=n.resources,
+            refuses_above_one=frozenset(
+                name
+                for name in n.resources
+                if n.config.config is not None
+                and n.config.config.fail_requests_greater_than_one
+                and name == n.resource
+            ),
+        )
+        for n in facts.nodes
+    ]
+    return pending_demand(pending, offers, now=facts.now)
+
+
+def _pending_pods(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PodFacts]:
+    """The pods waiting for GPU resources; only the pods that changed are looked at again."""
+    pending = _per_pod(
+        memo.pending if memo is not None else None,
+        index,
+        lambda uids: {
+            uid: pod
+            for uid in uids
+            if (pod := facts.pod_facts.get(uid)) is not None and is_pending_demand(pod)
+        },
+    )
+    if memo is not None:
+        memo.pending = pending
+    return list(pending.values())
+
+
+def _per_pod(
+    kept: dict[str, T] | None, index: PodIndex, find: Callable[[Iterable[str]], dict[str, T]]
+) -> dict[str, T]:
+    """A by-UID result of the pods (`find` of some UIDs: those it has something for), from
+    `kept` (the latest one, None when unusable) redone for the pods the index says changed.
+    """
+    if kept is None or index.changed is None:
+        return find(index.facts_by_uid)
+    if not index.changed:
+        return kept
+    found = {uid: value for uid, value in kept.items() if uid not in index.changed}
+    found.update(find(index.changed))
+    return found
