@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Request, status
+from fastapi import Depends, HTTPException, Query, Request, status
 
 from app.domain.snapshot import Snapshot
 from app.web.runtime import Runtime
@@ -34,3 +34,6 @@ async def get_snapshot(runtime: RuntimeDep) -> Snapshot:
 
 
 SnapshotDep = Annotated[Snapshot, Depends(get_snapshot)]
+
+DryRun = Annotated[bool, Query(alias="dryRun")]
+"""`?dryRun=true`: the server's dry run of a write, shown as a preview."""

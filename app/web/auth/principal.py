@@ -1,9 +1,9 @@
-"""Who is calling (`Principal`) and why a write is refused (`AuthRefused`)."""
+"""Who is calling (`Principal`, `Admin`) and why a write is refused (`AuthRefused`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Method = Literal["session", "bearer", "proxy"]
 
@@ -27,6 +27,13 @@ class Principal:
     @property
     def needs_csrf(self) -> bool:
         return self.method != "bearer"
+
+
+class Admin(NamedTuple):
+    """An admin making a change, and how the change history names them."""
+
+    principal: Principal
+    user: str
 
 
 class AuthRefused(Exception):

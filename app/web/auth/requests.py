@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import HTTPException, Request, status
+from typing import Annotated
 
-from app.web.auth.principal import AuthRefused, Principal
+from fastapi import Depends, HTTPException, Request, status
+
+from app.web.auth.principal import Admin, AuthRefused, Principal
 from app.web.auth.state import CSRF_HEADER, AuthState
 
 
@@ -46,3 +48,16 @@ def require_admin_api(request: Request) -> Principal:
         return auth.require_admin(request, csrf=request.headers.get(CSRF_HEADER))
     except AuthRefused as refused:
         raise refused_http(refused) from refused
+
+
+def acting_admin(principal: Principal, request: Request) -> Admin:
+    """The admin making a change, named as the change history records them."""
+    return Admin(principal, audit_user(principal, request))
+
+
+def require_admin_change(request: Request) -> Admin:
+    """Dependency for JSON writes that change the cluster: the admin and their audit name."""
+    return acting_admin(require_admin_api(request), request)
+
+
+AdminDep = Annotated[Admin, Depends(require_admin_change)]

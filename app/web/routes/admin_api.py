@@ -6,15 +6,14 @@ Thin: the use cases live in app.web.services.plugin_admin, shared with the admin
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
-from app.web.auth.principal import Principal
-from app.web.auth.requests import audit_user, require_admin_api
-from app.web.deps import RuntimeDep
+from app.web.auth.requests import AdminDep
+from app.web.deps import DryRun, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.plugin_admin import change_mode, config_view
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
@@ -75,40 +74,36 @@ ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
 @router.put("/config", responses=WRITE_ERRORS, response_model=ModeOut)
 def put_config(
     body: PluginConfigIn,
-    request: Request,
     runtime: RuntimeDep,
-    principal: Annotated[Principal, Depends(require_admin_api)],
-    dry_run: Annotated[bool, Query(alias="dryRun")] = False,
+    admin: AdminDep,
+    dry_run: DryRun = False,
 ) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
     change = body.to_request()
     return change_mode(
         runtime,
-        principal,
+        admin,
         change,
         _versions(body.expectedResourceVersions),
         dry_run=dry_run,
-        user=audit_user(principal, request),
     )
 
 
 @router.post("/config/rollback", responses=WRITE_ERRORS, response_model=ModeOut)
 def post_rollback(
-    request: Request,
     runtime: RuntimeDep,
-    principal: Annotated[Principal, Depends(require_admin_api)],
+    admin: AdminDep,
     body: RollbackIn | None = None,
-    dry_run: Annotated[bool, Query(alias="dryRun")] = False,
+    dry_run: DryRun = False,
 ) -> ModeOut:
     """Restore the config kept from before the last mode change."""
     expected = body.expectedResourceVersions if body is not None else None
     return change_mode(
         runtime,
-        principal,
+        admin,
         None,
         _versions(expected),
         dry_run=dry_run,
-        user=audit_user(principal, request),
     )
 
 

@@ -18,7 +18,7 @@ from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
 from app.domain.changes.split_models import SplitRequest, editor_path
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused
-from app.web.auth.requests import audit_user
+from app.web.auth.requests import acting_admin
 from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import (
     Alert,
@@ -157,9 +157,7 @@ def gpus_apply(
         principal = admin_of(request, csrf_token)
         change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
         expected = _versions(versions)
-        _, applied = apply_split(
-            runtime, principal, change, expected, user=audit_user(principal, request)
-        )
+        _, applied = apply_split(runtime, acting_admin(principal, request), change, expected)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, name, error)
     query = urlencode({"applied": applied.change_id or "-"})
@@ -176,9 +174,7 @@ def change_rollback(
 ) -> Response:
     try:
         principal = admin_of(request, csrf_token)
-        done = rollback_change(
-            runtime, principal, change, user=audit_user(principal, request), dry_run=False
-        )
+        done = rollback_change(runtime, acting_admin(principal, request), change, dry_run=False)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, node, error)
     query = urlencode({"applied": getattr(done, "changeId", None) or "-"})

@@ -20,7 +20,7 @@ from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, ChangeRequest,
 from app.domain.changes.rollout import failing_plugin_nodes
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused, Principal
-from app.web.auth.requests import audit_user, get_auth
+from app.web.auth.requests import acting_admin, get_auth
 from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import (
     Alert,
@@ -273,9 +273,7 @@ def _apply(
 ) -> Response:
     broken = failing_plugin_nodes(runtime.snapshots.current())  # before the change
     try:
-        applied = apply_mode(
-            runtime, principal, change, expected, user=audit_user(principal, request)
-        )
+        applied = apply_mode(runtime, acting_admin(principal, request), change, expected)
     except (PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
     query = urlencode(

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from app.domain.changes.split_models import SplitRequest
-from app.web.auth.principal import Principal
-from app.web.auth.requests import audit_user, require_admin_api
-from app.web.deps import RuntimeDep
+from app.web.auth.requests import AdminDep
+from app.web.deps import DryRun, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.change_history import (
     RollbackOut,
@@ -37,7 +36,6 @@ write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])
 
 NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
-DryRun = Annotated[bool, Query(alias="dryRun")]
 READ_ERRORS: dict[int | str, dict[str, object]] = {
     401: problem("Reads need a login"),
     404: problem("No such node, or the plugin DaemonSet is not found"),
@@ -97,9 +95,8 @@ def get_changes(runtime: RuntimeDep) -> ChangesOut:
 def put_gpu_split(
     name: NodeName,
     body: GpuSplitIn,
-    request: Request,
     runtime: RuntimeDep,
-    principal: Annotated[Principal, Depends(require_admin_api)],
+    admin: AdminDep,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
@@ -110,48 +107,36 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return change_split(
-        runtime,
-        principal,
-        change,
-        body.expectedResourceVersions,
-        dry_run=dry_run,
-        user=audit_user(principal, request),
-    )
+    return change_split(runtime, admin, change, body.expectedResourceVersions, dry_run=dry_run)
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
 def delete_gpu_split(
     name: NodeName,
-    request: Request,
     runtime: RuntimeDep,
-    principal: Annotated[Principal, Depends(require_admin_api)],
+    admin: AdminDep,
     body: ReturnIn | None = None,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     expected = body.expectedResourceVersions if body is not None else None
     change = SplitRequest(name, None, confirm_host_processes=True)
-    return change_split(
-        runtime, principal, change, expected, dry_run=dry_run, user=audit_user(principal, request)
-    )
+    return change_split(runtime, admin, change, expected, dry_run=dry_run)
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
 def post_change_rollback(
     change: ChangeId,
-    request: Request,
     runtime: RuntimeDep,
-    principal: Annotated[Principal, Depends(require_admin_api)],
+    admin: AdminDep,
     body: RollbackIn | None = None,
     dry_run: DryRun = False,
 ) -> RollbackOut:
     """Undo one change of the history (`?dryRun=true`: its preview)."""
     return rollback_change(
         runtime,
-        principal,
+        admin,
         change,
-        user=audit_user(principal, request),
         dry_run=dry_run,
         confirm_host_processes=body.confirmHostProcesses if body is not None else False,
     )

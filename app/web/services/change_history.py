@@ -19,7 +19,7 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
-from app.web.auth.principal import Principal
+from app.web.auth.principal import Admin
 from app.web.runtime import Runtime
 from app.web.services.gpu_split import applied_out, apply_split, preview_split
 from app.web.services.plugin_admin import (
@@ -82,10 +82,9 @@ def find_change(runtime: Runtime, change: str) -> ChangeRecord:
 
 def rollback_change(
     runtime: Runtime,
-    principal: Principal,
+    admin: Admin,
     change: str,
     *,
-    user: str,
     dry_run: bool,
     confirm_host_processes: bool = False,
 ) -> RollbackOut:
@@ -95,45 +94,34 @@ def rollback_change(
     def answer() -> RollbackOut:
         if record.kind == "split":
             return _undo_split(
-                runtime,
-                principal,
-                record,
-                user=user,
-                dry_run=dry_run,
-                confirm=confirm_host_processes,
+                runtime, admin, record, dry_run=dry_run, confirm=confirm_host_processes
             )
-        return _undo_mode(runtime, principal, record, user=user, dry_run=dry_run)
+        return _undo_mode(runtime, admin, record, dry_run=dry_run)
 
     return or_no_change(answer, dry_run=dry_run)
 
 
 def _undo_split(
-    runtime: Runtime,
-    principal: Principal,
-    record: ChangeRecord,
-    *,
-    user: str,
-    dry_run: bool,
-    confirm: bool,
+    runtime: Runtime, admin: Admin, record: ChangeRecord, *, dry_run: bool, confirm: bool
 ) -> SplitPreviewOut | SplitAppliedOut:
     request = split_request(record, confirm)
     if dry_run:
-        return preview_split(runtime, principal, request, rollback=True).out()
+        return preview_split(runtime, admin.principal, request, rollback=True).out()
     split_plan, applied = apply_split(
-        runtime, principal, request, None, user=user, rollback=True, rolls_back=record.id
+        runtime, admin, request, None, rollback=True, rolls_back=record.id
     )
     return applied_out(split_plan, applied)
 
 
 def _undo_mode(
-    runtime: Runtime, principal: Principal, record: ChangeRecord, *, user: str, dry_run: bool
+    runtime: Runtime, admin: Admin, record: ChangeRecord, *, dry_run: bool
 ) -> ModePreviewOut | ModeAppliedOut:
     mode = mode_request(record)
-    with writer_for(runtime, principal) as writer:
+    with writer_for(runtime, admin.principal) as writer:
         plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
         if dry_run:
             return build_preview(runtime, writer, plan).out()
-        result = writer.apply(plan, user=user, rolls_back=record.id)
+        result = writer.apply(plan, user=admin.user, rolls_back=record.id)
     runtime.snapshots.poke()
     return Applied(plan, result, result.change_id).out()
 

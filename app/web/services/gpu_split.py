@@ -21,7 +21,7 @@ from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState
 from app.errors import ConflictError
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
-from app.web.auth.principal import Principal
+from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
 from app.web.services.plugin_admin import cached_objects, iso, or_no_change, writer_for
 from app.web.views.admin_schemas import (
@@ -251,22 +251,21 @@ def preview_split(
 
 def apply_split(
     runtime: Runtime,
-    principal: Principal,
+    admin: Admin,
     request: SplitRequest,
     expected: Mapping[str, str | None] | None,
     *,
-    user: str,
     rollback: bool = False,
     rolls_back: str | None = None,
 ) -> tuple[SplitPlan, SplitApplied]:
     """Write the split planned from the objects as they are now; audit it as a change."""
-    with writer_for(runtime, principal) as plugin_writer:
+    with writer_for(runtime, admin.principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
         plan = _plan(runtime, writer, request, rollback=rollback)
         check_confirmed(plan, request)
         if expected is not None:
             _check_versions(plan, expected)
-        applied = writer.apply(plan, user=user, rolls_back=rolls_back)
+        applied = writer.apply(plan, user=admin.user, rolls_back=rolls_back)
     runtime.snapshots.poke()
     return plan, applied
 
@@ -286,19 +285,18 @@ def _check_versions(plan: SplitPlan, expected: Mapping[str, str | None]) -> None
 
 def change_split(
     runtime: Runtime,
-    principal: Principal,
+    admin: Admin,
     change: SplitRequest,
     expected: Mapping[str, str | None] | None,
     *,
     dry_run: bool,
-    user: str,
 ) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> SplitPreviewOut | SplitAppliedOut:
         if dry_run:
-            return preview_split(runtime, principal, change).out()
-        plan, applied = apply_split(runtime, principal, change, expected, user=user)
+            return preview_split(runtime, admin.principal, change).out()
+        plan, applied = apply_split(runtime, admin, change, expected)
         return applied_out(plan, applied)
 
     return or_no_change(answer, dry_run=dry_run)

@@ -24,7 +24,7 @@ from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.errors import WritesDisabledError
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter, check_versions
-from app.web.auth.principal import Principal
+from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
 from app.web.views.admin_schemas import (
     DiffOut,
@@ -198,20 +198,20 @@ def preview_mode(
 
 def apply_mode(
     runtime: Runtime,
-    principal: Principal,
+    admin: Admin,
     change: ChangeRequest | None,
     expected: Mapping[str, str | None] | None,
-    *,
-    user: str,
 ) -> Applied:
     """Write a mode change (None: the rollback) planned from the objects as they are now."""
-    with writer_for(runtime, principal) as writer:
+    with writer_for(runtime, admin.principal) as writer:
         plan = make_plan(runtime, writer, change)
         if expected is not None:
             check_versions(plan, expected)
-        result = writer.apply(plan, user=user)
+        result = writer.apply(plan, user=admin.user)
     log.info(
-        "plugin config %s applied", plan.kind, extra={"user": user, "after": plan.after.as_json()}
+        "plugin config %s applied",
+        plan.kind,
+        extra={"user": admin.user, "after": plan.after.as_json()},
     )
     runtime.snapshots.poke()
     return Applied(plan, result, result.change_id)
@@ -219,19 +219,18 @@ def apply_mode(
 
 def change_mode(
     runtime: Runtime,
-    principal: Principal,
+    admin: Admin,
     change: ChangeRequest | None,
     expected: Mapping[str, str | None] | None,
     *,
     dry_run: bool,
-    user: str,
 ) -> ModePreviewOut | ModeAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> ModePreviewOut | ModeAppliedOut:
         if dry_run:
-            return preview_mode(runtime, principal, change, expected).out()
-        return apply_mode(runtime, principal, change, expected, user=user).out()
+            return preview_mode(runtime, admin.principal, change, expected).out()
+        return apply_mode(runtime, admin, change, expected).out()
 
     return or_no_change(answer, dry_run=dry_run)
 
