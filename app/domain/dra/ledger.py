@@ -147,21 +147,28 @@ def apply_dra(view: DraView | None, node: NodeFacts) -> None:
         node.stranded = 0
 
 
+# What a published device says of itself, copied as it is into its state.
+_DEVICE_FIELDS = (
+    "driver",
+    "pool",
+    "name",
+    "type",
+    "uuid",
+    "parent_uuid",
+    "profile",
+    "product_name",
+    "memory_mib",
+)
+
+
 def device_state(view: DraView, device: Device) -> DraDeviceState:
+    claims = view.claims_by_device.get(device.key, [])
     return DraDeviceState(
-        driver=device.driver,
-        pool=device.pool,
-        name=device.name,
-        type=device.type,
-        uuid=device.uuid,
-        parent_uuid=device.parent_uuid,
-        profile=device.profile,
-        product_name=device.product_name,
-        memory_mib=device.memory_mib,
-        claims=[c.key for c in view.claims_by_device.get(device.key, [])],
+        **{field: getattr(device, field) for field in _DEVICE_FIELDS},
+        claims=[c.key for c in claims],
         shares=[
             DraShare(claim=c.key, share_id=r.share_id, consumed_capacity=dict(r.consumed))
-            for c in view.claims_by_device.get(device.key, [])
+            for c in claims
             for r in c.results
             if r.key == device.key and (r.share_id or r.consumed)
         ],

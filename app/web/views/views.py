@@ -185,18 +185,23 @@ def finding_key(finding: Finding) -> str:
     return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
 
 
+# The page_views helpers the templates call by their own names.
+_PAGE_VIEWS = (
+    "worst_finding",
+    "plugin_state",
+    "plugin_ok",
+    "gpu_severity",
+    "unavailable_slots",
+    "mib",
+    "spark_svg",
+)
+
 views = SimpleNamespace(
-    worst_finding=page_views.worst_finding,
-    plugin_state=page_views.plugin_state,
-    plugin_ok=page_views.plugin_ok,
-    gpu_severity=page_views.gpu_severity,
-    unavailable_slots=page_views.unavailable_slots,
+    **{name: getattr(page_views, name) for name in _PAGE_VIEWS},
     title=finding_title,
     explanation=finding_explanation,
     summary=finding_summary,
-    mib=page_views.mib,
     duration=duration_text,
-    spark_svg=page_views.spark_svg,
     age=lambda value_s: "?" if value_s is None else str(round(value_s)),
     finding_key=finding_key,
     most_severe=most_severe,
