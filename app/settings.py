@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.domain.plugin_target import PluginTarget
+from app.domain.plugin_target import DEFAULT_NAME, DEFAULT_NAMESPACE, PluginTarget
 
 AGENT_AUTH_METHODS = ("serviceaccount", "node-token", "shared-token")
 
@@ -20,8 +20,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GEO_MLOPS_", extra="ignore")
 
     # The platform's three names: exact names and defaults are part of its contract.
-    kubernetes_device_plugin_name: str = "nvidia-device-plugin-daemonset"
-    kubernetes_device_plugin_namespace: str = "kube-system"
+    kubernetes_device_plugin_name: str = DEFAULT_NAME  # "nvidia-device-plugin-daemonset"
+    kubernetes_device_plugin_namespace: str = DEFAULT_NAMESPACE  # "kube-system"
     serving_gpu_resource: str = "nvidia.com/gpu"
     # The ConfigMap holding the plugin's config.yaml: the only one GPU Slots reads or writes.
     plugin_configmap_name: str = "nvidia-device-plugin-config"

@@ -38,10 +38,6 @@ class NotWritten(Exception):
     """Re-reading shows the DaemonSet untouched: the write did not happen."""
 
 
-class _ReadFailed(Exception):
-    pass
-
-
 def is_uncertain(error: ClusterError) -> bool:
     """Whether the write may have happened although it failed (timeout, no answer, 5xx)."""
     if isinstance(error, ClusterUnavailableError):

@@ -11,7 +11,7 @@ from app.domain.accounting.pods import pod_key
 if TYPE_CHECKING:
     from app.domain.accounting.ledger import MigFacts
 from app.domain.cluster import Manifest
-from app.domain.report import DeviceAssignment, GpuReading, MigDeviceReading
+from app.domain.report import GpuReading, MigDeviceReading
 from app.domain.snapshot import GpuProcess, PodSlots, SlotHolder
 
 Role = Literal["advertised", "dra", "host", "failing", "unknown"]
@@ -118,22 +118,6 @@ def gpu_processes(
             )
         )
     return processes, pods_mib, host_mib
-
-
-def assigned_holders(
-    assignments: Sequence[DeviceAssignment], resource: str
-) -> dict[str, dict[str, int]]:
-    """Slots per GPU UUID per pod from the kubelet's assignments (UUID or UUID::n ids)."""
-    held: dict[str, dict[str, int]] = {}
-    for item in assignments:
-        if item.resource != resource:
-            continue
-        key = f"{item.namespace}/{item.pod}"
-        for device in item.device_ids:
-            uuid = device.split("::", 1)[0]
-            per_pod = held.setdefault(uuid, {})
-            per_pod[key] = per_pod.get(key, 0) + 1
-    return held
 
 
 def inferred_holders(

@@ -152,13 +152,6 @@ def sum_resources(per_node: Sequence[Mapping[str, ResourceState]]) -> dict[str, 
     }
 
 
-def requested_by_resource(pods: Sequence[PodSlots]) -> dict[str, int]:
-    held: dict[str, int] = {}
-    for pod in pods:
-        held[pod.resource] = held.get(pod.resource, 0) + pod.slots
-    return held
-
-
 def kubelet_holders(
     assignments: Sequence[DeviceAssignment], resource: str
 ) -> dict[str, list[SlotHolder]]:

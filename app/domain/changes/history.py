@@ -94,17 +94,6 @@ def record_event(
     }
 
 
-def record_of(event: Manifest) -> ChangeRecord | None:
-    """The record an Event holds (None: not one of ours, or unreadable)."""
-    raw = ((event.get("metadata") or {}).get("annotations") or {}).get(RECORD_ANNOTATION)
-    if not raw:
-        return None
-    try:
-        return record_from_json(json.loads(raw))
-    except ValueError:
-        return None
-
-
 def record_from_json(data: Any) -> ChangeRecord:
     """The record `as_json` wrote; ValueError saying what is wrong when it is not one."""
     if not isinstance(data, dict):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import Literal
 
 Method = Literal["session", "bearer", "proxy"]
 
@@ -29,7 +29,8 @@ class Principal:
         return self.method != "bearer"
 
 
-class Admin(NamedTuple):
+@dataclass(frozen=True)
+class Admin:
     """An admin making a change, and how the change history names them."""
 
     principal: Principal

@@ -250,18 +250,18 @@ def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
 
 def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
     """The shared DaemonSet and its ConfigMap as the watch cache holds them (no API call)."""
-    settings = runtime.settings
-    namespace = settings.plugin_target.namespace
-    daemonsets = [
-        ds for ds in runtime.source.items("daemonsets") if settings.plugin_target.matches(ds)
-    ]
-    configmaps = [
-        cm
-        for cm in runtime.source.items("configmaps")
-        if (cm.get("metadata") or {}).get("name") == settings.plugin_configmap_name
-        and (cm.get("metadata") or {}).get("namespace") in (None, namespace)
-    ]
-    return (daemonsets[0] if daemonsets else None), (configmaps[0] if configmaps else None)
+    target = runtime.settings.plugin_target
+    daemonset = next((ds for ds in runtime.source.items("daemonsets") if target.matches(ds)), None)
+    configmap = next(
+        (
+            cm
+            for cm in runtime.source.items("configmaps")
+            if (cm.get("metadata") or {}).get("name") == runtime.settings.plugin_configmap_name
+            and (cm.get("metadata") or {}).get("namespace") in (None, target.namespace)
+        ),
+        None,
+    )
+    return daemonset, configmap
 
 
 def config_view(runtime: Runtime) -> dict[str, Any]:
