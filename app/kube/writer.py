@@ -1,7 +1,9 @@
 """The only code that writes the plugin's config: its DaemonSet and ConfigMap, and dry runs.
 
-Writes carry the resourceVersions the plan was made from, so someone else's change in
-between is a 409 and nothing is written. The ConfigMap is written before the DaemonSet
+Writes carry the resourceVersions of the objects the plan was made from (read just
+before, once the service checked the preview's freshness token), so someone else's write
+in between is a 409 and nothing is written; a DaemonSet status write alone is retried
+(app.kube.status_races). The ConfigMap is written before the DaemonSet
 (the new pods must find their config); a ConfigMap deletion comes after it (the old pods
 must not lose theirs). When the DaemonSet write fails, the ConfigMap write is undone.
 After a timeout or a 5xx the objects are re-read first (app.kube.uncertain): a write that
@@ -15,7 +17,7 @@ from __future__ import annotations
 import copy
 import logging
 import secrets
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -28,7 +30,7 @@ from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
-from app.errors import ClusterError, ConflictError
+from app.errors import ClusterError
 from app.kube.calls import NamespaceCalls, raw
 from app.kube.client import call_json, copy_api_client
 from app.kube.events import AuditTrail
@@ -141,8 +143,20 @@ class PluginWriter:
             daemonset_error = str(exc)
         return DryRunResult(configmap=configmap_error, daemonset=daemonset_error)
 
-    def apply(self, plan: ChangePlan, *, user: str, rolls_back: str | None = None) -> ApplyResult:
-        """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it."""
+    def apply(
+        self,
+        plan: ChangePlan,
+        *,
+        user: str,
+        rolls_back: str | None = None,
+        change: str | None = None,
+        rollout: dict[str, Any] | None = None,
+    ) -> ApplyResult:
+        """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it.
+
+        `change` is the id the service chose (written into the DaemonSet's rollout record
+        before), `rollout` the facts it recorded there; both go into the change history.
+        """
         warnings: list[str] = []
         settle = self._settle(plan)
         try:
@@ -157,7 +171,7 @@ class PluginWriter:
             result_cm = None
         applied_at = self.clock()
         record = ChangeRecord(
-            id=change_id(applied_at, secrets.token_hex(3)),
+            id=change or change_id(applied_at, secrets.token_hex(3)),
             kind="mode",
             action=plan.kind,
             at=applied_at,
@@ -167,6 +181,7 @@ class PluginWriter:
             after=plan.after.as_json(),
             rolls_back=rolls_back,
             warnings=tuple(warnings),
+            rollout=rollout,
         )
         recorded = self.trail.mode_change(plan, written_ds, record, warnings)
         return ApplyResult(
@@ -212,6 +227,18 @@ class PluginWriter:
                 f"({exc}); it is left behind, unused."
             )
             return False
+
+    def replace_daemonset(self, body: Manifest, *, seen: Manifest, action: str) -> Manifest:
+        """Replace the plugin DaemonSet with `body` (read as `seen`); a status race is retried."""
+        result = self.calls.replace_daemonset(
+            self.plugin.name,
+            body,
+            seen=seen,
+            dry_run=False,
+            action=f"{action} on {self.plugin.ref}",
+        )
+        assert result is not None
+        return result
 
     # one object ------------------------------------------------------------------------
 
@@ -319,18 +346,3 @@ class PluginWriter:
             restored=True,
             state=describe(configmap=Found.OLD, daemonset=Found.OLD),
         )
-
-
-def check_versions(plan: ChangePlan, expected: Mapping[str, str | None]) -> None:
-    """ConflictError when the objects the plan was made from are not the ones seen at preview."""
-    seen = plan.resource_versions
-    for kind, label in (("daemonset", "DaemonSet"), ("configmap", "ConfigMap")):
-        if kind in expected and (expected[kind] or None) != seen[kind]:
-            was = expected[kind] or "absent"
-            now = seen[kind] or "absent"
-            raise ConflictError(
-                f"The {label} changed since the preview (resourceVersion {was}, now {now}): "
-                "someone else edited it. Nothing was written; preview again.",
-                status=409,
-                reason="Conflict",
-            )

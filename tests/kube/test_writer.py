@@ -15,7 +15,7 @@ from app.domain.changes.plan import plan_change, plan_rollback
 from app.domain.plugin_target import PluginTarget
 from app.errors import ConflictError
 from app.kube.client import make_api_client
-from app.kube.writer import ApplyFailed, PluginWriter, check_versions
+from app.kube.writer import ApplyFailed, PluginWriter
 from app.simulator.world.cluster import SimulatedCluster
 from tests.live import wait_for
 
@@ -127,15 +127,6 @@ def test_writer_rollback_restores_basic_and_deletes_configmap(
     assert writer.read().configmap is None
     reasons = sorted(e.reason for e in events(api))
     assert reasons == ["GpuSlotsConfigChanged", "GpuSlotsConfigRolledBack"]
-
-
-def test_writer_stale_preview_versions_are_a_conflict(writer: PluginWriter) -> None:
-    objects = writer.read()
-    plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
-    with pytest.raises(ConflictError) as conflict:
-        check_versions(plan, {"daemonset": "1", "configmap": None})
-    assert "DaemonSet changed since the preview" in str(conflict.value)
-    check_versions(plan, plan.resource_versions)
 
 
 def test_writer_daemonset_changed_in_between_writes_nothing(

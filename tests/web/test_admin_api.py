@@ -155,13 +155,65 @@ def test_admin_api_conflict_between_preview_and_apply_writes_nothing(admin: Stac
     api_client.close()
     admin.simulator.reset_request_counts()
 
-    response = put(admin, {**TO_TS4, "expectedResourceVersions": preview["resourceVersions"]})
+    response = put(admin, {**TO_TS4, "expectedToken": preview["token"]})
 
     assert response.status_code == 409
-    assert "changed since the preview" in response.json()["detail"]
+    detail = response.json()["detail"]
+    assert "Changed since the preview" in detail
+    assert f"daemonset/{NS}/nvidia-device-plugin-daemonset: metadata.labels changed" in detail
     assert admin.simulator.request_count("create") == 0
     assert admin.simulator.request_count("update") == 0
     assert admin.simulator.get("ConfigMap", "nvidia-device-plugin-config", NS) is None
+
+
+def test_admin_api_status_write_after_preview_is_no_conflict(admin: Stack) -> None:
+    preview = put(admin, TO_TS4, dry_run=True).json()
+    api_client = make_api_client(host=admin.simulator.url)
+    apps = client.AppsV1Api(api_client)
+    before = apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", NS)
+    apps.patch_namespaced_daemon_set_status(
+        "nvidia-device-plugin-daemonset", NS, {"status": {"numberMisscheduled": 1}}
+    )
+    after = apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", NS)
+    api_client.close()
+    assert after.metadata.resource_version != before.metadata.resource_version
+
+    response = put(admin, {**TO_TS4, "expectedToken": preview["token"]})
+
+    assert response.status_code == 200, response.text
+    assert config(admin)["mode"] == "time-slicing"
+
+
+def test_admin_api_spec_edit_after_preview_names_the_field(admin: Stack) -> None:
+    preview = put(admin, TO_TS4, dry_run=True).json()
+    api_client = make_api_client(host=admin.simulator.url)
+    client.AppsV1Api(api_client).patch_namespaced_daemon_set(
+        "nvidia-device-plugin-daemonset",
+        NS,
+        {"spec": {"updateStrategy": {"rollingUpdate": {"maxUnavailable": 3}}}},
+    )
+    api_client.close()
+
+    response = put(admin, {**TO_TS4, "expectedToken": preview["token"]})
+
+    assert response.status_code == 409
+    assert "spec.updateStrategy changed (generation" in response.json()["detail"]
+    assert config(admin)["mode"] == "basic"
+
+
+def test_admin_api_a_token_that_is_not_one_is_refused(admin: Stack) -> None:
+    response = put(admin, {**TO_TS4, "expectedToken": "not-a-token!"})
+
+    assert response.status_code == 422
+    assert "freshness token is not one a preview handed out" in response.json()["detail"]
+    assert config(admin)["mode"] == "basic"
+
+
+def test_admin_api_old_resource_version_field_is_refused_by_name(admin: Stack) -> None:
+    response = put(admin, {**TO_TS4, "expectedResourceVersions": {"daemonset": "1"}})
+
+    assert response.status_code == 422
+    assert "expectedResourceVersions" in response.text
 
 
 def test_admin_api_failed_daemonset_write_restores_and_says_so(admin: Stack) -> None:

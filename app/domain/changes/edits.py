@@ -103,7 +103,13 @@ def time_slicing_text(
     resources: list[Any] = []
     for entry in entries:
         entry = dict(entry)
-        if _is_gpu(entry.get("name")) and not updated:
+        if _is_gpu(entry.get("name")):
+            if updated:  # the plugin would serve this later entry: merged into the first
+                warnings.append(
+                    f"A second time-slicing entry for {entry.get('name')} "
+                    f"(replicas {entry.get('replicas')}) is merged into the first."
+                )
+                continue
             entry["replicas"] = replicas
             updated = True
         resources.append(entry)

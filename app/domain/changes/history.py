@@ -37,6 +37,9 @@ class ChangeRecord:
     node: str | None = None
     rolls_back: str | None = None  # the id of the change this one undid
     warnings: tuple[str, ...] = ()  # what the apply warned about (a lost answer, ...)
+    # the rollout's facts (app.domain.changes.rollout_record): nodes already failing, the
+    # maxUnavailable raised to pass them; None for changes that roll out no DaemonSet
+    rollout: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +54,7 @@ class ChangeRecord:
             "after": self.after,
             "rollsBack": self.rolls_back,
             "warnings": list(self.warnings),
+            "rollout": self.rollout,
         }
 
 
@@ -121,6 +125,7 @@ def record_from_json(data: Any) -> ChangeRecord:
             node=_optional_str(data.get("node")),
             rolls_back=_optional_str(data.get("rollsBack")),
             warnings=tuple(str(w) for w in warnings),
+            rollout=data["rollout"] if isinstance(data.get("rollout"), dict) else None,
         )
     except KeyError as exc:
         raise ValueError(f"the record has no {exc.args[0]!r}") from exc

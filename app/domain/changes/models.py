@@ -43,15 +43,20 @@ class RefusalCode(StrEnum):
     NOT_REVERSIBLE = "not-reversible"
     OTHER_INSTALL = "other-plugin-install"
     DRA_ONLY = "dra-only"
+    STALE = "changed-since-preview"
+    BAD_TOKEN = "bad-freshness-token"
+    DRA_NODE = "dra-node"
+    DRA_HELD_GPU = "dra-held-gpu"
 
 
 class PlanRefused(GpuSlotsError):
     """The requested change cannot (or need not) be made; `code` says which refusal."""
 
-    def __init__(self, code: RefusalCode, message: str) -> None:
+    def __init__(self, code: RefusalCode, message: str, *, details: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details  # the names a page lists under its own wording of `code`
 
 
 class ConfigMapAction(StrEnum):

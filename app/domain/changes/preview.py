@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import difflib
 from dataclasses import dataclass
+from typing import Literal
 
 from app.domain.changes.edits import dump_yaml
 from app.domain.changes.models import PREVIOUS_ANNOTATION, PluginSettings
@@ -20,7 +21,7 @@ from app.domain.changes.rollout import (  # re-exported: callers import them fro
     slots_of,
 )
 from app.domain.cluster import Manifest
-from app.domain.snapshot import Mode, Snapshot
+from app.domain.snapshot import Mode, NodeState, PodSlots, Snapshot
 
 __all__ = [
     "NodeRollout",
@@ -47,9 +48,16 @@ class PodImpact:
     reason: str
 
 
+UnchangedReason = Literal["other-install", "own-daemonset", "dra", "plugin-failing"]
+
+
 @dataclass(frozen=True)
 class NodeSlots:
-    """One GPU node's slots before and after the change."""
+    """One GPU node's slots before and after the change.
+
+    `unchanged` says why a change cannot reach the node (its figures stay): another plugin
+    install (`governed_by` names it), its own split DaemonSet, DRA, or a failing plugin pod.
+    """
 
     node: str
     visible_gpus: int | None
@@ -59,6 +67,8 @@ class NodeSlots:
     after_resource: str
     held: int
     pods: tuple[PodImpact, ...]
+    unchanged: UnchangedReason | None = None
+    governed_by: str | None = None
 
 
 def object_diff(before: Manifest | None, after: Manifest | None, *, title: str) -> str:
@@ -84,58 +94,111 @@ def _clean(obj: Manifest | None) -> Manifest:
     return cleaned
 
 
-def slots_by_node(snapshot: Snapshot | None, after: PluginSettings) -> list[NodeSlots]:
-    """Per GPU node: slots now and after, and the pods that would no longer fit."""
+def slots_by_node(
+    snapshot: Snapshot | None,
+    after: PluginSettings,
+    *,
+    target: str | None = None,
+    failing: frozenset[str] = frozenset(),
+) -> list[NodeSlots]:
+    """Per GPU node: slots now (what it advertises) and after, and the pods that would not fit.
+
+    `target` (namespace/name) is the DaemonSet the change writes: a node another plugin
+    DaemonSet governs, a DRA node and a node whose plugin pod fails (`failing`) keep their
+    figures, with the reason. None: every GPU node is taken as the target's.
+    """
     if snapshot is None:
         return []
     rows: list[NodeSlots] = []
     for node in snapshot.nodes:
         if not node.gpu_node:
             continue
-        after_slots = slots_of(after, node.visible_gpus)
-        active = [
-            p
-            for p in node.pods
-            if p.phase not in ("Succeeded", "Failed") and p.resource == node.resource
-        ]  # MIG slices and other resources are not what the mode switch changes
-        same = [p for p in active if p.resource == after.resource]
-        held = sum(p.slots for p in same)
-        impacts: list[PodImpact] = []
-        for pod in active:
-            if pod.resource != after.resource:
-                impacts.append(
-                    PodImpact(pod.pod, pod.slots, pod.resource, f"{pod.resource} will be gone")
+        before = _advertised(node)
+        reason, owner = _unreached(node, target, failing)
+        if reason is not None:
+            rows.append(
+                NodeSlots(
+                    node=node.name,
+                    visible_gpus=node.visible_gpus,
+                    before=before,
+                    before_resource=node.resource,
+                    after=before,
+                    after_resource=node.resource,
+                    held=sum(p.slots for p in _active(node)),
+                    pods=(),
+                    unchanged=reason,
+                    governed_by=owner,
                 )
-            elif after_slots is not None and held > after_slots:
-                impacts.append(
-                    PodImpact(
-                        pod.pod,
-                        pod.slots,
-                        pod.resource,
-                        f"the node's pods hold {held}, it will advertise {after_slots}",
-                    )
-                )
-            elif (
-                after.mode is Mode.TIME_SLICING
-                and after.fail_requests_greater_than_one
-                and pod.slots > 1
-            ):
-                impacts.append(
-                    PodImpact(
-                        pod.pod, pod.slots, pod.resource, "asks for >1 slot: refused on restart"
-                    )
-                )
-        before = node.capacity if node.capacity is not None else node.expected_slots
-        rows.append(
-            NodeSlots(
-                node=node.name,
-                visible_gpus=node.visible_gpus,
-                before=before,
-                before_resource=node.resource,
-                after=after_slots,
-                after_resource=after.resource,
-                held=held,
-                pods=tuple(impacts),
             )
-        )
+            continue
+        rows.append(_reached(node, after, before))
     return rows
+
+
+def _advertised(node: NodeState) -> int | None:
+    """What the node advertises now: the overview's allocatable (else the expected count)."""
+    if node.allocatable is not None:
+        return node.allocatable
+    return node.capacity if node.capacity is not None else node.expected_slots
+
+
+def _unreached(
+    node: NodeState, target: str | None, failing: frozenset[str]
+) -> tuple[UnchangedReason | None, str | None]:
+    owner = node.config.daemonset if node.config is not None else None
+    if node.allocation == "dra":
+        return "dra", owner
+    if target is not None and owner is not None and owner != target:
+        own = node.labels.get("gpu-slots.io/plugin-daemonset")
+        split = own is not None and owner.endswith(f"/{own}")
+        return ("own-daemonset" if split else "other-install"), owner
+    if node.name in failing:
+        return "plugin-failing", owner
+    return None, owner
+
+
+def _active(node: NodeState) -> list[PodSlots]:
+    return [
+        p
+        for p in node.pods
+        if p.phase not in ("Succeeded", "Failed") and p.resource == node.resource
+    ]  # MIG slices and other resources are not what the mode switch changes
+
+
+def _reached(node: NodeState, after: PluginSettings, before: int | None) -> NodeSlots:
+    after_slots = slots_of(after, node.visible_gpus)
+    active = _active(node)
+    held = sum(p.slots for p in active if p.resource == after.resource)
+    impacts: list[PodImpact] = []
+    for pod in active:
+        if pod.resource != after.resource:
+            impacts.append(
+                PodImpact(pod.pod, pod.slots, pod.resource, f"{pod.resource} will be gone")
+            )
+        elif after_slots is not None and held > after_slots:
+            impacts.append(
+                PodImpact(
+                    pod.pod,
+                    pod.slots,
+                    pod.resource,
+                    f"the node's pods hold {held}, it will advertise {after_slots}",
+                )
+            )
+        elif (
+            after.mode is Mode.TIME_SLICING
+            and after.fail_requests_greater_than_one
+            and pod.slots > 1
+        ):
+            impacts.append(
+                PodImpact(pod.pod, pod.slots, pod.resource, "asks for >1 slot: refused on restart")
+            )
+    return NodeSlots(
+        node=node.name,
+        visible_gpus=node.visible_gpus,
+        before=before,
+        before_resource=node.resource,
+        after=after_slots,
+        after_resource=after.resource,
+        held=held,
+        pods=tuple(impacts),
+    )

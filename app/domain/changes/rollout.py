@@ -176,16 +176,22 @@ def _pod_rows(
     return rows
 
 
+def _where(row: PodRollout) -> str:
+    """The node a pod runs on, or the pod itself while the scheduler has not bound it."""
+    return row.node or f"pod {row.name} (not bound to a node yet)"
+
+
 def _pods_stuck(rows: Sequence[PodRollout]) -> list[str]:
     """Pods still on the old template or not ready; a failing one is listed apart."""
     stuck = []
     for row in rows:
+        where = f"on {row.node}" if row.node else "(not bound to a node yet)"
         if row.failing:
             continue  # awaiting a failing plugin pod, old or new, would never end
         if not row.updated:
-            stuck.append(f"Plugin pod {row.name} on {row.node} still runs the old template.")
+            stuck.append(f"Plugin pod {row.name} {where} still runs the old template.")
         elif not row.ready:
-            stuck.append(f"Plugin pod {row.name} on {row.node} is not ready ({row.phase}).")
+            stuck.append(f"Plugin pod {row.name} {where} is not ready ({row.phase}).")
     return stuck
 
 
@@ -254,7 +260,7 @@ def _blocking_nodes(daemonset: Manifest, rows: Sequence[PodRollout]) -> tuple[st
     """
     strategy = (daemonset.get("spec") or {}).get("updateStrategy") or {}
     old_ready = [r for r in rows if not r.updated and r.ready and not r.failing]
-    unavailable = sorted({r.node for r in rows if r.failing or not r.ready})
+    unavailable = sorted({_where(r) for r in rows if r.failing or not r.ready})
     if strategy.get("type", "RollingUpdate") != "RollingUpdate" or not old_ready:
         return ()
     if len(unavailable) < max_unavailable(daemonset, len(rows)):
@@ -273,14 +279,18 @@ def _blocked_message(daemonset: Manifest, nodes: Sequence[str], *, desired: int)
     )
 
 
-def failing_plugin_nodes(snapshot: Snapshot | None) -> frozenset[str]:
-    """Nodes whose plugin pod fails now: recorded before a change, listed apart after it."""
+def failing_plugin_nodes(snapshot: Snapshot | None, *, target: str | None = None) -> frozenset[str]:
+    """Nodes whose plugin pod fails now: recorded before a change, listed apart after it.
+
+    `target` (namespace/name): only the nodes that DaemonSet governs.
+    """
     if snapshot is None:
         return frozenset()
     return frozenset(
         node.name
         for node in snapshot.nodes
-        if node.plugin_pod is not None
+        if (target is None or (node.config is not None and node.config.daemonset == target))
+        and node.plugin_pod is not None
         and not node.plugin_pod.ready
         and node.failing_gpus + (node.visible_gpus or 0) > 0
         and (node.plugin_pod.state or "") not in ("ContainerCreating", "Running", "Pending")
@@ -301,7 +311,7 @@ def _pod_rollout(pod: Manifest, *, generation: int, since: datetime | None) -> P
         for c in status.get("conditions") or []
     )
     return PodRollout(
-        node=str((pod.get("spec") or {}).get("nodeName") or "?"),
+        node=str((pod.get("spec") or {}).get("nodeName") or ""),
         name=str(meta.get("name", "")),
         ready=ready,
         updated=updated,

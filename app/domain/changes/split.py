@@ -165,6 +165,7 @@ def check_confirmed(plan: SplitPlan, request: SplitRequest) -> None:
             + "; ".join(plan.host_processes)
             + ". Pods scheduled there could run out of memory. Confirm with "
             "confirmHostProcesses=true to apply anyway.",
+            details=plan.host_processes,
         )
 
 

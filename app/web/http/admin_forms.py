@@ -148,6 +148,8 @@ def plan_alert(request: Request, refused: PlanRefused) -> Alert:
     t = translator(request)
     if isinstance(refused, FormInvalid):
         return Alert(t(refused.key, **refused.params))
+    if refused.details:  # the page words the refusal; the names are the detail, said once
+        return Alert(t(f"refusal_{refused.code.value}"), "; ".join(refused.details))
     return Alert(t(f"refusal_{refused.code.value}"), refused.message)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 from starlette.requests import Request
 
+from app.web.i18n.catalog_changes import CHANGES_EN, CHANGES_KO
 from app.web.i18n.catalog_dra import DRA_EN, DRA_KO
 from app.web.i18n.catalog_en import EN
 from app.web.i18n.catalog_ko import KO
@@ -23,8 +24,8 @@ DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {
-    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN},
-    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO},
+    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN, **CHANGES_EN},
+    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO, **CHANGES_KO},
 }
 
 

@@ -5,11 +5,10 @@ Thin: the use cases live in app.web.services.plugin_admin, shared with the admin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.auth.requests import AdminDep
@@ -19,7 +18,14 @@ from app.web.services.plugin_admin import change_mode, config_view
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
-ObjectKind = Literal["daemonset", "configmap"]
+PASS_DESCRIPTION = (
+    "Let this rollout pass the nodes whose plugin pod already fails: maxUnavailable is "
+    "raised by their count for this rollout and put back once it is done (recorded)"
+)
+TOKEN_DESCRIPTION = (
+    "The preview's `token`: a 409 naming what moved if someone else edited the objects "
+    "it planned from (a controller's status write does not count)"
+)
 
 
 # schemas ---------------------------------------------------------------------------------
@@ -37,9 +43,15 @@ class PluginConfigIn(BaseModel):
     deleteConfigMap: StrictBool = Field(
         default=False, description="Delete the ConfigMap when switching to basic"
     )
-    expectedResourceVersions: dict[ObjectKind, str | None] | None = Field(
-        default=None, description="resourceVersions seen at preview; a mismatch is a 409"
+    allocationPolicy: str | None = Field(
+        default=None,
+        max_length=32,
+        validation_alias=AliasChoices("allocationPolicy", "allocation_policy"),
+        description="distributed | packed: flags.plugin.sharedDevicesAllocationPolicy (v0.20+; "
+        "refused for an older plugin, which ignores it); unset: keep what the config says",
     )
+    expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
+    passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)
 
     def to_request(self) -> ChangeRequest:
         if self.mode == "time-slicing" and self.replicas is None:
@@ -50,13 +62,15 @@ class PluginConfigIn(BaseModel):
             rename_by_default=self.renameByDefault,
             fail_requests_greater_than_one=self.failRequestsGreaterThanOne,
             delete_configmap=self.deleteConfigMap,
+            allocation_policy=self.allocationPolicy,
         )
 
 
 class RollbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    expectedResourceVersions: dict[ObjectKind, str | None] | None = None
+    expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
+    passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)
 
 
 # routes ----------------------------------------------------------------------------------
@@ -84,8 +98,9 @@ def put_config(
         runtime,
         admin,
         change,
-        _versions(body.expectedResourceVersions),
+        body.expectedToken,
         dry_run=dry_run,
+        pass_failing=body.passFailingNodes,
     )
 
 
@@ -97,16 +112,12 @@ def post_rollback(
     dry_run: DryRun = False,
 ) -> ModeOut:
     """Restore the config kept from before the last mode change."""
-    expected = body.expectedResourceVersions if body is not None else None
+    body = body or RollbackIn()
     return change_mode(
         runtime,
         admin,
         None,
-        _versions(expected),
+        body.expectedToken,
         dry_run=dry_run,
+        pass_failing=body.passFailingNodes,
     )
-
-
-def _versions(expected: Mapping[ObjectKind, str | None] | None) -> dict[str, str | None] | None:
-    """The resourceVersions the preview showed, keyed as the services expect."""
-    return {str(k): v for k, v in expected.items()} if expected is not None else None

@@ -30,7 +30,7 @@ from app.web.http.admin_forms import (
 )
 from app.web.http.html import translator, with_lang
 from app.web.runtime import Runtime
-from app.web.services.change_history import list_changes, rollback_change
+from app.web.services.change_history import list_changes, preview_rollback, rollback_change
 from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
 from app.web.views.admin_schemas import GpuSplitOut
 
@@ -39,6 +39,9 @@ router = APIRouter(include_in_schema=False)
 NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 Field = Annotated[str | None, Form(max_length=100)]
 Gpus = Annotated[list[str], Form(max_length=64)]
+Token = Annotated[str | None, Form(max_length=16384)]
+ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
+NodeField = Annotated[str, Form(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 
 
 def _page(
@@ -51,6 +54,7 @@ def _page(
     preview: SplitPreview | None = None,
     action: str = "apply",
     applied: str | None = None,
+    rolls_back: str | None = None,
 ) -> HTMLResponse:
     view: GpuSplitOut | None = None
     try:
@@ -79,6 +83,7 @@ def _page(
         preview=preview.out() if preview is not None else None,
         preview_ok=preview.ok if preview is not None else False,
         action=action,
+        rolls_back=rolls_back,
         applied=applied,
         base=editor_path(name),
         replicas_min=MIN_REPLICAS,
@@ -102,7 +107,7 @@ def _request(
 ) -> SplitRequest:
     """The split the form asks for; `return` gives the node back to the shared DaemonSet."""
     if action == "return":
-        return SplitRequest(name, None, confirm_host_processes=True)
+        return SplitRequest(name, None, confirm_host_processes=confirm == "on")
     checked_mode, count = mode_and_replicas(mode, replicas)
     return SplitRequest(name, tuple(gpus), checked_mode, count, confirm == "on")
 
@@ -150,44 +155,57 @@ def gpus_apply(
     replicas: Field = None,
     confirm_host_processes: Field = None,
     action: Field = None,
-    versions: Annotated[str | None, Form(max_length=4000)] = None,
+    token: Token = None,
     csrf_token: Field = None,
 ) -> Response:
     try:
         principal = admin_of(request, csrf_token)
         change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
-        expected = _versions(versions)
-        _, applied = apply_split(runtime, acting_admin(principal, request), change, expected)
+        _, applied = apply_split(runtime, acting_admin(principal, request), change, token)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, name, error)
     query = urlencode({"applied": applied.change_id or "-"})
     return RedirectResponse(with_lang(f"{editor_path(name)}?{query}", request), status_code=303)
 
 
-@router.post("/admin/changes/{change}/rollback")
-def change_rollback(
-    change: Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")],
+@router.post("/admin/changes/{change}/rollback/preview", response_class=HTMLResponse)
+def change_rollback_preview(
+    change: ChangeId,
     request: Request,
     runtime: RuntimeDep,
-    node: Annotated[str, Form(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")],
+    node: NodeField,
+    csrf_token: Field = None,
+) -> HTMLResponse:
+    """What undoing a split change would do, with the host-process confirmation of a split."""
+    try:
+        principal = admin_of(request, csrf_token)
+        shown = preview_rollback(runtime, principal, change)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _refused(request, runtime, node, error)
+    return _page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
+
+
+@router.post("/admin/changes/{change}/rollback")
+def change_rollback(
+    change: ChangeId,
+    request: Request,
+    runtime: RuntimeDep,
+    node: NodeField,
+    confirm_host_processes: Field = None,
+    token: Token = None,
     csrf_token: Field = None,
 ) -> Response:
     try:
         principal = admin_of(request, csrf_token)
-        done = rollback_change(runtime, acting_admin(principal, request), change, dry_run=False)
+        done = rollback_change(
+            runtime,
+            acting_admin(principal, request),
+            change,
+            dry_run=False,
+            confirm_host_processes=confirm_host_processes == "on",
+            expected=token,
+        )
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, node, error)
     query = urlencode({"applied": getattr(done, "changeId", None) or "-"})
     return RedirectResponse(with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
-
-
-def _versions(raw: str | None) -> dict[str, str | None] | None:
-    """`kind/name=rv;...` as the preview wrote it (the conflict check at apply)."""
-    if not raw:
-        return None
-    seen: dict[str, str | None] = {}
-    for part in raw.split(";"):
-        key, _, value = part.partition("=")
-        if key:
-            seen[key] = value or None
-    return seen

@@ -11,13 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
-from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, ChangeRequest, PlanRefused
-from app.domain.changes.rollout import failing_plugin_nodes
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import acting_admin, get_auth
@@ -35,7 +33,7 @@ from app.web.http.html import html_response, safe_next, translator, with_lang
 from app.web.i18n.translate import Translator, language_of
 from app.web.runtime import Runtime
 from app.web.services.plugin_admin import apply_mode, config_view, preview_mode
-from app.web.services.rollout_view import parse_broken, rollout_view
+from app.web.services.rollout_view import rollout_view
 
 router = APIRouter(include_in_schema=False)
 login_router = APIRouter(include_in_schema=False)  # open to all: the way in
@@ -156,6 +154,7 @@ class ModeForm:
     rename_by_default: str | None
     fail_requests_greater_than_one: str | None
     delete_configmap: str | None
+    allocation_policy: str | None
 
     def to_request(self) -> ChangeRequest:
         mode, count = mode_and_replicas(self.mode, self.replicas)
@@ -165,6 +164,7 @@ class ModeForm:
             rename_by_default=self.rename_by_default == "on",
             fail_requests_greater_than_one=self.fail_requests_greater_than_one == "on",
             delete_configmap=self.delete_configmap == "on" and mode == "basic",
+            allocation_policy=self.allocation_policy or None,  # "": keep the config's
         )
 
 
@@ -174,21 +174,35 @@ def mode_form(
     rename_by_default: Checkbox = None,
     fail_requests_greater_than_one: Checkbox = None,
     delete_configmap: Checkbox = None,
+    allocation_policy: Annotated[str | None, Form(max_length=32)] = None,
 ) -> ModeForm:
     return ModeForm(
-        mode, replicas, rename_by_default, fail_requests_greater_than_one, delete_configmap
+        mode,
+        replicas,
+        rename_by_default,
+        fail_requests_greater_than_one,
+        delete_configmap,
+        allocation_policy,
     )
 
 
-def seen_versions(
-    daemonset_version: Checkbox = None, configmap_version: Checkbox = None
-) -> dict[str, str | None]:
-    """The resourceVersions the preview showed, carried by the form (conflict check)."""
-    return {"daemonset": daemonset_version or None, "configmap": configmap_version or None}
+@dataclass(frozen=True)
+class ApplyChoices:
+    """What the preview's apply form carries besides the change: its token, the options."""
+
+    token: str | None
+    pass_failing: bool
+
+
+def apply_choices(
+    token: Annotated[str | None, Form(max_length=16384)] = None,
+    pass_failing_nodes: Checkbox = None,
+) -> ApplyChoices:
+    return ApplyChoices(token or None, pass_failing_nodes == "on")
 
 
 ModeFormDep = Annotated[ModeForm, Depends(mode_form)]
-SeenVersionsDep = Annotated[dict[str, str | None], Depends(seen_versions)]
+ApplyChoicesDep = Annotated[ApplyChoices, Depends(apply_choices)]
 
 
 @router.post(f"{PLUGIN_PATH}/preview", response_class=HTMLResponse)
@@ -230,7 +244,6 @@ def _preview_page(
         preview=shown,
         change=change,
         principal=principal,
-        versions=shown.plan.resource_versions,
         rollback=change is None,
     )
 
@@ -240,12 +253,12 @@ def apply(
     request: Request,
     runtime: RuntimeDep,
     form: ModeFormDep,
-    expected: SeenVersionsDep,
+    choices: ApplyChoicesDep,
     csrf_token: Checkbox = None,
 ) -> Response:
     try:
         principal = admin_of(request, csrf_token)
-        return _apply(request, runtime, principal, form.to_request(), expected)
+        return _apply(request, runtime, principal, form.to_request(), choices)
     except (AuthRefused, PlanRefused) as error:
         return _error_page(request, runtime, error)
 
@@ -254,14 +267,14 @@ def apply(
 def rollback(
     request: Request,
     runtime: RuntimeDep,
-    expected: SeenVersionsDep,
+    choices: ApplyChoicesDep,
     csrf_token: Checkbox = None,
 ) -> Response:
     try:
         principal = admin_of(request, csrf_token)
     except AuthRefused as error:
         return _error_page(request, runtime, error)
-    return _apply(request, runtime, principal, None, expected)
+    return _apply(request, runtime, principal, None, choices)
 
 
 def _apply(
@@ -269,84 +282,65 @@ def _apply(
     runtime: Runtime,
     principal: Principal,
     change: ChangeRequest | None,
-    expected: dict[str, str | None],
+    choices: ApplyChoices,
 ) -> Response:
-    broken = failing_plugin_nodes(runtime.snapshots.current())  # before the change
     try:
-        applied = apply_mode(runtime, acting_admin(principal, request), change, expected)
+        applied = apply_mode(
+            runtime,
+            acting_admin(principal, request),
+            change,
+            choices.token,
+            pass_failing=choices.pass_failing,
+        )
     except (PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
-    query = urlencode(
-        {
-            "generation": applied.generation,
-            "since": applied.result.applied_at.isoformat(),
-            "warnings": " | ".join(applied.result.warnings),
-            "broken": ",".join(sorted(broken)),
-        }
-    )
-    return RedirectResponse(with_lang(f"{ROLLOUT_PATH}?{query}", request), status_code=303)
+    if applied.result.warnings:  # shown once, on the answer itself: never carried in a URL
+        return _rollout_page(request, runtime, warnings=list(applied.result.warnings))
+    return RedirectResponse(with_lang(ROLLOUT_PATH, request), status_code=303)
 
 
 # rollout -----------------------------------------------------------------------------------
 
 
-def _rollout_context(
-    runtime: Runtime,
-    lang: str,
-    generation: int | None,
-    since: str | None,
-    broken: str | None = None,
-) -> dict[str, Any]:
-    view = rollout_view(
-        runtime, generation=generation, since=since, broken_before=parse_broken(broken)
-    )
-    query = {"generation": view.generation, "since": since or "", "lang": lang}
-    if broken:
-        query["broken"] = broken
+def _rollout_context(runtime: Runtime, lang: str) -> dict[str, Any]:
+    view = rollout_view(runtime)
     return {
         "status": view.status,
         "expected": view.expected,
         "generation": view.generation,
-        "since": since or "",
+        "record": view.record,
+        "state": view.state,
         "elapsed_s": view.elapsed_s,
         "stuck": view.stuck,
-        "poll_url": f"{ROLLOUT_PATH}/fragment?" + urlencode(query),
+        "poll_url": f"{ROLLOUT_PATH}/fragment?lang={lang}",
     }
 
 
-@router.get(ROLLOUT_PATH, response_class=HTMLResponse)
-def rollout(
-    request: Request,
-    runtime: RuntimeDep,
-    generation: Annotated[int | None, Query(ge=0)] = None,
-    since: Annotated[str | None, Query(max_length=64)] = None,
-    warnings: Annotated[str | None, Query(max_length=4000)] = None,
-    broken: Annotated[str | None, Query(max_length=4000)] = None,
+def _rollout_page(
+    request: Request, runtime: Runtime, *, warnings: list[str] | None = None
 ) -> HTMLResponse:
-    context = _rollout_context(runtime, language_of(request), generation, since, broken)
     return render_admin(
         request,
         runtime,
         "admin/rollout.html",
         title=translator(request)("title_admin_rollout"),
         principal=principal_of(request),
-        warnings=[w for w in (warnings or "").split(" | ") if w],
         view=config_view(runtime),
-        **context,
+        warnings=warnings or [],
+        **_rollout_context(runtime, language_of(request)),
     )
 
 
+@router.get(ROLLOUT_PATH, response_class=HTMLResponse)
+def rollout(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    return _rollout_page(request, runtime)
+
+
 @router.get(f"{ROLLOUT_PATH}/fragment", response_class=HTMLResponse)
-def rollout_fragment(
-    request: Request,
-    runtime: RuntimeDep,
-    generation: Annotated[int | None, Query(ge=0)] = None,
-    since: Annotated[str | None, Query(max_length=64)] = None,
-    broken: Annotated[str | None, Query(max_length=4000)] = None,
-) -> HTMLResponse:
+def rollout_fragment(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    context = _rollout_context(runtime, lang, generation, since, broken)
+    context = _rollout_context(runtime, lang)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}
     )

@@ -1,17 +1,18 @@
 """`GET /api/v1/plugin/rollout`: where the latest plugin change stands.
 
-The view itself is app.web.services.rollout_view (shared with the rollout page).
+The view itself is app.web.services.rollout_view (shared with the rollout page); it takes no
+query: the change's facts come from the record the apply wrote on the DaemonSet.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from app.web.deps import RuntimeDep
-from app.web.services.rollout_view import RolloutView, parse_broken, rollout_view
+from app.web.services.rollout_view import RolloutView, rollout_view
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
 
@@ -49,10 +50,20 @@ class RolloutOut(BaseModel):
         description="Nodes whose unready plugin pods spend the DaemonSet's maxUnavailable: "
         "the DaemonSet controller replaces no other pod until they are fixed",
     )
+    change_id: str | None = Field(default=None, description="The change this rollout follows")
+    since: str | None = Field(default=None, description="When the change was applied")
+    broken_before: list[str] = Field(
+        default_factory=list, description="Nodes whose plugin pod failed before the change"
+    )
+    max_unavailable: dict[str, object] | None = Field(
+        default=None,
+        description="maxUnavailable raised for this rollout to pass the failing nodes: from, "
+        "to, restoredAt (null until it is put back)",
+    )
 
 
 def rollout_out(view: RolloutView) -> RolloutOut:
-    status, expected = view.status, view.expected
+    status, expected, record = view.status, view.expected, view.record
     return RolloutOut(
         state=view.state,
         done=view.state == "done",
@@ -71,18 +82,14 @@ def rollout_out(view: RolloutView) -> RolloutOut:
         ],
         pending=list(status.stuck) if status else [],
         blocked_by=list(status.blocked_by) if status else [],
+        change_id=record.change_id if record else None,
+        since=record.since if record else None,
+        broken_before=sorted(view.broken_before),
+        max_unavailable=record.budget.as_json() if record and record.budget else None,
     )
 
 
 @router.get("/rollout", response_model=RolloutOut)
-def get_rollout(
-    runtime: RuntimeDep,
-    generation: Annotated[int | None, Query(ge=0, description="Default: the latest")] = None,
-    since: Annotated[str | None, Query(max_length=64)] = None,
-    broken: Annotated[str | None, Query(max_length=4000)] = None,
-) -> RolloutOut:
+def get_rollout(runtime: RuntimeDep) -> RolloutOut:
     """The latest plugin change's rollout: done when every node that should advertise does."""
-    view = rollout_view(
-        runtime, generation=generation, since=since, broken_before=parse_broken(broken)
-    )
-    return rollout_out(view)
+    return rollout_out(rollout_view(runtime))

@@ -44,6 +44,7 @@ READ_ERRORS: dict[int | str, dict[str, object]] = {
     503: problem("API server unreachable, or writes (and their history) not enabled"),
 }
 SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
+TOKEN = "The preview's `token`: a 409 naming what moved if someone else edited what it read"
 
 
 class GpuSplitIn(BaseModel):
@@ -55,21 +56,28 @@ class GpuSplitIn(BaseModel):
     mode: Literal["basic", "time-slicing"] = "basic"
     replicas: StrictInt = Field(default=1, description="2..64 for time-slicing")
     confirmHostProcesses: StrictBool = False
-    expectedResourceVersions: dict[str, str | None] | None = Field(
-        default=None, description="resourceVersions seen at preview; a mismatch is a 409"
-    )
+    expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
 class ReturnIn(BaseModel):
+    """Return the node to the shared DaemonSet: its GPUs go back to what that one advertises."""
+
     model_config = ConfigDict(extra="forbid")
 
-    expectedResourceVersions: dict[str, str | None] | None = None
+    confirmHostProcesses: StrictBool = Field(
+        default=False, description="Host processes run on GPUs going back to Kubernetes"
+    )
+    expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
 class RollbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     confirmHostProcesses: StrictBool = False
+    expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
+    passFailingNodes: StrictBool = Field(
+        default=False, description="A mode change's rollback: let it pass failing plugin pods"
+    )
 
 
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
@@ -107,7 +115,7 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return change_split(runtime, admin, change, body.expectedResourceVersions, dry_run=dry_run)
+    return change_split(runtime, admin, change, body.expectedToken, dry_run=dry_run)
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -119,9 +127,9 @@ def delete_gpu_split(
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
-    expected = body.expectedResourceVersions if body is not None else None
-    change = SplitRequest(name, None, confirm_host_processes=True)
-    return change_split(runtime, admin, change, expected, dry_run=dry_run)
+    body = body or ReturnIn()
+    change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
+    return change_split(runtime, admin, change, body.expectedToken, dry_run=dry_run)
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
@@ -133,10 +141,13 @@ def post_change_rollback(
     dry_run: DryRun = False,
 ) -> RollbackOut:
     """Undo one change of the history (`?dryRun=true`: its preview)."""
+    body = body or RollbackIn()
     return rollback_change(
         runtime,
         admin,
         change,
         dry_run=dry_run,
-        confirm_host_processes=body.confirmHostProcesses if body is not None else False,
+        confirm_host_processes=body.confirmHostProcesses,
+        expected=body.expectedToken,
+        pass_failing=body.passFailingNodes,
     )

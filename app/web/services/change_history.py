@@ -19,17 +19,11 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
-from app.web.auth.principal import Admin
+from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
-from app.web.services.gpu_split import applied_out, apply_split, preview_split
-from app.web.services.plugin_admin import (
-    Applied,
-    build_preview,
-    get_writer,
-    make_plan,
-    or_no_change,
-    writer_for,
-)
+from app.web.services.change_pipeline import check_token, get_writer, or_no_change, writer_for
+from app.web.services.gpu_split import SplitPreview, applied_out, apply_split, preview_split
+from app.web.services.plugin_admin import build_preview, make_plan, mode_objects, write_mode
 from app.web.views.admin_schemas import (
     ChangeOut,
     ModeAppliedOut,
@@ -87,6 +81,8 @@ def rollback_change(
     *,
     dry_run: bool,
     confirm_host_processes: bool = False,
+    expected: str | None = None,
+    pass_failing: bool = False,
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
     record = find_change(runtime, change)
@@ -94,36 +90,67 @@ def rollback_change(
     def answer() -> RollbackOut:
         if record.kind == "split":
             return _undo_split(
-                runtime, admin, record, dry_run=dry_run, confirm=confirm_host_processes
+                runtime,
+                admin,
+                record,
+                dry_run=dry_run,
+                confirm=confirm_host_processes,
+                expected=expected,
             )
-        return _undo_mode(runtime, admin, record, dry_run=dry_run)
+        return _undo_mode(
+            runtime, admin, record, dry_run=dry_run, expected=expected, pass_failing=pass_failing
+        )
 
     return or_no_change(answer, dry_run=dry_run)
 
 
+def preview_rollback(runtime: Runtime, principal: Principal, change: str) -> SplitPreview:
+    """The preview of undoing split change `change` (the editor shows it before applying)."""
+    record = find_change(runtime, change)
+    if record.kind != "split":
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE,
+            f"Change {change} is a mode change: roll it back on the plugin page.",
+        )
+    return preview_split(runtime, principal, split_request(record, False), rollback=True)
+
+
 def _undo_split(
-    runtime: Runtime, admin: Admin, record: ChangeRecord, *, dry_run: bool, confirm: bool
+    runtime: Runtime,
+    admin: Admin,
+    record: ChangeRecord,
+    *,
+    dry_run: bool,
+    confirm: bool,
+    expected: str | None,
 ) -> SplitPreviewOut | SplitAppliedOut:
     request = split_request(record, confirm)
     if dry_run:
         return preview_split(runtime, admin.principal, request, rollback=True).out()
     split_plan, applied = apply_split(
-        runtime, admin, request, None, rollback=True, rolls_back=record.id
+        runtime, admin, request, expected, rollback=True, rolls_back=record.id
     )
     return applied_out(split_plan, applied)
 
 
 def _undo_mode(
-    runtime: Runtime, admin: Admin, record: ChangeRecord, *, dry_run: bool
+    runtime: Runtime,
+    admin: Admin,
+    record: ChangeRecord,
+    *,
+    dry_run: bool,
+    expected: str | None,
+    pass_failing: bool,
 ) -> ModePreviewOut | ModeAppliedOut:
     mode = mode_request(record)
     with writer_for(runtime, admin.principal) as writer:
         plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
+        check_token(expected, mode_objects(runtime, plan))
         if dry_run:
             return build_preview(runtime, writer, plan).out()
-        result = writer.apply(plan, user=admin.user, rolls_back=record.id)
-    runtime.snapshots.poke()
-    return Applied(plan, result, result.change_id).out()
+        return write_mode(
+            runtime, writer, admin, plan, pass_failing=pass_failing, rolls_back=record.id
+        ).out()
 
 
 def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:

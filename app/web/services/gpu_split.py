@@ -9,7 +9,6 @@ DaemonSet. The planner is app.domain.changes.split; the writes app.kube.split_wr
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.domain.changes.models import PlanRefused, RefusalCode
@@ -19,11 +18,18 @@ from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, Sp
 from app.domain.cluster import Manifest
 from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState
-from app.errors import ConflictError
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
-from app.web.services.plugin_admin import cached_objects, iso, or_no_change, writer_for
+from app.web.services.change_pipeline import (
+    ReadObjects,
+    check_token,
+    iso,
+    or_no_change,
+    token_of,
+    writer_for,
+)
+from app.web.services.plugin_admin import cached_objects
 from app.web.views.admin_schemas import (
     GoverningOut,
     GpuProcessOut,
@@ -42,6 +48,7 @@ class SplitPreview:
     plan: SplitPlan
     diffs: dict[str, str]
     dry_run: dict[str, str | None]
+    token: str
 
     @property
     def ok(self) -> bool:
@@ -72,6 +79,7 @@ class SplitPreview:
             podsOnHostGpus=list(plan.pods_on_host_gpus),
             restarts=list(plan.restarts),
             resourceVersions=plan.resource_versions,
+            token=self.token,
             warnings=list(plan.warnings),
         )
 
@@ -194,16 +202,29 @@ def _governing(objects: SplitObjects) -> Manifest:
 # plan, preview, apply --------------------------------------------------------------------
 
 
+def split_objects(runtime: Runtime, node: str, objects: SplitObjects) -> ReadObjects:
+    """The objects a split plan was made from, keyed for the freshness token."""
+    ns, shared = runtime.settings.plugin_target.namespace, _shared_name(runtime)
+    own = own_name(shared, node)
+    return {
+        f"node/{node}": objects.node,
+        f"daemonset/{ns}/{shared}": objects.shared,
+        f"configmap/{ns}/{runtime.settings.plugin_configmap_name}": objects.shared_configmap,
+        f"daemonset/{ns}/{own}": objects.own,
+        f"configmap/{ns}/{own}": objects.own_configmap,
+    }
+
+
 def _plan(
     runtime: Runtime, writer: SplitWriter, request: SplitRequest, *, rollback: bool
-) -> SplitPlan:
+) -> tuple[SplitPlan, ReadObjects]:
     state = node_state(runtime, request.node)
     objects = writer.read(request.node, own_name(_shared_name(runtime), request.node))
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
     _check_governed(runtime, state)
     shared_status = (objects.shared or {}).get("status") or {}
-    return plan_split(
+    plan = plan_split(
         request,
         node=objects.node,
         shared=objects.shared,
@@ -215,6 +236,7 @@ def _plan(
         shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
         rollback=rollback,
     )
+    return plan, split_objects(runtime, request.node, objects)
 
 
 def _check_governed(runtime: Runtime, state: NodeState) -> None:
@@ -239,21 +261,21 @@ def preview_split(
     ns = runtime.settings.plugin_target.namespace
     with writer_for(runtime, principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
-        plan = _plan(runtime, writer, request, rollback=rollback)
+        plan, objects = _plan(runtime, writer, request, rollback=rollback)
         diffs = {
             w.key: f"node/{w.name}: labels {w.after}"
             if w.kind == "Node"
             else object_diff(w.before, w.after, title=f"{w.kind.lower()}/{ns}/{w.name}")
             for w in plan.writes
         }
-        return SplitPreview(plan, diffs, writer.dry_run(plan))
+        return SplitPreview(plan, diffs, writer.dry_run(plan), token_of(objects))
 
 
 def apply_split(
     runtime: Runtime,
     admin: Admin,
     request: SplitRequest,
-    expected: Mapping[str, str | None] | None,
+    expected: str | None,
     *,
     rollback: bool = False,
     rolls_back: str | None = None,
@@ -261,33 +283,19 @@ def apply_split(
     """Write the split planned from the objects as they are now; audit it as a change."""
     with writer_for(runtime, admin.principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
-        plan = _plan(runtime, writer, request, rollback=rollback)
+        plan, objects = _plan(runtime, writer, request, rollback=rollback)
+        check_token(expected, objects)
         check_confirmed(plan, request)
-        if expected is not None:
-            _check_versions(plan, expected)
         applied = writer.apply(plan, user=admin.user, rolls_back=rolls_back)
     runtime.snapshots.poke()
     return plan, applied
-
-
-def _check_versions(plan: SplitPlan, expected: Mapping[str, str | None]) -> None:
-    seen = plan.resource_versions
-    for key, version in expected.items():
-        if key in seen and (version or None) != seen[key]:
-            raise ConflictError(
-                f"{key} changed since the preview (resourceVersion {version or 'absent'}, now "
-                f"{seen[key] or 'absent'}): someone else edited it. Nothing was written; "
-                "preview again.",
-                status=409,
-                reason="Conflict",
-            )
 
 
 def change_split(
     runtime: Runtime,
     admin: Admin,
     change: SplitRequest,
-    expected: Mapping[str, str | None] | None,
+    expected: str | None,
     *,
     dry_run: bool,
 ) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:

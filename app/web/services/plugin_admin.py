@@ -9,23 +9,36 @@ the API can never disagree on what a change does or how it is refused.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any
 
-from app.domain.changes.models import ChangePlan, ChangeRequest, PlanRefused, RefusalCode
+from app.domain.changes.models import ChangePlan, ChangeRequest
 from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
+from app.domain.changes.rollout_record import Budget, RolloutRecord
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
 from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
-from app.errors import WritesDisabledError
-from app.kube.writer import ApplyResult, DryRunResult, PluginWriter, check_versions
+from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
+from app.web.services.change_pipeline import (
+    ReadObjects,
+    check_token,
+    get_writer,
+    iso,
+    or_no_change,
+    token_of,
+    writer_for,
+)
+from app.web.services.mode_rollout import (
+    FailingNodes,
+    failing_nodes,
+    restore_when_done,
+    with_rollout,
+)
 from app.web.views.admin_schemas import (
     DiffOut,
     ModeAppliedOut,
@@ -38,7 +51,6 @@ from app.web.views.admin_schemas import (
 )
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,6 +62,8 @@ class Preview:
     daemonset_diff: str
     dry_run: DryRunResult
     nodes: list[NodeSlots]
+    token: str
+    failing: FailingNodes
 
     def out(self) -> ModePreviewOut:
         return ModePreviewOut(
@@ -59,6 +73,7 @@ class Preview:
             configmapAction=self.plan.configmap_action.value,
             rollsPods=self.plan.rolls_pods,
             resourceVersions=self.plan.resource_versions,
+            token=self.token,
             diff=DiffOut(configmap=self.configmap_diff, daemonset=self.daemonset_diff),
             serverDryRun=ServerDryRunOut(
                 ok=self.dry_run.ok,
@@ -66,6 +81,9 @@ class Preview:
                 daemonset=self.dry_run.daemonset,
             ),
             nodes=[node_slots_out(n) for n in self.nodes],
+            failingNodes=sorted(self.failing.nodes),
+            maxUnavailable=self.failing.max_unavailable,
+            holdsAtMaxUnavailable=self.failing.holds,
             warnings=list(self.plan.warnings),
         )
 
@@ -77,6 +95,7 @@ class Applied:
     plan: ChangePlan
     result: ApplyResult
     change_id: str | None
+    rollout: RolloutRecord | None = None
 
     @property
     def generation(self) -> int:
@@ -98,7 +117,11 @@ class Applied:
             },
             warnings=list(plan.warnings) + list(result.warnings),
             changeId=self.change_id,
+            maxUnavailable=budget.as_json() if (budget := self._budget()) is not None else None,
         )
+
+    def _budget(self) -> Budget | None:
+        return self.rollout.budget if self.rollout is not None else None
 
 
 def settings_out(data: Mapping[str, Any]) -> PluginSettingsOut:
@@ -114,30 +137,13 @@ def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
         after=n.after,
         afterResource=n.after_resource,
         held=n.held,
+        unchanged=n.unchanged,
+        governedBy=n.governed_by,
         podsOver=[
             PodOverOut(pod=p.pod, slots=p.slots, resource=p.resource, reason=p.reason)
             for p in n.pods
         ],
     )
-
-
-# writers, users and refusals -------------------------------------------------------------
-
-
-def get_writer(runtime: Runtime) -> PluginWriter:
-    writer = runtime.writer
-    if writer is None:
-        raise WritesDisabledError("Plugin changes are not enabled in this server.")
-    return writer
-
-
-@contextmanager
-def writer_for(runtime: Runtime, principal: Principal) -> Iterator[PluginWriter]:
-    """The writer acting as the principal (impersonation for proxy users)."""
-    writer = get_writer(runtime)
-    user = principal.user if principal.impersonate else None
-    with writer.acting_as(user, principal.groups) as acting:
-        yield acting
 
 
 # the mode change -------------------------------------------------------------------------
@@ -150,13 +156,29 @@ def build_preview(runtime: Runtime, writer: PluginWriter, plan: ChangePlan) -> P
     cm_after = plan.configmap if plan.configmap is not None else plan.configmap_before
     if plan.configmap_action.value == "delete":
         cm_after = None
+    failing = failing_nodes(runtime, plan)
     return Preview(
         plan=plan,
         configmap_diff=object_diff(plan.configmap_before, cm_after, title=cm_title),
         daemonset_diff=object_diff(plan.daemonset_before, plan.daemonset, title=ds_title),
         dry_run=writer.dry_run(plan),
-        nodes=slots_by_node(runtime.snapshots.current(), plan.after),
+        nodes=slots_by_node(
+            runtime.snapshots.current(), plan.after, target=target.ref, failing=failing.nodes
+        ),
+        token=token_of(mode_objects(runtime, plan)),
+        failing=failing,
     )
+
+
+def mode_objects(runtime: Runtime, plan: ChangePlan) -> ReadObjects:
+    """The objects a mode plan was made from, keyed for the freshness token."""
+    target = runtime.settings.plugin_target
+    return {
+        f"daemonset/{target.ref}": plan.daemonset_before,
+        f"configmap/{target.namespace}/{runtime.settings.plugin_configmap_name}": (
+            plan.configmap_before
+        ),
+    }
 
 
 def make_plan(runtime: Runtime, writer: PluginWriter, request: ChangeRequest | None) -> ChangePlan:
@@ -186,13 +208,12 @@ def preview_mode(
     runtime: Runtime,
     principal: Principal,
     change: ChangeRequest | None,
-    expected: Mapping[str, str | None] | None = None,
+    expected: str | None = None,
 ) -> Preview:
     """The preview of a mode change (None: of the rollback); raises PlanRefused/ClusterError."""
     with writer_for(runtime, principal) as writer:
         plan = make_plan(runtime, writer, change)
-        if expected is not None:
-            check_versions(plan, expected)
+        check_token(expected, mode_objects(runtime, plan))
         return build_preview(runtime, writer, plan)
 
 
@@ -200,49 +221,62 @@ def apply_mode(
     runtime: Runtime,
     admin: Admin,
     change: ChangeRequest | None,
-    expected: Mapping[str, str | None] | None,
+    expected: str | None,
+    *,
+    pass_failing: bool = False,
 ) -> Applied:
     """Write a mode change (None: the rollback) planned from the objects as they are now."""
     with writer_for(runtime, admin.principal) as writer:
         plan = make_plan(runtime, writer, change)
-        if expected is not None:
-            check_versions(plan, expected)
-        result = writer.apply(plan, user=admin.user)
+        check_token(expected, mode_objects(runtime, plan))
+        return write_mode(runtime, writer, admin, plan, pass_failing=pass_failing)
+
+
+def write_mode(
+    runtime: Runtime,
+    writer: PluginWriter,
+    admin: Admin,
+    plan: ChangePlan,
+    *,
+    pass_failing: bool,
+    rolls_back: str | None = None,
+) -> Applied:
+    """Apply and record a planned mode change (its rollout record on the DaemonSet)."""
+    plan, record = with_rollout(runtime, plan, pass_failing=pass_failing)
+    result = writer.apply(
+        plan,
+        user=admin.user,
+        rolls_back=rolls_back,
+        change=record.change_id,
+        rollout=record.as_json(),
+    )
     log.info(
         "plugin config %s applied",
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json()},
     )
+    restore_when_done(runtime, get_writer(runtime), record)
     runtime.snapshots.poke()
-    return Applied(plan, result, result.change_id)
+    return Applied(plan, result, result.change_id, record)
 
 
 def change_mode(
     runtime: Runtime,
     admin: Admin,
     change: ChangeRequest | None,
-    expected: Mapping[str, str | None] | None,
+    expected: str | None,
     *,
     dry_run: bool,
+    pass_failing: bool = False,
 ) -> ModePreviewOut | ModeAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> ModePreviewOut | ModeAppliedOut:
         if dry_run:
             return preview_mode(runtime, admin.principal, change, expected).out()
-        return apply_mode(runtime, admin, change, expected).out()
+        return apply_mode(runtime, admin, change, expected, pass_failing=pass_failing).out()
 
     return or_no_change(answer, dry_run=dry_run)
-
-
-def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
-    """`answer()`, or NoChangeOut when the planner finds nothing to change."""
-    try:
-        return answer()
-    except PlanRefused as refused:
-        if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refused.message)
-        raise
 
 
 # reading the current mode ----------------------------------------------------------------
@@ -310,7 +344,3 @@ def _rv(obj: Manifest | None) -> str | None:
         return None
     value = (obj.get("metadata") or {}).get("resourceVersion")
     return str(value) if value is not None else None
-
-
-def iso(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")

@@ -36,6 +36,12 @@ class NodeSlotsOut(BaseModel):
     afterResource: str
     held: int
     podsOver: list[PodOverOut]
+    unchanged: str | None = Field(
+        default=None,
+        description="Why this change does not reach the node (its figures stay): "
+        "other-install | own-daemonset | dra | plugin-failing",
+    )
+    governedBy: str | None = Field(default=None, description="namespace/name of its plugin")
 
 
 class ServerDryRunOut(BaseModel):
@@ -60,9 +66,20 @@ class ModePreviewOut(BaseModel):
     configmapAction: str
     rollsPods: bool
     resourceVersions: dict[str, str | None]
+    token: str = Field(
+        description="What the preview planned against (uids, generations, the fields it read): "
+        "send it back as expectedToken, and the apply is a 409 naming what moved if someone "
+        "else edited them; a status write by a controller does not count"
+    )
     diff: DiffOut
     serverDryRun: ServerDryRunOut
     nodes: list[NodeSlotsOut]
+    failingNodes: list[str] = Field(
+        description="Nodes of this DaemonSet whose plugin pod already fails: the rollout holds "
+        "at maxUnavailable while they use it up, unless passFailingNodes is sent at apply"
+    )
+    maxUnavailable: int = Field(description="The DaemonSet's rollout budget now (pods)")
+    holdsAtMaxUnavailable: bool
     warnings: list[str]
 
 
@@ -81,6 +98,9 @@ class ModeAppliedOut(BaseModel):
     resourceVersions: dict[str, str | None]
     warnings: list[str]
     changeId: str | None = Field(default=None, description="The entry in /api/v1/changes")
+    maxUnavailable: dict[str, object] | None = Field(
+        default=None, description="Raised for this rollout to pass failing nodes: from, to"
+    )
 
 
 class NoChangeOut(BaseModel):
@@ -178,6 +198,11 @@ class SplitPreviewOut(BaseModel):
     podsOnHostGpus: list[str]
     restarts: list[str]
     resourceVersions: dict[str, str | None]
+    token: str = Field(
+        description="What the preview planned against (uids, generations, the fields it read): "
+        "send it back as expectedToken, and the apply is a 409 naming what moved if someone "
+        "else edited them; a status write by a controller does not count"
+    )
     warnings: list[str]
 
 
@@ -210,6 +235,11 @@ class ChangeOut(BaseModel):
     after: dict[str, object]
     rollsBack: str | None
     warnings: list[str] = Field(default_factory=list, description="What the apply warned about")
+    rollout: dict[str, object] | None = Field(
+        default=None,
+        description="The rollout's facts: since, nodes already failing (brokenBefore), and "
+        "maxUnavailable raised to pass them (from, to, restoredAt)",
+    )
 
 
 class UnreadableChangeOut(BaseModel):

@@ -1,0 +1,71 @@
+"""The steps every admin change shares, written once: writer, freshness, no-change, record facts.
+
+Every change (mode switch, per-node split, return to shared, rollback of either) runs
+plan -> preview (+ freshness token) -> apply (token checked) -> record -> rollout. The
+kind-specific parts live in app.web.services.plugin_admin (mode) and gpu_split (split);
+what they share is here, so the stale check, the writer's identity and the "nothing to
+change" answer exist once. docs/ADMIN.md, "The change pipeline", describes it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import TypeVar
+
+from app.domain.changes.freshness import check_fresh, freshness_token
+from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.cluster import Manifest
+from app.errors import WritesDisabledError
+from app.kube.writer import PluginWriter
+from app.web.auth.principal import Principal
+from app.web.runtime import Runtime
+from app.web.views.admin_schemas import NoChangeOut
+
+T = TypeVar("T")
+ReadObjects = Mapping[str, Manifest | None]
+
+
+def get_writer(runtime: Runtime) -> PluginWriter:
+    writer = runtime.writer
+    if writer is None:
+        raise WritesDisabledError("Plugin changes are not enabled in this server.")
+    return writer
+
+
+@contextmanager
+def writer_for(runtime: Runtime, principal: Principal) -> Iterator[PluginWriter]:
+    """The writer acting as the principal (impersonation for proxy users)."""
+    writer = get_writer(runtime)
+    user = principal.user if principal.impersonate else None
+    with writer.acting_as(user, principal.groups) as acting:
+        yield acting
+
+
+def token_of(objects: ReadObjects) -> str:
+    """The freshness token a preview hands out for the objects its plan read."""
+    return freshness_token(objects)
+
+
+def check_token(expected: str | None, objects: ReadObjects) -> None:
+    """The one stale check of every change: PlanRefused(STALE) naming what moved.
+
+    None: the caller sent no token (an apply without a preview), nothing to compare.
+    """
+    if expected is not None:
+        check_fresh(expected, objects)
+
+
+def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
+    """`answer()`, or NoChangeOut when the planner finds nothing to change."""
+    try:
+        return answer()
+    except PlanRefused as refused:
+        if refused.code is RefusalCode.NO_CHANGE:
+            return NoChangeOut(dryRun=dry_run, detail=refused.message)
+        raise
+
+
+def iso(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")

@@ -1,0 +1,132 @@
+"""A mode change's rollout: its record on the DaemonSet, failing nodes, and the budget put back.
+
+The apply records, in the same DaemonSet write, when the change started, the nodes whose
+plugin pod already failed and, when the admin chose to let the rollout pass them, the
+`maxUnavailable` raised by their count. A watcher then puts `maxUnavailable` back once the
+rollout is done (or after `RESTORE_DEADLINE_S`), writes that into the record, and the
+rollout view says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import secrets
+import threading
+from dataclasses import dataclass
+
+from app.domain.changes.history import change_id
+from app.domain.changes.models import ChangePlan
+from app.domain.changes.rollout import failing_plugin_nodes, max_unavailable
+from app.domain.changes.rollout_record import (
+    RolloutRecord,
+    planned_rollout,
+    restored_budget,
+    rollout_record,
+)
+from app.errors import ClusterError
+from app.kube.writer import PluginWriter
+from app.web.runtime import Runtime
+from app.web.services.change_pipeline import iso
+
+log = logging.getLogger(__name__)
+audit_log = logging.getLogger("gpu_slots.audit")
+
+RESTORE_DEADLINE_S = 1800.0
+POLL_S = 1.0
+
+
+@dataclass(frozen=True)
+class FailingNodes:
+    """The target DaemonSet's nodes whose plugin pod fails now, and its rollout budget."""
+
+    nodes: frozenset[str]
+    max_unavailable: int
+
+    @property
+    def holds(self) -> bool:
+        """The controller's budget is spent on them: the rollout will hold."""
+        return bool(self.nodes) and len(self.nodes) >= self.max_unavailable
+
+
+def failing_nodes(runtime: Runtime, plan: ChangePlan) -> FailingNodes:
+    target = runtime.settings.plugin_target
+    nodes = failing_plugin_nodes(runtime.snapshots.current(), target=target.ref)
+    desired = int(((plan.daemonset_before.get("status") or {}).get("desiredNumberScheduled")) or 0)
+    return FailingNodes(nodes, max_unavailable(plan.daemonset_before, desired))
+
+
+def with_rollout(
+    runtime: Runtime, plan: ChangePlan, *, pass_failing: bool
+) -> tuple[ChangePlan, RolloutRecord]:
+    """The plan to write, carrying its rollout record (and the raised budget, if chosen)."""
+    now = runtime.clock()
+    failing = failing_nodes(runtime, plan)
+    record = RolloutRecord(
+        change_id=change_id(now, secrets.token_hex(3)),
+        since=iso(now),
+        broken_before=tuple(sorted(failing.nodes)),
+    )
+    daemonset, record = planned_rollout(
+        plan.daemonset,
+        record=record,
+        failing=failing.nodes,
+        pass_failing=pass_failing,
+        budget_now=failing.max_unavailable,
+    )
+    return dataclasses.replace(plan, daemonset=daemonset), record
+
+
+def restore_when_done(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> None:
+    """Start the watcher that puts maxUnavailable back (only when this rollout raised it)."""
+    if record.budget is None:
+        return
+    thread = threading.Thread(
+        target=_restore_loop,
+        args=(runtime, writer, record),
+        name=f"restore-max-unavailable-{record.change_id}",
+        daemon=True,
+    )
+    thread.start()
+
+
+def _restore_loop(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> None:
+    from app.web.services.rollout_view import rollout_view  # the view imports this module
+
+    stop = threading.Event()
+    started = runtime.clock()
+    while not stop.wait(POLL_S):
+        view = rollout_view(runtime)
+        mine = view.record is not None and view.record.change_id == record.change_id
+        if not mine:
+            return  # a newer change took over the DaemonSet (and its record)
+        late = (runtime.clock() - started).total_seconds() > RESTORE_DEADLINE_S
+        if view.state == "done" or late:
+            restore_now(runtime, writer, record)
+            return
+
+
+def restore_now(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> bool:
+    """Put maxUnavailable back on the DaemonSet if it still carries this rollout's raise."""
+    try:
+        current = writer.read().daemonset
+        mine = rollout_record(current)
+        if current is None or mine is None or mine.change_id != record.change_id:
+            return False
+        restored = restored_budget(current, mine, at=iso(runtime.clock()))
+        if restored is None:
+            return False
+        writer.replace_daemonset(restored, seen=current, action="restoring maxUnavailable")
+    except ClusterError as exc:
+        log.warning("putting maxUnavailable back failed: %s", exc)
+        return False
+    audit_log.info(
+        "maxUnavailable put back after the rollout of change %s",
+        record.change_id,
+        extra={
+            "change_id": record.change_id,
+            "max_unavailable": record.budget and record.budget.as_json(),
+        },
+    )
+    runtime.snapshots.poke()
+    return True
