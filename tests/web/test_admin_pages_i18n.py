@@ -200,7 +200,12 @@ def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() ->
         nodes=(),
         stuck=("Plugin pod p-1 on gpu-server-2 still runs the old template.",),
     )
-    context = {"status": status, "poll_url": "/admin/plugin/rollout/fragment?lang=ko"}
+    context = {
+        "status": status,
+        "record": None,
+        "state": "rolling-out",
+        "poll_url": "/admin/plugin/rollout/fragment?lang=ko",
+    }
     template = templates.get_template("admin/_rollout.html")
     waiting = template.render(
         {**context, "t": i18n.Translator("ko"), "stuck": False, "elapsed_s": 12.4}

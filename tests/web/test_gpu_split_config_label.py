@@ -173,7 +173,7 @@ def test_the_editor_page_explains_the_label_and_previews_with_the_gpus_kept(helm
     assert "노드 레이블 nvidia.com/device-plugin.config(현재: ts4)" in korean
 
 
-def test_a_node_of_another_install_is_refused_on_the_demo(
+def test_nodes_of_another_install_and_dra_are_refused_up_front_on_the_demo(
     make_stack: Callable[..., Stack],
 ) -> None:
     stack = make_stack("demo")  # configured: kube-system; gpu-ts-7 runs the Helm release
@@ -182,7 +182,15 @@ def test_a_node_of_another_install_is_refused_on_the_demo(
         lambda: stack.client.get(f"/api/v1/nodes/{node}/gpu-split").status_code == 200,
         what="the agent report of gpu-ts-7",
     )
-    gpus = [g["uuid"] for g in stack.client.get(f"/api/v1/nodes/{node}/gpu-split").json()["gpus"]]
+    view = stack.client.get(f"/api/v1/nodes/{node}/gpu-split").json()
+    assert view["editable"] is False
+    assert view["refusal"]["code"] == "other-plugin-install"
+    assert (view["daemonset"]["namespace"], view["daemonset"]["name"]) == (
+        "nvidia-device-plugin",
+        "nvidia-device-plugin",
+    )
+    assert view["refusal"]["changeInstead"].startswith("helm upgrade <release> -n nvidia-device")
+    gpus = [g["uuid"] for g in view["gpus"]]
     refused = stack.client.put(
         f"/api/v1/nodes/{node}/gpu-split",
         params={"dryRun": "true"},
@@ -191,6 +199,26 @@ def test_a_node_of_another_install_is_refused_on_the_demo(
     )
     assert refused.status_code == 409, refused.text
     assert refused.json()["detail"].startswith(
-        f"Node {node} runs the plugin pod nvidia-device-plugin-"
+        f"Node {node} runs the plugin of nvidia-device-plugin/nvidia-device-plugin, not the "
+        "configured kube-system/nvidia-device-plugin-daemonset"
     )
-    assert "not kube-system/nvidia-device-plugin-daemonset" in refused.json()["detail"]
+
+    dra = stack.client.get("/api/v1/nodes/gpu-dra-9/gpu-split").json()
+    assert (dra["editable"], dra["refusal"]["code"]) == (False, "dra-node")
+    put_dra = stack.client.put(
+        "/api/v1/nodes/gpu-dra-9/gpu-split",
+        params={"dryRun": "true"},
+        json={"kubernetes_gpus": [g["uuid"] for g in dra["gpus"]][:1], "mode": "basic"},
+        headers=BEARER,
+    )
+    assert put_dra.status_code == 409 and "DRA" in put_dra.json()["detail"]
+    own = "nvidia-device-plugin-daemonset-gpu-dra-9"
+    assert stack.simulator.get("DaemonSet", own, "kube-system") is None
+
+    overview = stack.client.get("/").text
+    assert 'data-testid="edit-gpus-gpu-ts-7"' not in overview
+    assert 'data-testid="edit-gpus-gpu-dra-9"' not in overview
+    assert 'data-testid="edit-gpus-gpu-server-1"' in overview
+    editor = stack.client.get(f"/admin/nodes/{node}/gpus").text
+    assert 'data-testid="split-refused"' in editor and 'data-testid="gpus-form"' in editor
+    assert 'data-testid="preview-button"' not in editor

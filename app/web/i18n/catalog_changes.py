@@ -40,7 +40,8 @@ CHANGES_EN: dict[str, str] = {
 CHANGES_KO: dict[str, str] = {
     "refusal_changed-since-preview": "미리 보기 이후 다른 사람이 계획의 기준이 된 객체를 "
     "변경했습니다. 아무것도 쓰지 않았습니다. 다시 미리 보기 하세요.",
-    "refusal_bad-freshness-token": "양식의 미리 보기 토큰이 올바르지 않습니다. 다시 미리 보기 하세요.",
+    "refusal_bad-freshness-token": "양식의 미리 보기 토큰이 올바르지 않습니다. "
+    "다시 미리 보기 하세요.",
     "refusal_dra-node": "이 노드의 GPU는 DRA 드라이버가 나눠 줍니다. 디바이스 플러그인이 "
     "같은 GPU를 광고하면 안 됩니다.",
     "refusal_dra-held-gpu": "쿠버네티스로 보낼 GPU 중 하나를 DRA 클레임이 쓰고 있습니다.",

@@ -15,6 +15,7 @@ from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.preview import object_diff
 from app.domain.changes.split import check_confirmed, plan_split, split_state
 from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState, own_name
+from app.domain.changes.split_scope import dra_held, split_refusal
 from app.domain.cluster import Manifest
 from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState
@@ -38,6 +39,7 @@ from app.web.views.admin_schemas import (
     SplitAppliedOut,
     SplitGpuOut,
     SplitPreviewOut,
+    SplitRefusalOut,
     SplitStateOut,
     SplitWriteOut,
 )
@@ -136,9 +138,50 @@ def _shared_name(runtime: Runtime) -> str:
     return runtime.settings.plugin_target.name
 
 
+def refused_view(runtime: Runtime, state: NodeState, refused: PlanRefused) -> GpuSplitOut:
+    """A node GPU Slots does not change: who governs it, its GPUs as they are, and why."""
+    owner = (state.config.daemonset if state.config is not None else None) or "-/-"
+    namespace, _, name = owner.partition("/")
+    return GpuSplitOut(
+        node=state.name,
+        daemonset=GoverningOut(name=name, namespace=namespace, own=False),
+        mode=state.mode.value,
+        replicas=state.replicas,
+        allocatable=state.allocatable,
+        gpus=[
+            SplitGpuOut(
+                uuid=g.uuid,
+                index=g.index,
+                name=g.name,
+                memory_total_mib=g.memory_total_mib,
+                role="kubernetes" if g.role in ("advertised", "dra") else "host",
+                slots=sum(h.slots for h in g.holders),
+                processes=[
+                    GpuProcessOut.model_validate(p, from_attributes=True) for p in g.processes
+                ],
+            )
+            for g in sorted(state.gpus, key=lambda g: g.index)
+        ],
+        writesEnabled=runtime.writer is not None,
+        operatorManaged=refused.code is RefusalCode.OPERATOR_MANAGED,
+        editable=False,
+        refusal=SplitRefusalOut(
+            code=refused.code.value,
+            reason=refused.message,
+            changeInstead="; ".join(refused.details),
+        ),
+    )
+
+
 def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
-    """GET: each GPU's role (from the DaemonSet that governs the node), slots and processes."""
+    """GET: each GPU's role (from the DaemonSet that governs the node), slots and processes.
+
+    A node GPU Slots may not change is described as it is, with the refusal, and no API read.
+    """
     state = node_state(runtime, node)
+    refused = split_refusal(state, target=runtime.settings.plugin_target.ref)
+    if refused is not None:
+        return refused_view(runtime, state, refused)
     gpus = node_gpus(state)
     name = own_name(_shared_name(runtime), node)
     if runtime.writer is not None:
@@ -219,10 +262,14 @@ def _plan(
     runtime: Runtime, writer: SplitWriter, request: SplitRequest, *, rollback: bool
 ) -> tuple[SplitPlan, ReadObjects]:
     state = node_state(runtime, request.node)
+    refused = split_refusal(state, target=runtime.settings.plugin_target.ref)
+    if refused is None and request.kubernetes_gpus is not None:
+        refused = dra_held(state, request.kubernetes_gpus)
+    if refused is not None:
+        raise refused  # before any read: nothing of another install is planned
     objects = writer.read(request.node, own_name(_shared_name(runtime), request.node))
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
-    _check_governed(runtime, state)
     shared_status = (objects.shared or {}).get("status") or {}
     plan = plan_split(
         request,
@@ -237,21 +284,6 @@ def _plan(
         rollback=rollback,
     )
     return plan, split_objects(runtime, request.node, objects)
-
-
-def _check_governed(runtime: Runtime, state: NodeState) -> None:
-    """Refuse a node whose plugin pod belongs to another install (not the configured one)."""
-    pod = state.plugin_pod
-    shared = _shared_name(runtime)
-    if pod is None or pod.name.rsplit("-", 1)[0] in (shared, own_name(shared, state.name)):
-        return
-    raise PlanRefused(
-        RefusalCode.OTHER_INSTALL,
-        f"Node {state.name} runs the plugin pod {pod.name} of another plugin DaemonSet, not "
-        f"{runtime.settings.plugin_target.ref}: GPU Slots changes "
-        "only the configured install (GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE). "
-        "Point those settings at that install to change this node.",
-    )
 
 
 def preview_split(

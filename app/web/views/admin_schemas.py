@@ -142,6 +142,14 @@ class GoverningOut(BaseModel):
     own: bool = Field(description="True: the node's own DaemonSet; False: the shared one")
 
 
+class SplitRefusalOut(BaseModel):
+    """Why this node's GPUs cannot be changed here, and what to change instead."""
+
+    code: str = Field(description="other-plugin-install | operator-managed | dra-node")
+    reason: str
+    changeInstead: str
+
+
 class GpuSplitOut(BaseModel):
     """GET /api/v1/nodes/{name}/gpu-split: which GPUs Kubernetes gets, and who decides."""
 
@@ -157,6 +165,10 @@ class GpuSplitOut(BaseModel):
         default=False, description="config-manager picks this node's config by its label"
     )
     configKey: str | None = Field(default=None, description="the node's config label value")
+    editable: bool = Field(
+        default=True, description="False: refused up front (refusal says why); no form"
+    )
+    refusal: SplitRefusalOut | None = None
 
 
 class SplitStateOut(BaseModel):

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from markupsafe import Markup, escape
 
-from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Severity
+from app.domain.changes.split_scope import split_refusal
+from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Severity, Snapshot
 from app.domain.usage.idle import Point
 
 
@@ -25,6 +26,12 @@ def plugin_state(node: NodeState) -> str | None:
     if pod is None:
         return None
     return pod.state or pod.phase
+
+
+def gpus_editable(node: NodeState, snapshot: Snapshot) -> bool:
+    """GPU Slots may change this node's GPUs (no "Edit GPUs" link where it would refuse)."""
+    plugin = snapshot.plugin
+    return node.gpu_node and split_refusal(node, target=f"{plugin.namespace}/{plugin.name}") is None
 
 
 def plugin_ok(node: NodeState) -> bool:

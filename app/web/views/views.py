@@ -190,6 +190,7 @@ _PAGE_VIEWS = (
     "worst_finding",
     "plugin_state",
     "plugin_ok",
+    "gpus_editable",
     "gpu_severity",
     "unavailable_slots",
     "mib",

@@ -1,0 +1,75 @@
+"""Which nodes' GPUs GPU Slots may change, decided before any form is shown.
+
+Only the configured plugin install (its shared DaemonSet, or a node's own DaemonSet made by
+a split) is GPU Slots' to change. A node another install runs, an Operator-managed one and
+a node whose GPUs a DRA driver hands out are refused up front, with the object to change
+instead; a GPU a DRA claim holds is never given to the device plugin. Pure: the node's
+state from the snapshot in, a refusal (or None) out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.split_models import own_name
+from app.domain.snapshot import NodeState
+
+
+def split_refusal(node: NodeState, *, target: str) -> PlanRefused | None:
+    """Why `node`'s GPUs cannot be changed here (None: they can); `target` is namespace/name.
+
+    The refusal's `details` hold one line: what to change instead.
+    """
+    config = node.config
+    owner = config.daemonset if config is not None else None
+    if node.allocation == "dra":
+        return PlanRefused(
+            RefusalCode.DRA_NODE,
+            f"Node {node.name}'s GPUs are handed out by a DRA driver (ResourceClaims), not by "
+            "the device plugin: a plugin here would advertise GPUs DRA already hands out.",
+            details=(
+                "set sharing per ResourceClaim (GpuConfig) or in the DRA driver's settings "
+                "(docs/DRA.md)",
+            ),
+        )
+    if config is not None and config.managed_by == "gpu-operator":
+        return PlanRefused(
+            RefusalCode.OPERATOR_MANAGED,
+            f"Node {node.name} runs the GPU Operator's device plugin ({owner}); the Operator "
+            "reverts edits of its DaemonSet.",
+            details=("the ClusterPolicy's spec.devicePlugin (config, env)",),
+        )
+    namespace, _, name = target.partition("/")
+    mine = (target, f"{namespace}/{own_name(name, node.name)}")
+    if owner is not None and owner not in mine:
+        instead = config.change_with if config is not None and config.change_with else None
+        return PlanRefused(
+            RefusalCode.OTHER_INSTALL,
+            f"Node {node.name} runs the plugin of {owner}, not the configured {target}: GPU "
+            "Slots changes only the configured install "
+            "(GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE).",
+            details=(
+                instead or f"daemonset {owner} and its config, with the tools that installed it",
+            ),
+        )
+    return None
+
+
+def dra_held(node: NodeState, chosen: Iterable[str]) -> PlanRefused | None:
+    """A refusal when a GPU chosen for the device plugin is held by a DRA claim."""
+    held = sorted(
+        gpu.uuid
+        for gpu in node.gpus
+        if gpu.uuid in set(chosen)
+        and (gpu.role == "dra" or any(h.source == "dra" for h in gpu.holders))
+    )
+    if not held:
+        return None
+    return PlanRefused(
+        RefusalCode.DRA_HELD_GPU,
+        f"GPU(s) {', '.join(held)} of node {node.name} are held by DRA claims: the device "
+        "plugin must not advertise them too. Keep them out of the Kubernetes list, or release "
+        "the claims first.",
+        details=tuple(held),
+    )
