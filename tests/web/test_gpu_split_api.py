@@ -207,3 +207,55 @@ def test_a_split_on_the_five_node_demo_touches_no_other_node(
     )
     assert undo.status_code == 200, undo.text
     wait_for(lambda: allocatable(stack) == before, what="every node as before")
+
+
+def _host_process_on_gpu_2(stack: Stack) -> None:
+    """GPU 2 kept for the host by a split, then a host process starts there."""
+    applied = put(stack, NODE, {**GIVE_GPU_1, "kubernetes_gpus": [GPU[3]]})
+    assert applied.status_code == 200, applied.text
+    wait_for(lambda: allocatable(stack) == {NODE: "1"}, what="1 slot: GPU 3 alone")
+    stack.simulator.start_process(NODE, 2, used_memory_mib=2048, user="carol", command="eval.py")
+    wait_for(
+        lambda: any(p["user"] == "carol" for p in split(stack)["gpus"][2]["processes"]),
+        what="carol's host process on GPU 2 in the agent report",
+    )
+
+
+def test_return_to_shared_asks_to_confirm_host_processes_on_returning_gpus(admin: Stack) -> None:
+    _host_process_on_gpu_2(admin)
+
+    preview = admin.client.request(
+        "DELETE", f"/api/v1/nodes/{NODE}/gpu-split", params={"dryRun": "true"}, headers=BEARER
+    ).json()
+    assert preview["blocking"] is True
+    assert [p for p in preview["hostProcesses"] if "carol" in p]
+    refused = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", headers=BEARER)
+    assert refused.status_code == 409
+    assert "carol" in refused.json()["detail"]
+    assert "confirmHostProcesses=true" in refused.json()["detail"]
+    assert daemonsets(admin) == [SHARED, OWN]
+
+    confirmed = admin.client.request(
+        "DELETE",
+        f"/api/v1/nodes/{NODE}/gpu-split",
+        json={"confirmHostProcesses": True, "expectedToken": preview["token"]},
+        headers=BEARER,
+    )
+    assert confirmed.status_code == 200, confirmed.text
+    wait_for(lambda: allocatable(admin) == {NODE: "2"}, what="the shared DaemonSet's 2 slots")
+
+
+def test_split_rollback_asks_to_confirm_host_processes_on_returning_gpus(admin: Stack) -> None:
+    _host_process_on_gpu_2(admin)
+    change = changes(admin)[0]["id"]
+
+    refused = admin.client.post(f"/api/v1/changes/{change}/rollback", headers=BEARER)
+    assert refused.status_code == 409
+    assert "carol" in refused.json()["detail"]
+    assert daemonsets(admin) == [SHARED, OWN]
+
+    confirmed = admin.client.post(
+        f"/api/v1/changes/{change}/rollback", json={"confirmHostProcesses": True}, headers=BEARER
+    )
+    assert confirmed.status_code == 200, confirmed.text
+    wait_for(lambda: allocatable(admin) == {NODE: "2"}, what="back to the shared 2 slots")

@@ -136,10 +136,8 @@ def slots_by_node(
 
 
 def _advertised(node: NodeState) -> int | None:
-    """What the node advertises now: the overview's allocatable (else the expected count)."""
-    if node.allocatable is not None:
-        return node.allocatable
-    return node.capacity if node.capacity is not None else node.expected_slots
+    """What the node advertises now: the overview's allocatable (None: nothing)."""
+    return node.allocatable
 
 
 def _unreached(
@@ -165,8 +163,21 @@ def _active(node: NodeState) -> list[PodSlots]:
     ]  # MIG slices and other resources are not what the mode switch changes
 
 
+def _unhealthy_ids(node: NodeState) -> int:
+    """Device IDs the plugin reports unhealthy now (capacity - allocatable).
+
+    The plugin (v0.15-v0.19, and the simulator's emulation) marks one ID per unhealthy GPU
+    whatever the replicas, and the restarted plugin finds the same GPUs unhealthy: the
+    count carries over to the new config.
+    """
+    if node.capacity is None or node.allocatable is None:
+        return 0
+    return max(0, node.capacity - node.allocatable)
+
+
 def _reached(node: NodeState, after: PluginSettings, before: int | None) -> NodeSlots:
-    after_slots = slots_of(after, node.visible_gpus)
+    advertised = slots_of(after, node.visible_gpus)
+    after_slots = None if advertised is None else max(0, advertised - _unhealthy_ids(node))
     active = _active(node)
     held = sum(p.slots for p in active if p.resource == after.resource)
     impacts: list[PodImpact] = []

@@ -1,0 +1,157 @@
+"""Issue 28 on the demo through the real stack: previews equal results, a way past gpu-ws-5.
+
+Each change kind (mode switch, its rollback, a split, the return to the shared DaemonSet)
+is previewed, applied, and once its rollout is done every GPU node advertises exactly
+the preview's after-figure; nodes of the Helm install and the DRA node are never changed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from app.simulator.plugin.rollout import RolloutPace
+from tests.conftest import ADMIN_TOKEN, Stack
+from tests.live import wait_for
+from tests.web.test_demo_page_done_when import PACE_S, _start, _stop
+
+BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+NS = "kube-system"
+SHARED = "nvidia-device-plugin-daemonset"
+GPU_SERVER_1 = [
+    "GPU-3f1c5a2e-8b4d-4e6f-9a7b-0c1d2e3f4a50",
+    "GPU-7a2b9c4d-1e3f-4a5b-8c6d-2e4f6a8b0c61",
+    "GPU-b5c7d9e1-2f4a-4b6c-9d8e-3f5a7b9c1d72",
+    "GPU-e8f0a2b4-3c5d-4e7f-8a9b-4c6d8e0f2a83",
+]
+NOT_OURS = {"gpu-ts-7": "other-install", "gpu-mig-8": "other-install", "gpu-dra-9": "dra"}
+
+
+@pytest.fixture
+def paced() -> Iterator[Stack]:
+    stack = _start(pace=RolloutPace(terminating_s=PACE_S, creating_s=PACE_S))
+    yield stack
+    _stop(stack)
+
+
+def advertised(stack: Stack) -> dict[str, int | None]:
+    nodes = stack.client.get("/api/v1/nodes").json()["nodes"]
+    return {n["name"]: n["allocatable"] for n in nodes if n["gpu_node"]}
+
+
+def rollout(stack: Stack) -> dict[str, Any]:
+    body: dict[str, Any] = stack.client.get("/api/v1/plugin/rollout").json()
+    return body
+
+
+def _call(stack: Stack, method: str, path: str, body: dict[str, Any] | None, *, dry: bool) -> Any:
+    params = {"dryRun": "true"} if dry else {}
+    response: httpx.Response = stack.client.request(
+        method, path, json=body, params=params, headers=BEARER
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def _mode_preview_then_apply(
+    stack: Stack, method: str, path: str, body: dict[str, Any]
+) -> dict[str, int | None]:
+    """Preview, apply with its token, passing the failing node; the preview's after-figures."""
+    now = advertised(stack)
+    preview = _call(stack, method, path, body, dry=True)
+    rows = {r["node"]: r for r in preview["nodes"]}
+    assert {n: r["before"] for n, r in rows.items()} == now  # "now" is what nodes advertise
+    for node, reason in NOT_OURS.items():
+        assert rows[node]["unchanged"] == reason and rows[node]["after"] == now[node]
+    assert preview["failingNodes"] == ["gpu-ws-5"] and preview["holdsAtMaxUnavailable"] is True
+    applied = _call(
+        stack,
+        method,
+        path,
+        {**body, "expectedToken": preview["token"], "passFailingNodes": True},
+        dry=False,
+    )
+    assert applied["changed"] is True
+    return {n: r["after"] for n, r in rows.items()}
+
+
+def _settled_equal(stack: Stack, expected: dict[str, int | None], *, what: str) -> None:
+    wait_for(lambda: rollout(stack)["state"] == "done", timeout_s=30, what=f"{what}: done")
+    deadline = time.monotonic() + 15
+    while advertised(stack) != expected and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert advertised(stack) == expected, what
+
+
+def test_demo_mode_switch_and_rollback_previews_equal_results(paced: Stack) -> None:
+    after = _mode_preview_then_apply(
+        paced, "PUT", "/api/v1/plugin/config", {"mode": "time-slicing", "replicas": 4}
+    )
+    _settled_equal(paced, after, what="switch to time-slicing x4")
+    wait_for(
+        lambda: (rollout(paced)["max_unavailable"] or {}).get("restoredAt") is not None,
+        timeout_s=15,
+        what="maxUnavailable put back",
+    )
+    ds = paced.simulator.get("DaemonSet", SHARED, NS)
+    assert ds is not None
+    assert ds["spec"]["updateStrategy"].get("rollingUpdate", {}).get("maxUnavailable", 1) == 1
+
+    back = _mode_preview_then_apply(paced, "POST", "/api/v1/plugin/config/rollback", {})
+    _settled_equal(paced, back, what="rollback")
+
+
+def test_demo_split_and_return_previews_equal_results(paced: Stack) -> None:
+    before = advertised(paced)
+    body = {"kubernetes_gpus": GPU_SERVER_1[1:], "mode": "time-slicing", "replicas": 2}
+    path = "/api/v1/nodes/gpu-server-1/gpu-split"
+    preview = _call(paced, "PUT", path, {**body, "confirmHostProcesses": True}, dry=True)
+    assert preview["slotsBefore"] == before["gpu-server-1"]
+    _call(
+        paced,
+        "PUT",
+        path,
+        {**body, "confirmHostProcesses": True, "expectedToken": preview["token"]},
+        dry=False,
+    )
+    expected = {**before, "gpu-server-1": preview["slotsAfter"]}
+    wait_for(lambda: advertised(paced) == expected, timeout_s=20, what="the split's figures")
+
+    back = _call(paced, "DELETE", path, None, dry=True)
+    assert back["slotsBefore"] == preview["slotsAfter"]
+    _call(paced, "DELETE", path, {"expectedToken": back["token"]}, dry=False)
+    wait_for(
+        lambda: advertised(paced) == {**before, "gpu-server-1": back["slotsAfter"]},
+        timeout_s=20,
+        what="the return's figures",
+    )
+    assert back["slotsAfter"] == before["gpu-server-1"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_rollout_api_without_query_tells_the_page_story(paced: Stack, lang: str) -> None:
+    _call(paced, "PUT", "/api/v1/plugin/config", {"mode": "time-slicing", "replicas": 4}, dry=False)
+
+    def ws5(body: dict[str, Any]) -> dict[str, Any]:
+        return next(n for n in body["nodes"] if n["node"] == "gpu-ws-5")
+
+    held = wait_for(
+        lambda: (body := rollout(paced))["blocked_by"] and ws5(body)["state"] == "failing" and body,
+        timeout_s=20,
+        what="held by gpu-ws-5, its new pod failing too",
+    )
+    assert isinstance(held, dict)
+    assert (held["state"], held["broken_before"]) == ("stuck", ["gpu-ws-5"])
+    assert ws5(held)["broken_before"] is True
+
+    page = paced.client.get(f"/admin/plugin/rollout?lang={lang}").text
+    assert 'data-state="stuck"' in page
+    row = page.split('data-testid="rollout-gpu-ws-5"', 1)[1].split("</tr>", 1)[0]
+    words = {"en": "already failing before the change", "ko": "변경 전부터 실패 중"}[lang]
+    assert words in row
+    fragment = paced.client.get(f"/admin/plugin/rollout/fragment?lang={lang}").text
+    assert 'data-state="stuck"' in fragment and words in fragment
