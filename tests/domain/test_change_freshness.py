@@ -96,7 +96,7 @@ def test_freshness_node_annotation_writes_pass_label_edits_do_not() -> None:
 
     relabelled = copy.deepcopy(node)
     relabelled["metadata"]["labels"]["gpu-slots.io/plugin-daemonset"] = "x"
-    with pytest.raises(PlanRefused, match="node/gpu-1: metadata.labels changed"):
+    with pytest.raises(PlanRefused, match=r"node/gpu-1: metadata\.labels changed"):
         check_fresh(token, {"node/gpu-1": relabelled})
 
 

@@ -10,6 +10,7 @@ test leaves the cluster as it found it (rollback), so the tier's other tests see
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import httpx
@@ -73,9 +74,7 @@ def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: R
     assert preview.json()["serverDryRun"]["ok"] is True
     assert allocatable(world, "gpu-server-2") == "2"  # the real dry run wrote nothing
 
-    applied = _put_config(
-        world, {**TO_TS4, "expectedResourceVersions": preview.json()["resourceVersions"]}
-    )
+    applied = _put_config(world, {**TO_TS4, "expectedToken": preview.json()["token"]})
 
     assert applied.status_code == 200, applied.text
     try:
@@ -120,25 +119,95 @@ def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: R
     assert kinds[:2] == [("mode", "rollback"), ("mode", "change")]
 
 
-def test_a_change_made_after_the_preview_is_a_real_409_and_nothing_is_written(
+def _status_write(world: RealWorld) -> None:
+    """What the DaemonSet controller does on every plugin pod change: a write of status only."""
+    with world.plane.http() as http:
+        http.patch(
+            f"/apis/apps/v1/namespaces/{NS}/daemonsets/{SHARED}/status",
+            json={"status": {"numberMisscheduled": 3}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
+
+
+def _advertised(world: RealWorld) -> dict[str, int | None]:
+    nodes = world.get("/api/v1/nodes").json()["nodes"]
+    return {n["name"]: n["allocatable"] for n in nodes if n["gpu_node"]}
+
+
+def _settled(world: RealWorld, expected: dict[str, int | None], *, what: str) -> None:
+    wait_for(lambda: rollout(world)["done"], timeout_s=120, interval_s=0.5, what=f"{what}: done")
+    deadline = time.monotonic() + 60
+    while _advertised(world) != expected and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert _advertised(world) == expected, what
+
+
+def _preview_then_apply(
+    world: RealWorld, method: str, path: str, body: dict[str, Any], *, status_write: bool
+) -> dict[str, int | None]:
+    preview = world.admin(method, path, json=body, params={"dryRun": "true"})
+    assert preview.status_code == 200, preview.text
+    shown = preview.json()
+    assert shown["failingNodes"] == ["gpu-ws-5"] and shown["holdsAtMaxUnavailable"] is True
+    rows = {r["node"]: r for r in shown["nodes"]}
+    assert rows["gpu-ts-7"]["unchanged"] == "other-install"
+    assert rows["gpu-dra-9"]["unchanged"] == "dra"
+    before_rv = _daemonset(world)["metadata"]["resourceVersion"]
+    if status_write:
+        _status_write(world)
+        assert _daemonset(world)["metadata"]["resourceVersion"] != before_rv
+    applied = world.admin(
+        method, path, json={**body, "expectedToken": shown["token"], "passFailingNodes": True}
+    )
+    assert applied.status_code == 200, applied.text
+    assert applied.json()["maxUnavailable"]["to"] == 2
+    return {n: r["after"] for n, r in rows.items()}
+
+
+def test_a_status_write_is_no_conflict_and_passing_the_failing_node_ends_as_previewed(
+    world: RealWorld,
+) -> None:
+    """Preview, a status-only write, apply with the token: 200; the rollout passes gpu-ws-5
+    (maxUnavailable raised for it, put back after), and every node advertises what the
+    preview said, for the switch and for its rollback."""
+    after = _preview_then_apply(world, "PUT", "/api/v1/plugin/config", TO_TS4, status_write=True)
+    try:
+        _settled(world, after, what="time-slicing x4 as previewed")
+        wait_for(
+            lambda: (rollout(world)["max_unavailable"] or {}).get("restoredAt"),
+            timeout_s=60,
+            interval_s=0.5,
+            what="maxUnavailable put back",
+        )
+        strategy = _daemonset(world)["spec"]["updateStrategy"]
+        assert strategy["rollingUpdate"]["maxUnavailable"] == 1
+        record = world.get("/api/v1/changes").json()["changes"][0]
+        assert record["rollout"]["brokenBefore"] == ["gpu-ws-5"]
+        assert record["rollout"]["maxUnavailable"]["to"] == 2
+    finally:
+        back = _preview_then_apply(
+            world, "POST", "/api/v1/plugin/config/rollback", {}, status_write=False
+        )
+    _settled(world, back, what="the rollback as previewed")
+
+
+def test_a_spec_edit_after_the_preview_is_a_409_naming_it_and_nothing_is_written(
     world: RealWorld,
 ) -> None:
     preview = _put_config(world, TO_TS4, dry_run=True).json()
     before = _daemonset(world)
-    with world.plane.http() as http:
-        http.patch(
-            f"/apis/apps/v1/namespaces/{NS}/daemonsets/{SHARED}",
-            json={"metadata": {"labels": {"edited-by": "someone-else"}}},
-            headers={"Content-Type": "application/merge-patch+json"},
-        ).raise_for_status()
-
-    response = _put_config(
-        world, {**TO_TS4, "expectedResourceVersions": preview["resourceVersions"]}
-    )
+    _max_unavailable(world, 2)
+    try:
+        response = _put_config(world, {**TO_TS4, "expectedToken": preview["token"]})
+        edited = _daemonset(world)
+    finally:
+        _max_unavailable(world, 1)
 
     assert response.status_code == 409
-    assert "changed since the preview" in response.json()["detail"]
-    assert _daemonset(world)["metadata"]["generation"] == before["metadata"]["generation"]
+    detail = response.json()["detail"]
+    assert f"daemonset/{NS}/{SHARED}: spec.updateStrategy changed (generation" in detail
+    assert edited["metadata"]["generation"] == before["metadata"]["generation"] + 1
+    assert edited["spec"]["template"] == before["spec"]["template"]  # the switch not written
 
 
 def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) -> None:
