@@ -28,6 +28,16 @@ def raw(dry_run: bool = False) -> dict[str, Any]:
     return kwargs
 
 
+def delete_options(preconditions: client.V1Preconditions, *, dry_run: bool) -> Any:
+    """DeleteOptions with the dry run in the body too.
+
+    kube-apiserver reads a DELETE's options from its body when there is one and then ignores
+    the query's `dryRun`: a preview's delete with preconditions in the body and `dryRun`
+    only in the query deletes for real (found on the real tier).
+    """
+    return client.V1DeleteOptions(preconditions=preconditions, dry_run=["All"] if dry_run else None)
+
+
 def optional_json(call: Callable[[], Any], *, action: str) -> Manifest | None:
     """The JSON answer of `call`; None when the object is not found."""
     try:

@@ -21,7 +21,7 @@ from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError
-from app.kube.calls import raw
+from app.kube.calls import delete_options, raw
 from app.kube.client import call_json
 from app.kube.events import daemonset_event
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
@@ -168,7 +168,9 @@ class SplitWriter:
             # uid, not resourceVersion: the controller rewrites a DaemonSet's status all the
             # time (the label write just before makes it do so), the object stays the one seen.
             uid = ((write.before or {}).get("metadata") or {}).get("uid")
-            options = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid))
+            options = delete_options(
+                client.V1Preconditions(uid=uid), dry_run=kwargs.get("dry_run") == "All"
+            )
             delete = (
                 apps.delete_namespaced_daemon_set
                 if write.kind == "DaemonSet"

@@ -31,7 +31,7 @@ from app.domain.changes.outcome import Found, describe
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError
-from app.kube.calls import NamespaceCalls, raw
+from app.kube.calls import NamespaceCalls, delete_options, raw
 from app.kube.client import call_json, copy_api_client
 from app.kube.events import AuditTrail
 from app.kube.history import ChangeHistory
@@ -285,9 +285,7 @@ class PluginWriter:
 
     def _delete_configmap_at(self, version: str | None, *, dry_run: bool, action: str) -> None:
         """Delete the ConfigMap if it still has resourceVersion `version`."""
-        options = client.V1DeleteOptions(
-            preconditions=client.V1Preconditions(resource_version=version)
-        )
+        options = delete_options(client.V1Preconditions(resource_version=version), dry_run=dry_run)
         call_json(
             lambda: self.calls.core.delete_namespaced_config_map(
                 self.configmap_name, self.plugin.namespace, body=options, **raw(dry_run)

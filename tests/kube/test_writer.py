@@ -129,6 +129,23 @@ def test_writer_rollback_restores_basic_and_deletes_configmap(
     assert reasons == ["GpuSlotsConfigChanged", "GpuSlotsConfigRolledBack"]
 
 
+def test_writer_dry_run_of_a_configmap_deletion_deletes_nothing(
+    writer: PluginWriter, simulator: SimulatedCluster
+) -> None:
+    """kube-apiserver reads a DELETE's dryRun from the body when one is sent (the tier found
+    a rollback preview that deleted the ConfigMap); the simulator now does the same."""
+    objects = writer.read()
+    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    objects = writer.read()
+    plan = plan_rollback(objects.daemonset, objects.configmap, configmap_name=CM)
+    assert plan.configmap_action is ConfigMapAction.DELETE
+
+    verdict = writer.dry_run(plan)
+
+    assert verdict.ok
+    assert simulator.get("ConfigMap", CM, NS) is not None
+
+
 def test_writer_daemonset_changed_in_between_writes_nothing(
     writer: PluginWriter, simulator: SimulatedCluster, api: client.ApiClient
 ) -> None:

@@ -246,8 +246,8 @@ class KubeApi:
     async def _delete(self, target: Target, request: Request, *, dry_run: bool) -> Response:
         assert target.name is not None
         options = await _json_body(request) or {}
-        if "All" in (options.get("dryRun") or []):
-            dry_run = True
+        if options:  # as kube-apiserver: options in the body replace the query's, dryRun too
+            dry_run = "All" in (options.get("dryRun") or [])
         obj = self.registry.delete(
             target.resource,
             target.namespace,
