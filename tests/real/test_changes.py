@@ -164,6 +164,15 @@ def _preview_then_apply(
     return {n: r["after"] for n, r in rows.items()}
 
 
+def _until_put_back(world: RealWorld) -> None:
+    wait_for(
+        lambda: (rollout(world)["max_unavailable"] or {}).get("restoredAt"),
+        timeout_s=60,
+        interval_s=0.5,
+        what="maxUnavailable put back",
+    )
+
+
 def test_a_status_write_is_no_conflict_and_passing_the_failing_node_ends_as_previewed(
     world: RealWorld,
 ) -> None:
@@ -173,12 +182,7 @@ def test_a_status_write_is_no_conflict_and_passing_the_failing_node_ends_as_prev
     after = _preview_then_apply(world, "PUT", "/api/v1/plugin/config", TO_TS4, status_write=True)
     try:
         _settled(world, after, what="time-slicing x4 as previewed")
-        wait_for(
-            lambda: (rollout(world)["max_unavailable"] or {}).get("restoredAt"),
-            timeout_s=60,
-            interval_s=0.5,
-            what="maxUnavailable put back",
-        )
+        _until_put_back(world)
         strategy = _daemonset(world)["spec"]["updateStrategy"]
         assert strategy["rollingUpdate"]["maxUnavailable"] == 1
         record = world.get("/api/v1/changes").json()["changes"][0]
@@ -189,6 +193,7 @@ def test_a_status_write_is_no_conflict_and_passing_the_failing_node_ends_as_prev
             world, "POST", "/api/v1/plugin/config/rollback", {}, status_write=False
         )
     _settled(world, back, what="the rollback as previewed")
+    _until_put_back(world)
 
 
 def test_a_spec_edit_after_the_preview_is_a_409_naming_it_and_nothing_is_written(

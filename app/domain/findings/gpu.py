@@ -12,10 +12,11 @@ from typing import Literal
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
 from app.domain.accounting.gpus import GpuFacts, Handler
 from app.domain.accounting.pods import pod_key
-from app.domain.changes.split_models import editor_path
 from app.domain.findings.catalogue import finding
 from app.domain.findings.fractions import fraction_findings
 from app.domain.findings.shell import sh
+from app.domain.findings.split_remedies import keep_for_host
+from app.domain.plugin_target import PluginTarget
 from app.domain.snapshot import EvidenceValue, Finding, GpuProcess, Mode
 
 HOST_MEMORY_MIN_MIB = 1024
@@ -44,7 +45,7 @@ def gpu_findings(
     assigned = _assigned_uuids(node)
     for gpu in node.gpus:
         for handler in gpu.handed_by:
-            found += host_process_findings(node, gpu, handler)
+            found += host_process_findings(node, gpu, handler, target=facts.options.plugin)
             if handler == "device-plugin":
                 found += host_memory_findings(node, gpu)
             found += memory_pressure_findings(facts, node, gpu, handler)
@@ -53,14 +54,21 @@ def gpu_findings(
     return found
 
 
-def host_process_findings(node: NodeFacts, gpu: GpuFacts, handler: Handler) -> list[Finding]:
+def host_process_findings(
+    node: NodeFacts, gpu: GpuFacts, handler: Handler, *, target: PluginTarget
+) -> list[Finding]:
     """A host process on a GPU Kubernetes may hand to a pod: the pod meets its memory."""
+    keep = keep_for_host(node.spec, node.name, target)
     return [
-        _host_process(node, gpu, proc, handler) for proc in gpu.processes if proc.owner == "host"
+        _host_process(node, gpu, proc, handler, keep)
+        for proc in gpu.processes
+        if proc.owner == "host"
     ]
 
 
-def _host_process(node: NodeFacts, gpu: GpuFacts, proc: GpuProcess, handler: Handler) -> Finding:
+def _host_process(
+    node: NodeFacts, gpu: GpuFacts, proc: GpuProcess, handler: Handler, keep: str
+) -> Finding:
     evidence: dict[str, EvidenceValue] = {
         "pid": proc.pid,
         "command": proc.command,
@@ -80,8 +88,7 @@ def _host_process(node: NodeFacts, gpu: GpuFacts, proc: GpuProcess, handler: Han
     else:
         held = "Kubernetes counts as free slots"
         remedy = (
-            f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), "
-            f"or keep this GPU for the host in the GPU editor {sh(editor_path(node.name))}"
+            f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), or {keep}"
         )
     return finding(
         "host-process-on-advertised-gpu",

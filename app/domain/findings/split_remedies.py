@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from app.domain.changes.split_models import NODE_LABEL, editor_path, own_name
 from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import PluginSpec
+from app.domain.plugin_target import PluginTarget
 
 
 def runs_on_one_node(spec: PluginSpec) -> bool:
@@ -53,4 +54,32 @@ def per_node_list(spec: PluginSpec, nodes: Sequence[str]) -> str:
         f"plugin DaemonSet. Do not write the UUIDs of one node into {sh(spec.name)}: it runs on "
         f"{spec.desired or 'several'} nodes and the plugin would stop on every node whose "
         "GPUs the list does not name"
+    )
+
+
+def editor_edits(spec: PluginSpec | None, node: str, target: PluginTarget) -> bool:
+    """The GPU editor would accept this node: its plugin is the configured install's own.
+
+    A remedy never sends the admin to an editor that refuses (another install, the GPU
+    Operator's plugin; DRA nodes run no plugin and get DRA's own remedies).
+    """
+    if spec is None:
+        return True
+    if spec.operator_managed:
+        return False
+    return spec.namespace == target.namespace and spec.name in (
+        target.name,
+        own_name(target.name, node),
+    )
+
+
+def keep_for_host(spec: PluginSpec | None, node: str, target: PluginTarget) -> str:
+    """Where to keep a GPU of `node` for the host: the editor, or the install's own way."""
+    if editor_edits(spec, node, target) or spec is None:
+        return f"keep this GPU for the host in the GPU editor {sh(editor_path(node))}"
+    if spec.operator_managed:
+        return "keep this GPU for the host through the ClusterPolicy's spec.devicePlugin.env"
+    return (
+        f"keep this GPU for the host in the config of {sh(spec.ref)} "
+        "(NVIDIA_VISIBLE_DEVICES for this node), with the tools that installed it"
     )
