@@ -7,12 +7,15 @@ the preview's after-figure; nodes of the Helm install and the DRA node are never
 
 from __future__ import annotations
 
+import copy
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from app.simulator.plugin.rollout import RolloutPace
 from tests.conftest import ADMIN_TOKEN, Stack
@@ -28,6 +31,7 @@ GPU_SERVER_1 = [
     "GPU-b5c7d9e1-2f4a-4b6c-9d8e-3f5a7b9c1d72",
     "GPU-e8f0a2b4-3c5d-4e7f-8a9b-4c6d8e0f2a83",
 ]
+SCENARIOS = Path(__file__).resolve().parents[2] / "app" / "simulator" / "world" / "scenarios"
 NOT_OURS = {"gpu-ts-7": "other-install", "gpu-mig-8": "other-install", "gpu-dra-9": "dra"}
 
 
@@ -67,7 +71,8 @@ def _mode_preview_then_apply(
     assert {n: r["before"] for n, r in rows.items()} == now  # "now" is what nodes advertise
     for node, reason in NOT_OURS.items():
         assert rows[node]["unchanged"] == reason and rows[node]["after"] == now[node]
-    assert preview["failingNodes"] == ["gpu-ws-5"] and preview["holdsAtMaxUnavailable"] is True
+    assert preview["failingNodes"] == ["gpu-ws-5"], preview["failingNodes"]
+    assert preview["holdsAtMaxUnavailable"] is True, preview["maxUnavailable"]
     applied = _call(
         stack,
         method,
@@ -87,16 +92,20 @@ def _settled_equal(stack: Stack, expected: dict[str, int | None], *, what: str) 
     assert advertised(stack) == expected, what
 
 
+def _until_put_back(stack: Stack) -> None:
+    wait_for(
+        lambda: (rollout(stack)["max_unavailable"] or {}).get("restoredAt") is not None,
+        timeout_s=15,
+        what="maxUnavailable put back",
+    )
+
+
 def test_demo_mode_switch_and_rollback_previews_equal_results(paced: Stack) -> None:
     after = _mode_preview_then_apply(
         paced, "PUT", "/api/v1/plugin/config", {"mode": "time-slicing", "replicas": 4}
     )
     _settled_equal(paced, after, what="switch to time-slicing x4")
-    wait_for(
-        lambda: (rollout(paced)["max_unavailable"] or {}).get("restoredAt") is not None,
-        timeout_s=15,
-        what="maxUnavailable put back",
-    )
+    _until_put_back(paced)
     ds = paced.simulator.get("DaemonSet", SHARED, NS)
     assert ds is not None
     assert ds["spec"]["updateStrategy"].get("rollingUpdate", {}).get("maxUnavailable", 1) == 1
@@ -155,3 +164,77 @@ def test_rollout_api_without_query_tells_the_page_story(paced: Stack, lang: str)
     assert words in row
     fragment = paced.client.get(f"/admin/plugin/rollout/fragment?lang={lang}").text
     assert 'data-state="stuck"' in fragment and words in fragment
+
+
+OPERATOR_NS = "gpu-operator"
+
+
+def _mixed_scenario(folder: Path) -> Path:
+    """The demo (static, Helm with config-manager, MIG, DRA, a failing node) with gpu-server-6
+    moved to a GPU Operator install: static + Helm + Operator + DRA side by side."""
+    scenario = yaml.safe_load((SCENARIOS / "demo.yaml").read_text())
+    node = next(n for n in scenario["nodes"] if n["name"] == "gpu-server-6")
+    node["labels"] = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    shared = next(
+        o
+        for o in scenario["objects"]
+        if o["kind"] == "DaemonSet" and o["metadata"]["name"] == SHARED
+    )
+    operator = copy.deepcopy(shared)
+    operator["metadata"] = {
+        "name": "nvidia-device-plugin-daemonset",
+        "namespace": OPERATOR_NS,
+        "labels": {"app": "nvidia-device-plugin-daemonset"},
+        "ownerReferences": [
+            {
+                "apiVersion": "nvidia.com/v1",
+                "kind": "ClusterPolicy",
+                "name": "cluster-policy",
+                "uid": "6a1c0f3e-0000-4000-8000-000000000001",
+                "controller": True,
+            }
+        ],
+    }
+    template = operator["spec"]["template"]
+    operator["spec"]["selector"] = {"matchLabels": {"app": "nvidia-device-plugin-daemonset"}}
+    template["metadata"]["labels"] = {"app": "nvidia-device-plugin-daemonset"}
+    template["spec"]["nodeSelector"] = {"nvidia.com/gpu.deploy.device-plugin": "true"}
+    template["spec"]["containers"][0]["env"] = [{"name": "FAIL_ON_INIT_ERROR", "value": "false"}]
+    scenario["objects"] = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": OPERATOR_NS}},
+        *scenario["objects"],
+        operator,
+    ]
+    path = folder / "mixed.yaml"
+    path.write_text(yaml.safe_dump(scenario, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Iterator[Stack]:
+    stack = _start(
+        pace=RolloutPace(terminating_s=PACE_S, creating_s=PACE_S),
+        scenario=_mixed_scenario(tmp_path),
+    )
+    yield stack
+    _stop(stack)
+
+
+def test_mixed_cluster_previews_equal_results_and_refuses_other_installs(mixed: Stack) -> None:
+    operator_node = _call(mixed, "GET", "/api/v1/nodes/gpu-server-6/gpu-split", None, dry=False)
+    assert (operator_node["editable"], operator_node["refusal"]["code"]) == (
+        False,
+        "operator-managed",
+    )
+    assert "ClusterPolicy" in operator_node["refusal"]["changeInstead"]
+    before = advertised(mixed)
+
+    after = _mode_preview_then_apply(
+        mixed, "PUT", "/api/v1/plugin/config", {"mode": "time-slicing", "replicas": 4}
+    )
+    assert after["gpu-server-6"] == before["gpu-server-6"]  # the Operator's node stays
+    _settled_equal(mixed, after, what="switch on the mixed cluster")
+    _until_put_back(mixed)
+    back = _mode_preview_then_apply(mixed, "POST", "/api/v1/plugin/config/rollback", {})
+    _settled_equal(mixed, back, what="rollback on the mixed cluster")
+    assert advertised(mixed) == before

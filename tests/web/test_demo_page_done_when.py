@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -26,8 +27,10 @@ HANGUL = re.compile(r"[\uac00-\ud7a3]")
 PACE_S = 0.3
 
 
-def _start(*, pace: RolloutPace | None = None, **settings: object) -> Stack:
-    simulator = SimulatedCluster("demo", rollout_pace=pace)
+def _start(
+    *, pace: RolloutPace | None = None, scenario: str | Path = "demo", **settings: object
+) -> Stack:
+    simulator = SimulatedCluster(scenario, rollout_pace=pace)
     app = build_app(
         stack_settings(**settings),
         kube_server=simulator.start(host="127.0.0.1", port=0),
