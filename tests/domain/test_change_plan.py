@@ -271,6 +271,31 @@ def test_plan_keeps_other_keys_of_the_existing_config() -> None:
     assert plan.after.fail_requests_greater_than_one
 
 
+def test_plan_rewrites_every_entry_of_the_gpu_resource_so_the_plugin_gets_the_asked_count() -> None:
+    text = (
+        "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+        "    - name: nvidia.com/gpu\n      replicas: 2\n"
+        "    - name: gpu\n      replicas: 8\n"
+        "    - name: nvidia.com/mig-1g.10gb\n      replicas: 3\n"
+    )
+    ds = daemonset()
+    container = plugin_container(ds)
+    container["env"].append({"name": "CONFIG_FILE", "value": "/cfg/config.yaml"})
+    container["volumeMounts"].append({"name": "cfg", "mountPath": "/cfg"})
+    ds["spec"]["template"]["spec"]["volumes"].append({"name": "cfg", "configMap": {"name": CM}})
+
+    plan = plan_change(ds, configmap(text), ts(3), configmap_name=CM)
+
+    assert plan.configmap is not None
+    new = yaml.safe_load(plan.configmap["data"]["config.yaml"])
+    assert new["sharing"]["timeSlicing"]["resources"] == [
+        {"name": "nvidia.com/gpu", "replicas": 3},
+        {"name": "nvidia.com/mig-1g.10gb", "replicas": 3},
+    ]
+    assert plan.after.replicas == 3
+    assert any("gpu (replicas 8) is merged into the first" in w for w in plan.warnings)
+
+
 def test_plan_removes_an_mps_block_with_a_warning() -> None:
     text = "sharing:\n  mps:\n    resources:\n    - name: nvidia.com/gpu\n      replicas: 2\n"
     ds = daemonset(

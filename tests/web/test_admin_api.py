@@ -267,3 +267,28 @@ def test_admin_api_operator_managed_daemonset_is_409(admin: Stack) -> None:
     assert response.status_code == 409
     assert "ClusterPolicy" in response.json()["detail"]
     wait_for(lambda: config(admin)["operatorManaged"], what="operatorManaged in GET")
+
+
+def test_admin_api_allocation_policy_needs_v020_and_is_written_when_it_has_it(
+    admin: Stack,
+) -> None:
+    refused = put(admin, {**TO_TS4, "allocation_policy": "packed"})
+    assert refused.status_code == 422
+    assert "needs device plugin v0.20.0 or later" in refused.json()["detail"]
+    assert "v0.18.2" in refused.json()["detail"]
+
+    api_client = make_api_client(host=admin.simulator.url)
+    apps = client.AppsV1Api(api_client)
+    ds = apps.read_namespaced_daemon_set("nvidia-device-plugin-daemonset", NS)
+    ds.spec.template.spec.containers[0].image = "nvcr.io/nvidia/k8s-device-plugin:v0.20.0"
+    apps.replace_namespaced_daemon_set("nvidia-device-plugin-daemonset", NS, ds)
+    api_client.close()
+
+    applied = put(admin, {**TO_TS4, "allocationPolicy": "packed"})
+    assert applied.status_code == 200, applied.text
+    stored = admin.simulator.get("ConfigMap", "nvidia-device-plugin-config", NS)
+    assert stored is not None
+    text = stored["data"]["config.yaml"]
+    assert "sharedDevicesAllocationPolicy: packed" in text
+    bad = put(admin, {**TO_TS4, "allocationPolicy": "spread"})
+    assert bad.status_code == 422 and "must be one of distributed, packed" in bad.json()["detail"]

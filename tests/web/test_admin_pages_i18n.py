@@ -291,3 +291,20 @@ def test_non_admin_write_is_refused_naming_the_admin_group(
     assert alert_text(response.text, "admin-error") == (
         "victor은(는) 관리자 그룹 gpu-admins에 속하지 않습니다."
     )
+
+
+def test_allocation_policy_in_the_form_is_refused_for_an_older_plugin_with_the_reason(
+    stack: Stack,
+) -> None:
+    log_in(stack)
+    form = stack.client.get("/admin/plugin").text
+    assert 'data-testid="allocation-policy"' in form and 'value="packed"' in form
+    csrf = csrf_of(form)
+    refused = stack.client.post(
+        "/admin/plugin/preview?lang=ko",
+        data={**TS4, "allocation_policy": "packed", "csrf_token": csrf},
+    )
+    assert refused.status_code == 422
+    page = parse(refused.text)
+    assert page.text("admin-error").startswith("허용 범위를 벗어난 값이 있습니다.")
+    assert "needs device plugin v0.20.0 or later" in page.text("admin-error-detail")
