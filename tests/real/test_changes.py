@@ -222,29 +222,42 @@ def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) 
         "replicas": 1,
         "confirmHostProcesses": True,
     }
+    before = _advertised(world)
     preview = world.admin(
         "PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body, params={"dryRun": "true"}
     )
     assert preview.status_code == 200, preview.text
     assert preview.json()["serverDryRunOk"] is True
+    assert preview.json()["slotsBefore"] == before[NODE]
+    _status_write(world)  # the controller's kind of write: the token still holds
 
-    applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body)
+    applied = world.admin(
+        "PUT",
+        f"/api/v1/nodes/{NODE}/gpu-split",
+        json={**body, "expectedToken": preview.json()["token"]},
+    )
 
     assert applied.status_code == 200, applied.text
     _until_allocatable(world, NODE, "3", what="3 GPUs advertised by the node's own DaemonSet")
-    assert allocatable(world, "gpu-server-2") == "2"  # no other node changed
+    assert _advertised(world) == {**before, NODE: preview.json()["slotsAfter"]}
     split = world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()
     assert split["daemonset"]["own"] is True
 
     assert applied.json()["changeId"], applied.text
+    path = f"/api/v1/changes/{applied.json()['changeId']}/rollback"
+    undo_preview = world.admin("POST", path, json={}, params={"dryRun": "true"})
+    assert undo_preview.status_code == 200, undo_preview.text
+    assert undo_preview.json()["slotsAfter"] == before[NODE]
+    assert world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()["daemonset"]["own"] is True
     undo = world.admin(
         "POST",
-        f"/api/v1/changes/{applied.json()['changeId']}/rollback",
-        json={"confirmHostProcesses": True},
+        path,
+        json={"confirmHostProcesses": True, "expectedToken": undo_preview.json()["token"]},
     )
 
     assert undo.status_code == 200, undo.text
     _until_allocatable(world, NODE, "2", what="the shared DaemonSet's 2 slots again")
+    wait_for(lambda: _advertised(world) == before, timeout_s=60, interval_s=0.5, what="as before")
     assert world.get(f"/api/v1/nodes/{NODE}/gpu-split").json()["daemonset"]["own"] is False
 
 
