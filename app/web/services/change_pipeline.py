@@ -43,6 +43,22 @@ def writer_for(runtime: Runtime, principal: Principal) -> Iterator[PluginWriter]
         yield acting
 
 
+def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
+    """The shared DaemonSet and its ConfigMap as the watch cache holds them (no API call)."""
+    target = runtime.settings.plugin_target
+    daemonset = next((ds for ds in runtime.source.items("daemonsets") if target.matches(ds)), None)
+    configmap = next(
+        (
+            cm
+            for cm in runtime.source.items("configmaps")
+            if (cm.get("metadata") or {}).get("name") == runtime.settings.plugin_configmap_name
+            and (cm.get("metadata") or {}).get("namespace") in (None, target.namespace)
+        ),
+        None,
+    )
+    return daemonset, configmap
+
+
 def token_of(objects: ReadObjects) -> str:
     """The freshness token a preview hands out for the objects its plan read."""
     return freshness_token(objects)

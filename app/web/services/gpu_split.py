@@ -24,13 +24,13 @@ from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
 from app.web.services.change_pipeline import (
     ReadObjects,
+    cached_objects,
     check_token,
     iso,
     or_no_change,
     token_of,
     writer_for,
 )
-from app.web.services.plugin_admin import cached_objects
 from app.web.views.admin_schemas import (
     GoverningOut,
     GpuProcessOut,

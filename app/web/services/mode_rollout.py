@@ -28,6 +28,7 @@ from app.errors import ClusterError
 from app.kube.writer import PluginWriter
 from app.web.runtime import Runtime
 from app.web.services.change_pipeline import iso
+from app.web.services.rollout_view import rollout_view
 
 log = logging.getLogger(__name__)
 audit_log = logging.getLogger("gpu_slots.audit")
@@ -91,18 +92,21 @@ def restore_when_done(runtime: Runtime, writer: PluginWriter, record: RolloutRec
 
 
 def _restore_loop(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> None:
-    from app.web.services.rollout_view import rollout_view  # the view imports this module
-
+    """Poll the rollout view (the watch cache: no API call) until done, then restore."""
     stop = threading.Event()
     started = runtime.clock()
     while not stop.wait(POLL_S):
-        view = rollout_view(runtime)
-        mine = view.record is not None and view.record.change_id == record.change_id
-        if not mine:
-            return  # a newer change took over the DaemonSet (and its record)
-        late = (runtime.clock() - started).total_seconds() > RESTORE_DEADLINE_S
-        if view.state == "done" or late:
-            restore_now(runtime, writer, record)
+        try:
+            view = rollout_view(runtime)
+            mine = view.record is not None and view.record.change_id == record.change_id
+            if not mine:
+                return  # a newer change took over the DaemonSet (and its record)
+            late = (runtime.clock() - started).total_seconds() > RESTORE_DEADLINE_S
+            if view.state == "done" or late:
+                restore_now(runtime, writer, record)
+                return
+        except Exception:  # a watcher thread must never die loudly: say so and stop
+            log.exception("watching the rollout of change %s failed", record.change_id)
             return
 
 

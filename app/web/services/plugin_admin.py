@@ -26,6 +26,7 @@ from app.web.auth.principal import Admin, Principal
 from app.web.runtime import Runtime
 from app.web.services.change_pipeline import (
     ReadObjects,
+    cached_objects,
     check_token,
     get_writer,
     iso,
@@ -280,22 +281,6 @@ def change_mode(
 
 
 # reading the current mode ----------------------------------------------------------------
-
-
-def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
-    """The shared DaemonSet and its ConfigMap as the watch cache holds them (no API call)."""
-    target = runtime.settings.plugin_target
-    daemonset = next((ds for ds in runtime.source.items("daemonsets") if target.matches(ds)), None)
-    configmap = next(
-        (
-            cm
-            for cm in runtime.source.items("configmaps")
-            if (cm.get("metadata") or {}).get("name") == runtime.settings.plugin_configmap_name
-            and (cm.get("metadata") or {}).get("namespace") in (None, target.namespace)
-        ),
-        None,
-    )
-    return daemonset, configmap
 
 
 def config_view(runtime: Runtime) -> dict[str, Any]:

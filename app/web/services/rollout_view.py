@@ -18,7 +18,7 @@ from app.domain.changes.rollout import RolloutStatus, rollout_status
 from app.domain.changes.rollout_record import RolloutRecord, rollout_record
 from app.domain.kube_time import parse_time
 from app.web.runtime import Runtime
-from app.web.services.plugin_admin import cached_objects
+from app.web.services.change_pipeline import cached_objects
 
 STUCK_AFTER_S = 60.0
 RolloutState = Literal["done", "rolling-out", "stuck", "no-daemonset"]
