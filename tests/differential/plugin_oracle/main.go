@@ -110,6 +110,7 @@ func judge(req request, scratch string) answer {
 	var config *spec.Config
 	var failure error
 	app := cli.NewApp()
+	app.Writer, app.ErrWriter = io.Discard, io.Discard
 	app.Flags = pluginFlags()
 	app.Action = func(c *cli.Context) error {
 		var err error
