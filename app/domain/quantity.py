@@ -108,8 +108,8 @@ def parse_quantity(value: object, *, field: str = "") -> Quantity:
         amount = -amount
     if amount != 0:
         amount = _round_up_to_nano(amount)
-    if form == "BinarySI" and amount > INT64_MAX:
-        amount = Fraction(INT64_MAX)
+    if form == "BinarySI" and abs(amount) > INT64_MAX:
+        amount = Fraction(INT64_MAX if amount > 0 else -INT64_MAX)
     if form == "BinarySI" and 0 < amount < 1:
         form = "DecimalSI"
     return Quantity(amount, form, kept)
@@ -139,7 +139,7 @@ def _text_of(value: object, field: str) -> str:
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             raise QuantityError(value, "not a finite number", field=field)
-        return str(int(value)) if value.is_integer() and abs(value) < 1e21 else repr(value)
+        return repr(value)  # the JSON text Python writes for it
     if isinstance(value, str):
         return value.strip()
     raise QuantityError(value, "not a string or a number", field=field)
