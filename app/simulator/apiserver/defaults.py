@@ -98,18 +98,23 @@ def default_secret(secret: JsonObject) -> None:
         secret["data"] = data
 
 
-def apply_defaults(resource: ResourceType, obj: JsonObject, *, creating: bool) -> None:
-    """Fill in and normalise the object in place, as the API server does on a write."""
+def canonical_quantities(resource: ResourceType, obj: JsonObject) -> None:
+    """Quantities as the API server serialises them, however the object was written."""
     if resource is POD:
-        if creating:
-            default_requests_from_limits(obj)
         canonical_pod_spec(obj.get("spec"))
     elif resource is DAEMONSET:
         template = (obj.get("spec") or {}).get("template") or {}
         canonical_pod_spec(template.get("spec") if isinstance(template, dict) else None)
     elif resource is NODE:
         canonical_node_status(obj)
-    elif resource is EVENT:
+
+
+def apply_defaults(resource: ResourceType, obj: JsonObject, *, creating: bool) -> None:
+    """Fill in and normalise the object in place, as the API server does on a write."""
+    if resource is POD and creating:
+        default_requests_from_limits(obj)
+    canonical_quantities(resource, obj)
+    if resource is EVENT:
         normalise_event_times(obj)
     elif resource.kind == "Secret":
         default_secret(obj)
