@@ -127,5 +127,6 @@ if __name__ == "__main__":
         print(f"differential tier: {exc}", file=sys.stderr)
         sys.exit(2)
     print(
-        f"device plugin {PLUGIN_VERSION} and Kubernetes {KUBERNETES_VERSION} oracles: {found.plugin.parent}"
+        f"device plugin {PLUGIN_VERSION} and Kubernetes {KUBERNETES_VERSION} oracles: "
+        f"{found.plugin.parent}"
     )
