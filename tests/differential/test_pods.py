@@ -128,7 +128,11 @@ def test_generated_pods_refused_stored_and_counted_alike(oracle: Oracles) -> Non
         ]
         if _stored_resources(stored) != theirs:
             disagreements[name] = ("stored", _stored_resources(stored), theirs)
-        counts = {k: v for k, v in (answer.get("counts") or {}).items() if k.startswith("nvidia.com/") and v}
+        counts = {
+            k: v
+            for k, v in (answer.get("counts") or {}).items()
+            if k.startswith("nvidia.com/") and v
+        }
         if pod_slots(stored) != counts:
             disagreements[name] = ("counted", pod_slots(stored), counts)
     assert 40 <= refused <= len(pods) - 100  # both outcomes well covered
@@ -145,7 +149,7 @@ QUANTITY_TEXTS = [
 
 def _generated_quantities(count: int = 600, seed: int = 29) -> list[Any]:
     rng = random.Random(seed)
-    found: list[Any] = list(QUANTITY_TEXTS) + [1, 2, 0, 2.5, 1e3, 1.5e-3, 1e20, 123456789]
+    found: list[Any] = [*QUANTITY_TEXTS, 1, 2, 0, 2.5, 1e3, 1.5e-3, 1e20, 123456789]
     suffixes = ["", "", "m", "k", "M", "G", "Ki", "Mi", "Gi", "Ei", "n", "u", "e3", "e-3", "E6"]
     for _ in range(count):
         whole = str(
