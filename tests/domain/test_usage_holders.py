@@ -28,8 +28,8 @@ def test_owner_is_label_then_controller_then_pod() -> None:
     bare = {"metadata": {"namespace": "ml", "name": "c"}}
     assert [owner_of(p) for p in (labelled, controlled, bare)] == [
         "ml/carol",
-        "ml/Job/b",
-        "ml/Pod/c",
+        "ml/b",
+        "ml/c",
     ]
 
 

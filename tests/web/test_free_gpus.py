@@ -85,3 +85,27 @@ def test_overview_headline_and_free_filter_agree(demo: Stack) -> None:
 def test_korean_overview_words_free_gpus(demo: Stack) -> None:
     page = demo.client.get("/?lang=ko").text
     assert "모델별 빈 GPU" in page
+
+
+def test_usage_lists_dra_holders_shares_and_resources_apart(demo: Stack) -> None:
+    usage = demo.client.get("/api/v1/usage", params={"by": "node"}).json()
+    dra = next(r for r in usage["rows"] if r["key"] == "gpu-dra-9")
+    assert (dra["pods"], dra["dra_devices"], dra["slots_held"]) == (4, 3, 0)
+    holders = {p["pod"]: p for p in usage["pods"] if p["node"] == "gpu-dra-9"}
+    assert set(holders) == {
+        "ml/lab-notebook-a",
+        "ml/lab-notebook-b",
+        "ml/mig-eval-0",
+        "ml/embed-dra-0",
+    }
+    assert holders["ml/lab-notebook-a"]["gpu_share"] == 0.5  # one GPU time-sliced by two
+    assert holders["ml/embed-dra-0"]["gpu_share"] == 1.0
+    mig = next(r for r in usage["rows"] if r["key"] == "gpu-mig-8")
+    assert mig["slots_held"] == 0  # a MIG slice is never added into nvidia.com/gpu
+    assert mig["slots_by_resource"] == {"nvidia.com/mig-1g.10gb": 1}
+    owners = {r["key"] for r in demo.client.get("/api/v1/usage?by=owner").json()["rows"]}
+    assert not any("/Pod/" in owner for owner in owners)
+    assert "ml/eval-direct-0" not in {p["pod"] for p in usage["pods"]}  # it holds no slot
+    page = demo.client.get("/usage?by=node").text
+    assert 'data-key="gpu-dra-9"' in page
+    assert "+ 3 DRA device(s)" in page

@@ -68,6 +68,8 @@ EN: dict[str, str] = {
     "resources_heading": "Every GPU resource",
     "col_stranded": "Stranded",
     "pending_line": "{pods} pending pod(s) want {slots} {resource}: {reason}",
+    "usage_other_resource": "+ {count} {resource}",
+    "usage_dra_devices": "+ {count} DRA device(s)",
     "free_gpus_heading": "Free GPUs by model",
     "free_gpus_total": "{whole} free whole GPU(s); {shares} free share(s) of a GPU "
     "(time-slices, MPS, MIG slices)",

@@ -68,6 +68,8 @@ KO: dict[str, str] = {
     "resources_heading": "모든 GPU 리소스",
     "col_stranded": "묶임",
     "pending_line": "대기 중인 파드 {pods}개가 {resource} {slots}개를 요청: {reason}",
+    "usage_other_resource": "+ {resource} {count}개",
+    "usage_dra_devices": "+ DRA 장치 {count}개",
     "free_gpus_heading": "모델별 빈 GPU",
     "free_gpus_total": "빈 GPU {whole}개, 빈 GPU 조각 {shares}개 (시분할, MPS, MIG 조각)",
     "free_gpus_line": "GPU {whole}개, 조각 {shares}개 비어 있음",
