@@ -271,3 +271,14 @@ def _check_resource(entry: Any) -> None:
     if keys["pattern"] is not None and not isinstance(keys["pattern"], str):
         raise GoJsonError(f"json: cannot unmarshal {json_kind(keys['pattern'])} into pattern")
     resource_name("" if keys["name"] is None else keys["name"])
+
+
+def allocation_policy_of(env: Mapping[str, str], flags: Mapping[str, Any]) -> str:
+    """flags.plugin.sharedDevicesAllocationPolicy of a v0.20+ plugin (env beats the file).
+
+    Kept for callers that hold a parsed `flags:` mapping; raises PluginConfigError as the
+    plugin would for a value it refuses.
+    """
+    return read_flags(
+        [dict(flags)], env, version=MPS_FAIL_REQUESTS_HONOURED_SINCE
+    ).allocation_policy
