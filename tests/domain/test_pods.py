@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.accounting.pods import holds_resources, pod_env_visible_devices, pod_slots
+from app.domain.quantity import QuantityError
 from tests import factories as f
 
 G = "nvidia.com/gpu"
@@ -57,9 +58,37 @@ def test_pod_slots_request_wins_over_limit() -> None:
     assert pod_slots(f.pod("p", containers=[spec])) == {G: 1}
 
 
-def test_pod_slots_ignores_non_nvidia_and_garbage() -> None:
-    spec = {"name": "c", "resources": {"limits": {"cpu": "2", G: "x", "nvidia.com/mig-1g.10gb": 2}}}
+def test_pod_slots_ignores_non_nvidia_resources() -> None:
+    spec = {"name": "c", "resources": {"limits": {"cpu": "x", "nvidia.com/mig-1g.10gb": 2}}}
     assert pod_slots(f.pod("p", containers=[spec])) == {"nvidia.com/mig-1g.10gb": 2}
+
+
+def test_pod_slots_garbage_quantity_raises_naming_the_field() -> None:
+    spec = {"name": "c", "resources": {"limits": {G: "x"}}}
+    with pytest.raises(QuantityError, match=r"resources.limits.nvidia.com/gpu: 'x'"):
+        pod_slots(f.pod("p", containers=[spec]))
+
+
+@pytest.mark.parametrize(
+    ("requests", "limits", "expected"),
+    [
+        ({G: "2k"}, {G: "2k"}, 2000),
+        ({G: "1e0"}, {}, 1),
+        ({}, {G: "1000m"}, 1),
+        ({G: "1Ki"}, {G: "1Ki"}, 1024),
+        ({G: 3}, {G: "3"}, 3),
+    ],
+)
+def test_pod_slots_reads_every_quantity_form(
+    requests: dict[str, object], limits: dict[str, object], expected: int
+) -> None:
+    spec = {"name": "c", "resources": {"requests": requests, "limits": limits}}
+    assert pod_slots(f.pod("p", containers=[spec])) == {G: expected}
+
+
+def test_pod_slots_sums_exact_amounts_before_rounding_up() -> None:
+    half = {"name": "c", "resources": {"limits": {G: "500m"}}}
+    assert pod_slots(f.pod("p", containers=[half, dict(half, name="d")])) == {G: 1}
 
 
 @pytest.mark.parametrize(

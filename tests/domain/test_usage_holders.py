@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.domain.usage.holders import owner_of, pod_usages, usage_rows
+from app.domain.usage.shares import profile_share
 from tests.web.page_snapshots import demo_like
 
 
@@ -28,8 +31,8 @@ def test_owner_is_label_then_controller_then_pod() -> None:
     bare = {"metadata": {"namespace": "ml", "name": "c"}}
     assert [owner_of(p) for p in (labelled, controlled, bare)] == [
         "ml/carol",
-        "ml/Job/b",
-        "ml/Pod/c",
+        "ml/b",
+        "ml/c",
     ]
 
 
@@ -46,3 +49,11 @@ def test_usage_rows_add_up_holders_and_pending_demand() -> None:
     assert "research/erin" in by_owner
     by_node = {row.key: row.slots_held for row in usage_rows(usages, "node")}
     assert by_node["-"] == 0  # pending pods have no node yet
+
+
+@pytest.mark.parametrize(
+    ("profile", "share"),
+    [("1g.10gb", 1 / 7), ("3g.40gb", 3 / 7), ("7g.80gb", 1.0), ("1g.10gb+me", 1 / 7), (None, 1.0)],
+)
+def test_mig_profile_share_of_its_gpu(profile: str | None, share: float) -> None:
+    assert profile_share(profile) == pytest.approx(share)

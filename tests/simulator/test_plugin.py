@@ -305,7 +305,27 @@ def test_parse_sharing_invalid_config_raises(text: str) -> None:
 def test_parse_sharing_short_name_and_typo() -> None:
     assert parse_sharing(config(4).replace("nvidia.com/gpu", "gpu")).replicas == 4
     typo = parse_sharing(config(4).replace("nvidia.com/gpu", "nvidia.com/gpus"))
-    assert (typo.replicas, typo.strategy) == (1, "none")
+    # The plugin's SharingStrategy() is time-slicing once any entry replicates, even one
+    # naming no device it has; nvidia.com/gpu itself stays at one slot per GPU.
+    assert (typo.replicas, typo.strategy) == (1, "time-slicing")
+    assert typo.replicas_of("nvidia.com/gpus") == 4
+
+
+def test_parse_sharing_reads_lowercase_block_and_replicates_mig() -> None:
+    text = (
+        "sharing:\n  timeslicing:\n    resources:\n    - name: mig-1g.10gb\n      replicas: 3\n"
+        "    - name: gpu\n      replicas: 2\n    - name: gpu\n      replicas: 5\n"
+    )
+    sharing = parse_sharing(text)
+    assert (sharing.strategy, sharing.replicas) == ("time-slicing", 5)
+    assert sharing.replicas_of("nvidia.com/mig-1g.10gb") == 3
+
+
+def test_parse_sharing_mps_without_root_is_refused_and_with_env_accepted() -> None:
+    text = "sharing:\n  mps:\n    resources:\n    - name: gpu\n      replicas: 4\n"
+    with pytest.raises(PluginConfigError, match="mps-root"):
+        parse_sharing(text)
+    assert parse_sharing(text, env={"MPS_ROOT": "/run/nvidia/mps"}).strategy == "mps"
 
 
 def test_outcome_is_plain_data() -> None:

@@ -118,7 +118,9 @@ def test_usage_by_namespace_counts_slots_idle_and_memory(demo: Stack) -> None:
         "idle_slots": 1,
         "pending_pods": 0,
         "pending_slots": 0,
-        "gpu_share": 0.0,
+        "gpu_share": 1.0,  # one whole GPU's slot
+        "slots_by_resource": {"nvidia.com/gpu": 1},
+        "dra_devices": 0,
     }
     assert body["by"] == "namespace"
     ml = next(r for r in body["rows"] if r["key"] == "ml")

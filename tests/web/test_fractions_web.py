@@ -90,13 +90,14 @@ def test_api_usage_fraction_pods_counted_by_share(client: TestClient) -> None:
         for r in usage["rows"]
     }
     assert rows == {
-        "kai-resource-reservation": (1, 1, 0.0, 0),
+        # the reservation pod holds the whole GPU's slot; the fractions are shares of it
+        "kai-resource-reservation": (1, 1, 1.0, 0),
         "ml": (0, 1, 0.5, 30000),
         "serving": (0, 1, 0.25, 25000),
     }
     pods = {p["pod"]: (p["slots"], p["gpu_share"], p["gpus"]) for p in usage["pods"]}
     assert pods == {
-        RESERVATION: (1, None, [0]),
+        RESERVATION: (1, 1.0, [0]),
         "ml/a": (0, 0.5, [0]),
         "serving/b": (0, 0.25, [0]),
     }

@@ -108,7 +108,9 @@ def is_k3s(node: Manifest) -> bool:
 def resource_count(node: Manifest, field_name: str, resource: str) -> int | None:
     """status.capacity / status.allocatable of one resource; None when the key is absent."""
     values = (node.get("status") or {}).get(field_name) or {}
-    return parse_count(values[resource]) if resource in values else None
+    if resource not in values:
+        return None
+    return parse_count(values[resource], field=f"status.{field_name}.{resource}")
 
 
 def has_nvidia_capacity(node: Manifest) -> bool:

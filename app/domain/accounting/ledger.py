@@ -105,7 +105,7 @@ def gpu_resource_counts(node: Manifest, field_name: str) -> dict[str, int]:
     """status.capacity / status.allocatable of every nvidia.com/ resource."""
     values = (node.get("status") or {}).get(field_name) or {}
     return {
-        str(name): parse_count(value)
+        str(name): parse_count(value, field=f"status.{field_name}.{name}")
         for name, value in values.items()
         if str(name).startswith(NVIDIA_PREFIX)
     }

@@ -333,8 +333,11 @@ def _fill_holders(
     if assignments is not None:
         by_uuid: dict[str, list[SlotHolder]] = {}
         for name in sorted({a.resource for a in assignments}):
+            # only pods that hold a slot of the resource are its holders (a pod reaching a
+            # GPU through NVIDIA_VISIBLE_DEVICES alone holds none, whatever is reported)
+            holding = {p.pod for p in held.get(name, []) if p.slots > 0}
             for uuid, holders in kubelet_holders(assignments, name).items():
-                by_uuid.setdefault(uuid, []).extend(holders)
+                by_uuid.setdefault(uuid, []).extend(h for h in holders if h.pod in holding)
         for gpu in gpus:
             gpu.holders = by_uuid.get(gpu.uuid, [])
         for device in devices:

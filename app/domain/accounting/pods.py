@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from app.domain.accounting.fractions import GpuFraction, gpu_groups, read_fraction, reserved_gpu
 from app.domain.cluster import Manifest
+from app.domain.quantity import parse_quantity, quantity_count
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 ADMISSION_ERROR = "UnexpectedAdmissionError"
@@ -38,66 +41,71 @@ def holds_resources(pod: Manifest) -> bool:
     return pod_node(pod) is not None and pod_phase(pod) not in TERMINAL_PHASES
 
 
-def parse_count(value: Any) -> int:
-    """An extended-resource quantity (always an integer for device-plugin resources)."""
-    if isinstance(value, bool):
-        return 0
-    if isinstance(value, int):
-        return max(value, 0)
-    try:
-        return max(int(str(value).strip()), 0)
-    except ValueError:
-        return 0
+def parse_count(value: Any, *, field: str = "") -> int:
+    """A quantity as the scheduler counts it: `"2k"`, `"1e0"`, `"1000m"` are 2000, 1, 1.
+
+    Raises QuantityError (a ValueError naming the field) for a value that is no quantity.
+    """
+    return quantity_count(value, field=field)
 
 
-def container_slots(container: Mapping[str, Any]) -> dict[str, int]:
-    """nvidia.com/* requests of one container; limits stand in for a missing request."""
+def _container_amounts(container: Mapping[str, Any]) -> dict[str, Fraction]:
+    """nvidia.com/* requests of one container, exact; limits stand in for a missing request."""
     resources = container.get("resources") or {}
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
-    found: dict[str, int] = {}
-    for source, skip in ((requests, None), (limits, requests)):
+    found: dict[str, Fraction] = {}
+    for source, skip, kind in ((requests, None, "requests"), (limits, requests, "limits")):
         for name, value in source.items():
             if str(name).startswith(_NVIDIA_PREFIX) and (skip is None or name not in skip):
-                count = parse_count(value)
-                if count:
-                    found[str(name)] = count
+                amount = parse_quantity(value, field=f"resources.{kind}.{name}").amount
+                if amount > 0:
+                    found[str(name)] = amount
     return found
+
+
+def container_slots(container: Mapping[str, Any]) -> dict[str, int]:
+    """nvidia.com/* slots of one container (each rounded up, as Quantity.Value())."""
+    return {name: math.ceil(amount) for name, amount in _container_amounts(container).items()}
+
+
+def _add(total: dict[str, Fraction], more: Mapping[str, Fraction]) -> None:
+    for name, amount in more.items():
+        total[name] = total.get(name, Fraction(0)) + amount
 
 
 def pod_slots(pod: Manifest) -> dict[str, int]:
     """Slots per nvidia.com/* resource the scheduler reserves for this pod.
 
-    max(sum of app containers + restartable init containers, the largest init step) plus the
-    pod overhead, like the scheduler's resource helper.
+    component-helpers' PodRequests: max(sum of app containers + restartable init containers,
+    the largest init step) plus the pod overhead, summed as exact quantities and then rounded
+    up once (Quantity.Value()), so `"1000m"` is one slot and `"2k"` two thousand.
     """
     spec = pod.get("spec") or {}
-    app_sum: dict[str, int] = {}
+    app_sum: dict[str, Fraction] = {}
     for container in spec.get("containers") or []:
-        for name, count in container_slots(container).items():
-            app_sum[name] = app_sum.get(name, 0) + count
-    sidecars: dict[str, int] = {}
-    init_peak: dict[str, int] = {}
+        _add(app_sum, _container_amounts(container))
+    sidecars: dict[str, Fraction] = {}
+    init_peak: dict[str, Fraction] = {}
     for container in spec.get("initContainers") or []:
-        own = container_slots(container)
+        own = _container_amounts(container)
         if container.get("restartPolicy") == "Always":
-            for name, count in own.items():
-                sidecars[name] = sidecars.get(name, 0) + count
+            _add(sidecars, own)
             step = dict(sidecars)
         else:
             step = dict(sidecars)
-            for name, count in own.items():
-                step[name] = step.get(name, 0) + count
-        for name, count in step.items():
-            init_peak[name] = max(init_peak.get(name, 0), count)
-    total: dict[str, int] = {}
+            _add(step, own)
+        for name, amount in step.items():
+            init_peak[name] = max(init_peak.get(name, Fraction(0)), amount)
+    total: dict[str, Fraction] = {}
     for name in set(app_sum) | set(sidecars) | set(init_peak):
-        running = app_sum.get(name, 0) + sidecars.get(name, 0)
-        total[name] = max(running, init_peak.get(name, 0))
+        running = app_sum.get(name, Fraction(0)) + sidecars.get(name, Fraction(0))
+        total[name] = max(running, init_peak.get(name, Fraction(0)))
     for name, value in (spec.get("overhead") or {}).items():
-        if str(name).startswith(_NVIDIA_PREFIX) and parse_count(value):
-            total[str(name)] = total.get(str(name), 0) + parse_count(value)
-    return {name: count for name, count in total.items() if count > 0}
+        if str(name).startswith(_NVIDIA_PREFIX):
+            amount = parse_quantity(value, field=f"overhead.{name}").amount
+            total[str(name)] = total.get(str(name), Fraction(0)) + amount
+    return {name: math.ceil(amount) for name, amount in total.items() if amount > 0}
 
 
 def pod_env_visible_devices(pod: Manifest) -> str | None:

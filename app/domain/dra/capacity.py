@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from app.domain.dra.inventory import DraView
 from app.domain.dra.objects import Claim, Device
+from app.domain.quantity import quantity_count
 
 Unit = tuple[str, ...]
 
@@ -51,7 +52,7 @@ def consumed_shares(claim: Claim, device: Device) -> int:
         if result.key != device.key:
             continue
         value = dict(result.consumed).get("shares")
-        total += int(value) if value is not None and value.isdigit() else 1
+        total += 1 if value is None else quantity_count(value, field="consumedCapacity.shares")
     return total
 
 

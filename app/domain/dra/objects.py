@@ -13,43 +13,24 @@ from typing import Any
 
 from app.domain.cluster import Manifest
 from app.domain.dra_models import DraSharing
+from app.domain.quantity import quantity_count
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_TYPES = ("gpu", "mig")
 AUTO_CLAIM_ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 _DRIVER_RE = re.compile(r"device\.driver\s*==\s*['\"]([^'\"]+)['\"]")
 _TYPE_RE = re.compile(r"\.type\s*==\s*['\"]([A-Za-z0-9_.-]+)['\"]")
-_QUANTITY_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTPE]i?|[kmgtpe])?\s*$")
-_FACTORS = {
-    None: 1,
-    "Ki": 2**10,
-    "Mi": 2**20,
-    "Gi": 2**30,
-    "Ti": 2**40,
-    "Pi": 2**50,
-    "Ei": 2**60,
-    "k": 10**3,
-    "K": 10**3,
-    "M": 10**6,
-    "G": 10**9,
-    "T": 10**12,
-    "P": 10**15,
-    "E": 10**18,
-}
 _STRATEGIES = {"timeslicing": "TimeSlicing", "mps": "MPS"}
 
 
-def quantity_mib(value: Any) -> int | None:
-    """A Kubernetes quantity of bytes (`81920Mi`, `80Gi`, `85899345920`) in MiB."""
-    if isinstance(value, bool) or value is None:
+def quantity_mib(value: Any, *, field: str = "capacity.memory") -> int | None:
+    """A Kubernetes quantity of bytes (`81920Mi`, `80Gi`, `85899345920`) in MiB; None if absent.
+
+    Raises QuantityError for a value that is no quantity.
+    """
+    if value is None:
         return None
-    match = _QUANTITY_RE.match(str(value))
-    if match is None:
-        return None
-    factor = _FACTORS.get(match.group(2))
-    if factor is None:
-        return None
-    return int(float(match.group(1)) * factor) // 2**20
+    return quantity_count(value, field=field) // 2**20
 
 
 def _meta(obj: Manifest) -> Mapping[str, Any]:
@@ -340,7 +321,4 @@ def _shares(device: Mapping[str, Any], capacity: Mapping[str, Any]) -> int | Non
     if device.get("allowMultipleAllocations") is not True:
         return None
     value = _dict(capacity.get("shares")).get("value")
-    try:
-        return int(str(value)) if value is not None else None
-    except ValueError:
-        return None
+    return quantity_count(value, field="capacity.shares") if value is not None else None

@@ -34,7 +34,7 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("plugin-image-outdated", _I, _C, "Plugin image older than the platform's v0.18.2"),
         _kind("config-mounted-not-used", _W, _C, "ConfigMap mounted but CONFIG_FILE unset"),
         _kind("config-key-missing", _E, _C, "CONFIG_FILE points at a missing key or file"),
-        _kind("config-invalid", _E, _C, "config.yaml is unparsable or invalid"),
+        _kind("plugin-config-rejected", _E, _C, "The plugin refuses its config at start"),
         _kind("config-label-unknown", _E, _N, "Node label names a config that does not exist"),
         _kind("config-changed-after-start", _W, _C, "ConfigMap changed after plugin pods started"),
         _kind("config-left-over", _I, _C, "Leftover plugin ConfigMap in basic mode"),

@@ -19,6 +19,7 @@ from app.domain.plugin.daemonset import (
     PluginSpec,
     StaticConfigRef,
 )
+from app.domain.plugin.effective import rules_version_text
 from app.domain.snapshot import Finding, Mode
 
 DEFAULT_CONFIGMAP = "nvidia-device-plugin-config"
@@ -87,12 +88,16 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
     config = facts.default_config
     if isinstance(spec.config_ref, ConfigManagerRef) or config.error_code is None:
         return []
-    if config.error_code == "config-invalid":
+    if config.error_code == "plugin-config-rejected":
         return [
             finding(
-                "config-invalid",
+                "plugin-config-rejected",
                 "The plugin refuses its config.yaml and exits (CrashLoopBackOff)",
-                evidence={"source": config.source, "error": config.error},
+                evidence={
+                    "source": config.source,
+                    "error": config.error,
+                    "plugin_version": rules_version_text(spec),
+                },
                 remedy=(
                     f"kubectl -n {sh(spec.namespace)} edit configmap {sh(config.configmap)}  "
                     f"# fix key {sh(config.key)}, then: kubectl rollout restart {ds_ref(spec)}"

@@ -10,6 +10,7 @@ from app.domain.findings.cluster import ds_ref
 from app.domain.findings.resources import resource_findings
 from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec, StaticConfigRef
+from app.domain.plugin.effective import rules_version_text
 from app.domain.snapshot import Finding, Mode
 
 _STRATEGY_LABEL = {Mode.BASIC: "none", Mode.TIME_SLICING: "time-slicing", Mode.MPS: "mps"}
@@ -165,9 +166,14 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
         ]
     return [
         finding(
-            config.error_code or "config-invalid",
+            config.error_code or "plugin-config-rejected",
             f"The plugin on {node.name} cannot start with its config",
-            evidence={"source": config.source, "key": config.key, "error": config.error},
+            evidence={
+                "source": config.source,
+                "key": config.key,
+                "error": config.error,
+                "plugin_version": rules_version_text(spec),
+            },
             remedy=(
                 f"kubectl -n {sh(spec.namespace)} edit configmap {sh(ref.configmap)}  "
                 f"# then: kubectl rollout restart {ds_ref(spec)}"

@@ -8,42 +8,59 @@ so `parse_plugin_config` raises `PluginConfigError` with the message the plugin 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
-import yaml
-
+from app.domain.plugin.flags import (
+    ALLOCATION_POLICIES,
+    DEFAULT_ALLOCATION_POLICY,
+    MIG_STRATEGIES,
+    check_mig_strategy,
+    imex_ids,
+    read_flags,
+)
+from app.domain.plugin.gojson import (
+    GoJsonError,
+    check_json_safe,
+    go_string,
+    json_kind,
+    merged_struct,
+    struct_fields,
+)
+from app.domain.plugin.goyaml import GoYamlError, load_first_document
+from app.domain.plugin.replicated import (
+    PluginConfigError,
+    Replicated,
+    SharingResource,
+    parse_replicated,
+    resource_name,
+)
 from app.domain.snapshot import Mode
 
+__all__ = [
+    "ALLOCATION_POLICIES",
+    "CONFIG_HASH_ANNOTATION",
+    "DEFAULT_ALLOCATION_POLICY",
+    "GPU_RESOURCE",
+    "MIG_STRATEGIES",
+    "PluginConfig",
+    "PluginConfigError",
+    "SharingResource",
+    "config_hash",
+    "default_plugin_config",
+    "parse_plugin_config",
+    "resource_name",
+]
+
 GPU_RESOURCE = "nvidia.com/gpu"
-MIG_STRATEGIES = ("none", "single", "mixed")
-# flags.plugin.sharedDevicesAllocationPolicy (v0.20.0; env SHARED_DEVICES_ALLOCATION_POLICY,
-# flag --shared-devices-allocation-policy): which replicas of time-sliced or MIG devices the
-# plugin prefers. `spread` exists only on the plugin's main branch, in no release yet.
-ALLOCATION_POLICIES = ("distributed", "packed")
-DEFAULT_ALLOCATION_POLICY = "distributed"
-_PREFIX = "nvidia.com/"
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_UUID_DEVICE = re.compile(r"^(GPU-|MIG-)[0-9A-Za-z-]+(/\d+/\d+)?$")
-_MIG_INDEX = re.compile(r"^\d+(:\d+)?$")
-
-
-class PluginConfigError(ValueError):
-    """The plugin would refuse this config and exit (its pod crash-loops)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
-
-
-@dataclass(frozen=True)
-class SharingResource:
-    """One entry of a sharing block, after the plugin's own overrides."""
-
-    name: str
-    replicas: int
+Version = tuple[int, int, int]
+# The rules of this release are the default when the image's version is unknown: the newest
+# the Go module proxy serves, and the one the differential tier runs.
+DEFAULT_RULES_VERSION: Version = (0, 19, 3)
+MPS_FAIL_REQUESTS_HONOURED_SINCE: Version = (0, 20, 0)
+_CONFIG_FIELDS = ("version", "flags", "resources", "sharing", "imex")
 
 
 @dataclass(frozen=True)
@@ -77,294 +94,191 @@ def default_plugin_config(*, env: Mapping[str, str] | None = None) -> PluginConf
     return parse_plugin_config("", env=env)
 
 
-def _sharing_blocks(
-    sharing: dict[str, Any], warnings: list[str]
-) -> tuple[_Replicated | None, _Replicated | None]:
-    """The timeSlicing and mps blocks of `sharing` (None where absent)."""
-    time_slicing = None
-    if _ci_has(sharing, "timeSlicing"):
-        time_slicing = _parse_replicated(_ci_get(sharing, "timeSlicing"), "timeSlicing", warnings)
-    mps = None
-    mps_value = _ci_get(sharing, "mps")
-    if mps_value is not None:
-        mps = _parse_replicated(mps_value, "mps", warnings)
-    return time_slicing, mps
+def parse_plugin_config(
+    text: str, *, env: Mapping[str, str] | None = None, version: Version | None = None
+) -> PluginConfig:
+    """Parse config.yaml text like the plugin of `version`; its container's env beats the file.
+
+    Raises PluginConfigError with the plugin's reason when the plugin would refuse the config.
+    Parsed once per (text, env, version): a ConfigMap's text is read again only when it changes.
+    """
+    key = tuple(sorted((env or {}).items()))
+    return _parse_cached(text, key, version or DEFAULT_RULES_VERSION)
+
+
+@lru_cache(maxsize=256)
+def _parse_cached(
+    text: str, env_items: tuple[tuple[str, str], ...], version: Version
+) -> PluginConfig:
+    env = dict(env_items)
+    raw = _load(text)
+    try:
+        fields = struct_fields(raw, _CONFIG_FIELDS, "v1.Config")
+        versions = [
+            go_string(value, "version", from_yaml_scalar=True)
+            for value in fields.get("version", [])
+        ]
+        _check_resources(fields.get("resources", []))
+        sharing = merged_struct(fields.get("sharing", []), ("timeSlicing", "mps"), "v1.Sharing")
+    except GoJsonError as exc:
+        raise PluginConfigError(exc.message) from exc
+    time_slicing = _last_block(sharing.get("timeSlicing", []), "timeSlicing", pointer=False)
+    mps = _last_block(sharing.get("mps", []), "mps", pointer=True)
+    written = versions[-1] if versions else None
+    if written not in (None, "", "v1"):
+        raise PluginConfigError(f"unknown version: {written}")
+    flags = read_flags(fields.get("flags", []), env, version=version)
+    imex = merged_struct(fields.get("imex", []), ("channelIDs", "required"), "v1.Imex")
+    mode, block = _sharing_mode(time_slicing, mps)
+    if mode is Mode.MPS:
+        if flags.mig_strategy == "mixed":
+            raise PluginConfigError("using --mig-strategy=mixed is not supported with MPS")
+        if not flags.mps_root:
+            raise PluginConfigError("using MPS requires --mps-root to be specified")
+    check_mig_strategy(flags)
+    imex_ids(imex.get("channelIDs", []))
+    return _config(raw, mode, block, flags=flags, version=version, has_mps=mps is not None)
+
+
+def _config(
+    raw: dict[str, Any],
+    mode: Mode,
+    block: Replicated | None,
+    *,
+    flags: Any,
+    version: Version,
+    has_mps: bool,
+) -> PluginConfig:
+    warnings = _warnings(raw, block, mode)
+    resources = _union(block.resources) if block is not None else ()
+    replicas = next((r.replicas for r in resources if r.name == GPU_RESOURCE), 1)
+    rename = block.rename_by_default if block is not None else False
+    fail_gt_one = block.fail_requests_greater_than_one if block is not None else False
+    if has_mps and mode is Mode.MPS and block is not None:
+        honoured = version >= MPS_FAIL_REQUESTS_HONOURED_SINCE and block.fail_requests_set
+        fail_gt_one = fail_gt_one if honoured else True
+    return PluginConfig(
+        mode=mode,
+        replicas=replicas if block is not None else 1,
+        resource=f"{GPU_RESOURCE}.shared" if rename and replicas > 1 else GPU_RESOURCE,
+        rename_by_default=rename,
+        fail_requests_greater_than_one=fail_gt_one,
+        mig_strategy=flags.mig_strategy,
+        fail_on_init_error=flags.fail_on_init_error,
+        sharing_resources=resources,
+        warnings=warnings,
+        raw=raw,
+        allocation_policy=flags.allocation_policy,
+    )
+
+
+def _union(entries: tuple[SharingResource, ...]) -> tuple[SharingResource, ...]:
+    """Entries naming one resource twice: the plugin's replica IDs are a union, the largest wins."""
+    largest: dict[str, int] = {}
+    for entry in entries:
+        largest[entry.name] = max(largest.get(entry.name, 0), entry.replicas)
+    return tuple(SharingResource(name, replicas) for name, replicas in largest.items())
+
+
+def _warnings(raw: dict[str, Any], block: Replicated | None, mode: Mode) -> tuple[str, ...]:
+    found: list[str] = []
+    resources = struct_fields(raw, _CONFIG_FIELDS, "v1.Config").get("resources", [])
+    if any(_has_entries(value) for value in resources):
+        found.append(
+            "Customizing the 'resources' field is not yet supported in the config. Ignoring..."
+        )
+    name = "mps" if mode is Mode.MPS else "timeSlicing"
+    if block is not None and block.renames_ignored:
+        found.append(
+            f"Setting the 'rename' field in sharing.{name}.resources is not yet supported "
+            "in the config. Ignoring..."
+        )
+    if block is not None and block.devices_ignored:
+        found.append(
+            f"Customizing the 'devices' field in sharing.{name}.resources is not yet "
+            "supported in the config. Ignoring..."
+        )
+    return tuple(found)
+
+
+def _has_entries(value: Any) -> bool:
+    fields = (
+        struct_fields(value, ("gpus", "mig"), "v1.Resources") if isinstance(value, dict) else {}
+    )
+    return any(isinstance(item, list) and item for items in fields.values() for item in items)
+
+
+def _load(text: str) -> dict[Any, Any]:
+    try:
+        data = load_first_document(text)
+        check_json_safe(data)
+    except (GoYamlError, GoJsonError) as exc:
+        raise PluginConfigError(exc.message) from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise PluginConfigError(
+            f"json: cannot unmarshal {json_kind(data).split()[0]} into Go value of type v1.Config"
+        )
+    return data
+
+
+def _last_block(values: list[Any], name: str, *, pointer: bool) -> Replicated | None:
+    """Each occurrence is parsed in turn (any may fail); the last one stays."""
+    block: Replicated | None = None
+    for value in values:
+        if value is None and pointer:
+            block = None
+            continue
+        block = parse_replicated(value, name)
+    return block
 
 
 def _sharing_mode(
-    time_slicing: _Replicated | None, mps: _Replicated | None
-) -> tuple[Mode, _Replicated | None]:
-    """MPS or time-slicing when its block replicates a resource, MPS first; else basic."""
-    if mps is not None and any(r.replicas > 1 for r in mps.resources):
+    time_slicing: Replicated | None, mps: Replicated | None
+) -> tuple[Mode, Replicated | None]:
+    """SharingStrategy(): MPS when its block replicates, else time-slicing, else none."""
+    if mps is not None and mps.replicated:
         return Mode.MPS, mps
-    if time_slicing is not None and any(r.replicas > 1 for r in time_slicing.resources):
+    if time_slicing is not None and time_slicing.replicated:
         return Mode.TIME_SLICING, time_slicing
     return Mode.BASIC, None
 
 
-def parse_plugin_config(text: str, *, env: Mapping[str, str] | None = None) -> PluginConfig:
-    """Parse config.yaml text like the plugin; env vars of its container beat the file's flags."""
-    env = env or {}
-    raw = _load_yaml(text)
-    version = _ci_get(raw, "version")
-    if version not in (None, "", "v1"):
-        raise PluginConfigError(f"unknown version: {version}")
-    flags = _as_object(_ci_get(raw, "flags"), "flags")
-    _check_resource_patterns(_as_object(_ci_get(raw, "resources"), "resources"))
-    _check_imex(_as_object(_ci_get(raw, "imex"), "imex"))
-    sharing = _as_object(_ci_get(raw, "sharing"), "sharing")
+def _check_resources(values: list[Any]) -> None:
+    """resources.gpus / resources.mig: Resource.UnmarshalJSON needs pattern and a valid name."""
+    fields = merged_struct(values, ("gpus", "mig"), "v1.Resources")
+    for kind, lists in fields.items():
+        for entries in lists:
+            if entries is None:
+                continue
+            if not isinstance(entries, list):
+                raise GoJsonError(f"json: cannot unmarshal {json_kind(entries)} into {kind}")
+            for entry in entries:
+                _check_resource(entry)
 
-    warnings: list[str] = []
-    if _ci_get(raw, "resources"):
-        warnings.append(
-            "Customizing the 'resources' field is not yet supported in the config. Ignoring..."
-        )
-    time_slicing, mps = _sharing_blocks(sharing, warnings)
-    mig_strategy = _flag_str(env, flags, env_name="MIG_STRATEGY", key="migStrategy") or "none"
-    if mig_strategy not in MIG_STRATEGIES:
-        raise PluginConfigError(f"unknown MIG strategy: {mig_strategy}")
-    fail_on_init_error = _flag_bool(
-        env, flags, env_name="FAIL_ON_INIT_ERROR", key="failOnInitError"
-    )
-    allocation_policy = allocation_policy_of(env, flags)
-    mode, block = _sharing_mode(time_slicing, mps)
-    if mode is Mode.MPS:
-        if mig_strategy == "mixed":
-            raise PluginConfigError("using --mig-strategy=mixed is not supported with MPS")
-        if not (env.get("MPS_ROOT") or _ci_get(flags, "mpsRoot")):
-            raise PluginConfigError("using MPS requires --mps-root to be specified")
 
-    replicas, resource = 1, GPU_RESOURCE
-    rename = fail_gt_one = False
-    resources: tuple[SharingResource, ...] = ()
-    if block is not None:
-        rename = block.rename_by_default
-        fail_gt_one = True if mode is Mode.MPS else block.fail_requests_greater_than_one
-        resources = block.resources
-        for entry in block.resources:
-            if entry.name == GPU_RESOURCE:
-                replicas = entry.replicas
-                resource = f"{GPU_RESOURCE}.shared" if rename else GPU_RESOURCE
-    return PluginConfig(
-        mode=mode,
-        replicas=replicas,
-        resource=resource,
-        rename_by_default=rename,
-        fail_requests_greater_than_one=fail_gt_one,
-        mig_strategy=mig_strategy,
-        fail_on_init_error=fail_on_init_error,
-        sharing_resources=resources,
-        warnings=tuple(warnings),
-        raw=raw,
-        allocation_policy=allocation_policy,
-    )
+def _check_resource(entry: Any) -> None:
+    if entry is None:
+        entry = {}
+    if not isinstance(entry, dict):
+        raise GoJsonError(f"json: cannot unmarshal {json_kind(entry)} into v1.Resource")
+    keys = {str(k): v for k, v in entry.items()}
+    if "pattern" not in keys:
+        raise PluginConfigError("resources must have a 'pattern' field set")
+    if "name" not in keys:
+        raise PluginConfigError("resources must have a 'name' field set")
+    if keys["pattern"] is not None and not isinstance(keys["pattern"], str):
+        raise GoJsonError(f"json: cannot unmarshal {json_kind(keys['pattern'])} into pattern")
+    resource_name("" if keys["name"] is None else keys["name"])
 
 
 def allocation_policy_of(env: Mapping[str, str], flags: Mapping[str, Any]) -> str:
-    """flags.plugin.sharedDevicesAllocationPolicy (env beats the file), checked like v0.20."""
-    plugin = _as_object(_ci_get(flags, "plugin"), "flags.plugin")
-    value = _flag_str(
-        env,
-        plugin,
-        env_name="SHARED_DEVICES_ALLOCATION_POLICY",
-        key="sharedDevicesAllocationPolicy",
-    )
-    value = value or DEFAULT_ALLOCATION_POLICY
-    if value not in ALLOCATION_POLICIES:
-        raise PluginConfigError(
-            f"invalid --shared-devices-allocation-policy option: {value} "
-            f"(v0.20 accepts {' | '.join(ALLOCATION_POLICIES)})"
-        )
-    return value
+    """flags.plugin.sharedDevicesAllocationPolicy of a v0.20+ plugin (env beats the file).
 
-
-@dataclass(frozen=True)
-class _Replicated:
-    rename_by_default: bool
-    fail_requests_greater_than_one: bool
-    resources: tuple[SharingResource, ...]
-
-
-def _load_yaml(text: str) -> dict[str, Any]:
-    try:
-        data = yaml.safe_load(text) if text.strip() else None
-    except yaml.YAMLError as exc:
-        raise PluginConfigError(f"error converting YAML to JSON: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        kind = "array" if isinstance(data, list) else type(data).__name__
-        raise PluginConfigError(f"json: cannot unmarshal {kind} into Go value of type v1.Config")
-    return {str(key): value for key, value in data.items()}
-
-
-def _ci_has(obj: Mapping[str, Any], key: str) -> bool:
-    return any(str(k).lower() == key.lower() for k in obj)
-
-
-def _ci_get(obj: Mapping[str, Any], key: str) -> Any:
-    """A struct field as Go's encoding/json finds it: case-insensitive, the last match wins."""
-    found = None
-    for name, value in obj.items():
-        if str(name).lower() == key.lower():
-            found = value
-    return found
-
-
-def _as_object(value: Any, where: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise PluginConfigError(f"json: cannot unmarshal {_json_kind(value)} into {where}")
-    return {str(key): item for key, item in value.items()}
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def _flag_str(env: Mapping[str, str], flags: Mapping[str, Any], *, env_name: str, key: str) -> str:
-    if env_name in env:
-        return env[env_name]
-    value = _ci_get(flags, key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise PluginConfigError(f"json: cannot unmarshal {_json_kind(value)} into flags.{key}")
-    return value
-
-
-def _flag_bool(
-    env: Mapping[str, str], flags: Mapping[str, Any], *, env_name: str, key: str
-) -> bool:
-    if env_name in env:
-        text = env[env_name].strip().lower()
-        if text in ("1", "t", "true"):
-            return True
-        if text in ("0", "f", "false"):
-            return False
-        raise PluginConfigError(f'invalid value "{env[env_name]}" for flag {env_name}')
-    value = _ci_get(flags, key)
-    if value is None:
-        return True
-    if not isinstance(value, bool):
-        raise PluginConfigError(f"json: cannot unmarshal {_json_kind(value)} into flags.{key}")
-    return value
-
-
-def _parse_replicated(value: Any, block: str, warnings: list[str]) -> _Replicated:
-    """A sharing block: exact keys only, as the plugin's hand-written UnmarshalJSON reads it."""
-    obj = _as_object(value, f"sharing.{block}")
-    rename = _exact_bool(obj, "renameByDefault")
-    fail_gt_one = _exact_bool(obj, "failRequestsGreaterThanOne")
-    entries = obj.get("resources")
-    if not entries:
-        raise PluginConfigError("no resources specified")
-    if not isinstance(entries, list):
-        raise PluginConfigError(
-            f"json: cannot unmarshal {_json_kind(entries)} into []ReplicatedResource"
-        )
-    resources = tuple(_parse_entry(entry, block, warnings) for entry in entries)
-    return _Replicated(rename, fail_gt_one, resources)
-
-
-def _exact_bool(obj: Mapping[str, Any], key: str) -> bool:
-    value = obj.get(key)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise PluginConfigError(
-            f"json: cannot unmarshal {_json_kind(value)} into Go value of type bool"
-        )
-    return value
-
-
-def _parse_entry(entry: Any, block: str, warnings: list[str]) -> SharingResource:
-    if not isinstance(entry, dict):
-        raise PluginConfigError(
-            f"json: cannot unmarshal {_json_kind(entry)} into Go value of type "
-            "map[string]json.RawMessage"
-        )
-    if "name" not in entry:
-        raise PluginConfigError("no resource name specified")
-    name = resource_name(entry["name"])
-    if "replicas" not in entry:
-        raise PluginConfigError("no replicas specified")
-    replicas = entry["replicas"]
-    if isinstance(replicas, bool) or not isinstance(replicas, int):
-        raise PluginConfigError(
-            f"json: cannot unmarshal {_json_kind(replicas)} into Go value of type int"
-        )
-    if replicas < 2:
-        raise PluginConfigError("number of replicas must be >= 2")
-    if "rename" in entry:
-        resource_name(entry["rename"])
-        warnings.append(
-            f"Setting the 'rename' field in sharing.{block}.resources is not yet supported "
-            "in the config. Ignoring..."
-        )
-    if "devices" in entry:
-        _check_devices(entry["devices"])
-        if entry["devices"] != "all":
-            warnings.append(
-                f"Customizing the 'devices' field in sharing.{block}.resources is not yet "
-                "supported in the config. Ignoring..."
-            )
-    return SharingResource(name=name, replicas=replicas)
-
-
-def resource_name(value: Any) -> str:
-    """Normalise a resource name like the plugin: prefix nvidia.com/, check DNS-subdomain rules."""
-    if not isinstance(value, str):
-        raise PluginConfigError(
-            f"json: cannot unmarshal {_json_kind(value)} into Go value of type string"
-        )
-    name = value if value.startswith(_PREFIX) else _PREFIX + value
-    suffix = name[len(_PREFIX) :]
-    labels = suffix.split(".")
-    valid = len(name) <= 63 and bool(suffix) and all(_DNS_LABEL.match(label) for label in labels)
-    if not valid:
-        raise PluginConfigError(f"incorrect format for resource name '{value}'")
-    return name
-
-
-def _check_devices(value: Any) -> None:
-    if value == "all":
-        return
-    if isinstance(value, int) and not isinstance(value, bool):
-        if value <= 0:
-            raise PluginConfigError("devices count must be > 0")
-        return
-    if isinstance(value, list):
-        for item in value:
-            if isinstance(item, int) and not isinstance(item, bool):
-                continue
-            if isinstance(item, str) and (_MIG_INDEX.match(item) or _UUID_DEVICE.match(item)):
-                continue
-            raise PluginConfigError(f"unsupported device reference: {item}")
-        return
-    raise PluginConfigError(f"unsupported type for devices spec: {value}")
-
-
-def _check_resource_patterns(resources: Mapping[str, Any]) -> None:
-    for kind in ("gpus", "mig"):
-        entries = _ci_get(resources, kind) or []
-        if not isinstance(entries, list):
-            raise PluginConfigError(f"json: cannot unmarshal {_json_kind(entries)} into {kind}")
-        for entry in entries:
-            if not isinstance(entry, dict) or not entry.get("pattern") or not entry.get("name"):
-                raise PluginConfigError(f"resources.{kind}: both pattern and name are required")
-
-
-def _check_imex(imex: Mapping[str, Any]) -> None:
-    channels = _ci_get(imex, "channelIDs")
-    if channels not in (None, [], [0]):
-        raise PluginConfigError(f"invalid IMEX channel IDs: {channels}")
+    Kept for callers that hold a parsed `flags:` mapping; raises PluginConfigError as the
+    plugin would for a value it refuses.
+    """
+    return read_flags(
+        [dict(flags)], env, version=MPS_FAIL_REQUESTS_HONOURED_SINCE
+    ).allocation_policy

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import (
+    DEFAULT_RULES_VERSION,
     PluginConfig,
     PluginConfigError,
     default_plugin_config,
@@ -19,7 +20,7 @@ from app.domain.plugin.daemonset import (
     UnresolvedConfigRef,
 )
 
-CONFIG_INVALID = "config-invalid"
+CONFIG_INVALID = "plugin-config-rejected"
 CONFIG_KEY_MISSING = "config-key-missing"
 CONFIG_LABEL_UNKNOWN = "config-label-unknown"
 CONFIG_NAMESPACE_NOT_READ = "config-namespace-not-read"
@@ -136,7 +137,7 @@ def _parsed(
     source = f"configmap/{configmap}#{key}" if configmap else None
     try:
         config = (
-            parse_plugin_config(text, env=spec.env)
+            parse_plugin_config(text, env=spec.env, version=spec.version)
             if text is not None
             else default_plugin_config(env=spec.env)
         )
@@ -151,6 +152,13 @@ def _parsed(
             error_code=CONFIG_INVALID,
         )
     return EffectiveConfig(config=config, source=source, configmap=configmap, key=key, text=text)
+
+
+def rules_version_text(spec: PluginSpec) -> str:
+    """The plugin version whose rules judge a config (the default's when the image has none)."""
+    if spec.version_text is not None:
+        return spec.version_text
+    return "v{}.{}.{}".format(*DEFAULT_RULES_VERSION) + " (image version unknown)"
 
 
 def _error(code: str, message: str, *, source: str | None) -> EffectiveConfig:

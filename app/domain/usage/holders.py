@@ -15,6 +15,7 @@ from typing import Literal
 from app.domain.accounting.pods import pod_key, pod_node, pod_phase, pod_slots
 from app.domain.cluster import Manifest
 from app.domain.snapshot import NodeState, Snapshot
+from app.domain.usage.shares import held_on_node
 
 UsageBy = Literal["namespace", "owner", "node"]
 USAGE_BY: tuple[UsageBy, ...] = ("namespace", "owner", "node")
@@ -36,7 +37,10 @@ class PodUsage:
     idle_slots: int
     idle_for_s: int | None
     pending: bool
-    gpu_share: float | None = None  # a GPU fraction pod: its share of a GPU (slots 0)
+    gpu_share: float | None = None  # the share of GPUs it holds (a slot of 4 replicas: 0.25)
+    resource: str = ""  # the resource `slots` counts (the plugin's, else the pod's first)
+    slots_by_resource: tuple[tuple[str, int], ...] = ()  # every resource, kept apart
+    dra_devices: tuple[str, ...] = ()  # DRA devices its claims hold ("<gpu index>/<device>")
 
 
 @dataclass
@@ -51,12 +55,15 @@ class UsageRow:
     idle_slots: int = 0
     pending_pods: int = 0
     pending_slots: int = 0
-    gpu_share: float = 0.0  # GPU fractions held (KAI / Run:ai), apart from slots
+    gpu_share: float = 0.0  # GPUs held in shares: slots, MIG slices, DRA devices, fractions
+    slots_by_resource: dict[str, int] = field(default_factory=dict)
+    dra_devices: int = 0
     pod_names: list[str] = field(default_factory=list)
 
 
 def owner_of(pod: Manifest) -> str:
-    """`namespace/who`: a user/owner label, else the controller, else the pod."""
+    """`namespace/who`, one way for every pod: who is the user/owner label, else the
+    controller's name, else the pod's own name."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
     labels = meta.get("labels") or {}
@@ -65,15 +72,20 @@ def owner_of(pod: Manifest) -> str:
             return f"{namespace}/{labels[label]}"
     for ref in meta.get("ownerReferences") or []:
         if ref.get("controller"):
-            return f"{namespace}/{ref.get('kind', '?')}/{ref.get('name', '?')}"
-    return f"{namespace}/Pod/{meta.get('name', '?')}"
+            return f"{namespace}/{ref.get('name', '?')}"
+    return f"{namespace}/{meta.get('name', '?')}"
 
 
 def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
     """Every pod holding slots (from the snapshot) or pending for the resource (manifests)."""
     manifests = {pod_key(pod): pod for pod in pods}
     idle = _idle_by_pod(snapshot)
-    found = [usage for node in snapshot.nodes for usage in _holding_usages(node, manifests, idle)]
+    resource = snapshot.plugin.resource
+    found = [
+        usage
+        for node in snapshot.nodes
+        for usage in _holding_usages(node, manifests, idle, resource)
+    ]
     found += _pending_usages(pods, snapshot.plugin.resource)
     return sorted(found, key=lambda item: (item.pending, item.pod))
 
@@ -94,39 +106,37 @@ def _idle_by_pod(snapshot: Snapshot) -> dict[str, tuple[int, int]]:
 
 
 def _holding_usages(
-    node: NodeState, manifests: Mapping[str, Manifest], idle: Mapping[str, tuple[int, int]]
+    node: NodeState,
+    manifests: Mapping[str, Manifest],
+    idle: Mapping[str, tuple[int, int]],
+    resource: str,
 ) -> list[PodUsage]:
-    """The pods holding slots (or a GPU share) on one node, with their GPUs and memory."""
-    memory: dict[str, int] = defaultdict(int)
-    running: dict[str, int] = defaultdict(int)
-    gpus: dict[str, set[int]] = defaultdict(set)
-    for gpu in node.gpus:
-        for process in gpu.processes:
-            if process.pod:
-                memory[process.pod] += process.used_memory_mib or 0
-                running[process.pod] += 1
-        for holder in gpu.holders:
-            gpus[holder.pod].add(gpu.index)
+    """The pods holding slots, DRA devices or a GPU share on one node."""
+    seen = held_on_node(node)
     found = []
-    for held in node.pods:
-        if (held.slots <= 0 and held.share is None) or held.phase in ("Succeeded", "Failed"):
+    for pod, held in sorted(seen.items()):
+        if not (held.slots or held.dra_devices or held.share):
             continue
-        manifest = manifests.get(held.pod, {"metadata": _meta_of(held.pod)})
-        idle_slots, idle_s = idle.get(held.pod, (0, 0))
+        manifest = manifests.get(pod, {"metadata": _meta_of(pod)})
+        idle_slots, idle_s = idle.get(pod, (0, 0))
+        main = resource if resource in held.slots else next(iter(sorted(held.slots)), resource)
         found.append(
             PodUsage(
-                pod=held.pod,
-                namespace=held.pod.partition("/")[0],
+                pod=pod,
+                namespace=pod.partition("/")[0],
                 owner=owner_of(manifest),
                 node=node.name,
-                slots=held.slots,
-                gpus=tuple(sorted(gpus.get(held.pod, ()))),
-                memory_used_mib=memory.get(held.pod, 0),
-                processes=running.get(held.pod, 0),
+                slots=held.slots.get(main, 0),
+                gpus=tuple(sorted(held.gpus)),
+                memory_used_mib=held.memory_mib,
+                processes=held.processes,
                 idle_slots=idle_slots,
                 idle_for_s=idle_s if idle_slots else None,
                 pending=False,
-                gpu_share=held.share,
+                gpu_share=round(held.share, 3) if held.share else None,
+                resource=main,
+                slots_by_resource=tuple(sorted(held.slots.items())),
+                dra_devices=tuple(sorted(held.dra_devices)),
             )
         )
     return found
@@ -160,10 +170,17 @@ def _pending_usages(pods: Sequence[Manifest], resource: str) -> list[PodUsage]:
     return found
 
 
-def usage_rows(usages: Iterable[PodUsage], by: UsageBy) -> list[UsageRow]:
-    """The pods added up per namespace, owner or node; most slots held first."""
+def usage_rows(
+    usages: Iterable[PodUsage], by: UsageBy, *, resource: str = "nvidia.com/gpu"
+) -> list[UsageRow]:
+    """The pods added up per namespace, owner or node; most slots held first.
+
+    `slots_held` counts `resource` only (the plugin's); every resource stays apart in
+    `slots_by_resource`, so MIG slices never add into nvidia.com/gpu.
+    """
     rows: dict[str, UsageRow] = {}
     distinct_gpus: dict[str, set[tuple[str, int]]] = defaultdict(set)
+    devices: dict[str, set[tuple[str, str]]] = defaultdict(set)
     for item in usages:
         key = {"namespace": item.namespace, "owner": item.owner, "node": item.node or "-"}[by]
         row = rows.setdefault(key, UsageRow(key))
@@ -173,13 +190,17 @@ def usage_rows(usages: Iterable[PodUsage], by: UsageBy) -> list[UsageRow]:
             row.pending_slots += item.slots
             continue
         row.pods += 1
-        row.slots_held += item.slots
+        for name, count in item.slots_by_resource:
+            row.slots_by_resource[name] = row.slots_by_resource.get(name, 0) + count
+        row.slots_held += dict(item.slots_by_resource).get(resource, 0)
+        devices[key].update((item.node or "", device) for device in item.dra_devices)
         row.gpu_share = round(row.gpu_share + (item.gpu_share or 0.0), 3)
         row.memory_used_mib += item.memory_used_mib
         row.idle_slots += item.idle_slots
         distinct_gpus[key].update((item.node or "", index) for index in item.gpus)
     for key, row in rows.items():
         row.gpus = len(distinct_gpus[key])
+        row.dra_devices = len(devices[key])  # distinct: pods sharing a device count it once
     return sorted(rows.values(), key=lambda row: (-row.slots_held, -row.pending_slots, row.key))
 
 

@@ -3,6 +3,8 @@
 - Pods: a container that sets a limit but no request for a resource gets the request
   equal to the limit (the API server's pod defaulting). For extended resources such as
   `nvidia.com/gpu` this is what the scheduler and `kubectl describe node` count.
+  Every quantity (pods, DaemonSet pod templates, node capacity and allocatable) is stored
+  in its canonical form: `"2000"` becomes `"2k"`, as a real API server stores it.
 - Secrets: `type` defaults to `Opaque`; `stringData` is merged into `data` (base64) and
   never stored, as the API server does.
 - Events: times are parsed and written back the way the API server serialises them
@@ -17,7 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.simulator.apiserver.errors import invalid
-from app.simulator.apiserver.resources import EVENT, POD, ResourceType
+from app.simulator.apiserver.quantities import canonical_node_status, canonical_pod_spec
+from app.simulator.apiserver.resources import DAEMONSET, EVENT, NODE, POD, ResourceType
 from app.simulator.apiserver.store import JsonObject
 
 _TIME_FIELDS = ("firstTimestamp", "lastTimestamp")
@@ -95,11 +98,23 @@ def default_secret(secret: JsonObject) -> None:
         secret["data"] = data
 
 
+def canonical_quantities(resource: ResourceType, obj: JsonObject) -> None:
+    """Quantities as the API server serialises them, however the object was written."""
+    if resource is POD:
+        canonical_pod_spec(obj.get("spec"))
+    elif resource is DAEMONSET:
+        template = (obj.get("spec") or {}).get("template") or {}
+        canonical_pod_spec(template.get("spec") if isinstance(template, dict) else None)
+    elif resource is NODE:
+        canonical_node_status(obj)
+
+
 def apply_defaults(resource: ResourceType, obj: JsonObject, *, creating: bool) -> None:
     """Fill in and normalise the object in place, as the API server does on a write."""
     if resource is POD and creating:
         default_requests_from_limits(obj)
-    elif resource is EVENT:
+    canonical_quantities(resource, obj)
+    if resource is EVENT:
         normalise_event_times(obj)
     elif resource.kind == "Secret":
         default_secret(obj)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from app.simulator.apiserver.defaults import apply_defaults
+from app.simulator.apiserver.defaults import apply_defaults, canonical_quantities
 from app.simulator.apiserver.errors import (
     already_exists,
     bad_request,
@@ -268,6 +268,7 @@ class Registry:
     def put(self, resource: ResourceType, obj: JsonObject) -> JsonObject:
         """Create or overwrite an object (metadata and status included) without the API rules."""
         with self.store.lock:
+            canonical_quantities(resource, obj)
             meta = obj["metadata"]
             old_entry = self.store.get(resource, meta.get("namespace"), meta["name"])
             old = old_entry.obj if old_entry else None

@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from app.simulator.apiserver.errors import bad_request, invalid
+from app.simulator.apiserver.quantities import validate_container_resources
 from app.simulator.apiserver.resources import DAEMONSET, POD, ResourceType
 from app.simulator.apiserver.store import JsonObject
 
@@ -81,6 +82,9 @@ def _validate_pod_spec(kind: str, name: str, path: str, spec: Any) -> None:
             raise invalid(kind, name, f"{path}.containers[{i}].name", "Required value")
         if not container.get("image"):
             raise invalid(kind, name, f"{path}.containers[{i}].image", "Required value")
+        validate_container_resources(kind, name, f"{path}.containers[{i}]", container)
+    for i, container in enumerate(spec.get("initContainers") or []):
+        validate_container_resources(kind, name, f"{path}.initContainers[{i}]", container)
 
 
 def check_type(resource: ResourceType, body: Any) -> JsonObject:

@@ -20,7 +20,6 @@ node's simulated GPUs (see shared/reference/device-plugin.md):
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +34,7 @@ from app.simulator.plugin.container import (
     visible_gpus,
 )
 from app.simulator.plugin.mig import base_devices, mig_strategy
-from app.simulator.plugin.outcome import GPU_RESOURCE, SHARED_RESOURCE, PluginOutcome
+from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.sharing import NO_SHARING, PluginConfigError, Sharing, parse_sharing
 
 NO_DEVICES = "No devices found. Waiting indefinitely."
@@ -70,7 +69,8 @@ def _config(
             "crash", f"unable to load config: open {config_file}: no such file or directory"
         )
     try:
-        return content, parse_sharing(content) if content is not None else NO_SHARING
+        env = container_env(container)
+        return content, parse_sharing(content, env=env) if content is not None else NO_SHARING
     except PluginConfigError as exc:
         return PluginOutcome("crash", f"unable to load config: {exc}")
 
@@ -111,8 +111,8 @@ def _registered(
     allocatable: dict[str, int] = {}
     devices: dict[str, tuple[str, ...]] = {}
     for resource, entries in base.items():
-        replicas = sharing.replicas if resource == GPU_RESOURCE else 1
-        name = SHARED_RESOURCE if resource == GPU_RESOURCE and sharing.renamed else resource
+        replicas = sharing.replicas_of(resource)
+        name = f"{resource}.shared" if sharing.renamed and replicas > 1 else resource
         ids = (
             [f"{i}::{n}" for _, i in entries for n in range(replicas)]
             if replicas > 1
@@ -131,7 +131,10 @@ def _registered(
         visible=tuple(g.index for g in visible),
         devices=devices,
         mig_strategy=strategy,
-        **dataclasses.asdict(sharing),  # strategy, replicas, renamed, fail_requests_...
+        strategy=sharing.strategy,
+        replicas=sharing.replicas,
+        renamed=sharing.renamed,
+        fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
     )
 
 

@@ -68,6 +68,14 @@ EN: dict[str, str] = {
     "resources_heading": "Every GPU resource",
     "col_stranded": "Stranded",
     "pending_line": "{pods} pending pod(s) want {slots} {resource}: {reason}",
+    "usage_other_resource": "+ {count} {resource}",
+    "usage_dra_devices": "+ {count} DRA device(s)",
+    "free_gpus_heading": "Free GPUs by model",
+    "free_gpus_total": "{whole} free whole GPU(s); {shares} free share(s) of a GPU "
+    "(time-slices, MPS, MIG slices)",
+    "free_gpus_line": "{whole} whole GPU(s), {shares} share(s) free",
+    "free_gpus_host_held": "Not counted: {model} GPU {index} on {node}, host processes use "
+    "{host} of {total} GiB",
     "node_unschedulable": "Unschedulable: {reason}",
     "node_config": "Plugin {daemonset}, config {source}, node label {label}",
     "node_change_with": "Managed elsewhere; change it with:",
@@ -308,7 +316,7 @@ EN: dict[str, str] = {
     "filter_mode": "Mode",
     "filter_sort": "Sort by",
     "filter_any": "Any",
-    "filter_free": "Only with free slots",
+    "filter_free": "Only with free GPUs or shares",
     "filter_findings": "Only with findings",
     "filter_apply": "Apply",
     "filter_clear": "Clear filters",

@@ -11,7 +11,7 @@ FINDINGS_EN: dict[str, str] = {
     "plugin-image-outdated": "Move the DaemonSet's image to v0.18.2 or newer.",
     "config-mounted-not-used": "Set CONFIG_FILE on the plugin container to the mounted file.",
     "config-key-missing": "Add the key to the ConfigMap, or point CONFIG_FILE at one that exists.",
-    "config-invalid": "Fix config.yaml: the plugin does not start with an invalid config.",
+    "plugin-config-rejected": "Fix config.yaml: the plugin does not start with an invalid config.",
     "config-label-unknown": "Set the label to a config that exists, or add that config.",
     "config-changed-after-start": "Restart the DaemonSet's rollout so the pods read the new config.",
     "config-left-over": "Delete the unused ConfigMap: whoever mounts it next changes the mode.",

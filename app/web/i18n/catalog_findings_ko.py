@@ -35,9 +35,9 @@ FINDINGS_KO: dict[str, tuple[str, str, str]] = {
         "CONFIG_FILE {config_file}이(가) 없는 키나 파일을 가리킵니다",
         "ConfigMap에 해당 키를 추가하거나 CONFIG_FILE을 있는 키로 고치세요.",
     ),
-    "config-invalid": (
-        "config.yaml을 읽을 수 없거나 잘못되었습니다",
-        "플러그인 설정 {source}이(가) 잘못되었습니다: {error}",
+    "plugin-config-rejected": (
+        "플러그인이 시작할 때 config.yaml을 거부합니다",
+        "플러그인 {plugin_version}이(가) 설정 {source}을(를) 거부합니다: {error}",
         "config.yaml을 고치세요. 플러그인은 잘못된 설정으로는 시작하지 않습니다.",
     ),
     "config-label-unknown": (

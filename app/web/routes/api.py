@@ -2,14 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Response, status
 
+from app.domain.accounting.free_gpus import free_by_model
 from app.domain.snapshot import Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
 from app.web.runtime import Runtime
-from app.web.views.schemas import FindingsOut, NodeOut, NodesOut, ProblemOut, SummaryOut
+from app.web.views.schemas import (
+    FindingsOut,
+    FreeGpusOut,
+    NodeOut,
+    NodesOut,
+    ProblemOut,
+    SummaryOut,
+)
 
 router = APIRouter(prefix="/api/v1", tags=["read"])
 
@@ -30,6 +39,10 @@ def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> Summar
         totals=snapshot.totals,
         dra=snapshot.dra,
         pending_demand=snapshot.pending_demand,
+        free_gpus=[
+            FreeGpusOut.model_validate(dataclasses.asdict(entry))
+            for entry in free_by_model(snapshot.nodes)
+        ],
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,
         stale_age_s=snapshot.stale_age_s,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 from pydantic import BaseModel, Field
@@ -21,7 +22,16 @@ class UsageRowOut(BaseModel):
     pending_pods: int = Field(description="Unscheduled pods asking for the resource")
     pending_slots: int
     gpu_share: float = Field(
-        default=0.0, description="GPU fractions held (KAI / Run:ai annotations), apart from slots"
+        default=0.0,
+        description="GPUs held, in whole GPUs: a slot of a GPU with 4 replicas is 0.25, a MIG "
+        "slice its profile's share, a DRA device its GPU split between the pods sharing it, "
+        "a KAI / Run:ai fraction its share",
+    )
+    slots_by_resource: dict[str, int] = Field(
+        default_factory=dict, description="Slots held per resource, each apart (MIG apart)"
+    )
+    dra_devices: int = Field(
+        default=0, description="Distinct DRA devices held through claims (shared ones once)"
     )
 
 
@@ -38,7 +48,12 @@ class PodUsageOut(BaseModel):
     idle_for_s: int | None
     pending: bool
     gpu_share: float | None = Field(
-        default=None, description="A GPU fraction pod (slots 0): the share of a GPU it holds"
+        default=None, description="The share of GPUs it holds, in whole GPUs"
+    )
+    resource: str = Field(default="", description="The resource `slots` counts")
+    slots_by_resource: dict[str, int] = Field(default_factory=dict)
+    dra_devices: list[str] = Field(
+        default_factory=list, description="DRA devices its claims hold: <gpu index>/<device>"
     )
 
 
@@ -58,7 +73,16 @@ def usage_of(runtime: Runtime, snapshot: Snapshot, by: UsageBy) -> UsageOut:
         by=by,
         resource=snapshot.plugin.resource,
         rows=[
-            UsageRowOut.model_validate(row, from_attributes=True) for row in usage_rows(usages, by)
+            UsageRowOut.model_validate(row, from_attributes=True)
+            for row in usage_rows(usages, by, resource=snapshot.plugin.resource)
         ],
-        pods=[PodUsageOut.model_validate(item, from_attributes=True) for item in usages],
+        pods=[
+            PodUsageOut.model_validate(
+                {
+                    **{f.name: getattr(item, f.name) for f in dataclasses.fields(item)},
+                    "slots_by_resource": dict(item.slots_by_resource),
+                }
+            )
+            for item in usages
+        ],
     )

@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Literal
 from urllib.parse import urlencode
 
+from app.domain.accounting.free_gpus import has_free
 from app.domain.snapshot import SEVERITY_RANK, Finding, Mode, NodeState, Severity
 
 NodeSort = Literal["name", "free", "severity"]
@@ -46,7 +47,7 @@ class NodeFilter:
     label: str = ""  # key or key=value
     model: str = ""  # part of a GPU model name
     mode: str = ""  # a Mode value
-    free: bool = False  # only nodes with free slots
+    free: bool = False  # only nodes with a free GPU or share (has_free: what the headline counts)
     findings: bool = False  # only nodes with findings
     sort: NodeSort = "name"
 
@@ -132,7 +133,7 @@ def node_matches(node: NodeState, spec: NodeFilter) -> bool:
         return False
     if spec.mode and node.mode.value != spec.mode:
         return False
-    if spec.free and not (node.free or 0) > 0:
+    if spec.free and not has_free(node, model=spec.model):
         return False
     return not spec.findings or bool(node.findings)
 

@@ -18,6 +18,26 @@ from app.domain.snapshot import (
 )
 
 
+class HostHeldGpuOut(BaseModel):
+    node: str
+    index: int
+    memory_host_mib: int = Field(description="Memory host processes use on this GPU")
+    memory_total_mib: int
+
+
+class FreeGpusOut(BaseModel):
+    """Free GPUs of one model: whole GPUs apart from shares (time-slices, MPS, MIG slices)."""
+
+    model: str = Field(description="GPU model, e.g. NVIDIA A100-SXM4-80GB")
+    whole: int = Field(description="Free whole GPUs: one slot each, nothing held, schedulable")
+    shares: int = Field(description="Free shares of GPUs (time-slices, MPS shares, MIG slices)")
+    nodes: list[str] = Field(description="Nodes with a free whole GPU or share of this model")
+    host_held: list[HostHeldGpuOut] = Field(
+        description="GPUs Kubernetes counts as free whose memory host processes mostly hold: "
+        "not counted as free"
+    )
+
+
 class SummaryOut(BaseModel):
     """GET /api/v1/summary: the cluster at a glance."""
 
@@ -32,6 +52,9 @@ class SummaryOut(BaseModel):
     dra: DraSummary = Field(description="Devices handed out by Dynamic Resource Allocation")
     pending_demand: list[PendingDemand] = Field(
         description="Unscheduled pods wanting GPU resources, per resource, with the reason"
+    )
+    free_gpus: list[FreeGpusOut] = Field(
+        default_factory=list, description="Free whole GPUs and free shares, by GPU model"
     )
     findings: dict[str, int] = Field(description="Finding counts by severity")
     stale: bool = Field(

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 from markupsafe import Markup, escape
 
+from app.domain.accounting.free_gpus import free_by_model
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState
 from app.web.i18n.translate import Translator
@@ -220,4 +221,5 @@ views = SimpleNamespace(
     dra_held=dra_held,
     claim_lines=claim_lines,
     node_dra_devices=node_dra_devices,
+    free_by_model=free_by_model,
 )
