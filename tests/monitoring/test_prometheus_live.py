@@ -38,7 +38,7 @@ def metrics_text(demo_stack: Stack) -> str:
     def reported() -> str | None:
         text = demo_stack.client.get("/metrics").text
         nodes = set(re.findall(r'^gpu_slots_agent_report_age_seconds\{node="([^"]+)"', text, re.M))
-        return text if GPU_NODES <= nodes else None
+        return text if nodes >= GPU_NODES else None
 
     return wait_for(reported, timeout_s=60, interval_s=0.5, what="every agent in /metrics")
 
