@@ -147,3 +147,21 @@ def test_health_reading_refuses_bad_values(health: dict[str, Any]) -> None:
 
 def test_health_unhealthy_reasons_empty_for_unknown_readings() -> None:
     assert unhealthy_reasons(GpuHealthReading()) == []
+
+
+def test_health_gpu_the_plugin_already_withdrew_raises_no_health_finding() -> None:
+    """capacity 4, allocatable 3: the plugin marked one device unhealthy; unhealthy-devices
+    covers it, and Kubernetes no longer counts its slot."""
+    snapshot = _snapshot(_gpu(0, xid_events=[_xid(48)]), capacity=4, allocatable=3)
+    assert _health(snapshot) == []
+    assert "unhealthy-devices" in {item.code for item in snapshot.findings}
+
+
+def test_health_two_sick_gpus_one_withdrawn_slot_raises_both() -> None:
+    snapshot = _snapshot(
+        _gpu(0, xid_events=[_xid(48)]), _gpu(1, lost=True), capacity=4, allocatable=3
+    )
+    assert sorted(item.code for item in _health(snapshot)) == [
+        "gpu-fallen-off-bus",
+        "gpu-unhealthy",
+    ]

@@ -24,18 +24,33 @@ from app.domain.snapshot import EvidenceValue, Finding
 def health_findings(node: NodeFacts) -> list[Finding]:
     """The health rules on every GPU of the node that Kubernetes counts slots on."""
     found: list[Finding] = []
-    for gpu in node.gpus:
+    counted = [gpu for gpu in node.gpus if gpu.slots > 0 or _held(gpu) > 0]
+    sick = [gpu for gpu in counted if gpu.reading.health and _sick(gpu.reading.health)]
+    if _already_withdrawn(node, sick):
+        sick = []  # the plugin took them out of allocatable: unhealthy-devices says so
+    for gpu in counted:
         health = gpu.reading.health
-        held = _held(gpu)
-        if health is None or (gpu.slots == 0 and held == 0):
+        if health is None:
             continue
-        if fallen_off_bus(health):
-            found.append(_fallen_off_bus(node, gpu, health, held))
-        elif reasons := unhealthy_reasons(health):
-            found.append(_unhealthy(node, gpu, health, held, reasons))
+        if gpu in sick and fallen_off_bus(health):
+            found.append(_fallen_off_bus(node, gpu, health, _held(gpu)))
+        elif gpu in sick:
+            found.append(_unhealthy(node, gpu, health, _held(gpu), unhealthy_reasons(health)))
         if throttle := hard_throttle(health):
-            found.append(_throttled(node, gpu, health, held, throttle))
+            found.append(_throttled(node, gpu, health, _held(gpu), throttle))
     return found
+
+
+def _sick(health: GpuHealthReading) -> bool:
+    return fallen_off_bus(health) or bool(unhealthy_reasons(health))
+
+
+def _already_withdrawn(node: NodeFacts, sick: list[GpuFacts]) -> bool:
+    """Whether the plugin already withdrew the sick GPUs: capacity exceeds allocatable by
+    at least their slots (the device plugin marks a GPU unhealthy on some XIDs)."""
+    if not sick or node.capacity is None or node.allocatable is None:
+        return False
+    return node.capacity - node.allocatable >= sum(gpu.slots for gpu in sick)
 
 
 def _held(gpu: GpuFacts) -> int:

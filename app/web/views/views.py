@@ -19,6 +19,7 @@ from app.web.i18n.translate import Translator
 from app.web.views import page_views
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
+from app.web.views.health_view import health_items
 from app.web.views.node_window import slot_bar
 
 
@@ -219,4 +220,5 @@ views = SimpleNamespace(
     dra_held=dra_held,
     claim_lines=claim_lines,
     node_dra_devices=node_dra_devices,
+    health_items=health_items,
 )
