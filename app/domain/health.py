@@ -47,7 +47,8 @@ XID_FALLEN_OFF_BUS = 79
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `false` is not a wattage nor `0` a time, as the JSON Schema says
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class XidEvent(_Strict):
