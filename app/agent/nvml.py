@@ -77,8 +77,10 @@ class NvmlReader:
         if known is None or not isinstance(exc, nvml.NVMLError_GpuIsLost):
             return None
         uuid, name = known
-        events = self._xids.events(uuid) if self._xids is not None else []
-        health = GpuHealthReading(lost=True, xid_events=events[-64:])
+        xids = self._xids
+        events = xids.events(uuid) if xids is not None else []
+        watched = xids is not None and xids.watching(uuid)
+        health = GpuHealthReading(lost=True, xid_events=events[-64:], xids_watched=watched)
         return RawGpu(index, uuid, name, None, None, None, None, health=health)
 
     def close(self) -> None:
@@ -122,10 +124,10 @@ class NvmlReader:
         rates = _optional(nvml, lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
         mig = _optional(nvml, lambda: nvml.nvmlDeviceGetMigMode(handle))
         self._known[index] = (uuid, name or "")
-        events = []
+        events, watched = [], False
         if self._xids is not None:
             self._xids.register(uuid, handle)
-            events = self._xids.events(uuid)
+            events, watched = self._xids.events(uuid), self._xids.watching(uuid)
         return RawGpu(
             index=index,
             uuid=uuid,
@@ -138,7 +140,7 @@ class NvmlReader:
             mig_devices=self._mig_devices(nvml, handle)
             if _mig_mode(nvml, mig) == "enabled"
             else (),
-            health=read_health(nvml, handle, xid_events=events),
+            health=read_health(nvml, handle, xid_events=events, xids_watched=watched),
         )
 
     def _mig_devices(self, nvml: Any, handle: Any) -> tuple[RawMig, ...]:

@@ -26,6 +26,7 @@ class XidWatcher:
         self._now = now
         self._set: Any = None
         self._registered: set[str] = set()
+        self._watched: set[str] = set()
         self._events: dict[str, list[XidEvent]] = {}
         self.unsupported = False
 
@@ -45,6 +46,11 @@ class XidWatcher:
             self.unsupported = self._set is None
             return
         self._registered.add(uuid)
+        self._watched.add(uuid)
+
+    def watching(self, uuid: str) -> bool:
+        """Whether the GPU's XID errors reach this watcher."""
+        return uuid in self._watched
 
     def drain(self) -> None:
         """Take every waiting event off the set without waiting (timeout 0)."""
@@ -81,3 +87,4 @@ class XidWatcher:
                 nvml.nvmlEventSetFree(self._set)
         self._set = None
         self._registered.clear()
+        self._watched.clear()

@@ -28,7 +28,9 @@ _REASON_BITS: tuple[tuple[ThrottleReason, str, int], ...] = (
 )
 
 
-def read_health(nvml: Any, handle: Any, *, xid_events: Sequence[XidEvent] = ()) -> GpuHealthReading:
+def read_health(
+    nvml: Any, handle: Any, *, xid_events: Sequence[XidEvent] = (), xids_watched: bool = False
+) -> GpuHealthReading:
     """Every health reading of one GPU handle; what NVML cannot give stays None."""
 
     def get(call: Callable[[], _T]) -> _T | None:
@@ -75,6 +77,7 @@ def read_health(nvml: Any, handle: Any, *, xid_events: Sequence[XidEvent] = ()) 
         remapping_pending=None if remapped is None else bool(remapped[2]),
         remapping_failed=None if remapped is None else bool(remapped[3]),
         xid_events=list(xid_events)[-64:],
+        xids_watched=xids_watched,
     )
 
 

@@ -119,6 +119,11 @@ class GpuHealthReading(_Strict):
         max_length=64,
         description="The latest XID errors seen on this GPU (at most 64, oldest first)",
     )
+    xids_watched: StrictBool = Field(
+        default=False,
+        description="True when the agent watches the GPU's XID errors (NVML event set); "
+        "false: XIDs unknown (nvidia-smi cannot say, or the GPU cannot report them)",
+    )
     lost: StrictBool = Field(
         default=False,
         description="The driver reports the GPU lost (NVML_ERROR_GPU_IS_LOST, XID 79): it "

@@ -68,6 +68,7 @@ def test_nvml_health_reads_every_field_in_base_units() -> None:
         remapped_rows_uncorrectable=1,
         remapping_pending=True,
         remapping_failed=False,
+        xids_watched=True,
     )
 
 
@@ -130,6 +131,8 @@ def test_nvml_gpu_without_xid_support_leaves_the_others_watched() -> None:
         [],
         [31],
     ]
+    watched = [h.xids_watched if h else None for h in _health(fake, reader)]
+    assert watched == [False, True]  # the page says "not watched", not "no XID errors"
 
 
 def test_nvml_gpu_lost_after_a_read_is_reported_fallen_off_the_bus() -> None:

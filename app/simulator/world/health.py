@@ -53,6 +53,7 @@ class SimHealth:
             "remapping_pending": not healthy,
             "remapping_failed": False,
             "xid_events": [] if healthy else [XidEvent(xid=48, at=now)],
+            "xids_watched": True,
         }
         with self._lock:
             fields.update(self._faults.get((node, index), {}))

@@ -17,6 +17,7 @@ HEALTH_EN: dict[str, str] = {
     "health_retired": "Retired pages: {single} single-bit, {double} double-bit",
     "health_xid": "XID {codes} (last at {at})",
     "health_no_xid": "No XID errors since the agent started",
+    "health_xid_unwatched": "XID errors not watched (nvidia-smi cannot report them)",
 }
 
 HEALTH_KO: dict[str, str] = {
@@ -33,4 +34,5 @@ HEALTH_KO: dict[str, str] = {
     "health_retired": "폐기된 페이지: 단일 비트 {single}개, 이중 비트 {double}개",
     "health_xid": "XID {codes} (마지막 {at})",
     "health_no_xid": "에이전트 시작 후 XID 오류 없음",
+    "health_xid_unwatched": "XID 오류를 볼 수 없음 (nvidia-smi는 알려 주지 않음)",
 }

@@ -107,7 +107,7 @@ def _memory(health: GpuHealthReading) -> list[HealthItem]:
 
 def _xid(health: GpuHealthReading) -> HealthItem:
     if not health.xid_events:
-        return HealthItem("health_no_xid", "xid")
+        return HealthItem("health_no_xid" if health.xids_watched else "health_xid_unwatched", "xid")
     codes = ", ".join(str(e.xid) for e in health.xid_events[-5:])
     last = last_xid_at(health)
     state: State = "bad" if hardware_xids(health) else "warn"

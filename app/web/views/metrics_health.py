@@ -93,8 +93,9 @@ def _add(f: dict[str, Family], labels: Labels, health: GpuHealthReading) -> None
     counts: dict[int, int] = {}
     for event in health.xid_events:
         counts[event.xid] = counts.get(event.xid, 0) + 1
-    for code, count in sorted(counts.items()):
-        f["xid_events"].add({**labels, "xid": str(code)}, count)
+    if health.xids_watched:
+        for code, count in sorted(counts.items()):
+            f["xid_events"].add({**labels, "xid": str(code)}, count)
     gone = fallen_off_bus(health)
     f["fallen_off_bus"].add(labels, gone)
     f["healthy"].add(labels, not gone and not unhealthy_reasons(health))
