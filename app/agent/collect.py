@@ -127,6 +127,7 @@ class Collector:
                 )
                 for mig in raw.mig_devices[:MAX_MIG_DEVICES]
             ],
+            health=raw.health,
         )
 
     def _processes(

@@ -15,8 +15,11 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from app.agent.nvml_events import XidWatcher
+from app.agent.nvml_health import read_health
 from app.agent.readings import (
     MigMode,
     RawGpu,
@@ -25,6 +28,7 @@ from app.agent.readings import (
     RawReadings,
     ReaderUnavailableError,
 )
+from app.domain.health import GpuHealthReading
 
 _MIB = 1024 * 1024
 _T = TypeVar("_T")
@@ -35,10 +39,15 @@ class NvmlReader:
 
     label = "NVML"
 
-    def __init__(self, *, nvml: Any | None = None) -> None:
+    def __init__(
+        self, *, nvml: Any | None = None, now: Callable[[], datetime] | None = None
+    ) -> None:
         self._nvml = nvml
+        self._now = now or _utc_now
         self._initialised = False
         self._processes_v2 = False
+        self._xids: XidWatcher | None = None
+        self._known: dict[int, tuple[str, str]] = {}  # index -> (UUID, name) once read
 
     def read(self) -> RawReadings:
         """One pass over every GPU; raises ReaderUnavailableError when NVML cannot start."""
@@ -48,20 +57,40 @@ class NvmlReader:
         except nvml.NVMLError as exc:
             raise ReaderUnavailableError(f"NVML cannot count GPUs: {exc}") from exc
         driver = _optional(nvml, lambda: _text(nvml.nvmlSystemGetDriverVersion()))
+        if self._xids is not None:
+            self._xids.drain()
         gpus: list[RawGpu] = []
         problems: list[str] = []
         for index in range(count):
             try:
                 gpus.append(self._read_gpu(nvml, index))
             except nvml.NVMLError as exc:
+                lost = self._lost_gpu(nvml, index, exc)
+                if lost is not None:
+                    gpus.append(lost)
                 problems.append(f"GPU {index} unreadable through NVML: {exc}")
         return RawReadings("nvml", driver, tuple(gpus), tuple(problems))
+
+    def _lost_gpu(self, nvml: Any, index: int, exc: Exception) -> RawGpu | None:
+        """A GPU read before that NVML now calls lost: it is reported, fallen off the bus."""
+        known = self._known.get(index)
+        if known is None or not isinstance(exc, nvml.NVMLError_GpuIsLost):
+            return None
+        uuid, name = known
+        xids = self._xids
+        events = xids.events(uuid) if xids is not None else []
+        watched = xids is not None and xids.watching(uuid)
+        health = GpuHealthReading(lost=True, xid_events=events[-64:], xids_watched=watched)
+        return RawGpu(index, uuid, name, None, None, None, None, health=health)
 
     def close(self) -> None:
         """Shut NVML down if this reader started it; safe to call more than once."""
         if not self._initialised or self._nvml is None:
             return
         self._initialised = False
+        if self._xids is not None:
+            self._xids.close()
+            self._xids = None
         with contextlib.suppress(self._nvml.NVMLError):
             self._nvml.nvmlShutdown()
 
@@ -84,6 +113,7 @@ class NvmlReader:
             except nvml.NVMLError as exc:
                 raise ReaderUnavailableError(f"NVML init failed: {exc}") from exc
             self._initialised = True
+            self._xids = XidWatcher(nvml, now=self._now)
         return nvml
 
     def _read_gpu(self, nvml: Any, index: int) -> RawGpu:
@@ -93,6 +123,11 @@ class NvmlReader:
         memory = _optional(nvml, lambda: nvml.nvmlDeviceGetMemoryInfo(handle))
         rates = _optional(nvml, lambda: nvml.nvmlDeviceGetUtilizationRates(handle))
         mig = _optional(nvml, lambda: nvml.nvmlDeviceGetMigMode(handle))
+        self._known[index] = (uuid, name or "")
+        events, watched = [], False
+        if self._xids is not None:
+            self._xids.register(uuid, handle)
+            events, watched = self._xids.events(uuid), self._xids.watching(uuid)
         return RawGpu(
             index=index,
             uuid=uuid,
@@ -105,6 +140,7 @@ class NvmlReader:
             mig_devices=self._mig_devices(nvml, handle)
             if _mig_mode(nvml, mig) == "enabled"
             else (),
+            health=read_health(nvml, handle, xid_events=events, xids_watched=watched),
         )
 
     def _mig_devices(self, nvml: Any, handle: Any) -> tuple[RawMig, ...]:
@@ -152,6 +188,10 @@ class NvmlReader:
             RawProcess(int(info.pid), _mib(getattr(info, "usedGpuMemory", None)))
             for info in infos or ()
         )
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def _optional(nvml: Any, call: Callable[[], _T]) -> _T | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from app.domain.health import GpuHealthReading
 from app.errors import GpuReadError
 
 MigMode = Literal["enabled", "disabled"]
@@ -49,6 +50,7 @@ class RawGpu:
     mig_mode: MigMode | None
     processes: tuple[RawProcess, ...] = ()
     mig_devices: tuple[RawMig, ...] = ()
+    health: GpuHealthReading | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,8 +1,10 @@
 """The nvidia-smi reader, used when NVML cannot be loaded.
 
-Each pass runs `--query-gpu` and `--query-compute-apps` as CSV (cheap, every driver). On a
-node with a MIG-enabled GPU it also runs `-L` (MIG UUIDs and profiles) and `-q -x` (MIG
-memory, and the GPU / compute instance of each process), which the CSV cannot give.
+Each pass runs `--query-gpu` and `--query-compute-apps` as CSV (cheap, every driver), then
+`-q -x` for each GPU's health (temperature, power, clocks-event reasons, ECC, retired pages,
+remapped rows: app/agent/smi_health.py). On a node with a MIG-enabled GPU it also runs `-L`
+(MIG UUIDs and profiles); the XML gives MIG memory and the GPU / compute instance of each
+process, which the CSV cannot give.
 
 Parsing is pure (`parse_csv`, `gpus_from_csv`, `with_mig_devices`, smi_list, smi_xml):
 columns are matched by header name or by the order requested, `[N/A]`, `[Not Supported]`
@@ -200,8 +202,17 @@ def with_mig_devices(
     return dataclasses.replace(readings, gpus=gpus, problems=(*readings.problems, *found))
 
 
+def with_health(readings: RawReadings, log: XmlLog | None) -> RawReadings:
+    """The readings with each GPU's health from the `-q -x` log, joined on the UUID."""
+    if log is None:
+        return readings
+    by_uuid = {gpu.uuid: gpu.health for gpu in log.gpus if gpu.uuid is not None}
+    gpus = tuple(dataclasses.replace(gpu, health=by_uuid.get(gpu.uuid)) for gpu in readings.gpus)
+    return dataclasses.replace(readings, gpus=gpus)
+
+
 class SmiReader:
-    """Runs nvidia-smi twice per pass (GPUs, then compute processes), four times on MIG."""
+    """Runs nvidia-smi three times per pass (GPUs, compute processes, `-q -x`), four on MIG."""
 
     label = "nvidia-smi"
 
@@ -223,27 +234,29 @@ class SmiReader:
         readings = gpus_from_csv(
             gpu_text, apps_text, gpu_columns=self._gpu_columns, app_columns=self._app_columns
         )
-        if not any(g.mig_mode == "enabled" for g in readings.gpus):
-            return readings
-        return self._with_mig(binary, readings)
-
-    def _with_mig(self, binary: str, readings: RawReadings) -> RawReadings:
-        """MIG devices of MIG-enabled GPUs: `-L` names them, `-q -x` adds memory and processes.
-
-        The CSV cannot place a process on a MIG device, so a MIG node costs two more calls;
-        when either fails the report says so and keeps what the other gave.
-        """
+        mig = any(g.mig_mode == "enabled" for g in readings.gpus)
         problems: list[str] = []
-        listing_text = self._output([binary, "-L"], problems)
+        listing_text = self._output([binary, "-L"], problems) if mig else None
+        log = self._xml(binary, problems)
+        if mig:
+            # The CSV cannot place a process on a MIG device: `-L` names the devices, the
+            # XML adds memory and processes; when either fails the report keeps the other.
+            listing = listed_mig_devices(listing_text or "")
+            readings = with_mig_devices(readings, listing, log, problems=problems)
+        else:
+            readings = dataclasses.replace(readings, problems=(*readings.problems, *problems))
+        return with_health(readings, log)
+
+    def _xml(self, binary: str, problems: list[str]) -> XmlLog | None:
+        """The parsed `-q -x` log; None (and a problem) when it cannot be had."""
         xml_text = self._output([binary, "-q", "-x"], problems)
-        log: XmlLog | None = None
-        if xml_text is not None:
-            try:
-                log = parse_xml(xml_text)
-            except SmiXmlError as exc:
-                problems.append(str(exc)[:300])
-        listing = listed_mig_devices(listing_text or "")
-        return with_mig_devices(readings, listing, log, problems=problems)
+        if xml_text is None:
+            return None
+        try:
+            return parse_xml(xml_text)
+        except SmiXmlError as exc:
+            problems.append(str(exc)[:300])
+            return None
 
     def _output(self, argv: list[str], problems: list[str]) -> str | None:
         """What an optional call printed; None (and a problem) when it could not run."""

@@ -17,7 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.agent.readings import MigMode, RawGpu, RawMig, RawProcess, RawReadings
+from app.agent.smi_health import health_from_xml
 from app.agent.smi_list import ListedMig
+from app.domain.health import GpuHealthReading
 
 _NUMBER = re.compile(r"^\s*(\d+)")
 
@@ -60,6 +62,7 @@ class XmlGpu:
     mig_mode: MigMode | None
     mig_devices: tuple[XmlMig, ...]
     processes: tuple[XmlProcess, ...]
+    health: GpuHealthReading | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +119,7 @@ def readings_from_xml(
                 mig_mode=gpu.mig_mode,
                 processes=tuple(_raw(process) for process in gpu.processes),
                 mig_devices=devices,
+                health=gpu.health,
             )
         )
     return RawReadings("nvidia-smi", log.driver_version, tuple(gpus), tuple(problems))
@@ -177,6 +181,7 @@ def _gpu(element: ET.Element) -> XmlGpu:
             for info in element.findall("processes/process_info")
             if (process := _process(info)) is not None
         ),
+        health=health_from_xml(element),
     )
 
 

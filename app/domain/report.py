@@ -19,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from app.domain.health import GpuHealthReading
+
 REPORT_SCHEMA = 1
 
 # Bounds on every number an agent sends: far above any real GPU, far below what could
@@ -123,6 +125,9 @@ class GpuReading(_Strict):
     processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
     mig_devices: list[MigDeviceReading] = Field(
         default_factory=list, max_length=64, description="MIG devices (issue 12 block above)"
+    )
+    health: GpuHealthReading | None = Field(
+        default=None, description="Temperature, power, ECC, XID (issue 31); null: not read"
     )
 
 

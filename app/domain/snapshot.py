@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.domain.dra_models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
+from app.domain.health import GpuHealthReading
 
 EvidenceValue = str | int | float | bool | None
 
@@ -173,6 +174,9 @@ class GpuState(_Out):
         default_factory=list, description="DRA devices published for this GPU (MIG: several)"
     )
     mig_devices: list[MigDeviceState] = Field(default_factory=list)
+    health: GpuHealthReading | None = Field(
+        default=None, description="The agent's health readings of the GPU; null: none sent"
+    )
 
 
 class AgentState(_Out):

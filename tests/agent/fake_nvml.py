@@ -29,6 +29,26 @@ class FakeGpu:
     processes: list[tuple[int, int | None]] = field(default_factory=list)
     lost: bool = False
     mig_devices: list[FakeMig | None] = field(default_factory=list)  # None: an empty slot
+    health: FakeHealth | None = None  # None: every health call answers Not Supported
+
+
+@dataclass
+class FakeHealth:
+    """What NVML answers about a GPU's health; None for a reading means Not Supported."""
+
+    temperature_c: int | None = 40
+    power_mw: int | None = 75_000
+    power_limit_mw: int | None = 300_000
+    clock_reasons: int | None = 0
+    event_reasons_missing: bool = False  # an older driver: only the `Throttle` call
+    ecc_enabled: bool | None = True
+    # (error type, counter type) -> count: NVML_MEMORY_ERROR_TYPE_*, NVML_*_ECC
+    ecc: dict[tuple[int, int], int] = field(default_factory=dict)
+    retired_single: int | None = 0
+    retired_double: int | None = 0
+    retired_pending: bool | None = False
+    remapped: tuple[int, int, bool, bool] | None = None
+    xid_supported: bool = True
 
 
 @dataclass
@@ -60,8 +80,27 @@ class FakeNvml:
     NVMLError_FunctionNotFound = real.NVMLError_FunctionNotFound
     NVMLError_Uninitialized = real.NVMLError_Uninitialized
     NVMLLibraryMismatchError = real.NVMLLibraryMismatchError
+    NVMLError_Timeout = real.NVMLError_Timeout
+    NVMLError_GpuIsLost = real.NVMLError_GpuIsLost
     NVML_DEVICE_MIG_ENABLE = real.NVML_DEVICE_MIG_ENABLE
     NVML_DEVICE_MIG_DISABLE = real.NVML_DEVICE_MIG_DISABLE
+    NVML_FEATURE_ENABLED = real.NVML_FEATURE_ENABLED
+    NVML_FEATURE_DISABLED = real.NVML_FEATURE_DISABLED
+    NVML_TEMPERATURE_GPU = real.NVML_TEMPERATURE_GPU
+    NVML_MEMORY_ERROR_TYPE_CORRECTED = real.NVML_MEMORY_ERROR_TYPE_CORRECTED
+    NVML_MEMORY_ERROR_TYPE_UNCORRECTED = real.NVML_MEMORY_ERROR_TYPE_UNCORRECTED
+    NVML_VOLATILE_ECC = real.NVML_VOLATILE_ECC
+    NVML_AGGREGATE_ECC = real.NVML_AGGREGATE_ECC
+    NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = (
+        real.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+    )
+    NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = (
+        real.NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR
+    )
+    nvmlEventTypeXidCriticalError = real.nvmlEventTypeXidCriticalError
+    nvmlClocksEventReasonHwSlowdown = real.nvmlClocksEventReasonHwSlowdown
+    nvmlClocksEventReasonSwPowerCap = real.nvmlClocksEventReasonSwPowerCap
+    nvmlClocksEventReasonHwThermalSlowdown = real.nvmlClocksEventReasonHwThermalSlowdown
 
     def __init__(
         self,
@@ -79,6 +118,9 @@ class FakeNvml:
         self.shutdown_calls = 0
         self.v2_calls = 0
         self._ready = False
+        self.event_sets: list[list[tuple[FakeGpu, int]]] = []  # created sets, pending XIDs
+        self.freed_sets = 0
+        self._registered: dict[int, list[str]] = {}  # set -> registered GPU UUIDs
 
     # -- library ---------------------------------------------------------------------------
     def nvmlInit(self) -> None:
@@ -177,6 +219,96 @@ class FakeNvml:
         self._check()
         self.v2_calls += 1
         return self._processes(handle)
+
+    # -- health ------------------------------------------------------------------------------
+    def _health(self, handle: FakeGpu) -> FakeHealth:
+        self._check()
+        if handle.health is None:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        return handle.health
+
+    @staticmethod
+    def _given(value: Any) -> Any:
+        if value is None:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        return value
+
+    def nvmlDeviceGetTemperature(self, handle: FakeGpu, sensor: int) -> int:
+        assert sensor == real.NVML_TEMPERATURE_GPU
+        return int(self._given(self._health(handle).temperature_c))
+
+    def nvmlDeviceGetPowerUsage(self, handle: FakeGpu) -> int:
+        return int(self._given(self._health(handle).power_mw))
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeGpu) -> int:
+        return int(self._given(self._health(handle).power_limit_mw))
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: FakeGpu) -> int:
+        if self._health(handle).event_reasons_missing:
+            raise real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)
+        return int(self._given(self._health(handle).clock_reasons))
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: FakeGpu) -> int:
+        return int(self._given(self._health(handle).clock_reasons))
+
+    def nvmlDeviceGetEccMode(self, handle: FakeGpu) -> list[int]:
+        enabled = self._given(self._health(handle).ecc_enabled)
+        mode = real.NVML_FEATURE_ENABLED if enabled else real.NVML_FEATURE_DISABLED
+        return [mode, mode]
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: FakeGpu, kind: int, counter: int) -> int:
+        health = self._health(handle)
+        if not health.ecc_enabled:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        return health.ecc.get((kind, counter), 0)
+
+    def nvmlDeviceGetRetiredPages(self, handle: FakeGpu, cause: int) -> list[int]:
+        health = self._health(handle)
+        single = cause == real.NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS
+        count = self._given(health.retired_single if single else health.retired_double)
+        return [0x1000 * n for n in range(count)]
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: FakeGpu) -> int:
+        pending = self._given(self._health(handle).retired_pending)
+        return real.NVML_FEATURE_ENABLED if pending else real.NVML_FEATURE_DISABLED
+
+    def nvmlDeviceGetRemappedRows(self, handle: FakeGpu) -> tuple[int, int, bool, bool]:
+        remapped: tuple[int, int, bool, bool] = self._given(self._health(handle).remapped)
+        return remapped
+
+    # -- events ------------------------------------------------------------------------------
+    def nvmlEventSetCreate(self) -> int:
+        self._check()
+        self.event_sets.append([])
+        return len(self.event_sets) - 1
+
+    def nvmlDeviceRegisterEvents(self, handle: FakeGpu, types: int, event_set: int) -> None:
+        self._check()
+        assert types == real.nvmlEventTypeXidCriticalError
+        if handle.health is None or not handle.health.xid_supported:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        self._registered.setdefault(event_set, []).append(handle.uuid)
+
+    def raise_xid(self, gpu: FakeGpu, xid: int) -> None:
+        """The driver raises an XID on `gpu`: every set it is registered with gets it."""
+        for event_set, uuids in self._registered.items():
+            if gpu.uuid in uuids:
+                self.event_sets[event_set].append((gpu, xid))
+
+    def nvmlEventSetWait_v2(self, event_set: int, timeout_ms: int) -> Any:
+        self._check()
+        assert timeout_ms == 0  # the agent never waits
+        pending = self.event_sets[event_set]
+        if not pending:
+            raise real.NVMLError(real.NVML_ERROR_TIMEOUT)
+        gpu, xid = pending.pop(0)
+        return SimpleNamespace(
+            device=gpu, eventType=real.nvmlEventTypeXidCriticalError, eventData=xid
+        )
+
+    def nvmlEventSetFree(self, event_set: int) -> None:
+        self.freed_sets += 1
+        self._registered.pop(event_set, None)
 
     def _processes(self, handle: FakeGpu) -> list[Any]:
         return [

@@ -166,16 +166,20 @@ class _FakeSmi:
         return CommandResult(0, "\n".join(lines) + "\n")
 
 
-def test_smi_reader_runs_both_queries_with_csv_flags() -> None:
+def test_smi_reader_runs_both_queries_with_csv_flags_then_the_xml_for_health() -> None:
     fake = _FakeSmi("rtx-4090")
 
     readings = SmiReader(run=fake, which=lambda name: f"/usr/bin/{name}").read()
 
-    assert [call[0] for call in fake.calls] == ["/usr/bin/nvidia-smi", "/usr/bin/nvidia-smi"]
+    assert [call[0] for call in fake.calls] == ["/usr/bin/nvidia-smi"] * 3
     assert fake.calls[0][1] == "--query-gpu=" + ",".join(GPU_COLUMNS)
     assert fake.calls[1][1] == "--query-compute-apps=gpu_uuid,pid,used_memory,process_name"
-    assert all(call[2] == "--format=csv,noheader,nounits" for call in fake.calls)
+    assert all(call[2] == "--format=csv,noheader,nounits" for call in fake.calls[:2])
+    assert fake.calls[2][1:] == ["-q", "-x"]
     assert readings.gpus[0].utilization_pct == 97
+    # this fixture has no XML: the GPUs stay, their health unknown, and the report says why
+    assert readings.gpus[0].health is None
+    assert readings.problems == ("nvidia-smi -q -x failed (exit 9)",)
 
 
 def test_smi_reader_old_nvidia_smi_without_mig_field_drops_it() -> None:
@@ -188,7 +192,7 @@ def test_smi_reader_old_nvidia_smi_without_mig_field_drops_it() -> None:
     assert first.gpus[0].name == "Tesla T4"
     assert first.gpus[0].mig_mode is None
     assert first.driver_version == "470.223.02"
-    assert len(fake.calls) == 5  # one refused query, then 2 + 2 with the field remembered
+    assert len(fake.calls) == 7  # one refused query, then 3 + 3 with the field remembered
 
 
 def test_smi_reader_not_on_path_is_driver_missing() -> None:
@@ -230,7 +234,7 @@ def test_smi_reader_without_mig_gpus_does_not_list() -> None:
 
     SmiReader(run=fake, which=lambda name: name).read()
 
-    assert [call[1] for call in fake.calls if call[1] in ("-L", "-q")] == []
+    assert [call[1] for call in fake.calls if call[1] in ("-L", "-q")] == ["-q"]
 
 
 def test_parse_csv_header_in_any_order_maps_columns_by_name() -> None:

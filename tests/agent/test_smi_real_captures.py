@@ -178,4 +178,5 @@ def test_collector_real_capture_gives_a_valid_nvidia_smi_report(capture: str, ph
     assert (report.source, len(report.gpus)) == ("nvidia-smi", 1)
     assert fake.calls[0][1] == "--query-gpu=" + ",".join(GPU_COLUMNS)
     mig_gpu = report.gpus[0].mig_mode == "enabled"
-    assert [call[1] for call in fake.calls[2:]] == (["-L", "-q"] if mig_gpu else [])
+    # `-q -x` every pass for the GPU's health; `-L` only to name MIG devices.
+    assert [call[1] for call in fake.calls[2:]] == (["-L", "-q"] if mig_gpu else ["-q"])

@@ -8,6 +8,8 @@ from typing import Any
 import kubernetes_validate
 from kubernetes_validate.utils import latest_version
 
+from tests.chart.monitoring_schemas import monitoring_errors
+
 # k3s publishes releases for the Kubernetes minors upstream still supports (the newest
 # three); the chart is validated against the oldest and the newest of those that
 # kubernetes-validate knows.
@@ -24,6 +26,8 @@ LABEL_NAMED = {"Service", "Namespace"}
 
 def schema_errors(obj: dict[str, Any], kube_version: str) -> list[str]:
     """The first schema error of the object, with its path, or nothing."""
+    if obj["apiVersion"].startswith("monitoring.coreos.com/"):
+        return monitoring_errors(obj)  # the Prometheus Operator's CRDs
     try:
         kubernetes_validate.validate(obj, kube_version, strict=True)
     except kubernetes_validate.ValidationError as exc:

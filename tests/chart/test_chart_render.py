@@ -66,6 +66,15 @@ MATRIX: dict[str, dict[str, Any]] = {
         "image": {"registry": "registry.local:5000", "tag": "0.1.0-rc1", "pullPolicy": "Never"},
         "imagePullSecrets": [{"name": "regcred"}],
     },
+    "monitoring": {
+        "auth": {"metricsToken": "m" * 32},
+        "monitoring": {
+            "dashboardUrl": "https://gpu-slots.example",
+            "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "prometheusRule": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
+            "grafanaDashboard": {"enabled": True, "namespace": "monitoring"},
+        },
+    },
     "overrides": {
         "fullnameOverride": "slots",
         "commonLabels": {"team": "mlops"},

@@ -13,6 +13,7 @@ from app.domain.plugin.config import CONFIG_HASH_ANNOTATION
 from app.domain.plugin_target import PluginTarget
 from tests import factories as f
 from tests.domain.dra_worlds import DRA_CASES
+from tests.domain.health_worlds import HEALTH_CASES
 from tests.domain.worlds import config_manager_daemonset, snap, ts_world, world
 
 SPLIT = f.host_split_uuids()
@@ -330,6 +331,7 @@ def _renamed(pods: list[f.Manifest]) -> ClusterState:
 
 
 CASES += DRA_CASES
+CASES += HEALTH_CASES
 
 
 def _codes(

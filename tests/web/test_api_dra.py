@@ -121,11 +121,11 @@ def test_nodes_say_how_their_gpus_are_handed_out_and_who_holds_them(dra: Stack) 
 def test_metrics_expose_dra_devices_by_state(dra: Stack) -> None:
     lines = dra.client.get("/metrics").text.splitlines()
     assert [line for line in lines if line.startswith("gpu_slots_dra")] == [
-        'gpu_slots_dra_devices{state="total"} 7',
-        'gpu_slots_dra_devices{state="allocated"} 5',
-        'gpu_slots_dra_devices{state="shared"} 2',
-        'gpu_slots_dra_devices{state="free"} 2',
-        'gpu_slots_dra_devices{state="stranded"} 0',
+        "gpu_slots_dra_devices 7",
+        "gpu_slots_dra_allocated_devices 5",
+        "gpu_slots_dra_shared_devices 2",
+        "gpu_slots_dra_free_devices 2",
+        "gpu_slots_dra_stranded_devices 0",
         "gpu_slots_dra_pending_claims 1",
     ]
 

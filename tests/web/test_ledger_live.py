@@ -238,9 +238,9 @@ def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -
 
 def test_metrics_carry_every_resource_and_pending_demand(clusters: Stack) -> None:
     text = clusters.client.get("/metrics").text
-    assert 'gpu_slots_resource_free{node="gpu-mig-4",resource="nvidia.com/mig-1g.10gb"} 6' in text
-    assert 'gpu_slots_resource_stranded{node="gpu-cordoned-2",resource="nvidia.com/gpu"} 1' in text
-    assert 'gpu_slots_pending{resource="nvidia.com/gpu"} 16' in text
+    assert 'gpu_slots_free{node="gpu-mig-4",resource="nvidia.com/mig-1g.10gb"} 6' in text
+    assert 'gpu_slots_stranded{node="gpu-cordoned-2",resource="nvidia.com/gpu"} 1' in text
+    assert 'gpu_slots_pending_slots{resource="nvidia.com/gpu"} 16' in text
 
 
 MPS_SCENARIO = """

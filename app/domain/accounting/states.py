@@ -48,6 +48,7 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
                 finding_codes=sorted({f.code for f in own}),
                 worst_severity=worst,
                 mig_devices=[_mig_state(d) for d in gpu.mig_devices],
+                health=reading.health,
             )
         )
     return NodeState(

@@ -71,6 +71,10 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("shared-gpu-memory-pressure", _W, _G, "Sharing pods near the GPU's memory"),
         _kind("pod-process-without-slot", _W, _G, "GPU process of a pod that requests no slot"),
         _kind("pod-process-on-unassigned-gpu", _W, _G, "Pod process on a GPU not assigned to it"),
+        # GPU health against the accounting (app/domain/findings/health.py).
+        _kind("gpu-fallen-off-bus", _E, _G, "GPU with slots has fallen off the bus (XID 79)"),
+        _kind("gpu-unhealthy", _E, _G, "GPU with slots has uncorrected or pending memory errors"),
+        _kind("gpu-throttled-hard", _W, _G, "GPU with slots throttled by a hardware slowdown"),
         # Per pod.
         _kind("pod-sets-visible-devices", _W, _P, "Pod sets NVIDIA_VISIBLE_DEVICES itself"),
         _kind("multi-slot-request-rejected", _E, _P, "Pod asks for 2+ slots; the plugin refuses"),

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from app.domain.health import GpuHealthReading
 from app.domain.report import (
     AgentReport,
     DraAssignment,
@@ -25,6 +26,7 @@ from app.domain.report import (
 from app.simulator.node.inventory import GpuProcess, NodeInventory, SimGpu
 from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.pod_resources import device_assignments
+from app.simulator.world.health import SimHealth
 from app.simulator.world.threads import stop_thread
 
 log = logging.getLogger(__name__)
@@ -60,8 +62,9 @@ def _gpu_reading(
     gpu: SimGpu,
     processes: Sequence[GpuProcess],
     pods: Mapping[tuple[str, str], Mapping[str, Any]],
+    health: GpuHealthReading,
 ) -> GpuReading:
-    """What NVML reads for one GPU: its memory, utilisation, processes and MIG devices."""
+    """What NVML reads for one GPU: memory, utilisation, processes, MIG devices, health."""
     on_gpu = [p for p in processes if p.gpu_index == gpu.index]
     used = BASE_MEMORY_MIB + sum(p.used_memory_mib for p in on_gpu)
     supported = gpu.memory_supported
@@ -85,6 +88,7 @@ def _gpu_reading(
             )
             for n, mig in enumerate(gpu.mig_devices)
         ],
+        health=health,
     )
 
 
@@ -96,6 +100,7 @@ def build_report(
     *,
     now: datetime,
     dra_assignments: Sequence[DraAssignment] = (),
+    health: SimHealth | None = None,
 ) -> AgentReport:
     """The report a real agent would send for this node right now.
 
@@ -113,11 +118,27 @@ def build_report(
             "collected_at": now,
             "source": "nvml",
             "driver_version": DRIVER_VERSION,
-            "gpus": [_gpu_reading(gpu, processes, pods) for gpu in inventory.gpus],
+            "gpus": [
+                _gpu_reading(gpu, processes, pods, _health(health, inventory, gpu, processes, now))
+                for gpu in inventory.gpus
+            ],
             "assignments": assignments,
             "dra_assignments": list(dra_assignments) if inventory.pod_resources else None,
             "agent_version": AGENT_VERSION,
         }
+    )
+
+
+def _health(
+    health: SimHealth | None,
+    inventory: NodeInventory,
+    gpu: SimGpu,
+    processes: Sequence[GpuProcess],
+    now: datetime,
+) -> GpuHealthReading:
+    busy = sum(1 for p in processes if p.gpu_index == gpu.index)
+    return (health or SimHealth()).reading(
+        inventory.node, gpu.index, busy=busy, healthy=gpu.healthy, now=now
     )
 
 

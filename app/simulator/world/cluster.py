@@ -74,6 +74,7 @@ from app.simulator.plugin.outcome import PluginOutcome
 from app.simulator.plugin.paced import PacedPluginController
 from app.simulator.plugin.rollout import RolloutPace
 from app.simulator.world.agents import SimulatedAgents, build_report
+from app.simulator.world.health import SimHealth
 from app.simulator.world.scenario import LOAD_ORDER, Scenario, read_scenario
 from app.simulator.world.workload import Timeline, Workload
 
@@ -101,6 +102,7 @@ class SimulatedCluster:
         self.tokens = TokenIssuer()  # ServiceAccount tokens of the simulated agents
         self.inventories: dict[str, NodeInventory] = {i.node: i for i in self.scenario.inventories}
         self.workload = Workload(self.scenario.inventories)
+        self.health = SimHealth()  # GPU health faults: `simulator.health.set(node, 0, lost=True)`
         self.controller = PacedPluginController(
             self.registry,
             self.inventories,
@@ -344,6 +346,7 @@ class SimulatedCluster:
             self.plugin_outcome(node),
             now=self.clock(),
             dra_assignments=self.dra.assignments(node),
+            health=self.health,
         )
 
     # agents --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from app.domain.report import AgentReport
+from app.web.http.openapi_docs import document
 from app.web.views.schemas import ProblemOut
 
 SWAGGER = "/static/vendor/swagger-ui-5.35.0"
@@ -57,6 +58,7 @@ def add_report_schema(app: FastAPI, reader: Any) -> None:
                     invalid["content"] = problem
         for unused in ("HTTPValidationError", "ValidationError"):
             components.pop(unused, None)
+        document(schema)
         app.openapi_schema = schema
         return schema
 

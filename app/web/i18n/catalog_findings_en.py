@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
+from app.web.i18n.catalog_findings_health import HEALTH_FINDINGS_EN
+
 FINDINGS_EN: dict[str, str] = {
+    **HEALTH_FINDINGS_EN,
     "plugin-daemonset-missing": "Deploy the NVIDIA device plugin, or point the settings at "
     "the name and namespace it runs under.",
     "plugin-operator-managed": "Change it through the GPU Operator's ClusterPolicy: the "

@@ -7,8 +7,11 @@ whose placeholders the finding lacks falls back to `summary` (see app/web/findin
 
 from __future__ import annotations
 
+from app.web.i18n.catalog_findings_health import HEALTH_FINDINGS_KO
+
 # code: (summary, title template, remedy explanation)
 FINDINGS_KO: dict[str, tuple[str, str, str]] = {
+    **HEALTH_FINDINGS_KO,
     "plugin-daemonset-missing": (
         "디바이스 플러그인 DaemonSet이 없습니다",
         "디바이스 플러그인 DaemonSet {daemonset}이(가) 클러스터에 없습니다",

@@ -15,6 +15,7 @@ from starlette.requests import Request
 from app.web.i18n.catalog_changes import CHANGES_EN, CHANGES_KO
 from app.web.i18n.catalog_dra import DRA_EN, DRA_KO
 from app.web.i18n.catalog_en import EN
+from app.web.i18n.catalog_health import HEALTH_EN, HEALTH_KO
 from app.web.i18n.catalog_ko import KO
 from app.web.i18n.catalog_scale import SCALE_EN, SCALE_KO
 from app.web.i18n.catalog_split import SPLIT_EN, SPLIT_KO
@@ -24,8 +25,8 @@ DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {
-    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN, **CHANGES_EN},
-    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO, **CHANGES_KO},
+    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN, **CHANGES_EN, **HEALTH_EN},
+    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO, **CHANGES_KO, **HEALTH_KO},
 }
 
 

@@ -17,6 +17,10 @@ from app.domain.snapshot import (
     Totals,
 )
 
+_GENERATED_AT = "When the served snapshot was computed (UTC)"
+_STALE = "True while the API server cannot be reached or a snapshot build fails"
+_STALE_REASON = "Why the snapshot is stale; null when fresh"
+
 
 class HostHeldGpuOut(BaseModel):
     node: str
@@ -42,9 +46,9 @@ class SummaryOut(BaseModel):
     """GET /api/v1/summary: the cluster at a glance."""
 
     mode: str = Field(description="basic | time-slicing | mps | mixed (GPU nodes differ) | unknown")
-    replicas: int
+    replicas: int = Field(description="Slots per GPU of the cluster-wide plugin config")
     resource: str = Field(description="Advertised resource name, e.g. nvidia.com/gpu")
-    plugin: PluginState
+    plugin: PluginState = Field(description="The device-plugin DaemonSet and its config")
     resources: dict[str, ResourceState] = Field(
         description="Every GPU resource in the cluster: allocatable, requested, free, stranded"
     )
@@ -62,45 +66,64 @@ class SummaryOut(BaseModel):
     )
     stale_age_s: float | None = Field(description="Seconds the served snapshot has been stale")
     stale_reason: str | None = Field(default=None, description="Why the snapshot is stale")
-    generated_at: datetime
+    generated_at: datetime = Field(description=_GENERATED_AT)
 
 
 class NodesOut(BaseModel):
-    generated_at: datetime
-    stale: bool
-    stale_reason: str | None = None
-    nodes: list[NodeState]
+    """GET /api/v1/nodes: every node's accounting next to its reality."""
+
+    generated_at: datetime = Field(description=_GENERATED_AT)
+    stale: bool = Field(description=_STALE)
+    stale_reason: str | None = Field(default=None, description=_STALE_REASON)
+    nodes: list[NodeState] = Field(description="Every node, GPU nodes and others, by name")
 
 
 class NodeOut(BaseModel):
-    generated_at: datetime
-    stale: bool
-    stale_reason: str | None = None
-    node: NodeState
+    """GET /api/v1/nodes/{name}: one node, its GPUs (with their health) and its findings."""
+
+    generated_at: datetime = Field(description=_GENERATED_AT)
+    stale: bool = Field(description=_STALE)
+    stale_reason: str | None = Field(default=None, description=_STALE_REASON)
+    node: NodeState = Field(description="The node")
 
 
 class FindingsOut(BaseModel):
-    generated_at: datetime
-    stale: bool
-    stale_reason: str | None = None
-    findings: list[Finding]
+    """GET /api/v1/findings: the findings, worst first, filtered as asked."""
+
+    generated_at: datetime = Field(description=_GENERATED_AT)
+    stale: bool = Field(description=_STALE)
+    stale_reason: str | None = Field(default=None, description=_STALE_REASON)
+    findings: list[Finding] = Field(description="Matching findings, worst first, then by node")
 
 
 class ReportAcceptedOut(BaseModel):
-    status: Literal["stored", "duplicate"]
-    node: str
+    """POST /api/v1/agent/reports: the report was taken."""
+
+    status: Literal["stored", "duplicate"] = Field(
+        description="stored: the node's newest report now; duplicate: one collected at the "
+        "same time or later is already kept"
+    )
+    node: str = Field(description="The node the report is of")
 
 
 class ProblemOut(BaseModel):
     """Every error body: a sentence a person can act on."""
 
-    detail: str
+    detail: str = Field(description="What went wrong and what to do (English)")
 
 
 class ReadyOut(BaseModel):
-    status: Literal["ok", "degraded", "starting"]
-    reason: str
-    stale_age_s: float | None = None
-    # Where this replica's agent reports came from (its peers, or one report interval of
-    # the agents), or what it still waits for.
-    reports: str | None = None
+    """GET /readyz: whether this replica can serve."""
+
+    status: Literal["ok", "degraded", "starting"] = Field(
+        description="ok; degraded (still 200): serving a stale snapshot; starting (503)"
+    )
+    reason: str = Field(description="Why it is not ok, in words; empty when ok")
+    stale_age_s: float | None = Field(
+        default=None, description="Seconds the served snapshot has been stale"
+    )
+    reports: str | None = Field(
+        default=None,
+        description="Where this replica's agent reports came from (its peers, or one report "
+        "interval of the agents), or what it still waits for",
+    )

@@ -20,6 +20,7 @@ from app.web.i18n.translate import Translator
 from app.web.views import page_views
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
+from app.web.views.health_view import health_items
 from app.web.views.node_window import slot_bar
 
 
@@ -222,4 +223,5 @@ views = SimpleNamespace(
     claim_lines=claim_lines,
     node_dra_devices=node_dra_devices,
     free_by_model=free_by_model,
+    health_items=health_items,
 )
