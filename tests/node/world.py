@@ -33,8 +33,16 @@ PLUGIN_DS = "nvidia-device-plugin-daemonset"
 CONFIGMAP = "nvidia-device-plugin-config"
 
 
-def wait_until(probe: Callable[[], T | None], *, what: str, timeout_s: float = 120) -> T:
-    """Poll `probe` (every 0.5 s) until it returns something truthy; fail after `timeout_s`."""
+def wait_until(
+    probe: Callable[[], T | None],
+    *,
+    what: str,
+    timeout_s: float = 120,
+    explain: Callable[[], object] | None = None,
+) -> T:
+    """Poll `probe` (every 0.5 s) until it returns something truthy; fail after `timeout_s`.
+
+    `explain` adds what the failure message should show (a pod's status, a log)."""
     deadline = time.monotonic() + timeout_s
     last: T | None = None
     while time.monotonic() < deadline:
@@ -42,7 +50,8 @@ def wait_until(probe: Callable[[], T | None], *, what: str, timeout_s: float = 1
         if last:
             return last
         time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: last={last!r}")
+    extra = f"\n{explain()}" if explain is not None else ""
+    raise AssertionError(f"timed out after {timeout_s} s waiting for {what}: last={last!r}{extra}")
 
 
 def machine_file(scenario: str, node: str) -> dict[str, Any]:
@@ -188,6 +197,17 @@ class NodeWorld:
         with self.plane.http() as http:
             pod: dict[str, Any] = http.get(f"/api/v1/namespaces/{namespace}/pods/{name}").json()
         return pod if (pod.get("status") or {}).get("phase") == "Running" else None
+
+    def wait_running(self, namespace: str, name: str) -> dict[str, Any]:
+        def status() -> object:
+            with self.plane.http() as http:
+                return http.get(f"/api/v1/namespaces/{namespace}/pods/{name}").json().get("status")
+
+        return wait_until(
+            lambda: self.running(namespace, name),
+            what=f"{namespace}/{name} Running on the real node",
+            explain=status,
+        )
 
     def allocatable(self, resource: str = "nvidia.com/gpu") -> str | None:
         """The real kubelet's allocatable count of `resource` on the node (None: absent)."""

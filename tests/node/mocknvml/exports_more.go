@@ -286,4 +286,36 @@ func nvmlEventSetFree(set C.nvmlEventSet_t) C.nvmlReturn_t {
 	return ret(nvml.SUCCESS)
 }
 
+// The mock's GPUs hang off one CPU and have no NVLink: PCIe topology NODE between two GPUs,
+// NOT_SUPPORTED for every NVLink query (go-gpuallocator's answer for "no link").
+
+//export nvmlDeviceGetTopologyCommonAncestor
+func nvmlDeviceGetTopologyCommonAncestor(h1, h2 C.nvmlDevice_t, level *C.uint) C.nvmlReturn_t {
+	mu.Lock()
+	defer mu.Unlock()
+	g1, code := lookup(h1)
+	if g1 == nil {
+		return code
+	}
+	g2, code := lookup(h2)
+	if g2 == nil {
+		return code
+	}
+	*level = C.uint(nvml.TOPOLOGY_NODE)
+	if g1.uuid == g2.uuid {
+		*level = C.uint(nvml.TOPOLOGY_INTERNAL)
+	}
+	return ret(nvml.SUCCESS)
+}
+
+//export nvmlDeviceGetNvLinkState
+func nvmlDeviceGetNvLinkState(h C.nvmlDevice_t, link C.uint, active *C.uint) C.nvmlReturn_t {
+	return ret(nvml.ERROR_NOT_SUPPORTED)
+}
+
+//export nvmlDeviceGetNvLinkRemotePciInfo_v2
+func nvmlDeviceGetNvLinkRemotePciInfo_v2(h C.nvmlDevice_t, link C.uint, info *C.nvmlPciInfo_t) C.nvmlReturn_t {
+	return ret(nvml.ERROR_NOT_SUPPORTED)
+}
+
 func main() {}
