@@ -198,4 +198,11 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
         what="the plugin's pod gone",
         timeout_s=90,
     )
+    # Until the kubelet's status says so, the scheduler would still place GPU pods here and
+    # the kubelet reject them (no healthy devices) before the next plugin registers.
+    wait_until(
+        lambda: node_world.allocatable() in (None, "0"),
+        what="the real node advertising no nvidia.com/gpu once the plugin is gone",
+        timeout_s=90,
+    )
     return node_world

@@ -74,3 +74,44 @@ def _generation(world: NodeWorld) -> int:
             "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-device-plugin-daemonset"
         ).json()
     return int(ds["metadata"]["generation"])
+
+
+def _finding(world: NodeWorld, code: str) -> dict[str, Any] | None:
+    return next((f for f in world.findings() if f["code"] == code), None)
+
+
+def test_a_pod_keeping_its_whole_gpu_id_after_the_switch_is_a_finding(
+    clean_node: NodeWorld,
+) -> None:
+    world = clean_node
+    world.apply(seed_objects("host-split"))  # basic, with ml/notebook-0 holding one GPU
+    world.wait_running("ml", "notebook-0")
+    held = wait_until(
+        lambda: _kubelet_ids(world).get("ml/notebook-0"),
+        what="the real kubelet's device for ml/notebook-0",
+    )
+    assert "::" not in held[0]  # a whole GPU in basic mode
+    assert _finding(world, "device-id-from-before-switch") is None
+    preview = world.admin("PUT", "/api/v1/plugin/config", json=TO_TS4, params={"dryRun": "true"})
+    versions = preview.json()["resourceVersions"]
+
+    applied = world.admin(
+        "PUT", "/api/v1/plugin/config", json={**TO_TS4, "expectedResourceVersions": versions}
+    )
+
+    assert applied.status_code == 200, applied.text
+    wait_until(lambda: world.allocatable() == "8", what="the real kubelet advertising 8 replicas")
+    assert _kubelet_ids(world)["ml/notebook-0"] == held  # the real kubelet keeps the old ID
+    found = wait_until(
+        lambda: _finding(world, "device-id-from-before-switch"),
+        what="the dashboard's finding for the pod's whole-GPU ID",
+        timeout_s=60,
+    )
+    assert (found["pod"], found["node"], found["gpu_uuid"]) == ("ml/notebook-0", NODE, held[0])
+    assert found["remedy"].startswith("kubectl -n ml delete pod notebook-0")
+
+
+def _kubelet_ids(world: NodeWorld) -> dict[str, list[str]]:
+    from tests.node.test_holders import _kubelet_devices
+
+    return _kubelet_devices(world)
