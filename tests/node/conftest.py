@@ -161,8 +161,7 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
             world = NodeWorld(plane, node, dashboard, machine_path)
             wait_until(
                 lambda: (world.node_view().get("agent") or {}).get("fresh"),
-                what="a fresh agent report from the real node (agent.log: "
-                f"{folder / 'agent.log'})",
+                what=f"a fresh agent report from the real node (agent.log: {folder / 'agent.log'})",
                 timeout_s=60,
             )
             yield world
@@ -190,11 +189,13 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
         if node_world.pods(namespace):
             node_world.delete_pods(namespace)
     wait_until(
-        lambda: not [
-            p
-            for p in node_world.pods("kube-system")
-            if p["metadata"]["name"].startswith("nvidia-device-plugin")
-        ],
+        lambda: (
+            not [
+                p
+                for p in node_world.pods("kube-system")
+                if p["metadata"]["name"].startswith("nvidia-device-plugin")
+            ]
+        ),
         what="the plugin's pod gone",
         timeout_s=90,
     )

@@ -99,7 +99,9 @@ def pause_image(folder: Path, pause: Path) -> Path:
     )
 
 
-def plugin_image(folder: Path, *, plugin: Path, mock_nvml: Path, machine: dict[str, object]) -> Path:
+def plugin_image(
+    folder: Path, *, plugin: Path, mock_nvml: Path, machine: dict[str, object]
+) -> Path:
     """The plugin as NVIDIA ships it, over our mock library and this node's machine file."""
     files: dict[str, bytes | Path] = {
         "/usr/bin/nvidia-device-plugin": plugin,

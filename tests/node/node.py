@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import httpx
 import yaml
 
 from tests.node.build import NodeBinaries
@@ -82,9 +83,10 @@ def missing_requirements() -> str | None:
         return "the kernel has no overlay filesystem (containerd's snapshotter)"
     controllers = ("cpu", "memory", "pids", "cpuset")
     cgroup = Path("/sys/fs/cgroup")
-    if not all((cgroup / c).is_dir() for c in controllers) and not (
-        cgroup / "cgroup.controllers"
-    ).exists():
+    if (
+        not all((cgroup / c).is_dir() for c in controllers)
+        and not (cgroup / "cgroup.controllers").exists()
+    ):
         return "no cpu/memory/pids cgroup controllers mounted under /sys/fs/cgroup"
     return None
 
@@ -140,12 +142,12 @@ class MachineState:
 def _node_certificate(plane: ControlPlane, folder: Path, name: str) -> tuple[Path, Path]:
     key, csr, cert = folder / "kubelet.key", folder / "kubelet.csr", folder / "kubelet.crt"
     subject = f"/O=system:nodes/CN=system:node:{name}"
+    ca_key = str(plane.folder / "ca.key")
+    request = ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(csr)]
+    sign = ["x509", "-req", "-in", str(csr), "-CA", str(plane.ca_file), "-CAkey", ca_key]
     for command in (
-        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key)]
-        + ["-out", str(csr), "-subj", subject],
-        ["x509", "-req", "-in", str(csr), "-CA", str(plane.ca_file)]
-        + ["-CAkey", str(plane.folder / "ca.key"), "-CAcreateserial"]
-        + ["-out", str(cert), "-days", "2"],
+        [*request, "-subj", subject],
+        [*sign, "-CAcreateserial", "-out", str(cert), "-days", "2"],
     ):
         subprocess.run(["openssl", *command], check=True, capture_output=True, timeout=60)
     return cert, key
@@ -316,7 +318,9 @@ class RealNode:
             if probe():
                 return
             time.sleep(0.25)
-        raise RuntimeError(f"timed out after {timeout_s} s waiting for {what}:\n{self.log('kubelet')}")
+        raise RuntimeError(
+            f"timed out after {timeout_s} s waiting for {what}:\n{self.log('kubelet')}"
+        )
 
     # ---- stopping: the pods, the kubelet, containerd, then what they left on the machine
 
@@ -327,12 +331,19 @@ class RealNode:
             return []
         return rows
 
+    def _ctr_quietly(self, *args: str) -> None:
+        address = str(self.containerd_socket)
+        command = ["ctr", "--address", address, "-n", "k8s.io", *args]
+        subprocess.run(command, capture_output=True, timeout=30, check=False)
+
     def _delete_workloads(self) -> None:
         """Every DaemonSet and pod bound to this node deleted, so the kubelet stops them."""
         with self.plane.http() as http:
             for ds in http.get("/apis/apps/v1/daemonsets").json().get("items") or []:
                 meta = ds["metadata"]
-                http.delete(f"/apis/apps/v1/namespaces/{meta['namespace']}/daemonsets/{meta['name']}")
+                http.delete(
+                    f"/apis/apps/v1/namespaces/{meta['namespace']}/daemonsets/{meta['name']}"
+                )
             pods = http.get(
                 "/api/v1/pods", params={"fieldSelector": f"spec.nodeName={self.name}"}
             ).json()
@@ -362,28 +373,16 @@ class RealNode:
                     deadline = time.monotonic() + 90
                     while self._tasks() and time.monotonic() < deadline:
                         time.sleep(0.5)
-                except Exception:  # noqa: BLE001 - the sweep below stops what is left
-                    pass
+                except (httpx.HTTPError, RuntimeError, subprocess.TimeoutExpired):
+                    pass  # the sweep below stops what is left
             self._stop_process("kubelet")
             for task in self._tasks():
-                subprocess.run(
-                    ["ctr", "--address", str(self.containerd_socket), "-n", "k8s.io"]
-                    + ["tasks", "kill", "-s", "SIGKILL", task],
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                )
+                self._ctr_quietly("tasks", "kill", "-s", "SIGKILL", task)
             deadline = time.monotonic() + 30
             while self._tasks() and time.monotonic() < deadline:
                 time.sleep(0.5)
             for task in self._tasks():
-                subprocess.run(
-                    ["ctr", "--address", str(self.containerd_socket), "-n", "k8s.io"]
-                    + ["tasks", "delete", "-f", task],
-                    capture_output=True,
-                    timeout=30,
-                    check=False,
-                )
+                self._ctr_quietly("tasks", "delete", "-f", task)
             self._stop_process("containerd")
         finally:
             for log in self.logs:
@@ -395,16 +394,22 @@ class RealNode:
         owned = (str(self.folder), str(KUBELET_ROOT), "/run/netns/", "/run/containerd/")
         for point in reversed(_mounts()):
             if point not in self.before.mounts and point.startswith(owned):
-                done = subprocess.run(["umount", point], capture_output=True, timeout=30, check=False)
+                done = subprocess.run(
+                    ["umount", point], capture_output=True, timeout=30, check=False
+                )
                 if done.returncode != 0:
-                    subprocess.run(["umount", "-l", point], capture_output=True, timeout=30, check=False)
+                    subprocess.run(
+                        ["umount", "-l", point], capture_output=True, timeout=30, check=False
+                    )
         netns = Path("/run/netns")
         if netns.is_dir():
             for entry in netns.iterdir():
                 if entry.name.startswith("cni-"):
                     entry.unlink(missing_ok=True)
         for link in _links() - self.before.links:
-            subprocess.run(["ip", "link", "delete", link], capture_output=True, timeout=30, check=False)
+            subprocess.run(
+                ["ip", "link", "delete", link], capture_output=True, timeout=30, check=False
+            )
         for top in _cgroup_dirs():
             for child in sorted(top.rglob("*"), key=lambda p: len(p.parts), reverse=True):
                 if child.is_dir():
@@ -422,14 +427,18 @@ class RealNode:
         """What the node left behind on the machine (empty after a clean `stop()`)."""
         found: list[str] = []
         owned = (str(self.folder), str(KUBELET_ROOT), "/run/netns/", "/run/containerd/")
-        found += [f"mount {p}" for p in _mounts() if p not in self.before.mounts and p.startswith(owned)]
+        found += [
+            f"mount {p}" for p in _mounts() if p not in self.before.mounts and p.startswith(owned)
+        ]
         found += [f"link {name}" for name in _links() - self.before.links]
         found += [f"cgroup {p}" for p in _cgroup_dirs()]
         for name, value in self.before.sysctls.items():
             now = _read(Path("/proc/sys") / name)
             if now != value:
                 found.append(f"sysctl {name} = {now} (was {value})")
-        found += [f"folder {p}" for p in GLOBAL_DIRS if p not in self.before.existing and p.exists()]
+        found += [
+            f"folder {p}" for p in GLOBAL_DIRS if p not in self.before.existing and p.exists()
+        ]
         found += [f"process {n}" for n, p in self.processes.items() if p.poll() is None]
         return found
 
@@ -509,7 +518,9 @@ def start_node(
                             "user": {"client-certificate": str(cert), "client-key": str(key)},
                         }
                     ],
-                    "contexts": [{"name": "real", "context": {"cluster": "real", "user": "kubelet"}}],
+                    "contexts": [
+                        {"name": "real", "context": {"cluster": "real", "user": "kubelet"}}
+                    ],
                     "current-context": "real",
                 }
             )
@@ -530,7 +541,9 @@ def start_node(
                 "--v=1",
             ],
         )
-        node.wait(lambda: _node_ready(plane, name), what=f"Node {name} Ready", timeout_s=START_TIMEOUT_S)
+        node.wait(
+            lambda: _node_ready(plane, name), what=f"Node {name} Ready", timeout_s=START_TIMEOUT_S
+        )
     except BaseException:
         node.stop()
         raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -177,9 +176,7 @@ class NodeWorld:
 
     def delete_pods(self, namespace: str) -> None:
         with self.plane.http() as http:
-            http.delete(
-                f"/api/v1/namespaces/{namespace}/pods", params={"gracePeriodSeconds": "0"}
-            )
+            http.delete(f"/api/v1/namespaces/{namespace}/pods", params={"gracePeriodSeconds": "0"})
         wait_until(
             lambda: not self.pods(namespace),
             what=f"the pods of {namespace} gone from the real node",
@@ -261,19 +258,3 @@ class NodeWorld:
         return httpx.request(
             method, f"{self.dashboard.url}{path}", headers=headers, timeout=60, **kwargs
         )
-
-
-def kubectl_like_alloc(world: NodeWorld) -> str:
-    """`kubectl get node -o jsonpath={.status.allocatable.nvidia\\.com/gpu}` as a user types it."""
-    from tests.kube_tools import kube_tools
-
-    config = world.plane.kubeconfig_for(world.plane.admin, "admin")
-    done = subprocess.run(
-        [str(kube_tools().kubectl), f"--kubeconfig={config}", "get", "node", NODE]
-        + ["-o", r"jsonpath={.status.allocatable.nvidia\.com/gpu}"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return done.stdout
