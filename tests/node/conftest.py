@@ -1,9 +1,10 @@
 """One real GPU node for the tier: control plane, containerd + kubelet, chart, dashboard, agent.
 
 Order of set-up: build (cached) -> etcd + kube-apiserver + scheduler + controllers -> the
-test images (pause; the real device plugin over the mock NVML library with this node's
-machine file) -> containerd + the kubelet as `gpu-server-1` (Ready) -> RuntimeClass
-`nvidia` -> real helm installs the chart -> the dashboard runs with the chart's
+test images (pause; the real device plugin over the mock NVML library) -> containerd + the
+kubelet as `gpu-server-1` (Ready) -> the node's machine file (the GPUs of the `host-split`
+scenario) in the kubelet's device-plugins folder, where the plugin's pod and our agent both
+read it -> RuntimeClass `nvidia` -> real helm installs the chart -> the dashboard runs with the chart's
 ServiceAccount -> our agent runs on the host through the mock library and the real
 kubelet's PodResources socket, with a token bound to the chart's agent pod on the node.
 The seed's plugin DaemonSet is applied by each test. Torn down in reverse; the node then
@@ -23,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from tests.node.build import NodeUnavailable, node_binaries
-from tests.node.images import pause_image, plugin_image
+from tests.node.images import MACHINE_FILE, pause_image, plugin_image
 from tests.node.node import NodeSkipped, missing_requirements, start_node
 from tests.node.world import NODE, NodeWorld, machine_file, node_labels, wait_until
 from tests.real.build import control_plane_binaries
@@ -91,9 +92,7 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
     images.mkdir()
     archives = [
         pause_image(images, binaries.pause),
-        plugin_image(
-            images, plugin=binaries.device_plugin, mock_nvml=binaries.mock_nvml, machine=machine
-        ),
+        plugin_image(images, plugin=binaries.device_plugin, mock_nvml=binaries.mock_nvml),
     ]
     with running_control_plane(control_plane_binaries(), folder / "plane") as plane:
         try:
@@ -124,7 +123,7 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
             install_chart(plane, config_namespaces=["kube-system"])
             token = service_account_token(plane, NAMESPACE, DASHBOARD_ACCOUNT)
             dashboard = start_dashboard(plane, folder / "dashboard", token=token)
-            machine_path = folder / "machine.json"
+            machine_path = Path(MACHINE_FILE)  # the kubelet emptied its folder at start
             machine_path.write_text(json.dumps(machine))
             token_file = folder / "agent-token"
             token_file.write_text(

@@ -2,8 +2,10 @@
 
 An image is a docker-archive tar (one layer) that `ctr -n k8s.io images import` takes:
 `pause` (the sandbox image and the workloads' container) and the device plugin (the
-plugin binary built from its module, our mock `libnvidia-ml.so.1`, the machine file the
-mock reads, and the C libraries both link against, copied from the host).
+plugin binary built from its module, our mock `libnvidia-ml.so.1` and the C libraries both
+link against, copied from the host). The mock in the plugin's pod reads the node's machine
+file from `/var/lib/kubelet/device-plugins/`, the host folder the seed's DaemonSet already
+mounts: the test writes it on the host, and the plugin sees GPU failures as they are written.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 
 PAUSE_IMAGE = "localhost/gpu-slots-test/pause:1"
 PLUGIN_IMAGE = "localhost/gpu-slots-test/k8s-device-plugin:v0.19.3"
-MACHINE_FILE = "/etc/gpu-slots/mock-nvml.json"  # the mock's default path (machine.go)
+DEVICE_PLUGINS = "/var/lib/kubelet/device-plugins"  # the seed DaemonSet's hostPath mount
+MACHINE_FILE = f"{DEVICE_PLUGINS}/gpu-slots-mock-nvml.json"
 _LIBRARY = re.compile(r"(/\S+)\s+\(0x")
 
 
@@ -99,14 +102,11 @@ def pause_image(folder: Path, pause: Path) -> Path:
     )
 
 
-def plugin_image(
-    folder: Path, *, plugin: Path, mock_nvml: Path, machine: dict[str, object]
-) -> Path:
-    """The plugin as NVIDIA ships it, over our mock library and this node's machine file."""
+def plugin_image(folder: Path, *, plugin: Path, mock_nvml: Path) -> Path:
+    """The plugin as NVIDIA ships it, over our mock library (machine file: MACHINE_FILE)."""
     files: dict[str, bytes | Path] = {
         "/usr/bin/nvidia-device-plugin": plugin,
         "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1": mock_nvml,
-        MACHINE_FILE: json.dumps(machine).encode(),
         "/etc/passwd": b"root:x:0:0:root:/root:/bin/false\n",
     }
     for library in shared_libraries(plugin, mock_nvml):
@@ -121,5 +121,6 @@ def plugin_image(
         env={
             "PATH": "/usr/bin:/bin",
             "LD_LIBRARY_PATH": "/usr/lib/x86_64-linux-gnu",
+            "GPU_SLOTS_MOCK_NVML_CONFIG": MACHINE_FILE,
         },
     )
