@@ -4,8 +4,8 @@ Order of set-up: build (cached) -> etcd + kube-apiserver + scheduler + controlle
 test images (pause; the real device plugin over the mock NVML library) -> containerd + the
 kubelet as `gpu-server-1` (Ready) -> the node's machine file (the GPUs of the `host-split`
 scenario) in the kubelet's device-plugins folder, where the plugin's pod and our agent both
-read it -> RuntimeClass `nvidia` -> real helm installs the chart -> the dashboard runs with the chart's
-ServiceAccount -> our agent runs on the host through the mock library and the real
+read it -> RuntimeClass `nvidia` -> real helm installs the chart -> the dashboard runs
+with the chart's ServiceAccount -> our agent runs on the host through the mock library and the real
 kubelet's PodResources socket, with a token bound to the chart's agent pod on the node.
 The seed's plugin DaemonSet is applied by each test. Torn down in reverse; the node then
 must have left nothing on the machine.
