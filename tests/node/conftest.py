@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from app.domain.changes.split_models import NODE_LABEL
 from tests.node.build import NodeUnavailable, node_binaries
 from tests.node.images import MACHINE_FILE, pause_image, plugin_image
 from tests.node.node import NodeSkipped, missing_requirements, start_node
@@ -178,12 +179,21 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
 
 @pytest.fixture
 def clean_node(node_world: NodeWorld) -> NodeWorld:
-    """No plugin DaemonSet, no ConfigMap and no workload on the node when a test starts."""
+    """No plugin DaemonSet, no plugin ConfigMap and no workload when a test starts."""
     with node_world.plane.http() as http:
-        http.delete(
-            "/apis/apps/v1/namespaces/kube-system/daemonsets/nvidia-device-plugin-daemonset"
-        )
-        http.delete("/api/v1/namespaces/kube-system/configmaps/nvidia-device-plugin-config")
+        for kind in (
+            "apis/apps/v1/namespaces/kube-system/daemonsets",
+            "api/v1/namespaces/kube-system/configmaps",
+        ):
+            for item in http.get(f"/{kind}").json().get("items") or []:
+                name = item["metadata"]["name"]
+                if name.startswith("nvidia-device-plugin"):
+                    http.delete(f"/{kind}/{name}")
+        http.patch(  # a split's label, should a test have left one
+            f"/api/v1/nodes/{NODE}",
+            json={"metadata": {"labels": {NODE_LABEL: None}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
     for namespace in ("ml",):
         if node_world.pods(namespace):
             node_world.delete_pods(namespace)

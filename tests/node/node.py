@@ -109,6 +109,14 @@ def _links() -> set[str]:
     return {line.split(":")[1].strip().split("@")[0] for line in done.stdout.splitlines()}
 
 
+def _hierarchies() -> list[Path]:
+    """The roots the kubelet's cgroup root must exist in: the unified one, or each v1 mount."""
+    top = Path("/sys/fs/cgroup")
+    if (top / "cgroup.controllers").exists():
+        return [top]
+    return sorted(p for p in top.iterdir() if p.is_dir() and (p / "cgroup.procs").exists())
+
+
 def _cgroup_dirs() -> list[Path]:
     return sorted(Path("/sys/fs/cgroup").glob(f"*/{CGROUP_ROOT}")) + sorted(
         Path("/sys/fs/cgroup").glob(CGROUP_ROOT)
@@ -493,9 +501,8 @@ def start_node(
         )
         for archive in images:
             node.import_image(archive)
-        for controller in Path("/sys/fs/cgroup").iterdir():
-            if controller.is_dir() and (controller / "cgroup.procs").exists():
-                (controller / CGROUP_ROOT).mkdir(exist_ok=True)
+        for hierarchy in _hierarchies():
+            (hierarchy / CGROUP_ROOT).mkdir(exist_ok=True)
         cert, key = _node_certificate(plane, folder, name)
         kubeconfig = folder / "kubelet.kubeconfig"
         kubeconfig.write_text(
