@@ -117,6 +117,11 @@ def _hierarchies() -> list[Path]:
     return sorted(p for p in top.iterdir() if p.is_dir() and (p / "cgroup.procs").exists())
 
 
+def _netns() -> set[str]:
+    folder = Path("/run/netns")
+    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+
+
 def _cgroup_dirs() -> list[Path]:
     return sorted(Path("/sys/fs/cgroup").glob(f"*/{CGROUP_ROOT}")) + sorted(
         Path("/sys/fs/cgroup").glob(CGROUP_ROOT)
@@ -131,6 +136,7 @@ class MachineState:
     mounts: set[str]
     links: set[str]
     existing: set[Path]
+    netns: set[str]
 
     @classmethod
     def now(cls) -> MachineState:
@@ -144,6 +150,7 @@ class MachineState:
             mounts=set(_mounts()),
             links=_links(),
             existing={p for p in GLOBAL_DIRS if p.exists()},
+            netns=_netns(),
         )
 
 
@@ -409,14 +416,12 @@ class RealNode:
                     subprocess.run(
                         ["umount", "-l", point], capture_output=True, timeout=30, check=False
                     )
-        netns = Path("/run/netns")
-        if netns.is_dir():
-            for entry in netns.iterdir():
-                if entry.name.startswith("cni-"):
-                    entry.unlink(missing_ok=True)
-        for link in _links() - self.before.links:
+        for name in _netns() - self.before.netns:
+            if name.startswith("cni-"):
+                (Path("/run/netns") / name).unlink(missing_ok=True)
+        if BRIDGE in _links() - self.before.links:  # its veths went with the pods' netns
             subprocess.run(
-                ["ip", "link", "delete", link], capture_output=True, timeout=30, check=False
+                ["ip", "link", "delete", BRIDGE], capture_output=True, timeout=30, check=False
             )
         for top in _cgroup_dirs():
             for child in sorted(top.rglob("*"), key=lambda p: len(p.parts), reverse=True):
@@ -438,7 +443,8 @@ class RealNode:
         found += [
             f"mount {p}" for p in _mounts() if p not in self.before.mounts and p.startswith(owned)
         ]
-        found += [f"link {name}" for name in _links() - self.before.links]
+        found += [f"link {BRIDGE}"] if BRIDGE in _links() - self.before.links else []
+        found += [f"netns {n}" for n in _netns() - self.before.netns if n.startswith("cni-")]
         found += [f"cgroup {p}" for p in _cgroup_dirs()]
         for name, value in self.before.sysctls.items():
             now = _read(Path("/proc/sys") / name)
