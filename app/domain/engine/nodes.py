@@ -18,6 +18,7 @@ from app.domain.findings.dra_node import dra_node_findings
 from app.domain.findings.gpu import gpu_findings
 from app.domain.findings.health import health_findings
 from app.domain.findings.node import node_findings
+from app.domain.findings.stale_ids import stale_id_findings
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.snapshot import Finding, NodeState
 
@@ -167,6 +168,7 @@ def _node_result(
     claimed = claimed_gpus(dra, node_facts)
     own = node_findings(facts, node_facts) + gpu_findings(facts, node_facts, claimed=claimed)
     own += health_findings(node_facts)
+    own += stale_id_findings(node_facts)
     own = dra_node_findings(dra, facts, node_facts, own)
     own.sort(key=sort_key)
     node_state = dra_node_state(dra, node_facts, build_node_state(node_facts, own))

@@ -59,6 +59,7 @@ CATALOGUE: dict[str, FindingKind] = {
         # The per-resource ledger (issue 12).
         _kind("slots-stranded", _I, _N, "Free slots on a node no new pod can be scheduled on"),
         _kind("gpu-double-booked", _E, _N, "Pods hold a GPU resource the node stopped advertising"),
+        _kind("device-id-from-before-switch", _W, _P, "Pod holds a device ID of the old mode"),
         _kind("mps-daemon-missing", _E, _N, "MPS configured but no MPS control daemon runs"),
         _kind("gpu-demand-pending", _W, _C, "Pods wanting GPU resources cannot be scheduled"),
         _kind("config-namespace-not-read", _W, _N, "Plugin config in a namespace not read"),

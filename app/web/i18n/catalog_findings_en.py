@@ -44,6 +44,8 @@ FINDINGS_EN: dict[str, str] = {
     "pod-process-without-slot": "Make the pod request the GPU resource: the scheduler does "
     "not count it now.",
     "pod-process-on-unassigned-gpu": "Remove NVIDIA_VISIBLE_DEVICES from the pod.",
+    "device-id-from-before-switch": "Restart the pod so that it gets a device of the current "
+    "mode: until then its GPU is handed out twice.",
     "gpu-fractions-over-one": "Move or shrink one of the fraction pods: together they ask "
     "for more memory than the GPU has.",
     "gpu-fraction-memory-over-limit": "Cap the process's GPU memory or raise its fraction: "

@@ -183,6 +183,11 @@ FINDINGS_KO: dict[str, tuple[str, str, str]] = {
         "파드 {pod}이(가) 배정받지 않은 GPU {gpu_index}에서 실행됩니다",
         "파드의 NVIDIA_VISIBLE_DEVICES 설정을 지우세요.",
     ),
+    "device-id-from-before-switch": (
+        "파드가 이전 모드의 디바이스 ID를 가지고 있습니다",
+        "파드 {pod}이(가) 모드 전환 이전의 디바이스 {device_ids}을(를) 아직 가지고 있습니다",
+        "파드를 다시 시작해 현재 모드의 디바이스를 받게 하세요. 그 전까지 이 GPU는 두 번 배정됩니다.",
+    ),
     "pod-sets-visible-devices": (
         "파드가 NVIDIA_VISIBLE_DEVICES를 직접 설정합니다",
         "파드 {pod}이(가) NVIDIA_VISIBLE_DEVICES={NVIDIA_VISIBLE_DEVICES}를 직접 설정합니다",

@@ -1,0 +1,291 @@
+"""The real node's parts, built once with Go from pinned modules, cached beside the control plane.
+
+- the kubelet v1.35.4, from `k8s.io/kubernetes` pinned by `tests/node/kubelet/go.mod` and
+  `go.sum` (the control plane's pins plus what the kubelet adds);
+- the NVIDIA device plugin v0.19.3, from the Go module proxy: the module is downloaded
+  (its sum checked against `PLUGIN_SUM`, and by the go command against its own go.sum),
+  copied to a writable folder and `./cmd/nvidia-device-plugin` built there;
+- our mock `libnvidia-ml.so.1` (`tests/node/mocknvml`, c-shared over go-nvml's mock);
+  every other NVML function go-nvml declares gets a weak definition answering
+  NVML_ERROR_FUNCTION_NOT_FOUND, generated at build time from go-nvml's `nvml.h`, so the
+  library loads with RTLD_NOW (pynvml) as the real one does;
+- `pause`, the one program of the test images (`tests/node/images`).
+
+Each lands in `<kube-tools>/<name>-<version>-<sums>/`: a second run builds nothing.
+`python -m tests.node.build` builds them all and prints where they are (`make tools`).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from tests.kube_tools import CACHE_DIR
+from tests.real.build import KUBERNETES_VERSION, ControlPlaneUnavailable, _go, _ldflags
+
+HERE = Path(__file__).resolve().parent
+PLUGIN_MODULE = "github.com/NVIDIA/k8s-device-plugin"
+PLUGIN_VERSION = "v0.19.3"
+PLUGIN_SUM = "h1:NE1ecj9oG/4MQfySHlPVW9EHtq7FqtL06vtydkdnX8E="
+GO_NVML = "github.com/NVIDIA/go-nvml"
+BUILD_TIMEOUT_S = 30 * 60
+_NVML_FUNCTION = re.compile(r"DECLDIR\s+(nvml[A-Za-z0-9_]+)\s*\(")
+NVML_ERROR_FUNCTION_NOT_FOUND = 13
+
+
+class NodeUnavailable(RuntimeError):
+    """A part of the real node cannot be built here."""
+
+
+@dataclass(frozen=True)
+class NodeBinaries:
+    kubelet: Path
+    device_plugin: Path
+    mock_nvml: Path  # libnvidia-ml.so.1
+    pause: Path
+
+
+def _sums(folder: Path, names: tuple[str, ...]) -> str:
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode())
+        digest.update((folder / name).read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def _go_sources(folder: Path) -> tuple[str, ...]:
+    return tuple(
+        sorted(
+            str(p.relative_to(folder))
+            for p in folder.rglob("*")
+            if p.is_file() and p.suffix in (".go", ".h", ".mod", ".sum")
+        )
+    )
+
+
+def _run(command: list[str], *, cwd: Path, env: dict[str, str], what: str) -> str:
+    done = subprocess.run(
+        command,
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT_S,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise NodeUnavailable(f"{what} failed ({done.returncode}):\n{done.stderr[-4000:]}")
+    return done.stdout
+
+
+def _cached(name: str, files: tuple[str, ...], make: Callable[[Path], None]) -> Path:
+    """`<cache>/<name>/`, made by `make(folder)` under a lock the first time."""
+    final = CACHE_DIR / name
+    CACHE_DIR.mkdir(parents=True, exist_ok=True)
+    with open(CACHE_DIR / f".{name.split('-')[0]}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not all((final / f).exists() for f in files):
+            with tempfile.TemporaryDirectory(dir=CACHE_DIR) as scratch:
+                staging = Path(scratch) / "out"
+                staging.mkdir()
+                started = time.monotonic()
+                print(f"building {name} with Go ...", file=sys.stderr, flush=True)
+                make(staging)
+                print(f"built in {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
+                shutil.rmtree(final, ignore_errors=True)
+                staging.rename(final)
+    return final
+
+
+def _env(*, cgo: bool) -> dict[str, str]:
+    return {
+        **os.environ,
+        "CGO_ENABLED": "1" if cgo else "0",
+        "GOFLAGS": "-mod=readonly -buildvcs=false",
+    }
+
+
+def _kubelet(into: Path) -> None:
+    source = HERE / "kubelet"
+    command = [_go(), "build", "-trimpath", "-ldflags", _ldflags(), "-o", f"{into}/"]
+    _run(
+        [*command, "k8s.io/kubernetes/cmd/kubelet"],
+        cwd=source,
+        env=_env(cgo=False),
+        what="go build kubelet",
+    )
+
+
+def _download(module: str, scratch: Path) -> dict[str, str]:
+    env = {**os.environ, "GOFLAGS": "-mod=mod"}
+    out = _run(
+        [_go(), "mod", "download", "-json", module],
+        cwd=scratch,
+        env=env,
+        what=f"go mod download {module}",
+    )
+    found: dict[str, str] = json.loads(out)
+    return found
+
+
+def _device_plugin(into: Path) -> None:
+    scratch = into.parent
+    found = _download(f"{PLUGIN_MODULE}@{PLUGIN_VERSION}", scratch)
+    if found.get("Sum") != PLUGIN_SUM:
+        raise NodeUnavailable(f"{PLUGIN_MODULE}@{PLUGIN_VERSION} sum {found.get('Sum')}")
+    source = scratch / "k8s-device-plugin"
+    shutil.copytree(found["Dir"], source)
+    for path in (source, *source.rglob("*")):
+        path.chmod(path.stat().st_mode | 0o200)
+    info = f"{PLUGIN_MODULE}/internal/info"
+    ldflags = (
+        "-s -w '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files'"
+        f" -X {info}.version={PLUGIN_VERSION}"
+    )
+    _run(
+        [
+            _go(),
+            "build",
+            "-trimpath",
+            "-ldflags",
+            ldflags,
+            "-o",
+            str(into / "nvidia-device-plugin"),
+            "./cmd/nvidia-device-plugin",
+        ],
+        cwd=source,
+        env=_env(cgo=True),
+        what="go build nvidia-device-plugin",
+    )
+
+
+def _unavailable_functions(go_nvml_dir: Path, implemented: set[str]) -> str:
+    names = sorted(set(_NVML_FUNCTION.findall((go_nvml_dir / "pkg/nvml/nvml.h").read_text())))
+    lines = [
+        "/* Generated by tests/node/build.py from go-nvml's nvml.h: the NVML functions the",
+        "   mock does not serve answer NVML_ERROR_FUNCTION_NOT_FOUND, as an older driver would. */",
+    ]
+    lines += [
+        f"__attribute__((weak)) int {name}(void) {{ return {NVML_ERROR_FUNCTION_NOT_FOUND}; }}"
+        for name in names
+        if name not in implemented
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _mock_nvml(into: Path) -> None:
+    source = into.parent / "mocknvml"
+    shutil.copytree(HERE / "mocknvml", source)
+    module = json.loads(
+        _run(
+            [_go(), "list", "-m", "-json", GO_NVML],
+            cwd=source,
+            env=_env(cgo=True),
+            what="go list go-nvml",
+        )
+    )
+    implemented = set(
+        re.findall(
+            r"^//export (\w+)$",
+            "\n".join(p.read_text() for p in source.glob("*.go")),
+            re.MULTILINE,
+        )
+    )
+    (source / "unavailable.c").write_text(_unavailable_functions(Path(module["Dir"]), implemented))
+    _run(
+        [
+            _go(),
+            "build",
+            "-trimpath",
+            "-buildmode=c-shared",
+            "-ldflags",
+            "-s -w",
+            "-o",
+            str(into / "libnvidia-ml.so.1"),
+            ".",
+        ],
+        cwd=source,
+        env=_env(cgo=True),
+        what="go build mock libnvidia-ml.so.1",
+    )
+    (into / "libnvidia-ml.so.h").unlink(missing_ok=True)
+
+
+def _pause(into: Path) -> None:
+    _run(
+        [_go(), "build", "-trimpath", "-ldflags", "-s -w", "-o", str(into / "pause"), "."],
+        cwd=HERE / "images",
+        env=_env(cgo=False),
+        what="go build pause",
+    )
+
+
+@cache
+def node_binaries() -> NodeBinaries:
+    """The checked binaries, built on first use (then cached beside the control plane's)."""
+    try:
+        go = _go()
+    except ControlPlaneUnavailable as exc:
+        raise NodeUnavailable(str(exc)) from exc
+    del go
+    kubelet = _cached(
+        f"kubelet-{KUBERNETES_VERSION}-{_sums(HERE / 'kubelet', ('go.mod', 'go.sum', 'tools.go'))}",
+        ("kubelet",),
+        _kubelet,
+    )
+    plugin = _cached(
+        f"device-plugin-{PLUGIN_VERSION}-{hashlib.sha256(PLUGIN_SUM.encode()).hexdigest()[:12]}",
+        ("nvidia-device-plugin",),
+        _device_plugin,
+    )
+    mock_folder = HERE / "mocknvml"
+    mock = _cached(
+        f"mock-nvml-{_sums(mock_folder, _go_sources(mock_folder))}",
+        ("libnvidia-ml.so.1",),
+        _mock_nvml,
+    )
+    images = HERE / "images"
+    pause = _cached(f"node-pause-{_sums(images, _go_sources(images))}", ("pause",), _pause)
+    binaries = NodeBinaries(
+        kubelet=kubelet / "kubelet",
+        device_plugin=plugin / "nvidia-device-plugin",
+        mock_nvml=mock / "libnvidia-ml.so.1",
+        pause=pause / "pause",
+    )
+    _check(binaries)
+    return binaries
+
+
+def _check(binaries: NodeBinaries) -> None:
+    done = subprocess.run(
+        [str(binaries.kubelet), "--version"], capture_output=True, text=True, timeout=60
+    )
+    if f"Kubernetes {KUBERNETES_VERSION}" not in done.stdout:
+        raise NodeUnavailable(f"kubelet is not {KUBERNETES_VERSION}: {done.stdout!r}")
+    done = subprocess.run(
+        [str(binaries.device_plugin), "--version"], capture_output=True, text=True, timeout=60
+    )
+    if PLUGIN_VERSION not in done.stdout + done.stderr:
+        raise NodeUnavailable(f"nvidia-device-plugin --version said {done.stdout!r}")
+
+
+if __name__ == "__main__":
+    try:
+        found = node_binaries()
+    except NodeUnavailable as exc:
+        print(f"real-node tier: {exc}", file=sys.stderr)
+        sys.exit(2)
+    for path in (found.kubelet, found.device_plugin, found.mock_nvml, found.pause):
+        print(f"{path.name} ({path.stat().st_size // 2**20} MiB): {path}")

@@ -1,0 +1,218 @@
+"""One real GPU node for the tier: control plane, containerd + kubelet, chart, dashboard, agent.
+
+Order of set-up: build (cached) -> etcd + kube-apiserver + scheduler + controllers -> the
+test images (pause; the real device plugin over the mock NVML library) -> containerd + the
+kubelet as `gpu-server-1` (Ready) -> the node's machine file (the GPUs of the `host-split`
+scenario) in the kubelet's device-plugins folder, where the plugin's pod and our agent both
+read it -> RuntimeClass `nvidia` -> real helm installs the chart -> the dashboard runs
+with the chart's ServiceAccount -> our agent runs on the host through the mock library and the real
+kubelet's PodResources socket, with a token bound to the chart's agent pod on the node.
+The seed's plugin DaemonSet is applied by each test. Torn down in reverse; the node then
+must have left nothing on the machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.domain.changes.split_models import NODE_LABEL
+from tests.node.build import NodeUnavailable, node_binaries
+from tests.node.images import MACHINE_FILE, pause_image, plugin_image
+from tests.node.node import NodeSkipped, missing_requirements, start_node
+from tests.node.world import NODE, NodeWorld, machine_file, node_labels, wait_until
+from tests.real.build import control_plane_binaries
+from tests.real.controlplane import ControlPlane, running_control_plane
+from tests.real.world import (
+    AUDIENCE,
+    NAMESPACE,
+    install_chart,
+    service_account_token,
+    start_dashboard,
+)
+
+SCENARIO = "host-split"
+DASHBOARD_ACCOUNT = "gpu-slots-dashboard"
+AGENT_INTERVAL = "1s"
+
+
+def _bound_agent_token(plane: ControlPlane, namespace: str) -> str | None:
+    """A token of the chart's agent pod on the node, bound to that pod (as the kubelet mounts)."""
+    with plane.http() as http:
+        pods = http.get(
+            f"/api/v1/namespaces/{namespace}/pods",
+            params={
+                "labelSelector": "app.kubernetes.io/component=agent",
+                "fieldSelector": f"spec.nodeName={NODE}",
+            },
+        ).json()["items"]
+        if not pods:
+            return None
+        pod = pods[0]
+        account = pod["spec"].get("serviceAccountName") or "default"
+        answer = http.post(
+            f"/api/v1/namespaces/{namespace}/serviceaccounts/{account}/token",
+            json={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenRequest",
+                "spec": {
+                    "audiences": [AUDIENCE],
+                    "expirationSeconds": 3600,
+                    "boundObjectRef": {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "name": pod["metadata"]["name"],
+                        "uid": pod["metadata"]["uid"],
+                    },
+                },
+            },
+        )
+    answer.raise_for_status()
+    return str(answer.json()["status"]["token"])
+
+
+@pytest.fixture(scope="session")
+def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
+    reason = missing_requirements()
+    if reason:
+        pytest.skip(reason)
+    try:
+        binaries = node_binaries()
+    except NodeUnavailable as exc:
+        pytest.skip(f"real-node tier: {exc}")
+    folder = tmp_path_factory.mktemp("real-node")
+    machine = machine_file(SCENARIO, NODE)
+    images = folder / "images"
+    images.mkdir()
+    archives = [
+        pause_image(images, binaries.pause),
+        plugin_image(images, plugin=binaries.device_plugin, mock_nvml=binaries.mock_nvml),
+    ]
+    with running_control_plane(control_plane_binaries(), folder / "plane") as plane:
+        try:
+            node = start_node(
+                plane,
+                binaries,
+                folder / "node",
+                name=NODE,
+                labels=node_labels(SCENARIO, NODE),
+                images=archives,
+            )
+        except NodeSkipped as exc:
+            pytest.skip(str(exc))
+        agent: subprocess.Popen[bytes] | None = None
+        agent_log = open(folder / "agent.log", "wb")  # noqa: SIM115 - closed below
+        dashboard = None
+        try:
+            with plane.http() as http:
+                http.post(
+                    "/apis/node.k8s.io/v1/runtimeclasses",
+                    json={
+                        "apiVersion": "node.k8s.io/v1",
+                        "kind": "RuntimeClass",
+                        "metadata": {"name": "nvidia"},
+                        "handler": "nvidia",
+                    },
+                ).raise_for_status()
+            install_chart(plane, config_namespaces=["kube-system"])
+            token = service_account_token(plane, NAMESPACE, DASHBOARD_ACCOUNT)
+            dashboard = start_dashboard(plane, folder / "dashboard", token=token)
+            machine_path = Path(MACHINE_FILE)  # the kubelet emptied its folder at start
+            machine_path.write_text(json.dumps(machine))
+            token_file = folder / "agent-token"
+            token_file.write_text(
+                wait_until(
+                    lambda: _bound_agent_token(plane, NAMESPACE),
+                    what="the chart's agent pod bound to the node",
+                    timeout_s=60,
+                )
+            )
+            command = shutil.which("gpu-slots", path=str(Path(sys.executable).parent))
+            agent = subprocess.Popen(
+                [
+                    command or "gpu-slots",
+                    "agent",
+                    "--dashboard",
+                    dashboard.url,
+                    "--token-file",
+                    str(token_file),
+                    "--node",
+                    NODE,
+                    "--interval",
+                    AGENT_INTERVAL,
+                    "--pod-resources-socket",
+                    str(node.pod_resources_socket),
+                ],
+                stdout=agent_log,
+                stderr=subprocess.STDOUT,
+                env={
+                    **{k: v for k, v in os.environ.items() if not k.startswith("GEO_MLOPS_")},
+                    "LD_LIBRARY_PATH": str(binaries.mock_nvml.parent),
+                    "GPU_SLOTS_MOCK_NVML_CONFIG": str(machine_path),
+                },
+            )
+            world = NodeWorld(plane, node, dashboard, machine_path)
+            wait_until(
+                lambda: (world.node_view().get("agent") or {}).get("fresh"),
+                what=f"a fresh agent report from the real node (agent.log: {folder / 'agent.log'})",
+                timeout_s=60,
+            )
+            yield world
+        finally:
+            if agent is not None:
+                agent.terminate()
+                agent.wait(timeout=30)
+            agent_log.close()
+            if dashboard is not None:
+                dashboard.stop()
+            node.stop()
+        left = node.leftovers()
+        assert not left, f"the real node left this on the machine: {left}"
+
+
+@pytest.fixture
+def clean_node(node_world: NodeWorld) -> NodeWorld:
+    """No plugin DaemonSet, no plugin ConfigMap and no workload when a test starts."""
+    with node_world.plane.http() as http:
+        for kind in (
+            "apis/apps/v1/namespaces/kube-system/daemonsets",
+            "api/v1/namespaces/kube-system/configmaps",
+        ):
+            for item in http.get(f"/{kind}").json().get("items") or []:
+                name = item["metadata"]["name"]
+                if name.startswith("nvidia-device-plugin"):
+                    http.delete(f"/{kind}/{name}")
+        http.patch(  # a split's label, should a test have left one
+            f"/api/v1/nodes/{NODE}",
+            json={"metadata": {"labels": {NODE_LABEL: None}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
+    for namespace in ("ml",):
+        if node_world.pods(namespace):
+            node_world.delete_pods(namespace)
+    wait_until(
+        lambda: (
+            not [
+                p
+                for p in node_world.pods("kube-system")
+                if p["metadata"]["name"].startswith("nvidia-device-plugin")
+            ]
+        ),
+        what="the plugin's pod gone",
+        timeout_s=90,
+    )
+    # Until the kubelet's status says so, the scheduler would still place GPU pods here and
+    # the kubelet reject them (no healthy devices) before the next plugin registers.
+    wait_until(
+        lambda: node_world.allocatable() in (None, "0"),
+        what="the real node advertising no nvidia.com/gpu once the plugin is gone",
+        timeout_s=90,
+    )
+    return node_world

@@ -1,0 +1,3 @@
+module gpuslots.test/images
+
+go 1.25.0

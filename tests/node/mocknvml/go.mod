@@ -1,0 +1,7 @@
+module gpuslots.test/mocknvml
+
+go 1.25.0
+
+require github.com/NVIDIA/go-nvml v0.13.4-1
+
+require github.com/google/uuid v1.6.0 // indirect
