@@ -6,7 +6,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.accounting.fractions import GpuFraction, gpu_groups, read_fraction, reserved_gpu
+from app.domain.accounting.fractions import (
+    GpuFraction,
+    bounded_fraction,
+    check_fraction_annotations,
+    gpu_groups,
+    read_fraction,
+    reserved_gpu,
+)
+from app.domain.bounds import READ_ERRORS, SetAside, bounded, number_text, set_aside
 from app.domain.cluster import Manifest
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
@@ -59,7 +67,7 @@ def container_slots(container: Mapping[str, Any]) -> dict[str, int]:
     for source, skip in ((requests, None), (limits, requests)):
         for name, value in source.items():
             if str(name).startswith(_NVIDIA_PREFIX) and (skip is None or name not in skip):
-                count = parse_count(value)
+                count = _slot_count(value, field=f"resources.{name}")
                 if count:
                     found[str(name)] = count
     return found
@@ -95,9 +103,16 @@ def pod_slots(pod: Manifest) -> dict[str, int]:
         running = app_sum.get(name, 0) + sidecars.get(name, 0)
         total[name] = max(running, init_peak.get(name, 0))
     for name, value in (spec.get("overhead") or {}).items():
-        if str(name).startswith(_NVIDIA_PREFIX) and parse_count(value):
-            total[str(name)] = total.get(str(name), 0) + parse_count(value)
+        if str(name).startswith(_NVIDIA_PREFIX):
+            count = _slot_count(value, field=f"spec.overhead.{name}")
+            total[str(name)] = total.get(str(name), 0) + count
     return {name: count for name, count in total.items() if count > 0}
+
+
+def _slot_count(value: Any, *, field: str) -> int:
+    """parse_count() of a request within bounds; OutOfBounds names the field otherwise."""
+    count = parse_count(number_text(value, field=field) if not isinstance(value, int) else value)
+    return bounded(count, field=field, value=value)
 
 
 def pod_env_visible_devices(pod: Manifest) -> str | None:
@@ -142,9 +157,41 @@ class PodFacts:
     fraction: GpuFraction | None = None  # KAI / Run:ai GPU fraction; only without GPU slots
     gpu_groups: tuple[str, ...] = ()  # KAI GPU groups (runai-gpu-group labels)
     reserved_gpu: str | None = None  # a KAI reservation pod: the GPU UUID it reserves
+    set_aside: SetAside | None = None  # a field could not be counted: the pod holds nothing
 
 
 def read_pod(pod: Manifest) -> PodFacts:
+    """What the engine reads of `pod`; a pod whose numbers cannot be counted is set aside."""
+    try:
+        return _read_pod(pod)
+    except READ_ERRORS as error:
+        return _set_aside_pod(pod, error)
+
+
+def _set_aside_pod(pod: Manifest, error: BaseException) -> PodFacts:
+    """The pod as a holder of nothing, with the reason (see app.domain.bounds)."""
+    meta = pod.get("metadata") or {}
+    return PodFacts(
+        uid=str(meta.get("uid", "")),
+        namespace=str(meta.get("namespace", "")),
+        key=pod_key(pod),
+        node=pod_node(pod),
+        phase=pod_phase(pod),
+        slots={},
+        holds=False,
+        failed_admission=False,
+        daemon=is_daemon_pod(pod),
+        visible_devices=None,
+        created=str(meta.get("creationTimestamp", "")),
+        set_aside=set_aside("Pod", pod_key(pod), error),
+    )
+
+
+def _fraction(annotations: Mapping[str, Any]) -> GpuFraction | None:
+    return bounded_fraction(read_fraction(check_fraction_annotations(annotations)), annotations)
+
+
+def _read_pod(pod: Manifest) -> PodFacts:
     meta = pod.get("metadata") or {}
     phase = pod_phase(pod)
     slots = pod_slots(pod)
@@ -163,7 +210,7 @@ def read_pod(pod: Manifest) -> PodFacts:
         daemon=is_daemon_pod(pod),
         visible_devices=pod_env_visible_devices(pod),
         created=str(meta.get("creationTimestamp", "")),
-        fraction=None if slots else read_fraction(annotations),
+        fraction=None if slots else _fraction(annotations),
         gpu_groups=gpu_groups(meta.get("labels") or {}),
         reserved_gpu=reserved_gpu(namespace, annotations),
     )
