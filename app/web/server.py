@@ -79,6 +79,7 @@ def build_app(
     retry_delay_s: float = 1.0,
 ) -> FastAPI:
     """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
+    from app.domain.changes.signing import signing_key
     from app.kube.cache import ClusterCache
     from app.kube.client import make_api_client
     from app.kube.history import ChangeHistory
@@ -104,6 +105,7 @@ def build_app(
             api_client,
             namespace=settings.history_namespace,
             keep=settings.change_history_keep,
+            signing_key=signing_key(settings.session_secret) if settings.session_secret else None,
         ),
     )
     return create_app(

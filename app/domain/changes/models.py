@@ -43,6 +43,7 @@ class RefusalCode(StrEnum):
     NOT_REVERSIBLE = "not-reversible"
     OTHER_INSTALL = "other-plugin-install"
     DRA_ONLY = "dra-only"
+    UNVERIFIED = "unverified-record"  # issue 33: a history record this dashboard did not sign
 
 
 class PlanRefused(GpuSlotsError):

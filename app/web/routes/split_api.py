@@ -70,6 +70,8 @@ class RollbackIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     confirmHostProcesses: StrictBool = False
+    # issue 33: an unverified record (not signed by this dashboard) after its preview only
+    confirmUnverified: StrictBool = False
 
 
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
@@ -85,7 +87,7 @@ def get_changes(runtime: RuntimeDep) -> ChangesOut:
         return ChangesOut(changes=[], available=False)
     listing = change_listing(runtime)
     return ChangesOut(
-        changes=[change_out(r) for r in listing.records],
+        changes=[change_out(r, verified=listing.verified(r)) for r in listing.records],
         unreadable=[unreadable_out(u) for u in listing.unreadable],
         available=True,
     )
@@ -139,4 +141,5 @@ def post_change_rollback(
         change,
         dry_run=dry_run,
         confirm_host_processes=body.confirmHostProcesses if body is not None else False,
+        confirm_unverified=body.confirmUnverified if body is not None else False,
     )

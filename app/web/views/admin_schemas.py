@@ -210,6 +210,10 @@ class ChangeOut(BaseModel):
     after: dict[str, object]
     rollsBack: str | None
     warnings: list[str] = Field(default_factory=list, description="What the apply warned about")
+    verified: bool = Field(
+        description="Signed by this dashboard; an unverified record is rolled back only after "
+        "its preview, with confirmUnverified"
+    )
 
 
 class UnreadableChangeOut(BaseModel):
