@@ -59,14 +59,24 @@ def serve(app: FastAPI, *, host: str, port: int) -> None:
 def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
     """How uvicorn serves the app: it never rewrites the client from forwarded headers.
 
+    Request heads are bounded and an error keeps the connection (app.web.http.server_limits).
+
     Uvicorn's default trusts `X-Forwarded-For` from 127.0.0.1. The dashboard reads the
     forwarded address itself, and only from GEO_MLOPS_TRUSTED_PROXIES (none by default;
     app.web.auth.state), so the login limiter and the proxy-user check see one configured truth.
     """
     import uvicorn
 
+    from app.web.http.server_limits import KeepAliveOnError, LimitedHttpTools
+
     return uvicorn.Config(
-        app, host=host, port=port, log_config=None, proxy_headers=False, forwarded_allow_ips=""
+        KeepAliveOnError(app),
+        host=host,
+        port=port,
+        log_config=None,
+        proxy_headers=False,
+        forwarded_allow_ips="",
+        http=LimitedHttpTools,  # request heads bounded (app.web.http.server_limits)
     )
 
 
