@@ -74,7 +74,9 @@ class ChangeHistory:
         )
         try:
             self.prune()
-        except ClusterError as exc:
+        except (ClusterError, ValueError, RecursionError) as exc:
+            # the change is written: a failed prune (even on a record no one can read) is
+            # only logged, never a 5xx after the writes (issue 33)
             log.warning("pruning the change history failed: %s", exc)
 
     def listing(self) -> HistoryListing:

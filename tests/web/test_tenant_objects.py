@@ -184,3 +184,18 @@ def test_hostile_resource_slice_is_set_aside_and_totals_stay_true(
     after = dra.summary()
     assert after["stale"] is False
     assert after["dra"] == before  # the slice counts for nothing, never -5 shares
+
+
+def test_findings_come_a_page_at_a_time_with_the_total(tenant: Stack) -> None:
+    for n in range(3):
+        _create(
+            tenant,
+            f"/api/v1/namespaces/{TENANT}/pods",
+            _pod(f"odd-{n}", annotations={"gpu-memory": "²"}),
+        )
+    tenant.wait(lambda: _set_aside(tenant, f"Pod {TENANT}/odd-2"), what="the third finding")
+    everything = tenant.client.get("/api/v1/findings").json()
+    page = tenant.client.get("/api/v1/findings", params={"limit": 2, "offset": 1}).json()
+    assert page["total"] == everything["total"] == len(everything["findings"]) >= 3
+    assert page["findings"] == everything["findings"][1:3]
+    assert tenant.client.get("/api/v1/findings", params={"limit": 10**6}).status_code == 422

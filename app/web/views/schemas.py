@@ -61,6 +61,7 @@ class FindingsOut(BaseModel):
     stale: bool
     stale_reason: str | None = None
     findings: list[Finding]
+    total: int = Field(description="Findings matching the filters, on every page")
 
 
 class ReportAcceptedOut(BaseModel):
