@@ -207,3 +207,34 @@ def test_findings_come_a_page_at_a_time_with_the_total(tenant: Stack) -> None:
 
     tenant.wait(paged, what="a page of one snapshot")
     assert tenant.client.get("/api/v1/findings", params={"limit": 10**6}).status_code == 422
+
+
+def test_a_gpu_with_thousands_of_dra_devices_draws_counts_not_cells(dra: Stack) -> None:
+    """A driver publishing every MIG placement (7,560 devices) made a 20 MB node page."""
+    node = dra.client.get("/api/v1/nodes/dra-a100-1").json()["node"]
+    parent = node["gpus"][0]["uuid"]
+    devices = [
+        {
+            "name": f"gpu-0-mig-{n}",
+            "attributes": {
+                "type": {"string": "mig"},
+                "uuid": {"string": f"MIG-{n:08x}-0000-0000-0000-000000000000"},
+                "parentUUID": {"string": parent},
+                "profile": {"string": "1g.10gb"},
+            },
+        }
+        for n in range(2000)
+    ]
+    body = _slice("placements", {})
+    body["spec"]["devices"] = devices
+    _create(dra, "/apis/resource.k8s.io/v1/resourceslices", body)
+
+    def counted() -> str | None:
+        page = dra.client.get("/nodes/dra-a100-1")
+        return page.text if 'data-testid="dra-device-count"' in page.text else None
+
+    text = dra.wait(counted, what="the counted DRA devices")
+    assert isinstance(text, str)
+    assert len(text.encode()) < 1_000_000
+    assert text.count('data-testid="dra-device-cell"') < 200
+    assert dra.summary()["stale"] is False
