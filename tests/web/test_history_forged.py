@@ -21,7 +21,9 @@ from app.domain.changes.durable import RECORD_LABEL, record_configmap
 from app.domain.changes.history import ChangeRecord
 from app.kube.client import make_api_client
 from tests.conftest import ADMIN_TOKEN, Stack
+from tests.live import wait_for
 from tests.web.test_admin_pages_i18n import log_in
+from tests.web.test_gpu_split_api import GIVE_GPU_1, reported
 
 NODE = "gpu-server-1"
 NS = "kube-system"  # the history's namespace: the plugin's, unless set
@@ -171,3 +173,22 @@ def test_a_malformed_record_is_unreadable_never_a_500(stack: Stack, name: str, r
     log_in(stack)
     for path in ("/admin/changes", f"/admin/nodes/{NODE}/gpus"):
         assert stack.client.get(path).status_code == 200, path
+
+
+def test_a_split_beside_a_malformed_record_answers_200_and_is_recorded(stack: Stack) -> None:
+    """A split answered 500 after writing its objects: pruning choked on a deep record."""
+    body: Any = {
+        "metadata": {"name": "gpu-slots-change-deep", "labels": {RECORD_LABEL: "split"}},
+        "data": {"record.json": "[" * 50_000 + "]" * 50_000},
+    }
+    _core(stack).create_namespaced_config_map(NS, body)
+    wait_for(lambda: reported(stack, NODE, 4), what="the agent report of gpu-server-1")
+    applied = stack.client.put(
+        f"/api/v1/nodes/{NODE}/gpu-split",
+        json={**GIVE_GPU_1, "confirmHostProcesses": True},
+        headers=BEARER,
+    )
+    assert applied.status_code == 200, applied.text
+    listed = _changes(stack)
+    assert [c["id"] for c in listed["changes"]] == [applied.json()["changeId"]]
+    assert [u["name"] for u in listed["unreadable"]] == ["gpu-slots-change-deep"]
