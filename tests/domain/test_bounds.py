@@ -10,7 +10,7 @@ from app.domain.bounds import OutOfBounds, SetAside, cut, number_text, set_aside
 from app.domain.dra.inventory import read_dra
 from app.domain.findings.set_aside import MAX_NAMED, set_aside_findings
 from tests import factories as f
-from tests.domain.worlds import snap, world
+from tests.domain.worlds import snap, ts_world, world
 
 
 def test_cut_keeps_short_values_and_cuts_long_ones_with_their_length() -> None:
@@ -109,3 +109,10 @@ def test_set_aside_findings_name_at_most_max_named_and_count_the_rest() -> None:
     found = set_aside_findings(items)
     assert len(found) == MAX_NAMED
     assert found[-1].evidence["more_objects"] == 50
+
+
+def test_a_plugin_config_whose_parser_fails_is_config_invalid_not_a_failed_build() -> None:
+    deep = "a: " + "[" * 1500 + "]" * 1500  # yaml's composer recurses past Python's limit
+    state = ts_world(4, configmaps=[f.configmap({"config.yaml": deep})])
+    result = snap(state)
+    assert "config-invalid" in {x.code for x in result.findings}

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from app.domain.bounds import READ_ERRORS, cut
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import (
     PluginConfig,
@@ -141,16 +142,26 @@ def _parsed(
             else default_plugin_config(env=spec.env)
         )
     except PluginConfigError as exc:
-        return EffectiveConfig(
-            config=None,
-            source=source,
-            configmap=configmap,
-            key=key,
-            text=text,
-            error=exc.message,
-            error_code=CONFIG_INVALID,
+        return _invalid(source, configmap, key, text, exc.message)
+    except READ_ERRORS as exc:  # any parser failure on this one object: its finding (issue 33)
+        return _invalid(
+            source, configmap, key, text, f"unreadable ({type(exc).__name__}: {cut(str(exc))})"
         )
     return EffectiveConfig(config=config, source=source, configmap=configmap, key=key, text=text)
+
+
+def _invalid(
+    source: str | None, configmap: str | None, key: str | None, text: str | None, message: str
+) -> EffectiveConfig:
+    return EffectiveConfig(
+        config=None,
+        source=source,
+        configmap=configmap,
+        key=key,
+        text=text,
+        error=message,
+        error_code=CONFIG_INVALID,
+    )
 
 
 def _error(code: str, message: str, *, source: str | None) -> EffectiveConfig:
