@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -135,19 +136,31 @@ def _parsed(
     spec: PluginSpec, configmap: str | None, key: str | None, text: str | None
 ) -> EffectiveConfig:
     source = f"configmap/{configmap}#{key}" if configmap else None
+    outcome = _parse_once(text, tuple(sorted(spec.env.items())))
+    if isinstance(outcome, str):
+        return _invalid(source, configmap, key, text, outcome)
+    return EffectiveConfig(config=outcome, source=source, configmap=configmap, key=key, text=text)
+
+
+PARSED_CONFIGS = 32  # config texts kept parsed (a ConfigMap holds at most 1 MiB)
+
+
+@functools.lru_cache(maxsize=PARSED_CONFIGS)
+def _parse_once(text: str | None, env: tuple[tuple[str, str], ...]) -> PluginConfig | str:
+    """The config `text` gives with `env`, or why not: parsed once per text, not per build.
+
+    A 1 MiB ConfigMap parsed on every build put every pod change 8-12 s behind (issue 33).
+    The outcome is kept, failures too, so a hostile text costs one parse per version. Any
+    parser failure is this config's error (its finding), never a failed build.
+    """
     try:
-        config = (
-            parse_plugin_config(text, env=spec.env)
-            if text is not None
-            else default_plugin_config(env=spec.env)
-        )
+        if text is None:
+            return default_plugin_config(env=dict(env))
+        return parse_plugin_config(text, env=dict(env))
     except PluginConfigError as exc:
-        return _invalid(source, configmap, key, text, exc.message)
-    except READ_ERRORS as exc:  # any parser failure on this one object: its finding (issue 33)
-        return _invalid(
-            source, configmap, key, text, f"unreadable ({type(exc).__name__}: {cut(str(exc))})"
-        )
-    return EffectiveConfig(config=config, source=source, configmap=configmap, key=key, text=text)
+        return exc.message
+    except READ_ERRORS as exc:
+        return f"unreadable ({type(exc).__name__}: {cut(str(exc))})"
 
 
 def _invalid(
