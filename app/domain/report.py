@@ -45,6 +45,7 @@ RESOURCE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,252}$"
 Count = Annotated[StrictInt, Field(ge=0)]
 MemoryMib = Annotated[StrictInt, Field(ge=0, le=MAX_MEMORY_MIB)]
 Percent = Annotated[StrictInt, Field(ge=0, le=100)]
+InstanceId = Annotated[StrictInt, Field(ge=0, le=MAX_GPU_INDEX)]
 
 
 class _Strict(BaseModel):
@@ -87,17 +88,17 @@ class ProcessReading(_Strict):
 class MigDeviceReading(_Strict):
     """One MIG device on its parent GPU (nvidia-smi -L / NVML MIG device handles)."""
 
-    uuid: str = Field(min_length=1, max_length=128, description="MIG UUID, e.g. MIG-<uuid>")
+    uuid: str = Field(pattern=MIG_UUID_PATTERN, description="MIG UUID, e.g. MIG-<uuid>")
     profile: str = Field(
         min_length=1,
         max_length=64,
         pattern=r"^[0-9a-z.+-]+$",
         description="MIG profile, e.g. 1g.10gb, 1g.24gb+me, 1c.2g.20gb",
     )
-    gpu_instance: Count | None = Field(default=None, description="GPU instance ID")
-    compute_instance: Count | None = Field(default=None, description="Compute instance ID")
-    memory_total_mib: Count | None = Field(default=None, description="Memory of the device")
-    memory_used_mib: Count | None = Field(default=None, description="Memory used on it")
+    gpu_instance: InstanceId | None = Field(default=None, description="GPU instance ID")
+    compute_instance: InstanceId | None = Field(default=None, description="Compute instance ID")
+    memory_total_mib: MemoryMib | None = Field(default=None, description="Memory of the device")
+    memory_used_mib: MemoryMib | None = Field(default=None, description="Memory used on it")
     processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
 
 
@@ -186,10 +187,12 @@ class AgentReport(_Strict):
 
     @model_validator(mode="after")
     def _unique_gpus(self) -> AgentReport:
-        """Each GPU once: two readings of one UUID or one index would double count it."""
+        """Each GPU and MIG device once: two readings of one UUID or index would double count."""
+        mig = [device.uuid for gpu in self.gpus for device in gpu.mig_devices]
         for what, values in (
             ("uuid", [gpu.uuid for gpu in self.gpus]),
             ("index", [gpu.index for gpu in self.gpus]),
+            ("MIG uuid", mig),
         ):
             seen: set[object] = set()
             for value in values:

@@ -11,6 +11,7 @@ Calls made here are declared in app.kube.permissions (scope history-namespace).
 from __future__ import annotations
 
 import logging
+import secrets
 from typing import Any
 
 from kubernetes import client
@@ -20,13 +21,17 @@ from app.domain.changes.durable import (
     HistoryListing,
     StoredRecord,
     UnreadableRecord,
-    beyond_retention,
-    history_listing,
     read_record,
     record_configmap,
     record_name,
 )
 from app.domain.changes.history import ChangeRecord
+from app.domain.changes.signing import (
+    beyond_verified_retention,
+    signed,
+    verified_find,
+    verified_listing,
+)
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, NotFoundError
 from app.kube.client import call_json
@@ -40,30 +45,44 @@ DEFAULT_KEEP = 200
 
 
 class ChangeHistory:
-    """Keeps, lists, finds and prunes change records (one ConfigMap each)."""
+    """Keeps, lists, finds and prunes change records (one ConfigMap each), signed.
+
+    `signing_key` (app.domain.changes.signing.signing_key of the dashboard's secret) signs
+    every record written and verifies every record read; without one, a random key of
+    this process: its records read as unverified after a restart and on other replicas.
+    """
 
     def __init__(
-        self, api_client: client.ApiClient, *, namespace: str, keep: int = DEFAULT_KEEP
+        self,
+        api_client: client.ApiClient,
+        *,
+        namespace: str,
+        keep: int = DEFAULT_KEEP,
+        signing_key: bytes | None = None,
     ) -> None:
         self._core = client.CoreV1Api(api_client)
         self.namespace = namespace
         self.keep = keep
+        self._key = signing_key or secrets.token_bytes(32)
 
     def record(self, record: ChangeRecord) -> None:
         """Keep `record`, then delete the oldest beyond `keep` (a failed prune is only logged)."""
-        body: Any = record_configmap(record, namespace=self.namespace)
+        body: Any = signed(record_configmap(record, namespace=self.namespace), self._key)
         call_json(
             lambda: self._core.create_namespaced_config_map(self.namespace, body, **_raw()),
             action=f"recording change {record.id} in ConfigMaps of {self.namespace}",
         )
         try:
             self.prune()
-        except ClusterError as exc:
+        except (ClusterError, ValueError, RecursionError) as exc:
+            # the change is written: a failed prune (even on a record no one can read) is
+            # only logged, never a 5xx after the writes (issue 33)
             log.warning("pruning the change history failed: %s", exc)
 
     def listing(self) -> HistoryListing:
-        """Every record, newest first, with the labelled objects that hold none."""
-        return history_listing(self._items())
+        """Every record, newest first, with the labelled objects that hold none and the ids
+        of the records this dashboard did not sign."""
+        return verified_listing(self._items(), self._key)
 
     def find(self, change_id: str) -> StoredRecord | UnreadableRecord | None:
         """One record by change id (None: no such change, or not labelled as ours)."""
@@ -77,12 +96,17 @@ class ChangeHistory:
             )
         except NotFoundError:
             return None
-        return read_record(found) if found is not None else None
+        if found is None:
+            return None
+        return verified_find(found, self._key) or read_record(found)
 
     def prune(self) -> list[str]:
-        """Delete the readable records past the newest `keep`; the names deleted."""
+        """Delete the verified records past the newest `keep` verified ones; the names deleted.
+
+        Unverified records are never counted nor deleted (a forged flood deletes nothing).
+        """
         deleted: list[str] = []
-        for old in beyond_retention(self._items(), keep=self.keep):
+        for old in beyond_verified_retention(self._items(), self._key, keep=self.keep):
             try:
                 self._delete(old)
             except NotFoundError:

@@ -9,6 +9,7 @@ over. Calls made here are declared in app.kube.permissions.
 
 from __future__ import annotations
 
+import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,9 +21,10 @@ from kubernetes import client
 from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
-from app.errors import ClusterError
+from app.errors import ClusterError, ConflictError
 from app.kube.calls import delete_options, raw
 from app.kube.client import call_json
+from app.kube.concurrent import concurrent_change, stamped
 from app.kube.events import daemonset_event
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
 from app.kube.writer import PluginWriter
@@ -30,6 +32,25 @@ from app.kube.writer import PluginWriter
 __all__ = ["SplitApplied", "SplitFailed", "SplitObjects", "SplitWriter"]
 
 SPLIT_REASONS = {"split": "GpuSlotsSplitChanged", "rollback": "GpuSlotsSplitRolledBack"}
+audit_log = logging.getLogger("gpu_slots.audit")
+
+
+def _audit(plan: SplitPlan, record: ChangeRecord) -> None:
+    """One audit line per applied split, return or undo (docs/ADMIN.md; issue 33)."""
+    verb = "rolled back a GPU split of" if plan.kind == "rollback" else "changed the GPU split of"
+    audit_log.info(
+        f"{record.user} {verb} node {plan.node}: {record.summary}",
+        extra={
+            "user": record.user,
+            "kind": plan.kind,
+            "change_id": record.id,
+            "node": plan.node,
+            "before": record.before,
+            "after": record.after,
+            "rolls_back": record.rolls_back,
+            "outcome": "applied",
+        },
+    )
 
 
 @dataclass(frozen=True)
@@ -82,10 +103,12 @@ class SplitWriter:
     def apply(self, plan: SplitPlan, *, user: str, rolls_back: str | None = None) -> SplitApplied:
         """Make the writes in order; on a failure undo those made (app.kube.split_undo)."""
         warnings: list[str] = []
+        new_id = change_id(self._writer.clock(), secrets.token_hex(3))
+        plan = stamped(plan, new_id)  # a concurrent loser can name this change (issue 33)
         self._write_all(plan, user=user, warnings=warnings)
         at = self._writer.clock()
         record = ChangeRecord(
-            id=change_id(at, secrets.token_hex(3)),
+            id=new_id,
             kind="split",
             action="rollback" if plan.kind == "rollback" else "change",
             at=at,
@@ -107,6 +130,7 @@ class SplitWriter:
             record, target, namespace=self.namespace, reason=SPLIT_REASONS[plan.kind]
         )
         recorded = self._writer.trail.record_change(record, event, warnings)
+        _audit(plan, record)
         return SplitApplied(record.id if recorded else None, at, tuple(warnings))
 
     def _write_all(self, plan: SplitPlan, *, user: str, warnings: list[str]) -> None:
@@ -121,7 +145,7 @@ class SplitWriter:
                 except LostAnswer:
                     done.append(write)
                     continue
-                raise undo(
+                undone = undo(
                     plan,
                     done,
                     exc,
@@ -130,8 +154,17 @@ class SplitWriter:
                     write=lambda w: self._write(w, dry_run=False),
                     where=self.namespace,
                     user=user,
-                ) from exc
+                )
+                if isinstance(exc, ConflictError) and undone.restored:  # issue 33: 409, winner
+                    raise concurrent_change(write, self._current(write), undone) from exc
+                raise undone from exc
             done.append(write)
+
+    def _current(self, write: ObjectWrite) -> Manifest | None:
+        try:
+            return self._read_object(write)
+        except ClusterError:
+            return None
 
     # one object ------------------------------------------------------------------------
 

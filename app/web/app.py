@@ -7,9 +7,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.types import Scope
 
 import app as package
 from app.domain.cluster import AccountingOptions
@@ -27,6 +28,7 @@ from app.web.auth.guards import (
 from app.web.auth.principal import AuthRefused
 from app.web.auth.state import AuthState
 from app.web.compression import CompressAndTag
+from app.web.http.body_limits import BodyLimits
 from app.web.http.errors import add_error_handlers
 from app.web.http.headers import SecurityHeaders
 from app.web.http.openapi import add_docs, add_report_schema
@@ -113,8 +115,22 @@ def create_app(
     add_docs(app, reader)
     app.add_middleware(CompressAndTag)
     app.add_middleware(SecurityHeaders)
+    # the outermost: bodies bounded before any work (issue 33)
+    app.add_middleware(BodyLimits, signed_in=_signed_in(runtime.auth))
     add_report_schema(app, reader)
     return app
+
+
+def _signed_in(auth: AuthState) -> Callable[[Scope], bool]:
+    """Whether a request carries a credential the app accepts (headers and cookie only)."""
+
+    def signed_in(scope: Scope) -> bool:
+        try:
+            return auth.identify(Request(scope), for_write=False) is not None
+        except AuthRefused:
+            return False
+
+    return signed_in
 
 
 def build_runtime(

@@ -59,14 +59,24 @@ def serve(app: FastAPI, *, host: str, port: int) -> None:
 def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
     """How uvicorn serves the app: it never rewrites the client from forwarded headers.
 
+    Request heads are bounded and an error keeps the connection (app.web.http.server_limits).
+
     Uvicorn's default trusts `X-Forwarded-For` from 127.0.0.1. The dashboard reads the
     forwarded address itself, and only from GEO_MLOPS_TRUSTED_PROXIES (none by default;
     app.web.auth.state), so the login limiter and the proxy-user check see one configured truth.
     """
     import uvicorn
 
+    from app.web.http.server_limits import KeepAliveOnError, LimitedHttpTools
+
     return uvicorn.Config(
-        app, host=host, port=port, log_config=None, proxy_headers=False, forwarded_allow_ips=""
+        KeepAliveOnError(app),
+        host=host,
+        port=port,
+        log_config=None,
+        proxy_headers=False,
+        forwarded_allow_ips="",
+        http=LimitedHttpTools,  # request heads bounded (app.web.http.server_limits)
     )
 
 
@@ -79,6 +89,7 @@ def build_app(
     retry_delay_s: float = 1.0,
 ) -> FastAPI:
     """The dashboard app reading the cluster at `kube_server` (or the configured cluster)."""
+    from app.domain.changes.signing import signing_key
     from app.kube.cache import ClusterCache
     from app.kube.client import make_api_client
     from app.kube.history import ChangeHistory
@@ -104,6 +115,7 @@ def build_app(
             api_client,
             namespace=settings.history_namespace,
             keep=settings.change_history_keep,
+            signing_key=signing_key(settings.session_secret) if settings.session_secret else None,
         ),
     )
     return create_app(

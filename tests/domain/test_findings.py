@@ -345,6 +345,13 @@ def _renamed(pods: list[f.Manifest]) -> ClusterState:
 
 CASES += DRA_CASES
 CASES += HEALTH_CASES
+CASES.append(
+    (
+        "object-set-aside",
+        lambda: world(pods=[f.fraction_pod("odd", annotations={"gpu-memory": "\u00b2"})]),
+        lambda: world(pods=[f.fraction_pod("odd", annotations={"gpu-memory": "2000"})]),
+    )
+)
 
 
 def _codes(

@@ -120,3 +120,26 @@ def test_refusals(request_: SplitRequest, ds: str | None, code: RefusalCode) -> 
     with pytest.raises(PlanRefused) as refused:
         plan(request_, ds=shared(operator=True) if ds == "operator" else None)
     assert refused.value.code is code
+
+
+def test_a_node_name_past_63_characters_splits_with_label_values_within_63() -> None:
+    """Issue 33: a 67-character node name failed the split (label value over 63)."""
+    long_name = "gpu-" + "a" * 58 + ".lab1"  # 67 characters, a valid node name
+    result = plan_split(
+        SplitRequest(long_name, (UUIDS[1], UUIDS[2], UUIDS[3])),
+        node=f.node(long_name),
+        shared=shared(),
+        shared_configmap=None,
+        own=None,
+        own_configmap=None,
+        gpus=GPUS,
+        slots_before=2,
+        shared_nodes=5,
+    )
+    for write in result.writes:
+        after = write.after or {}
+        labels = (after.get("metadata") or {}).get("labels") or after.get("labels") or {}
+        assert all(len(str(v)) <= 63 for v in labels.values() if v), (write.kind, labels)
+    own = next(w.after for w in result.writes if w.action == "create")
+    assert own["metadata"]["annotations"]["gpu-slots.io/node"] == long_name
+    assert len(own["metadata"]["labels"]["gpu-slots.io/node"]) <= 63

@@ -133,9 +133,28 @@ def test_review_unavailable_is_503_and_nothing_is_stored(stack: Stack) -> None:
 
 def test_a_refused_token_is_not_reviewed_again_at_once(stack: Stack) -> None:
     """A flood of bad tokens costs the API server one review per token and 10 s."""
-    other = TokenSubject("default", "builder", "p", "u", node=NODE)
-    token = stack.simulator.tokens.issue(other, audience="gpu-slots")
+    ours = TokenSubject(AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT, "p", "u", node=NODE)
+    token = TokenIssuer().issue(ours, audience="gpu-slots")  # another signing key
     before = stack.simulator.tokens.reviews
     for _ in range(5):
         assert post(stack, NODE, token).status_code == 401
     assert stack.simulator.tokens.reviews == before + 1
+
+
+def test_tokens_that_cannot_be_the_agents_are_refused_without_a_review(stack: Stack) -> None:
+    """Issue 33: 100 garbage `x.y.N` tokens made 100 TokenReviews."""
+    issuer = stack.simulator.tokens
+    ours = TokenSubject(AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT, "p", "u", node=NODE)
+    other_account = TokenSubject("default", "builder", "p", "u", node=NODE)
+    refused = [
+        *(f"x.y.{n}" for n in range(100)),
+        issuer.issue(other_account, audience="gpu-slots"),
+        issuer.issue(ours, audience="vault"),
+        issuer.issue(ours, audience="gpu-slots", ttl_s=-1),
+        "a" * 20_000 + ".b.c",
+    ]
+    before = issuer.reviews
+    for token in refused:
+        answer = post(stack, NODE, token)
+        assert answer.status_code == 401, token[:40]
+    assert issuer.reviews == before  # none reached the API server

@@ -75,7 +75,8 @@ def add_fraction_holders(gpus: list[GpuFacts], pods: Sequence[PodFacts]) -> list
                 )
             )
         if not shares and fraction.portion is not None:
-            shares = [fraction.portion] * fraction.devices
+            # capped at the GPUs the node holds: a share is never above the GPUs that exist
+            shares = [fraction.portion] * min(fraction.devices, max(len(gpus), 1))
         known = [s for s in shares if s is not None]
         found.append(
             PodSlots(

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.bounds import MAX_COUNT, MAX_MIB, OutOfBounds, number_text
+
 FRACTION_ANNOTATION = "gpu-fraction"
 MEMORY_ANNOTATION = "gpu-memory"  # MiB
 DEVICES_ANNOTATION = "gpu-fraction-num-devices"
@@ -152,3 +154,33 @@ def reserved_gpu(namespace: str, annotations: Mapping[str, Any]) -> str | None:
     if namespace not in RESERVATION_NAMESPACES or not value.upper().startswith("GPU-"):
         return None
     return value
+
+
+def _fraction_key(key: str) -> bool:
+    if key in (FRACTION_ANNOTATION, MEMORY_ANNOTATION, DEVICES_ANNOTATION):
+        return True
+    return key.startswith(CONTAINER_PREFIX) and key.endswith((CONTAINER_REQUEST, CONTAINER_LIMIT))
+
+
+def check_fraction_annotations(annotations: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`annotations` when every fraction annotation is a short ASCII number; else OutOfBounds."""
+    for key, value in annotations.items():
+        if _fraction_key(str(key)):
+            number_text(value, field=f"metadata.annotations.{key}")
+    return annotations
+
+
+def bounded_fraction(
+    fraction: GpuFraction | None, annotations: Mapping[str, Any]
+) -> GpuFraction | None:
+    """`fraction` when its MiB and device count are ones a cluster can hold; else OutOfBounds."""
+    if fraction is None:
+        return None
+    for mib in (fraction.memory_mib, fraction.limit_mib):
+        if mib is not None and mib > MAX_MIB:
+            field = f"metadata.annotations.{fraction.annotation}"
+            raise OutOfBounds(field, annotations.get(fraction.annotation, mib), "out-of-bounds")
+    if fraction.devices > MAX_COUNT:
+        field = f"metadata.annotations.{DEVICES_ANNOTATION}"
+        raise OutOfBounds(field, annotations.get(DEVICES_ANNOTATION), "out-of-bounds")
+    return fraction

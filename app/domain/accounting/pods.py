@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from app.domain.accounting.fractions import GpuFraction, gpu_groups, read_fraction, reserved_gpu
+from app.domain.accounting.fractions import (
+    GpuFraction,
+    bounded_fraction,
+    check_fraction_annotations,
+    gpu_groups,
+    read_fraction,
+    reserved_gpu,
+)
+from app.domain.bounds import READ_ERRORS, SetAside, bounded, set_aside
 from app.domain.cluster import Manifest
 from app.domain.quantity import parse_quantity, quantity_count
 
@@ -103,9 +111,13 @@ def pod_slots(pod: Manifest) -> dict[str, int]:
         total[name] = max(running, init_peak.get(name, Fraction(0)))
     for name, value in (spec.get("overhead") or {}).items():
         if str(name).startswith(_NVIDIA_PREFIX):
-            amount = parse_quantity(value, field=f"overhead.{name}").amount
+            amount = parse_quantity(value, field=f"spec.overhead.{name}").amount
             total[str(name)] = total.get(str(name), Fraction(0)) + amount
-    return {name: math.ceil(amount) for name, amount in total.items() if amount > 0}
+    counts = {name: math.ceil(amount) for name, amount in total.items() if amount > 0}
+    return {
+        name: bounded(count, field=f"resources.{name}", value=count)
+        for name, count in counts.items()
+    }
 
 
 def pod_env_visible_devices(pod: Manifest) -> str | None:
@@ -150,9 +162,41 @@ class PodFacts:
     fraction: GpuFraction | None = None  # KAI / Run:ai GPU fraction; only without GPU slots
     gpu_groups: tuple[str, ...] = ()  # KAI GPU groups (runai-gpu-group labels)
     reserved_gpu: str | None = None  # a KAI reservation pod: the GPU UUID it reserves
+    set_aside: SetAside | None = None  # a field could not be counted: the pod holds nothing
 
 
 def read_pod(pod: Manifest) -> PodFacts:
+    """What the engine reads of `pod`; a pod whose numbers cannot be counted is set aside."""
+    try:
+        return _read_pod(pod)
+    except READ_ERRORS as error:
+        return _set_aside_pod(pod, error)
+
+
+def _set_aside_pod(pod: Manifest, error: BaseException) -> PodFacts:
+    """The pod as a holder of nothing, with the reason (see app.domain.bounds)."""
+    meta = pod.get("metadata") or {}
+    return PodFacts(
+        uid=str(meta.get("uid", "")),
+        namespace=str(meta.get("namespace", "")),
+        key=pod_key(pod),
+        node=pod_node(pod),
+        phase=pod_phase(pod),
+        slots={},
+        holds=False,
+        failed_admission=False,
+        daemon=is_daemon_pod(pod),
+        visible_devices=None,
+        created=str(meta.get("creationTimestamp", "")),
+        set_aside=set_aside("Pod", pod_key(pod), error),
+    )
+
+
+def _fraction(annotations: Mapping[str, Any]) -> GpuFraction | None:
+    return bounded_fraction(read_fraction(check_fraction_annotations(annotations)), annotations)
+
+
+def _read_pod(pod: Manifest) -> PodFacts:
     meta = pod.get("metadata") or {}
     phase = pod_phase(pod)
     slots = pod_slots(pod)
@@ -171,7 +215,7 @@ def read_pod(pod: Manifest) -> PodFacts:
         daemon=is_daemon_pod(pod),
         visible_devices=pod_env_visible_devices(pod),
         created=str(meta.get("creationTimestamp", "")),
-        fraction=None if slots else read_fraction(annotations),
+        fraction=None if slots else _fraction(annotations),
         gpu_groups=gpu_groups(meta.get("labels") or {}),
         reserved_gpu=reserved_gpu(namespace, annotations),
     )

@@ -12,6 +12,7 @@ Pure: records to ConfigMap manifests and back, and which to delete.
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -36,6 +37,7 @@ class StoredRecord:
     name: str
     uid: str
     record: ChangeRecord
+    verified: bool = False  # signed by this dashboard (app.domain.changes.signing)
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,10 @@ class HistoryListing:
 
     records: tuple[ChangeRecord, ...]
     unreadable: tuple[UnreadableRecord, ...] = ()
+    unverified: frozenset[str] = frozenset()  # ids of records this dashboard did not sign
+
+    def verified(self, record: ChangeRecord) -> bool:
+        return record.id not in self.unverified
 
 
 def record_name(change_id: str) -> str | None:
@@ -112,10 +118,42 @@ def _parse(data: Any) -> ChangeRecord:
     if len(raw) > MAX_RECORD_BYTES:
         raise ValueError(f"{RECORD_KEY} is larger than {MAX_RECORD_BYTES} bytes")
     try:
-        parsed = json.loads(raw)
+        parsed = json.loads(raw, parse_constant=_no_constant, parse_int=_short_int)
+    except RecursionError as exc:
+        raise ValueError(f"{RECORD_KEY} is nested too deeply") from exc
     except ValueError as exc:
-        raise ValueError(f"{RECORD_KEY} is not JSON ({exc})") from exc
+        raise ValueError(f"{RECORD_KEY} is not JSON ({str(exc)[:120]})") from exc
+    _check_depth(parsed)
     return record_from_json(parsed)
+
+
+MAX_DEPTH = 16  # a record is a few levels deep; deeper is no record GPU Slots wrote
+MAX_INT_DIGITS = 18
+
+
+def _no_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number a record holds")
+
+
+def _short_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"a number of {len(text)} digits")
+    return int(text)
+
+
+def _check_depth(value: Any) -> None:
+    """ValueError when `value` nests deeper than MAX_DEPTH or holds a float out of range."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ValueError(f"{RECORD_KEY} is nested deeper than {MAX_DEPTH} levels")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"{RECORD_KEY} holds a number out of range")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
 
 
 def _created_at(value: object) -> datetime | None:

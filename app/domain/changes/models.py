@@ -47,6 +47,7 @@ class RefusalCode(StrEnum):
     BAD_TOKEN = "bad-freshness-token"
     DRA_NODE = "dra-node"
     DRA_HELD_GPU = "dra-held-gpu"
+    UNVERIFIED = "unverified-record"  # issue 33: a history record this dashboard did not sign
 
 
 class PlanRefused(GpuSlotsError):

@@ -16,10 +16,12 @@ from app.domain.changes.split_models import (
     CONFIG_KEY,
     CONFIG_VOLUME,
     NODE_LABEL,
+    OWN_NODE_ANNOTATION,
     OWN_NODE_LABEL,
     SPLIT_ANNOTATION,
     SPLIT_OF_LABEL,
     SplitState,
+    node_label_value,
 )
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash
@@ -42,8 +44,9 @@ def own_configmap_for(
     meta = base.setdefault("metadata", {})
     meta.update({"name": name, "namespace": shared["metadata"].get("namespace")})
     meta.setdefault("labels", {}).update(
-        {SPLIT_OF_LABEL: str(shared["metadata"]["name"]), OWN_NODE_LABEL: node}
+        {SPLIT_OF_LABEL: str(shared["metadata"]["name"]), OWN_NODE_LABEL: node_label_value(node)}
     )
+    meta.setdefault("annotations", {})[OWN_NODE_ANNOTATION] = node
     base.update({"apiVersion": "v1", "kind": "ConfigMap", "data": {CONFIG_KEY: text}})
     return base
 
@@ -89,7 +92,9 @@ def _own_metadata(
         meta["resourceVersion"] = (existing.get("metadata") or {}).get("resourceVersion")
     meta["name"] = state.daemonset
     labels = dict(meta.get("labels") or {})
-    labels.update({SPLIT_OF_LABEL: str(shared["metadata"]["name"]), OWN_NODE_LABEL: node})
+    labels.update(
+        {SPLIT_OF_LABEL: str(shared["metadata"]["name"]), OWN_NODE_LABEL: node_label_value(node)}
+    )
     meta["labels"] = labels
     annotations = {
         k: v for k, v in (meta.get("annotations") or {}).items() if k not in _DROP_ANNOTATIONS
@@ -103,6 +108,7 @@ def _own_metadata(
         },
         sort_keys=True,
     )
+    annotations[OWN_NODE_ANNOTATION] = node
     meta["annotations"] = annotations
 
 

@@ -14,7 +14,8 @@ from typing import Any, Literal
 from app.domain.cluster import Manifest
 
 NODE_LABEL = "gpu-slots.io/plugin-daemonset"  # on a node: the name of its own DaemonSet
-OWN_NODE_LABEL = "gpu-slots.io/node"  # on an own DaemonSet: the node it serves
+OWN_NODE_LABEL = "gpu-slots.io/node"  # on an own DaemonSet: the node it serves (label value)
+OWN_NODE_ANNOTATION = "gpu-slots.io/node"  # the node's full name (a name may pass 63 chars)
 SPLIT_OF_LABEL = "gpu-slots.io/split-of"  # on an own DaemonSet: the shared DaemonSet's name
 SPLIT_ANNOTATION = "gpu-slots.io/split"  # on an own DaemonSet: its split as JSON
 CONFIG_VOLUME = "gpu-slots-node-config"
@@ -31,6 +32,18 @@ def own_name(shared: str, node: str) -> str:
         return name
     digest = hashlib.sha256(name.encode()).hexdigest()[:8]
     return f"{re.sub(r'[^a-z0-9]+$', '', name[:54])}-{digest}"
+
+
+def node_label_value(node: str) -> str:
+    """`node` as a label value: itself up to 63 characters, else shortened with a hash.
+
+    A node name may be 253 characters, a label value 63 (a 67-character node name made the
+    split fail); the full name is kept in the OWN_NODE_ANNOTATION annotation (issue 33).
+    """
+    if len(node) <= 63:
+        return node
+    digest = hashlib.sha256(node.encode()).hexdigest()[:8]
+    return f"{re.sub(r'[^A-Za-z0-9]+$', '', node[:54])}-{digest}"
 
 
 def editor_path(node: str) -> str:

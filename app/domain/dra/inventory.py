@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from app.domain.bounds import READ_ERRORS, SetAside, set_aside
 from app.domain.cluster import Manifest
 from app.domain.dra.objects import (
     GPU_TYPES,
@@ -30,6 +32,7 @@ class DraView:
     version: Hashable = ()
     uid_by_pod: dict[str, str] = field(default_factory=dict)  # reserving pods: key -> UID
     by_node: dict[str, list[Device]] = field(default_factory=dict)  # sorted by driver, name
+    set_aside: tuple[SetAside, ...] = ()  # slices and claims whose numbers could not be counted
 
     def devices_on(self, node: str) -> list[Device]:
         return self.by_node.get(node, [])
@@ -79,7 +82,8 @@ def read_dra(
         return None
     classes = {info.name: info for info in map(read_device_class, device_classes)}
     newest: dict[tuple[str, str], int] = {}
-    read = [read_slice_devices(s) for s in resource_slices]
+    aside: list[SetAside] = []
+    read = _screened(read_slice_devices, resource_slices, "ResourceSlice", aside)
     for driver, pool, generation, _ in read:
         newest[(driver, pool)] = max(generation, newest.get((driver, pool), generation))
     devices: dict[tuple[str, str, str], Device] = {}
@@ -89,7 +93,7 @@ def read_dra(
         for device in found:
             if device.is_gpu:
                 devices[device.key] = device
-    claims = sorted(map(read_claim, resource_claims), key=lambda c: c.key)
+    claims = sorted(_screened(read_claim, resource_claims, "ResourceClaim", aside), key=_claim_key)
     by_device: dict[tuple[str, str, str], list[Claim]] = {}
     by_pod: dict[str, set[str]] = {}
     for claim in claims:
@@ -111,7 +115,35 @@ def read_dra(
     uids = {
         pod: uid for c in claims for pod, uid in zip(c.reserved_for, c.reserved_uids, strict=True)
     }
-    return DraView(classes, devices, claims, by_device, by_pod, versions, uids, by_node)
+    view = DraView(classes, devices, claims, by_device, by_pod, versions, uids, by_node)
+    view.set_aside = tuple(aside)
+    return view
+
+
+_Read = TypeVar("_Read")
+
+
+def _screened(
+    read: Callable[[Manifest], _Read], objects: Sequence[Manifest], kind: str, aside: list[SetAside]
+) -> list[_Read]:
+    """`read` of each object; one that fails is set aside (in `aside`), not the snapshot."""
+    found = []
+    for obj in objects:
+        try:
+            found.append(read(obj))
+        except READ_ERRORS as error:
+            aside.append(set_aside(kind, _key(obj), error))
+    return found
+
+
+def _key(obj: Manifest) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name', '')}" if namespace else str(meta.get("name", ""))
+
+
+def _claim_key(claim: Claim) -> str:
+    return claim.key
 
 
 def pod_claims(pods: Mapping[str, Manifest]) -> dict[str, list[str]]:

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.bounds import MAX_MIB, bounded, number_text
 from app.domain.cluster import Manifest
 from app.domain.dra_models import DraSharing
 from app.domain.quantity import quantity_count
@@ -26,11 +27,12 @@ _STRATEGIES = {"timeslicing": "TimeSlicing", "mps": "MPS"}
 def quantity_mib(value: Any, *, field: str = "capacity.memory") -> int | None:
     """A Kubernetes quantity of bytes (`81920Mi`, `80Gi`, `85899345920`) in MiB; None if absent.
 
-    Raises QuantityError for a value that is no quantity.
+    Raises QuantityError for a value that is no quantity, OutOfBounds above MAX_MIB.
     """
     if value is None:
         return None
-    return quantity_count(value, field=field) // 2**20
+    mib = quantity_count(value, field=field) // 2**20
+    return bounded(mib, field=field, value=value, high=MAX_MIB)
 
 
 def _meta(obj: Manifest) -> Mapping[str, Any]:
@@ -158,7 +160,10 @@ def read_slice_devices(obj: Manifest) -> tuple[str, str, int, list[Device]]:
                 parent_uuid=_text(_attribute(attributes, driver, "parentUUID")),
                 profile=_text(_attribute(attributes, driver, "profile")),
                 product_name=_text(_attribute(attributes, driver, "productName")),
-                memory_mib=quantity_mib(_dict(capacity.get("memory")).get("value")),
+                memory_mib=quantity_mib(
+                    _dict(capacity.get("memory")).get("value"),
+                    field=f"spec.devices[{device['name']}].capacity.memory",
+                ),
                 shares=_shares(device, capacity),
                 counter_sets=tuple(
                     str(c.get("counterSet"))
@@ -233,6 +238,7 @@ def _requests(spec: Mapping[str, Any]) -> tuple[Request, ...]:
             count = 0 if mode == "All" else max(int(exactly.get("count", 1)), 1)
         except (TypeError, ValueError):
             count = 1
+        bounded(count, field="spec.devices.requests.count", value=exactly.get("count"))
         found.append(
             Request(str(request.get("name", "")), str(exactly.get("deviceClassName", "")), count)
         )
@@ -289,7 +295,7 @@ def read_claim(obj: Manifest) -> Claim:
             str(r.get("pool", "")),
             str(r.get("device", "")),
             _text(r.get("shareID")),
-            tuple(sorted((str(k), str(v)) for k, v in _dict(r.get("consumedCapacity")).items())),
+            _consumed(_dict(r.get("consumedCapacity"))),
         )
         for r in map(_dict, _list(devices.get("results")))
     )
@@ -316,9 +322,27 @@ def read_claim(obj: Manifest) -> Claim:
     )
 
 
+def _consumed(consumed: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A result's consumedCapacity, sorted; OutOfBounds for a value no device could give."""
+    found = []
+    for name, value in consumed.items():
+        field = f"status.allocation.devices.results.consumedCapacity.{name}"
+        text = number_text(value, field=field)
+        if name == "shares" and text.isdigit():
+            bounded(int(text), field=field, value=value)
+        found.append((str(name), text))
+    return tuple(sorted(found))
+
+
 def _shares(device: Mapping[str, Any], capacity: Mapping[str, Any]) -> int | None:
-    """capacity.shares of a device several claims may draw from (ConsumableShares)."""
+    """capacity.shares of a device several claims may draw from (ConsumableShares).
+
+    OutOfBounds for a value too long, negative or above MAX_COUNT (the totals add it up).
+    """
     if device.get("allowMultipleAllocations") is not True:
         return None
     value = _dict(capacity.get("shares")).get("value")
-    return quantity_count(value, field="capacity.shares") if value is not None else None
+    if value is None:
+        return None
+    field = f"spec.devices[{device.get('name')}].capacity.shares"
+    return bounded(quantity_count(value, field=field), field=field, value=value)

@@ -16,7 +16,7 @@ from app.domain.accounting.pods import read_pod
 from app.domain.accounting.states import cluster_mode, plugin_state, totals_of
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.dra.install import read_dra_install
-from app.domain.dra.inventory import read_dra
+from app.domain.dra.inventory import DraView, read_dra
 from app.domain.dra.ledger import dra_summary
 from app.domain.dra_models import DraInstall
 from app.domain.engine.memo import EngineMemo
@@ -26,9 +26,10 @@ from app.domain.findings.catalogue import sort_key
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.dra_cluster import dra_cluster_findings
 from app.domain.findings.resources import demand_findings
+from app.domain.findings.set_aside import set_aside_findings
 from app.domain.plugin.daemonset import PluginSpec, is_plugin_daemonset, read_plugin_spec
 from app.domain.plugin.effective import resolve_config
-from app.domain.snapshot import Snapshot
+from app.domain.snapshot import Finding, Snapshot
 
 
 def build_snapshot(
@@ -54,6 +55,7 @@ def build_snapshot(
     findings += own
     demand = demand_of(facts, index, memo)
     findings += demand_findings(demand)
+    findings += _set_aside(index, dra)
     node_states = with_pod_findings(node_states, findings)
     findings.sort(key=sort_key)
     plugin = plugin_state(facts.spec, facts.default_config, options)
@@ -87,6 +89,12 @@ def _cluster_facts(
         plugin_pods=index.plugin_pods,
         pod_facts=index.facts_by_uid,
     )
+
+
+def _set_aside(index: PodIndex, dra: DraView | None) -> list[Finding]:
+    """The objects left out of the figures because a number they hold was refused."""
+    pods = [f.set_aside for f in index.facts_by_uid.values() if f.set_aside is not None]
+    return set_aside_findings([*pods, *(dra.set_aside if dra is not None else ())])
 
 
 def _dra_install(state: ClusterState, specs: list[PluginSpec]) -> DraInstall | None:

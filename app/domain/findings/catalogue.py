@@ -92,6 +92,8 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("dra-claim-unsatisfiable", _W, _C, "Pending claim that no device can satisfy"),
         _kind("dra-extended-resource-mapped", _I, _C, "nvidia.com/gpu requests become DRA claims"),
         _kind("dra-claim-idle", _I, _G, "Claim allocated but nothing runs on the GPU"),
+        # Objects a tenant wrote whose numbers cannot be counted (app/domain/bounds).
+        _kind("object-set-aside", _W, _C, "An object left out: a number it holds is refused"),
         # From the idle history (app/domain/usage), after the engine.
         _kind("slot-held-idle", _W, _P, "Pod holds a slot but runs nothing on the GPU"),
         _kind("gpu-utilization-low", _I, _G, "Held GPU under 1% utilization for a long time"),

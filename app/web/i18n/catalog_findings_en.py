@@ -82,4 +82,6 @@ FINDINGS_EN: dict[str, str] = {
     "dra-extended-resource-mapped": "Informational: pods asking for the resource may get DRA "
     "claims; remove extendedResourceName to keep them on plugin slots.",
     "dra-claim-idle": "Delete the idle pods so the device goes back to the pool.",
+    "object-set-aside": "Fix the named field of the object (or delete the object): until then "
+    "it counts for nothing, and the rest of the cluster is counted as usual.",
 }

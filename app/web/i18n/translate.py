@@ -19,14 +19,15 @@ from app.web.i18n.catalog_health import HEALTH_EN, HEALTH_KO
 from app.web.i18n.catalog_ko import KO
 from app.web.i18n.catalog_scale import SCALE_EN, SCALE_KO
 from app.web.i18n.catalog_split import SPLIT_EN, SPLIT_KO
+from app.web.i18n.catalog_trust import TRUST_EN, TRUST_KO
 
 LANGUAGES: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
 
 CATALOGS: Mapping[str, Mapping[str, str]] = {
-    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN, **CHANGES_EN, **HEALTH_EN},
-    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO, **CHANGES_KO, **HEALTH_KO},
+    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN, **CHANGES_EN, **HEALTH_EN, **TRUST_EN},
+    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO, **CHANGES_KO, **HEALTH_KO, **TRUST_KO},
 }
 
 

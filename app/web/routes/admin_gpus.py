@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
 from app.domain.changes.split_models import SplitRequest, editor_path
 from app.errors import ClusterError
@@ -30,7 +31,7 @@ from app.web.http.admin_forms import (
 )
 from app.web.http.html import translator, with_lang
 from app.web.runtime import Runtime
-from app.web.services.change_history import list_changes, preview_rollback, rollback_change
+from app.web.services.change_history import change_listing, preview_rollback, rollback_change
 from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
 from app.web.views.admin_schemas import GpuSplitOut
 
@@ -63,10 +64,15 @@ def _page(
         code, refused = refusal(request, error)
         alert = alert or refused
         status_code = status_code if status_code != 200 else code
-    history = []
+    history: list[ChangeRecord] = []
+    unverified: frozenset[str] = frozenset()
     if runtime.writer is not None:
         try:
-            history = [r for r in list_changes(runtime) if r.node == name][:10]
+            # a record's scope decides where it is offered: a mode record never here, and an
+            # unverified one is listed without its one-click rollback (issue 33)
+            listing = change_listing(runtime)
+            history = [r for r in listing.records if r.kind == "split" and r.node == name][:10]
+            unverified = listing.unverified
         except ClusterError:
             history = []
     return render_admin(
@@ -74,6 +80,7 @@ def _page(
         runtime,
         "admin/gpus.html",
         changes=history,
+        unverified=unverified,
         title=translator(request)("title_admin_gpus", name=name),
         status_code=status_code,
         node=name,

@@ -7,7 +7,6 @@ from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
 from pydantic import ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from app.domain.report import AgentReport, too_far_ahead
 from app.web.auth.agent_auth import AgentIdentity, AgentRefused
@@ -102,7 +101,7 @@ async def _identify(request: Request, runtime: Runtime, authorization: str | Non
         found = runtime.agents.without_review(token)
         if found is None:
             assert token is not None
-            found = await run_in_threadpool(runtime.agents.review, token)
+            found = await runtime.agents.review_in_pool(token)
         return found
     except AgentRefused as refused:
         log.warning("agent report refused: %s", refused.message, extra={"client": _client(request)})

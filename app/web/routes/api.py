@@ -104,6 +104,10 @@ async def get_node(
     raise HTTPException(status.HTTP_404_NOT_FOUND, f"No node named {name!r} in the cluster.")
 
 
+DEFAULT_FINDINGS_PAGE = 1000
+MAX_FINDINGS_PAGE = 5000
+
+
 @router.get("/findings", response_model=FindingsOut, responses=NOT_READY)
 async def list_findings(
     runtime: RuntimeDep,
@@ -112,8 +116,13 @@ async def list_findings(
     node: Annotated[
         str | None, Query(max_length=253, description="Only findings of this node")
     ] = None,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_FINDINGS_PAGE, description="At most this many findings")
+    ] = DEFAULT_FINDINGS_PAGE,
+    offset: Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many first")] = 0,
 ) -> FindingsOut:
-    """Findings, most severe first, optionally filtered by severity and node."""
+    """Findings, most severe first, optionally filtered by severity and node, a page at a time
+    (`total` counts them all: a cluster of hostile objects cannot make one answer huge)."""
     findings = [
         finding
         for finding in snapshot.findings
@@ -124,5 +133,6 @@ async def list_findings(
         generated_at=snapshot.generated_at,
         stale=snapshot.stale,
         stale_reason=_reason(runtime, snapshot),
-        findings=findings,
+        findings=findings[offset : offset + limit],
+        total=len(findings),
     )

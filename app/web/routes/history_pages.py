@@ -47,6 +47,7 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "path": request.url.path,
             "live_url": None,
             "records": listing.records,
+            "unverified": listing.unverified,
             "unreadable": [
                 (entry, _inspect_command(runtime.settings.history_namespace, entry.name))
                 for entry in listing.unreadable

@@ -78,6 +78,8 @@ class RollbackIn(BaseModel):
     passFailingNodes: StrictBool = Field(
         default=False, description="A mode change's rollback: let it pass failing plugin pods"
     )
+    # issue 33: an unverified record (not signed by this dashboard) after its preview only
+    confirmUnverified: StrictBool = False
 
 
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
@@ -93,7 +95,7 @@ def get_changes(runtime: RuntimeDep) -> ChangesOut:
         return ChangesOut(changes=[], available=False)
     listing = change_listing(runtime)
     return ChangesOut(
-        changes=[change_out(r) for r in listing.records],
+        changes=[change_out(r, verified=listing.verified(r)) for r in listing.records],
         unreadable=[unreadable_out(u) for u in listing.unreadable],
         available=True,
     )
@@ -150,4 +152,5 @@ def post_change_rollback(
         confirm_host_processes=body.confirmHostProcesses,
         expected=body.expectedToken,
         pass_failing=body.passFailingNodes,
+        confirm_unverified=body.confirmUnverified,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from app.domain.changes.durable import HistoryListing, UnreadableRecord
+from app.domain.changes.durable import HistoryListing, StoredRecord, UnreadableRecord
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import (
     ChangeRequest,
@@ -48,8 +48,8 @@ def list_changes(runtime: Runtime) -> list[ChangeRecord]:
     return list(change_listing(runtime).records)
 
 
-def change_out(record: ChangeRecord) -> ChangeOut:
-    return ChangeOut.model_validate(record.as_json())
+def change_out(record: ChangeRecord, *, verified: bool) -> ChangeOut:
+    return ChangeOut.model_validate({**record.as_json(), "verified": verified})
 
 
 def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
@@ -61,7 +61,7 @@ def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
     )
 
 
-def find_change(runtime: Runtime, change: str) -> ChangeRecord:
+def find_change(runtime: Runtime, change: str) -> StoredRecord:
     store = get_writer(runtime).history
     found = store.find(change) if store is not None else None
     if isinstance(found, UnreadableRecord):
@@ -71,7 +71,22 @@ def find_change(runtime: Runtime, change: str) -> ChangeRecord:
         )
     if found is None:
         raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, f"No change {change} in the history.")
-    return found.record
+    return found
+
+
+def _trusted(stored: StoredRecord, *, dry_run: bool, confirm_unverified: bool) -> ChangeRecord:
+    """The record to undo; an unverified one only after its preview and an explicit confirm.
+
+    A record this dashboard did not sign may have been written by anyone who can create
+    ConfigMaps in its namespace: it is never replayed in one click (issue 33).
+    """
+    if not stored.verified and not dry_run and not confirm_unverified:
+        raise PlanRefused(
+            RefusalCode.UNVERIFIED,
+            f"The record of change {stored.record.id} is not signed by this dashboard: preview "
+            "its rollback and confirm it as unverified (confirmUnverified) to apply it.",
+        )
+    return stored.record
 
 
 def rollback_change(
@@ -83,9 +98,11 @@ def rollback_change(
     confirm_host_processes: bool = False,
     expected: str | None = None,
     pass_failing: bool = False,
+    confirm_unverified: bool = False,
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
-    record = find_change(runtime, change)
+    stored = find_change(runtime, change)
+    record = _trusted(stored, dry_run=dry_run, confirm_unverified=confirm_unverified)
 
     def answer() -> RollbackOut:
         if record.kind == "split":
@@ -106,7 +123,7 @@ def rollback_change(
 
 def preview_rollback(runtime: Runtime, principal: Principal, change: str) -> SplitPreview:
     """The preview of undoing split change `change` (the editor shows it before applying)."""
-    record = find_change(runtime, change)
+    record = find_change(runtime, change).record
     if record.kind != "split":
         raise PlanRefused(
             RefusalCode.NOT_REVERSIBLE,

@@ -19,11 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from app.domain.report import ReceivedReport
+from app.domain.report import ReceivedReport, too_far_ahead
 from app.replicas import Resolver, resolve_all, targets
 from app.settings import Settings
 from app.web.services.reports import ReportStore
@@ -64,7 +65,9 @@ class ReportSync:
         on_copied: Callable[[], None] = lambda: None,
         resolve: Resolver = resolve_all,
         clock: Callable[[], float] = time.monotonic,
+        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
+        self._wall_clock = wall_clock
         self._peers = [url.strip() for url in settings.peers.split(",") if url.strip()]
         self._own = settings.pod_ip
         self._wait_s = settings.report_wait_s
@@ -152,9 +155,27 @@ class ReportSync:
                     )
                     continue
                 answered += 1
-                for received in body.reports:
-                    outcome = self._reports.accept(
-                        received.report, received_at=received.received_at
-                    )
-                    copied += outcome.value == "stored"
+                copied += self._copy(body.reports, peer=target.address)
         return len(others), answered, copied
+
+    def _copy(self, reports: list[ReceivedReport], *, peer: str) -> int:
+        """Store a peer's reports under the agents' own rules; the number stored.
+
+        The same bounds (the model) and the same time rule as an agent's report: a copy dated
+        ahead of this replica's clock is refused (it would outrank the real agent's reports,
+        which then got 409), and a received_at in the future is taken as now.
+        """
+        copied = 0
+        for received in reports:
+            now = self._wall_clock()
+            refused = too_far_ahead(received.report, now=now)
+            if refused is not None:
+                log.warning(
+                    "a peer's report refused",
+                    extra={"peer": peer, "node": received.report.node, "reason": refused},
+                )
+                continue
+            received_at = min(received.received_at, now)
+            outcome = self._reports.accept(received.report, received_at=received_at)
+            copied += outcome.value == "stored"
+        return copied

@@ -252,6 +252,10 @@ class ChangeOut(BaseModel):
         description="The rollout's facts: since, nodes already failing (brokenBefore), and "
         "maxUnavailable raised to pass them (from, to, restoredAt)",
     )
+    verified: bool = Field(
+        description="Signed by this dashboard; an unverified record is rolled back only after "
+        "its preview, with confirmUnverified"
+    )
 
 
 class UnreadableChangeOut(BaseModel):

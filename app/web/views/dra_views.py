@@ -41,30 +41,58 @@ def claim_lines(gpu: GpuState) -> list[ClaimLine]:
     ]
 
 
+GRID_MAX_DEVICES = 64  # one cell per device up to this many; counted lines beyond
+
+
 def dra_grid(gpu: GpuState, t: Translator) -> Markup:
-    """The `<li>` cells of a GPU's DRA devices; every value escaped (cluster data)."""
+    """The `<li>` cells of a GPU's DRA devices; every value escaped (cluster data).
+
+    Past GRID_MAX_DEVICES (a driver publishing every MIG placement: 7,560 devices on a node
+    made a 20 MB page), one counted line per kind: held, shared, free.
+    """
     lines = {line.claim: line for line in claim_lines(gpu)}
+    if len(gpu.dra_devices) > GRID_MAX_DEVICES:
+        return _counted(gpu, lines, t)
     cells = []
     for device in gpu.dra_devices:
-        if not device.claims:
+        kind = _kind(device.claims, lines)
+        if kind == "free":
             label = escape(t("dra_device_free", device=device.name))
-            kind = "free"
         else:
             label = escape(
                 t("dra_device_claimed", device=device.name, claims=", ".join(device.claims))
             )
-            shared = len(device.claims) > 1 or any(
-                lines[c].strategy != "Exclusive" or len(lines[c].pods) > 1
-                for c in device.claims
-                if c in lines
-            )
-            kind = "shared" if shared else "held"
         cells.append(
             f'<li class="slot dra {kind}" data-testid="dra-device-cell" '
             f'data-device="{escape(device.name)}" data-held="{str(bool(device.claims)).lower()}" '
             f'title="{label}"><span class="vh">{label}</span></li>'
         )
     return Markup("".join(cells))
+
+
+def _kind(claims: tuple[str, ...] | list[str], lines: dict[str, ClaimLine]) -> str:
+    if not claims:
+        return "free"
+    shared = len(claims) > 1 or any(
+        lines[c].strategy != "Exclusive" or len(lines[c].pods) > 1 for c in claims if c in lines
+    )
+    return "shared" if shared else "held"
+
+
+def _counted(gpu: GpuState, lines: dict[str, ClaimLine], t: Translator) -> Markup:
+    counts: dict[str, int] = {"held": 0, "shared": 0, "free": 0}
+    for device in gpu.dra_devices:
+        counts[_kind(device.claims, lines)] += 1
+    label = {"held": "dra_devices_held", "shared": "dra_devices_shared", "free": "dra_devices_free"}
+    return Markup(
+        "".join(
+            f'<li class="slot-count dra {kind}" data-testid="dra-device-count" '
+            f'data-kind="{kind}" data-count="{count}">'
+            f"<span>{escape(t(label[kind], count=count))}</span></li>"
+            for kind, count in counts.items()
+            if count
+        )
+    )
 
 
 def dra_held(gpu: GpuState) -> int:

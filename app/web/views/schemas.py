@@ -94,6 +94,7 @@ class FindingsOut(BaseModel):
     stale: bool = Field(description=_STALE)
     stale_reason: str | None = Field(default=None, description=_STALE_REASON)
     findings: list[Finding] = Field(description="Matching findings, worst first, then by node")
+    total: int = Field(description="Findings matching the filters, on every page")
 
 
 class ReportAcceptedOut(BaseModel):

@@ -22,6 +22,7 @@ from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_de
 from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.views.health_view import health_items
 from app.web.views.node_window import slot_bar
+from app.web.views.slot_runs import counted_grid, is_large
 
 
 def most_severe(findings: Iterable[Finding], *, limit: int | None = None) -> list[Finding]:
@@ -78,8 +79,11 @@ def slot_grid(gpu: GpuState, t: Translator, unavailable: int = 0) -> Markup:
     """The `<li>` cells of a GPU's slot grid; the hot loop of big pages, so built here.
 
     Every value written into the markup goes through `escape` (pod names are cluster data),
-    exactly as the autoescaping template would do it.
+    exactly as the autoescaping template would do it. A GPU of more than GRID_MAX_CELLS
+    slots is drawn as counted runs (app.web.views.slot_runs), never one cell per slot.
     """
+    if is_large(gpu):
+        return counted_grid(gpu, t, unavailable)
     free = (
         '<li class="slot free" data-testid="slot-cell" data-held="false" '
         f'title="{escape(t("slot_free"))}"></li>'
