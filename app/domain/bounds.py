@@ -85,4 +85,8 @@ def set_aside(kind: str, key: str, error: BaseException) -> SetAside:
     """The record of an object whose reading raised `error`."""
     if isinstance(error, OutOfBounds):
         return SetAside(kind, key, error.field, error.value, error.reason)
+    field = getattr(error, "field", "")
+    if field and isinstance(field, str):  # a parser's error naming its field (QuantityError)
+        reason = str(getattr(error, "code", type(error).__name__))
+        return SetAside(kind, key, field, cut(getattr(error, "value", "")), reason)
     return SetAside(kind, key, "?", cut(str(error)), type(error).__name__)

@@ -46,6 +46,8 @@ _NANO = 10**9
 class QuantityError(ValueError):
     """A value that is not a Kubernetes quantity (or one too large to count with)."""
 
+    code = "not-a-quantity"  # the reason an object set aside for it shows
+
     def __init__(self, value: object, reason: str, *, field: str = "") -> None:
         where = f"{field}: " if field else ""
         super().__init__(f"{where}{value!r} is not a valid quantity ({reason})")
