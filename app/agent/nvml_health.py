@@ -31,12 +31,18 @@ _REASON_BITS: tuple[tuple[ThrottleReason, str, int], ...] = (
 def read_health(
     nvml: Any, handle: Any, *, xid_events: Sequence[XidEvent] = (), xids_watched: bool = False
 ) -> GpuHealthReading:
-    """Every health reading of one GPU handle; what NVML cannot give stays None."""
+    """Every health reading of one GPU handle; what NVML cannot give stays None.
+
+    A call answered GPU_IS_LOST (the handle was had, then the GPU fell off the bus) marks
+    the reading `lost`.
+    """
+    lost: list[bool] = []
 
     def get(call: Callable[[], _T]) -> _T | None:
         try:
             return call()
-        except nvml.NVMLError:
+        except nvml.NVMLError as exc:
+            lost.append(isinstance(exc, nvml.NVMLError_GpuIsLost))
             return None
 
     ecc_mode = get(lambda: nvml.nvmlDeviceGetEccMode(handle))
@@ -78,6 +84,7 @@ def read_health(
         remapping_failed=None if remapped is None else bool(remapped[3]),
         xid_events=list(xid_events)[-64:],
         xids_watched=xids_watched,
+        lost=any(lost),
     )
 
 

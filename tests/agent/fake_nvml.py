@@ -49,6 +49,7 @@ class FakeHealth:
     retired_pending: bool | None = False
     remapped: tuple[int, int, bool, bool] | None = None
     xid_supported: bool = True
+    lost: bool = False  # the handle answers, its health calls say GPU_IS_LOST
 
 
 @dataclass
@@ -225,6 +226,8 @@ class FakeNvml:
         self._check()
         if handle.health is None:
             raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        if handle.health.lost:
+            raise real.NVMLError(real.NVML_ERROR_GPU_IS_LOST)
         return handle.health
 
     @staticmethod

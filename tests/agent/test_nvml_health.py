@@ -168,3 +168,10 @@ def test_nvml_close_frees_the_event_set() -> None:
     assert fake.freed_sets == 1
     reader.read()  # initialises again, with a new set
     assert len(fake.event_sets) == 2
+
+
+def test_nvml_gpu_lost_between_handle_and_health_calls_is_lost() -> None:
+    """The handle was had, then every call says GPU_IS_LOST: the reading says so."""
+    (found,) = _health(FakeNvml([_gpu(0, FakeHealth(lost=True))]))
+    assert found is not None and found.lost is True
+    assert found.temperature_c is None

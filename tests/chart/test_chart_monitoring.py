@@ -11,10 +11,11 @@ import copy
 import json
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.chart.checks import KUBE_VERSIONS, all_errors
-from tests.chart.helm import Rendered, render
+from tests.chart.helm import HelmError, Rendered, render
 from tests.monitoring.tools import DASHBOARD_FILE, rules_text
 
 ALL_ON: dict[str, Any] = {
@@ -96,3 +97,10 @@ def test_chart_monitoring_schema_flags_an_unknown_field() -> None:
     monitor = copy.deepcopy(render(ALL_ON).find("ServiceMonitor"))
     monitor["spec"]["endpoint"] = []
     assert all_errors([monitor], KUBE_VERSIONS[0]) != []
+
+
+def test_chart_servicemonitor_without_public_reads_needs_the_metrics_token() -> None:
+    with pytest.raises(HelmError, match=r"needs auth\.metricsToken"):
+        render({**ALL_ON, "auth": {"publicReads": False}})
+    private = render({**ALL_ON, "auth": {"publicReads": False, "metricsToken": "t" * 32}})
+    assert private.find("ServiceMonitor")["spec"]["endpoints"][0]["bearerTokenSecret"]

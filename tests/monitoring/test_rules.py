@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import yaml
@@ -78,3 +79,23 @@ def test_rules_read_only_exported_metrics() -> None:
         names = metric_names(rule["expr"])
         assert names, rule
         assert names <= exported, f"{rule.get('alert')}: {names - exported}"
+
+
+def test_rules_unit_tests_catch_a_changed_alert(tmp_path: Path) -> None:
+    """The unit tests can fail: a PluginFailing that fires at once breaks its not-yet test."""
+    folder = _rules_dir(tmp_path)
+    rules_file = folder / "gpu-slots.rules.yaml"
+    text = rules_file.read_text(encoding="utf-8")
+    changed = text.replace("        for: 5m\n", "        for: 0s\n", 1)
+    assert changed != text
+    rules_file.write_text(changed, encoding="utf-8")
+    done = subprocess.run(
+        [tool("promtool"), "test", "rules", RULE_TESTS.name],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "GpuSlotsPluginFailing" in done.stdout + done.stderr
