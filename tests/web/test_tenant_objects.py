@@ -95,7 +95,7 @@ HOSTILE_PODS = [
         None,
         "metadata.annotations.gpu-fraction-num-devices",
     ),
-    ("request-digits", {}, "9" * 400, "resources.nvidia.com/gpu"),
+    ("request-digits", {}, "9" * 60, "resources.nvidia.com/gpu"),
 ]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from app.domain.bounds import MAX_MIB, bounded, number_text
 from app.domain.cluster import Manifest
 from app.domain.dra_models import DraSharing
-from app.domain.quantity import quantity_count
+from app.domain.quantity import parse_quantity, quantity_count
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
 GPU_TYPES = ("gpu", "mig")
@@ -345,4 +345,5 @@ def _shares(device: Mapping[str, Any], capacity: Mapping[str, Any]) -> int | Non
     if value is None:
         return None
     field = f"spec.devices[{device.get('name')}].capacity.shares"
-    return bounded(quantity_count(value, field=field), field=field, value=value)
+    count = parse_quantity(value, field=field).count()  # negative counts are refused too
+    return bounded(count, field=field, value=value)

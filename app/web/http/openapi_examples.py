@@ -210,7 +210,7 @@ RESPONSE_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/summary"): _SUMMARY,
     ("GET", "/api/v1/nodes/{name}"): {**_STAMP, "node": _NODE},
     ("GET", "/api/v1/nodes"): {**_STAMP, "nodes": [_NODE]},
-    ("GET", "/api/v1/findings"): {**_STAMP, "findings": [_FINDING]},
+    ("GET", "/api/v1/findings"): {**_STAMP, "findings": [_FINDING], "total": 1},
     ("POST", "/api/v1/agent/reports"): {"status": "stored", "node": "gpu-server-1"},
 }
 REQUEST_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {

@@ -103,9 +103,6 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "mode": "basic | time-slicing",
         "confirmHostProcesses": "Apply although host processes run on GPUs going to Kubernetes",
     },
-    "ReturnIn": {
-        "expectedResourceVersions": "resourceVersions seen at preview; a mismatch is a 409"
-    },
     "SplitRollbackIn": {
         "confirmHostProcesses": "Roll back although host processes run on GPUs going to Kubernetes",
     },
@@ -113,9 +110,6 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "mode": "basic | time-slicing",
         "renameByDefault": "Advertise shared GPUs as <resource>.shared",
         "failRequestsGreaterThanOne": "Refuse pods asking for 2+ shared slots",
-    },
-    "ModeRollbackIn": {
-        "expectedResourceVersions": "resourceVersions seen at preview; a mismatch is a 409"
     },
     "SplitStateOut": {
         "daemonset": "namespace/name of the governing DaemonSet",

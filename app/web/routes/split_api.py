@@ -78,8 +78,10 @@ class RollbackIn(BaseModel):
     passFailingNodes: StrictBool = Field(
         default=False, description="A mode change's rollback: let it pass failing plugin pods"
     )
-    # issue 33: an unverified record (not signed by this dashboard) after its preview only
-    confirmUnverified: StrictBool = False
+    confirmUnverified: StrictBool = Field(
+        default=False,
+        description="Apply the rollback of a record this dashboard did not sign (after its preview)",
+    )
 
 
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)

@@ -51,7 +51,9 @@ class PodUsageOut(BaseModel):
         default=None, description="The share of GPUs it holds, in whole GPUs"
     )
     resource: str = Field(default="", description="The resource `slots` counts")
-    slots_by_resource: dict[str, int] = Field(default_factory=dict)
+    slots_by_resource: dict[str, int] = Field(
+        default_factory=dict, description="Slots the pod holds, per resource"
+    )
     dra_devices: list[str] = Field(
         default_factory=list, description="DRA devices its claims hold: <gpu index>/<device>"
     )

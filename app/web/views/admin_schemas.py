@@ -79,7 +79,9 @@ class ModePreviewOut(BaseModel):
         "at maxUnavailable while they use it up, unless passFailingNodes is sent at apply"
     )
     maxUnavailable: int = Field(description="The DaemonSet's rollout budget now (pods)")
-    holdsAtMaxUnavailable: bool
+    holdsAtMaxUnavailable: bool = Field(
+        description="Plugin pods already failing will hold the rollout at maxUnavailable"
+    )
     warnings: list[str]
 
 
@@ -146,8 +148,8 @@ class SplitRefusalOut(BaseModel):
     """Why this node's GPUs cannot be changed here, and what to change instead."""
 
     code: str = Field(description="other-plugin-install | operator-managed | dra-node")
-    reason: str
-    changeInstead: str
+    reason: str = Field(description="Why GPU Slots does not change this node's GPUs")
+    changeInstead: str = Field(description="The object to change instead (namespace/name)")
 
 
 class GpuSplitOut(BaseModel):
@@ -168,7 +170,9 @@ class GpuSplitOut(BaseModel):
     editable: bool = Field(
         default=True, description="False: refused up front (refusal says why); no form"
     )
-    refusal: SplitRefusalOut | None = None
+    refusal: SplitRefusalOut | None = Field(
+        default=None, description="Why the node's GPUs cannot be changed here (None: they can)"
+    )
 
 
 class SplitStateOut(BaseModel):

@@ -23,10 +23,12 @@ _STALE_REASON = "Why the snapshot is stale; null when fresh"
 
 
 class HostHeldGpuOut(BaseModel):
-    node: str
-    index: int
+    """A GPU Kubernetes counts as free whose memory host processes mostly hold."""
+
+    node: str = Field(description="The node holding the GPU")
+    index: int = Field(description="The GPU's index on its node")
     memory_host_mib: int = Field(description="Memory host processes use on this GPU")
-    memory_total_mib: int
+    memory_total_mib: int = Field(description="The GPU's total memory, MiB")
 
 
 class FreeGpusOut(BaseModel):
