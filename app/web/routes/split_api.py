@@ -80,7 +80,7 @@ class RollbackIn(BaseModel):
     )
     confirmUnverified: StrictBool = Field(
         default=False,
-        description="Apply the rollback of a record this dashboard did not sign (after its preview)",
+        description="Apply the rollback of a record this dashboard did not sign (after preview)",
     )
 
 
