@@ -10,6 +10,8 @@ import pytest
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
 from app.domain.plugin.goyaml import GoYamlError, load_first_document
 from app.domain.snapshot import Mode
+from tests import factories as f
+from tests.domain.worlds import snap, ts_world
 
 V19, V20 = (0, 19, 3), (0, 20, 0)
 
@@ -138,3 +140,13 @@ def test_size_and_depth_are_bounded() -> None:
         load_first_document("a: " + "x" * 70_000)
     with pytest.raises(GoYamlError, match="nested deeper"):
         load_first_document("a: " + "[" * 100 + "]" * 100)
+
+
+def test_rejected_config_is_a_finding_with_reason_and_version_and_slots_unknown() -> None:
+    state = ts_world(4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(1)})])
+    snapshot = snap(state)
+    [rejected] = [x for x in snapshot.findings if x.code == "plugin-config-rejected"]
+    assert rejected.evidence["error"] == "number of replicas must be >= 2"
+    assert str(rejected.evidence["plugin_version"]).startswith("v0.")
+    node = snapshot.nodes[0]
+    assert (node.mode, node.expected_slots) == (Mode.UNKNOWN, None)
