@@ -233,6 +233,20 @@ def _pause(into: Path) -> None:
 
 
 @cache
+def mock_nvml_library() -> Path:
+    """Our `libnvidia-ml.so.1`, built on first use (needs Go and a C compiler, not root)."""
+    try:
+        _go()
+    except ControlPlaneUnavailable as exc:
+        raise NodeUnavailable(str(exc)) from exc
+    folder = HERE / "mocknvml"
+    built = _cached(
+        f"mock-nvml-{_sums(folder, _go_sources(folder))}", ("libnvidia-ml.so.1",), _mock_nvml
+    )
+    return built / "libnvidia-ml.so.1"
+
+
+@cache
 def node_binaries() -> NodeBinaries:
     """The checked binaries, built on first use (then cached beside the control plane's)."""
     try:
@@ -250,12 +264,7 @@ def node_binaries() -> NodeBinaries:
         ("nvidia-device-plugin",),
         _device_plugin,
     )
-    mock_folder = HERE / "mocknvml"
-    mock = _cached(
-        f"mock-nvml-{_sums(mock_folder, _go_sources(mock_folder))}",
-        ("libnvidia-ml.so.1",),
-        _mock_nvml,
-    )
+    mock = mock_nvml_library().parent
     images = HERE / "images"
     pause = _cached(f"node-pause-{_sums(images, _go_sources(images))}", ("pause",), _pause)
     binaries = NodeBinaries(
