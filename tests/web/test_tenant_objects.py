@@ -184,6 +184,9 @@ def test_hostile_resource_slice_is_set_aside_and_totals_stay_true(
     after = dra.summary()
     assert after["stale"] is False
     assert after["dra"] == before  # the slice counts for nothing, never -5 shares
+    started = time.monotonic()
+    assert dra.client.get("/healthz").status_code == 200
+    assert time.monotonic() - started < 2.0
 
 
 def test_findings_come_a_page_at_a_time_with_the_total(tenant: Stack) -> None:
@@ -238,3 +241,58 @@ def test_a_gpu_with_thousands_of_dra_devices_draws_counts_not_cells(dra: Stack) 
     assert len(text.encode()) < 1_000_000
     assert text.count('data-testid="dra-device-cell"') < 200
     assert dra.summary()["stale"] is False
+
+
+@pytest.fixture
+def sliced(make_stack: Callable[..., Stack]) -> Stack:
+    stack = make_stack("time-slicing")
+    stack.wait(
+        lambda: stack.summary()["totals"]["physical_gpus"] == 10,  # type: ignore[index]
+        what="agent reports of the three nodes",
+    )
+    return stack
+
+
+def _put_config(stack: Stack, text: str) -> None:
+    """Whoever may write the plugin's ConfigMap (a namespace admin, a CI job) replaces it."""
+    path = "/api/v1/namespaces/kube-system/configmaps/nvidia-device-plugin-config"
+    url = f"{stack.simulator.url}{path}"
+    current = httpx.get(url, timeout=10).json()
+    current["data"] = {"config.yaml": text}
+    answer = httpx.put(url, json=current, timeout=10)
+    assert answer.status_code == 200, answer.text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a: " + "[" * 1500 + "]" * 1500, "config-invalid"),
+        (
+            "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
+            "    - name: nvidia.com/gpu\n      replicas: 100000\n",
+            None,
+        ),
+    ],
+    ids=["deep-yaml", "replicas-100000"],
+)
+def test_a_hostile_plugin_config_never_stops_the_dashboard(
+    sliced: Stack, text: str, expected: str | None
+) -> None:
+    rss = _rss_mib()
+    _put_config(sliced, text)
+
+    def seen() -> bool:
+        codes = {f["code"] for f in sliced.client.get("/api/v1/findings").json()["findings"]}
+        nodes = sliced.client.get("/api/v1/nodes").json()["nodes"]
+        if expected is not None:
+            return expected in codes
+        return any(n.get("expected_slots") == 400_000 for n in nodes)
+
+    sliced.wait(seen, timeout_s=20, what="the new config read")
+    assert sliced.summary()["stale"] is False
+    page = sliced.client.get("/")
+    assert page.status_code == 200 and len(page.content) < 2_000_000
+    started = time.monotonic()
+    assert sliced.client.get("/healthz").status_code == 200
+    assert time.monotonic() - started < 2.0
+    assert _rss_mib() - rss < 200  # +888 MB before

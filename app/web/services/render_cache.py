@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from app.domain.snapshot import Snapshot
+from app.web.views.abandon import RenderAbandoned, abandon_when
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,10 @@ class RenderCache(Generic[T]):
                     continue  # a request rendered it already
                 self._pending[key] = done
             try:
-                self._render(key, entry, snapshot)
+                with abandon_when(lambda: self._snapshot is not snapshot or due()):
+                    self._render(key, entry, snapshot)
+            except RenderAbandoned:
+                return False  # a newer snapshot took over (or one is due): that comes first
             except Exception:
                 log.exception("rendering %s ahead failed; it renders on request", key)
             finally:
@@ -136,6 +140,10 @@ class RenderCache(Generic[T]):
                         del self._pending[key]
                 done.set()
         return True
+
+    def _replaced(self, snapshot: Snapshot) -> Callable[[], bool]:
+        """Whether a newer snapshot replaced `snapshot` (a rendering of it can stop)."""
+        return lambda: self._snapshot is not snapshot
 
     def render_slow(self, stop: threading.Event) -> None:
         """Render the slow keys that were asked for again, for the newest snapshot."""
@@ -148,7 +156,10 @@ class RenderCache(Generic[T]):
                     continue  # at most half of the time on one slow key
                 entry.wanted = False
             try:
-                self._render(key, entry, snapshot)
+                with abandon_when(self._replaced(snapshot)):
+                    self._render(key, entry, snapshot)
+            except RenderAbandoned:
+                entry.wanted = True  # rendered again for the newer snapshot
             except Exception:
                 log.exception("rendering %s failed; it renders again on request", key)
             if stop.is_set():

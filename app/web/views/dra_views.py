@@ -13,6 +13,7 @@ from markupsafe import Markup, escape
 
 from app.domain.snapshot import GpuState, NodeState
 from app.web.i18n.translate import Translator
+from app.web.views.abandon import check
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ def dra_grid(gpu: GpuState, t: Translator) -> Markup:
     Past GRID_MAX_DEVICES (a driver publishing every MIG placement: 7,560 devices on a node
     made a 20 MB page), one counted line per kind: held, shared, free.
     """
+    check()  # a rendering ahead for a replaced snapshot stops here (app.web.views.abandon)
     lines = {line.claim: line for line in claim_lines(gpu)}
     if len(gpu.dra_devices) > GRID_MAX_DEVICES:
         return _counted(gpu, lines, t)

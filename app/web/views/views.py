@@ -18,6 +18,7 @@ from app.domain.findings.usage import duration_text
 from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState
 from app.web.i18n.translate import Translator
 from app.web.views import page_views
+from app.web.views.abandon import check
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.views.health_view import health_items
@@ -82,6 +83,7 @@ def slot_grid(gpu: GpuState, t: Translator, unavailable: int = 0) -> Markup:
     exactly as the autoescaping template would do it. A GPU of more than GRID_MAX_CELLS
     slots is drawn as counted runs (app.web.views.slot_runs), never one cell per slot.
     """
+    check()  # a rendering ahead for a replaced snapshot stops here (app.web.views.abandon)
     if is_large(gpu):
         return counted_grid(gpu, t, unavailable)
     free = (
