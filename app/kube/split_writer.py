@@ -9,7 +9,6 @@ over. Calls made here are declared in app.kube.permissions.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -17,7 +16,8 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.changes.history import ChangeRecord, change_id
+from app.domain.changes.history import ChangeRecord
+from app.domain.changes.records import stamped
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError
@@ -79,24 +79,12 @@ class SplitWriter:
                 verdicts[write.key] = str(exc)
         return verdicts
 
-    def apply(self, plan: SplitPlan, *, user: str, rolls_back: str | None = None) -> SplitApplied:
-        """Make the writes in order; on a failure undo those made (app.kube.split_undo)."""
+    def apply(self, plan: SplitPlan, *, record: ChangeRecord) -> SplitApplied:
+        """Make the writes in order (on a failure undo those made); keep `record`."""
         warnings: list[str] = []
-        self._write_all(plan, user=user, warnings=warnings)
+        self._write_all(plan, user=record.user, warnings=warnings)
         at = self._writer.clock()
-        record = ChangeRecord(
-            id=change_id(at, secrets.token_hex(3)),
-            kind="split",
-            action="rollback" if plan.kind == "rollback" else "change",
-            at=at,
-            user=user,
-            summary=plan.describe(),
-            before=plan.before.as_json(),
-            after=plan.after.as_json(),
-            node=plan.node,
-            rolls_back=rolls_back,
-            warnings=tuple(warnings),
-        )
+        record = stamped(record, at=at, warnings=warnings)
         # About a DaemonSet of the plugin namespace, not the Node: the API server refuses an
         # Event in that namespace about a cluster-scoped object (only default/kube-system).
         involved = next((w for w in plan.writes if w.kind == "DaemonSet"), None)
