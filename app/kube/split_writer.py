@@ -10,7 +10,6 @@ over. Calls made here are declared in app.kube.permissions.
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -18,13 +17,15 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.changes.history import ChangeRecord, change_id
+from app.domain.changes.history import ChangeRecord
+from app.domain.changes.records import stamped
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError
 from app.kube.calls import delete_options, raw
 from app.kube.client import call_json
-from app.kube.concurrent import concurrent_change, stamped
+from app.kube.concurrent import concurrent_change
+from app.kube.concurrent import stamped as stamped_plan
 from app.kube.events import daemonset_event
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
 from app.kube.writer import PluginWriter
@@ -100,26 +101,13 @@ class SplitWriter:
                 verdicts[write.key] = str(exc)
         return verdicts
 
-    def apply(self, plan: SplitPlan, *, user: str, rolls_back: str | None = None) -> SplitApplied:
-        """Make the writes in order; on a failure undo those made (app.kube.split_undo)."""
+    def apply(self, plan: SplitPlan, *, record: ChangeRecord) -> SplitApplied:
+        """Make the writes in order (on a failure undo those made); keep `record`."""
         warnings: list[str] = []
-        new_id = change_id(self._writer.clock(), secrets.token_hex(3))
-        plan = stamped(plan, new_id)  # a concurrent loser can name this change (issue 33)
-        self._write_all(plan, user=user, warnings=warnings)
+        plan = stamped_plan(plan, record.id)  # a concurrent loser can name this change
+        self._write_all(plan, user=record.user, warnings=warnings)
         at = self._writer.clock()
-        record = ChangeRecord(
-            id=new_id,
-            kind="split",
-            action="rollback" if plan.kind == "rollback" else "change",
-            at=at,
-            user=user,
-            summary=plan.describe(),
-            before=plan.before.as_json(),
-            after=plan.after.as_json(),
-            node=plan.node,
-            rolls_back=rolls_back,
-            warnings=tuple(warnings),
-        )
+        record = stamped(record, at=at, warnings=warnings)
         # About a DaemonSet of the plugin namespace, not the Node: the API server refuses an
         # Event in that namespace about a cluster-scoped object (only default/kube-system).
         involved = next((w for w in plan.writes if w.kind == "DaemonSet"), None)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import copy
 import logging
-import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,9 +24,10 @@ from typing import Any
 
 from kubernetes import client
 
-from app.domain.changes.history import ChangeRecord, change_id
+from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import ChangePlan, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
+from app.domain.changes.records import stamped
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError
@@ -143,26 +143,18 @@ class PluginWriter:
             daemonset_error = str(exc)
         return DryRunResult(configmap=configmap_error, daemonset=daemonset_error)
 
-    def apply(
-        self,
-        plan: ChangePlan,
-        *,
-        user: str,
-        rolls_back: str | None = None,
-        change: str | None = None,
-        rollout: dict[str, Any] | None = None,
-    ) -> ApplyResult:
-        """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; audit it.
+    def apply(self, plan: ChangePlan, *, record: ChangeRecord) -> ApplyResult:
+        """Write the plan: ConfigMap, DaemonSet, then a ConfigMap deletion; keep `record`.
 
-        `change` is the id the service chose (written into the DaemonSet's rollout record
-        before), `rollout` the facts it recorded there; both go into the change history.
+        The service built `record` (app.domain.changes.records); it is stamped here with
+        the moment of the writes and their warnings, then kept and announced.
         """
         warnings: list[str] = []
         settle = self._settle(plan)
         try:
             written_cm, written_ds = self._write_both(plan, settle, warnings)
         except ApplyFailed as failed:
-            audit_failure(plan, failed, user=user, daemonset=self.plugin.ref)
+            audit_failure(plan, failed, user=record.user, daemonset=self.plugin.ref)
             raise
         result_cm = written_cm if written_cm is not None else plan.configmap_before
         if plan.configmap_action is ConfigMapAction.DELETE and self._deleted_after(
@@ -170,19 +162,7 @@ class PluginWriter:
         ):
             result_cm = None
         applied_at = self.clock()
-        record = ChangeRecord(
-            id=change or change_id(applied_at, secrets.token_hex(3)),
-            kind="mode",
-            action=plan.kind,
-            at=applied_at,
-            user=user,
-            summary=f"{plan.before.describe()} -> {plan.after.describe()}",
-            before=plan.before.as_json(),
-            after=plan.after.as_json(),
-            rolls_back=rolls_back,
-            warnings=tuple(warnings),
-            rollout=rollout,
-        )
+        record = stamped(record, at=applied_at, warnings=warnings)
         recorded = self.trail.mode_change(plan, written_ds, record, warnings)
         return ApplyResult(
             written_ds, result_cm, applied_at, tuple(warnings), record.id if recorded else None

@@ -13,7 +13,7 @@ from app.domain.changes.rollout_record import (
     restored_budget,
     rollout_record,
 )
-from app.domain.changes.split_scope import split_refusal
+from app.domain.changes.split_scope import dra_held, split_refusal
 from app.domain.cluster import AccountingOptions
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, NodeConfig, Snapshot
@@ -116,3 +116,15 @@ def test_passing_failing_nodes_raises_the_budget_records_it_and_puts_it_back() -
     )
     assert plain_record.budget is None
     assert plain.get("spec", {}).get("updateStrategy") == ds.get("spec", {}).get("updateStrategy")
+
+
+def test_a_gpu_held_by_a_dra_claim_is_never_given_to_the_plugin() -> None:
+    node = _snapshot().nodes[0]
+    held = node.gpus[0].model_copy(update={"role": "dra"})
+    both = node.model_copy(update={"allocation": "both", "gpus": [held, *node.gpus[1:]]})
+
+    refused = dra_held(both, [held.uuid, node.gpus[1].uuid])
+
+    assert refused is not None and refused.code is RefusalCode.DRA_HELD_GPU
+    assert refused.details == (held.uuid,)
+    assert dra_held(both, [node.gpus[1].uuid]) is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import secrets
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -10,13 +11,16 @@ from typing import Any, ClassVar
 import pytest
 from kubernetes import client
 
-from app.domain.changes.models import ChangeRequest, ConfigMapAction
+from app.domain.changes.history import change_id
+from app.domain.changes.models import ChangePlan, ChangeRequest, ConfigMapAction
 from app.domain.changes.plan import plan_change, plan_rollback
+from app.domain.changes.records import mode_record
 from app.domain.plugin_target import PluginTarget
 from app.errors import ConflictError
 from app.kube.client import make_api_client
-from app.kube.writer import ApplyFailed, PluginWriter
+from app.kube.writer import ApplyFailed, ApplyResult, PluginWriter
 from app.simulator.world.cluster import SimulatedCluster
+from tests import factories as f
 from tests.live import wait_for
 
 NS = "kube-system"
@@ -43,6 +47,13 @@ def api(simulator: SimulatedCluster) -> Iterator[client.ApiClient]:
 @pytest.fixture
 def writer(api: client.ApiClient) -> PluginWriter:
     return PluginWriter(api, plugin=PluginTarget(namespace=NS, name=DS), configmap_name=CM)
+
+
+def apply_as(writer: PluginWriter, plan: ChangePlan, user: str) -> ApplyResult:
+    """Apply `plan` with the record a service would build for `user`."""
+    change = change_id(f.NOW, secrets.token_hex(3))  # one id per change, as a service makes
+    record = mode_record(plan, change=change, user=user, at=f.NOW)
+    return writer.apply(plan, record=record)
 
 
 def ts(replicas: int = 4) -> ChangeRequest:
@@ -101,7 +112,7 @@ def test_writer_apply_switches_node_to_time_slicing_and_records_event(
     objects = writer.read()
     plan = plan_change(objects.daemonset, objects.configmap, ts(4), configmap_name=CM)
 
-    result = writer.apply(plan, user="alice")
+    result = apply_as(writer, plan, "alice")
 
     assert result.configmap is not None and result.warnings == ()
     wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "8", what="8 slots")
@@ -115,13 +126,13 @@ def test_writer_rollback_restores_basic_and_deletes_configmap(
     writer: PluginWriter, simulator: SimulatedCluster, api: client.ApiClient
 ) -> None:
     objects = writer.read()
-    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
     wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "8", what="8 slots")
     objects = writer.read()
 
     plan = plan_rollback(objects.daemonset, objects.configmap, configmap_name=CM)
     assert plan.configmap_action is ConfigMapAction.DELETE
-    writer.apply(plan, user="bob")
+    apply_as(writer, plan, "bob")
 
     wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "2", what="2 slots")
     assert writer.read().configmap is None
@@ -135,7 +146,7 @@ def test_writer_dry_run_of_a_configmap_deletion_deletes_nothing(
     """kube-apiserver reads a DELETE's dryRun from the body when one is sent (the tier found
     a rollback preview that deleted the ConfigMap); the simulator now does the same."""
     objects = writer.read()
-    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
     objects = writer.read()
     plan = plan_rollback(objects.daemonset, objects.configmap, configmap_name=CM)
     assert plan.configmap_action is ConfigMapAction.DELETE
@@ -156,7 +167,7 @@ def test_writer_daemonset_changed_in_between_writes_nothing(
     )
 
     with pytest.raises(ApplyFailed) as failed:
-        writer.apply(plan, user="alice")
+        apply_as(writer, plan, "alice")
 
     assert isinstance(failed.value.cause, ConflictError)
     assert failed.value.restored
@@ -174,7 +185,7 @@ def test_writer_failed_daemonset_write_removes_the_created_configmap(
     simulator.fail_next(verb="update", kind="DaemonSet", code=500)
 
     with pytest.raises(ApplyFailed) as failed:
-        writer.apply(plan, user="alice")
+        apply_as(writer, plan, "alice")
 
     assert failed.value.restored
     assert "the cluster is as before" in str(failed.value)
@@ -188,7 +199,7 @@ def test_writer_failed_daemonset_write_restores_the_updated_configmap(
     writer: PluginWriter, simulator: SimulatedCluster
 ) -> None:
     objects = writer.read()
-    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
     objects = writer.read()
     assert objects.configmap is not None
     old_data = objects.configmap["data"]
@@ -196,7 +207,7 @@ def test_writer_failed_daemonset_write_restores_the_updated_configmap(
     simulator.fail_next(verb="update", kind="DaemonSet", code=500)
 
     with pytest.raises(ApplyFailed) as failed:
-        writer.apply(plan, user="alice")
+        apply_as(writer, plan, "alice")
 
     assert failed.value.restored
     after = writer.read()
@@ -212,7 +223,7 @@ def test_writer_failed_restore_says_the_cluster_is_half_changed(
     simulator.fail_next(verb="delete", kind="ConfigMap", code=500)
 
     with pytest.raises(ApplyFailed) as failed:
-        writer.apply(plan, user="alice")
+        apply_as(writer, plan, "alice")
 
     assert not failed.value.restored
     assert "holds the NEW config" in str(failed.value)
@@ -222,13 +233,13 @@ def test_writer_switch_to_basic_deletes_configmap_after_the_daemonset(
     writer: PluginWriter, simulator: SimulatedCluster
 ) -> None:
     objects = writer.read()
-    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
     objects = writer.read()
     request = ChangeRequest(mode="basic", delete_configmap=True)
     plan = plan_change(objects.daemonset, objects.configmap, request, configmap_name=CM)
     simulator.reset_request_counts()
 
-    result = writer.apply(plan, user="alice")
+    result = apply_as(writer, plan, "alice")
 
     assert result.configmap is None
     assert writer.read().configmap is None
@@ -239,13 +250,13 @@ def test_writer_configmap_delete_failure_leaves_a_warning_not_an_error(
     writer: PluginWriter, simulator: SimulatedCluster
 ) -> None:
     objects = writer.read()
-    writer.apply(plan_change(objects.daemonset, None, ts(4), configmap_name=CM), user="alice")
+    apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
     objects = writer.read()
     request = ChangeRequest(mode="basic", delete_configmap=True)
     plan = plan_change(objects.daemonset, objects.configmap, request, configmap_name=CM)
     simulator.fail_next(verb="delete", kind="ConfigMap", code=500)
 
-    result = writer.apply(plan, user="alice")
+    result = apply_as(writer, plan, "alice")
 
     assert any("left behind" in warning for warning in result.warnings)
     assert writer.read().configmap is not None

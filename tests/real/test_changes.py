@@ -289,3 +289,26 @@ def test_history_outlives_its_events_and_a_dashboard_restart(
     )
     assert undo.status_code == 200, undo.text
     _until_allocatable(world, NODE, "2", what="the split rolled back from the durable record")
+
+
+def test_nodes_of_another_install_and_dra_are_refused_up_front(world: RealWorld) -> None:
+    for node, code in (("gpu-ts-7", "other-plugin-install"), ("gpu-dra-9", "dra-node")):
+        view = world.get(f"/api/v1/nodes/{node}/gpu-split").json()
+        assert (view["editable"], view["refusal"]["code"]) == (False, code), view
+        assert view["refusal"]["changeInstead"]
+        refused = world.admin(
+            "PUT",
+            f"/api/v1/nodes/{node}/gpu-split",
+            json={"kubernetes_gpus": [g["uuid"] for g in view["gpus"]][:1], "mode": "basic"},
+        )
+        assert refused.status_code == 409, refused.text
+    with world.plane.http() as http:
+        names = [
+            d["metadata"]["name"]
+            for d in http.get(f"/apis/apps/v1/namespaces/{NS}/daemonsets").json()["items"]
+        ]
+    assert not [n for n in names if n.endswith(("gpu-ts-7", "gpu-dra-9"))]
+    overview = world.get("/").text
+    assert 'data-testid="edit-gpus-gpu-ts-7"' not in overview
+    assert 'data-testid="edit-gpus-gpu-dra-9"' not in overview
+    assert 'data-testid="edit-gpus-gpu-server-1"' in overview

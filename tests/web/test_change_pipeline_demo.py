@@ -8,6 +8,7 @@ the preview's after-figure; nodes of the Helm install and the DRA node are never
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -238,3 +239,16 @@ def test_mixed_cluster_previews_equal_results_and_refuses_other_installs(mixed: 
     back = _mode_preview_then_apply(mixed, "POST", "/api/v1/plugin/config/rollback", {})
     _settled_equal(mixed, back, what="rollback on the mixed cluster")
     assert advertised(mixed) == before
+
+
+def test_no_remedy_links_to_an_editor_that_refuses(mixed: Stack) -> None:
+    findings = mixed.client.get("/api/v1/findings").json()["findings"]
+    linked = {
+        node
+        for item in findings
+        for node in re.findall(r"/admin/nodes/([a-z0-9.-]+)/gpus", item.get("remedy") or "")
+    }
+    assert linked  # the demo's findings do send the admin to editors
+    for node in sorted(linked):
+        view = _call(mixed, "GET", f"/api/v1/nodes/{node}/gpu-split", None, dry=False)
+        assert view["editable"] is True, (node, view["refusal"])

@@ -12,17 +12,29 @@ from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
 from app.domain.findings.resources import mps_daemon_missing
 from app.domain.findings.shell import sh
-from app.domain.findings.split_remedies import per_node_remedy, runs_on_one_node, set_devices
+from app.domain.findings.split_remedies import (
+    editor_edits,
+    elsewhere_remedy,
+    per_node_remedy,
+    runs_on_one_node,
+    set_devices,
+)
 from app.domain.plugin.daemonset import UNIFIED_MEMORY_FIX, PluginSpec
+from app.domain.plugin_target import PluginTarget
 from app.domain.snapshot import Finding
 
 Rule = Callable[[PluginSpec, NodeFacts], Finding | None]
 
 
-def advertised_findings(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
-    """Every advertised-capacity finding of a GPU node, in catalogue order."""
+def advertised_findings(
+    spec: PluginSpec, node: NodeFacts, *, target: PluginTarget | None = None
+) -> list[Finding]:
+    """Every advertised-capacity finding of a GPU node, in catalogue order.
+
+    `target`: the configured install, whose nodes the GPU editor changes (None: all).
+    """
     found = [item for rule in _RULES if (item := rule(spec, node)) is not None]
-    found += _visible_missing(spec, node)
+    found += _visible_missing(spec, node, target)
     return found
 
 
@@ -224,7 +236,9 @@ def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:
     )
 
 
-def _visible_missing(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
+def _visible_missing(
+    spec: PluginSpec, node: NodeFacts, target: PluginTarget | None
+) -> list[Finding]:
     vis = node.visibility
     if vis is None or not vis.unmatched or not node.has_gpu_data:
         return []
@@ -237,14 +251,20 @@ def _visible_missing(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                 "missing": ",".join(vis.unmatched),
                 "node_gpus": ",".join(g.uuid for g in node.gpus),
             },
-            remedy=(
-                set_devices(spec, sorted(vis.uuids))
-                if runs_on_one_node(spec) and vis.uuids
-                else per_node_remedy(spec, node.name, sorted(vis.uuids))
-            ),
+            remedy=_visible_remedy(spec, node, sorted(vis.uuids), target),
             node=node.name,
         )
     ]
+
+
+def _visible_remedy(
+    spec: PluginSpec, node: NodeFacts, uuids: list[str], target: PluginTarget | None
+) -> str:
+    if runs_on_one_node(spec) and uuids:
+        return set_devices(spec, uuids)
+    if target is not None and not editor_edits(spec, node.name, target):
+        return elsewhere_remedy(spec, node.name, target)
+    return per_node_remedy(spec, node.name, uuids)
 
 
 _RULES: tuple[Rule, ...] = (

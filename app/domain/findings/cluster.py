@@ -280,7 +280,16 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 remedy=(
                     set_devices(spec, uuids)
                     if runs_on_one_node(spec) and uuids
-                    else per_node_list(spec, [n.name for n in facts.nodes if n.gpu_node])
+                    else per_node_list(
+                        spec,
+                        [
+                            n.name
+                            for n in facts.nodes
+                            if n.gpu_node
+                            and n.spec == spec
+                            and not any(g.role == "dra" for g in n.gpus)
+                        ],
+                    )
                 ),
             )
         )

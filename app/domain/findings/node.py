@@ -23,7 +23,7 @@ def node_findings(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
         return found
     found += _plugin_pod(spec, node)
     found += _config(spec, node, main=spec is facts.spec)
-    found += advertised_findings(spec, node)
+    found += advertised_findings(spec, node, target=facts.options.plugin)
     found += resource_findings(spec, node)
     found += _labels(node)
     return found

@@ -83,3 +83,17 @@ def keep_for_host(spec: PluginSpec | None, node: str, target: PluginTarget) -> s
         f"keep this GPU for the host in the config of {sh(spec.ref)} "
         "(NVIDIA_VISIBLE_DEVICES for this node), with the tools that installed it"
     )
+
+
+def elsewhere_remedy(spec: PluginSpec, node: str, target: PluginTarget) -> str:
+    """A device-list remedy for a node whose plugin is not the configured install's."""
+    owner = (
+        "the ClusterPolicy's spec.devicePlugin.env"
+        if spec.operator_managed
+        else (f"the values of {sh(spec.ref)}, with the tools that installed it")
+    )
+    return (
+        f"set the device list for {sh(node)} in {owner}; the GPU editor changes only "
+        f"{sh(target.ref)}'s nodes, and one node's UUIDs must never go into a DaemonSet that "
+        "runs on other nodes too"
+    )

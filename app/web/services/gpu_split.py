@@ -9,10 +9,13 @@ DaemonSet. The planner is app.domain.changes.split; the writes app.kube.split_wr
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 
+from app.domain.changes.history import change_id
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.preview import object_diff
+from app.domain.changes.records import split_record
 from app.domain.changes.split import check_confirmed, plan_split, split_state
 from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState, own_name
 from app.domain.changes.split_scope import dra_held, split_refusal
@@ -318,7 +321,15 @@ def apply_split(
         plan, objects = _plan(runtime, writer, request, rollback=rollback)
         check_token(expected, objects)
         check_confirmed(plan, request)
-        applied = writer.apply(plan, user=admin.user, rolls_back=rolls_back)
+        now = runtime.clock()
+        record = split_record(
+            plan,
+            change=change_id(now, secrets.token_hex(3)),
+            user=admin.user,
+            at=now,
+            rolls_back=rolls_back,
+        )
+        applied = writer.apply(plan, record=record)
     runtime.snapshots.poke()
     return plan, applied
 

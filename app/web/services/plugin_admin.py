@@ -16,6 +16,7 @@ from typing import Any
 from app.domain.changes.models import ChangePlan, ChangeRequest
 from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
+from app.domain.changes.records import mode_record
 from app.domain.changes.rollout_record import Budget, RolloutRecord
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
@@ -243,22 +244,25 @@ def write_mode(
     rolls_back: str | None = None,
 ) -> Applied:
     """Apply and record a planned mode change (its rollout record on the DaemonSet)."""
-    plan, record = with_rollout(runtime, plan, pass_failing=pass_failing)
-    result = writer.apply(
+    plan, rollout = with_rollout(runtime, plan, pass_failing=pass_failing)
+    assert rollout.change_id is not None
+    record = mode_record(
         plan,
+        change=rollout.change_id,
         user=admin.user,
+        at=runtime.clock(),
         rolls_back=rolls_back,
-        change=record.change_id,
-        rollout=record.as_json(),
+        rollout=rollout.as_json(),
     )
+    result = writer.apply(plan, record=record)
     log.info(
         "plugin config %s applied",
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json()},
     )
-    restore_when_done(runtime, get_writer(runtime), record)
+    restore_when_done(runtime, get_writer(runtime), rollout)
     runtime.snapshots.poke()
-    return Applied(plan, result, result.change_id, record)
+    return Applied(plan, result, result.change_id, rollout)
 
 
 def change_mode(
