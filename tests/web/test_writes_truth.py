@@ -8,16 +8,19 @@ winner's split stood, and an applied split and its return left no audit line.
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 import pytest
 
+from app.domain.changes.history import change_id
+from app.domain.changes.records import split_record
 from app.domain.changes.split_models import SplitRequest
 from app.kube.concurrent import ConcurrentChange
 from app.kube.split_writer import SplitWriter
 from app.web.auth.principal import Principal
 from app.web.http.errors import cluster_status
+from app.web.services.change_pipeline import writer_for
 from app.web.services.gpu_split import preview_split
-from app.web.services.plugin_admin import writer_for
 from tests.conftest import Stack
 from tests.web.test_gpu_split_api import GIVE_GPU_1, GPU, NODE, OWN, SHARED, admin, daemonsets, put
 
@@ -25,6 +28,7 @@ __all__ = ["admin"]  # the fixture
 
 ADMIN = Principal("bob", (), "bearer", is_admin=True)
 CONFIRMED = {**GIVE_GPU_1, "confirmHostProcesses": True}
+NOW = datetime(2026, 12, 3, tzinfo=UTC)
 
 
 def test_the_loser_of_two_concurrent_splits_gets_409_naming_the_winners_change(
@@ -38,7 +42,8 @@ def test_the_loser_of_two_concurrent_splits_gets_409_naming_the_winners_change(
     winner = won.json()["changeId"]
 
     with writer_for(runtime, ADMIN) as plugin_writer, pytest.raises(ConcurrentChange) as lost:
-        SplitWriter(plugin_writer).apply(losing, user="bob")
+        record = split_record(losing, change=change_id(NOW, "b0b"), user="bob", at=NOW)
+        SplitWriter(plugin_writer).apply(losing, record=record)
 
     assert lost.value.winner == winner
     assert f"by change {winner}" in str(lost.value)
