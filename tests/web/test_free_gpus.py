@@ -55,7 +55,9 @@ def test_summary_gives_free_whole_gpus_by_model_shares_and_host_held_apart(demo:
     l40s = models["NVIDIA L40S"]
     assert (l40s["whole"], l40s["shares"], l40s["nodes"]) == (0, 15, ["gpu-ts-7"])
     h100 = models["NVIDIA H100 80GB HBM3"]
-    assert h100["whole"] == 0
+    # gpu-dra-9's GPU 3: published by the DRA driver, no claim holds it (GPU 1's free MIG
+    # placement is a share); gpu-server-3's host-held GPU is not counted
+    assert (h100["whole"], h100["shares"], h100["nodes"]) == (1, 1, ["gpu-dra-9"])
     assert h100["host_held"] == [
         {"node": "gpu-server-3", "index": 3, "memory_host_mib": 78848, "memory_total_mib": 81559}
     ]
@@ -63,7 +65,7 @@ def test_summary_gives_free_whole_gpus_by_model_shares_and_host_held_apart(demo:
     assert a100["whole"] >= 2
     assert {"gpu-mig-8", "gpu-server-1"} <= set(a100["nodes"])
     assert a100["shares"] == 8  # MIG slices of gpu-mig-8: shares of a GPU, not GPUs
-    whole = sum(m["whole"] for m in models.values())
+    whole = sum(m["whole"] for m in models.values()) - h100["whole"]  # DRA: not a slot
     resource = demo.summary()["resources"]["nvidia.com/gpu"]  # type: ignore[index]
     host_held = sum(len(m["host_held"]) for m in models.values())
     assert whole + l40s["shares"] + host_held == resource["free"]

@@ -66,6 +66,9 @@ def _node_free(node: NodeState, *, model: str = "") -> _NodeFree:
     for gpu in sorted(node.gpus, key=lambda g: g.index):
         if gpu.role not in _FREEABLE_ROLES or (model and model.lower() not in gpu.name.lower()):
             continue
+        if gpu.role == "dra":
+            _dra_free(node, gpu, out)
+            continue
         if gpu.mig_devices:
             for device in gpu.mig_devices:
                 free = min(
@@ -87,6 +90,26 @@ def _node_free(node: NodeState, *, model: str = "") -> _NodeFree:
         bucket = out.whole if gpu.slots == 1 and gpu.held_slots == 0 else out.shares
         bucket[gpu.name] = bucket.get(gpu.name, 0) + free
     return out
+
+
+def _dra_free(node: NodeState, gpu: GpuState, out: _NodeFree) -> None:
+    """A GPU a DRA driver publishes: whole when no claim holds any of its devices, else its
+    unclaimed MIG devices are shares."""
+    if not gpu.dra_devices:
+        return
+    unclaimed = [device for device in gpu.dra_devices if not device.claims]
+    if not unclaimed:
+        return
+    if host_held(gpu):
+        total = gpu.memory_total_mib or 0
+        out.host_held.append(
+            (gpu.name, HostHeldGpu(node.name, gpu.index, gpu.memory_host_mib, total))
+        )
+        return
+    if len(unclaimed) == len(gpu.dra_devices) and not gpu.holders:
+        out.whole[gpu.name] = out.whole.get(gpu.name, 0) + 1
+    else:
+        out.shares[gpu.name] = out.shares.get(gpu.name, 0) + len(unclaimed)
 
 
 def node_free(node: NodeState, *, model: str = "") -> tuple[int, int]:
