@@ -47,7 +47,7 @@ def test_mode_switch_from_our_api_rolls_the_real_plugin_to_the_previewed_slots(
     applied = world.admin(
         "PUT",
         "/api/v1/plugin/config",
-        json={**TO_TS4, "expectedResourceVersions": body["resourceVersions"]},
+        json={**TO_TS4, "expectedToken": body["token"]},
     )
 
     assert applied.status_code == 200, applied.text
@@ -93,11 +93,9 @@ def test_a_pod_keeping_its_whole_gpu_id_after_the_switch_is_a_finding(
     assert "::" not in held[0]  # a whole GPU in basic mode
     assert _finding(world, "device-id-from-before-switch") is None
     preview = world.admin("PUT", "/api/v1/plugin/config", json=TO_TS4, params={"dryRun": "true"})
-    versions = preview.json()["resourceVersions"]
+    token = preview.json()["token"]
 
-    applied = world.admin(
-        "PUT", "/api/v1/plugin/config", json={**TO_TS4, "expectedResourceVersions": versions}
-    )
+    applied = world.admin("PUT", "/api/v1/plugin/config", json={**TO_TS4, "expectedToken": token})
 
     assert applied.status_code == 200, applied.text
     wait_until(lambda: world.allocatable() == "8", what="the real kubelet advertising 8 replicas")

@@ -21,7 +21,8 @@ READ = """
 import dataclasses, json
 from app.agent.nvml import NvmlReader
 reader = NvmlReader()
-print(json.dumps(dataclasses.asdict(reader.read())))
+reading = dataclasses.asdict(reader.read())
+print(json.dumps(reading, default=lambda model: model.model_dump(mode="json")))
 reader.close()
 """
 
@@ -113,7 +114,7 @@ def test_nvidia_visible_devices_limits_what_the_mock_shows(tmp_path: Path) -> No
 
 
 def test_without_a_machine_file_nvml_is_unavailable_as_without_a_driver(tmp_path: Path) -> None:
-    script = READ.replace("print(json.dumps(dataclasses.asdict(reader.read())))", "reader.read()")
+    script = READ.split("reading = ")[0] + "reader.read()\n"
     try:
         library = mock_nvml_library()
     except NodeUnavailable as exc:

@@ -96,21 +96,15 @@ def _plugin_pod(world: NodeWorld) -> str:
 def _preview_and_apply(
     world: NodeWorld, body: dict[str, Any]
 ) -> tuple[dict[str, Any], httpx.Response]:
-    """Preview, then apply with the versions seen; previewed again after a status-only 409.
+    """Preview, then apply with the preview's token.
 
-    The plan's versions include the Node's and the shared DaemonSet's, which the kubelet and
-    the DaemonSet controller rewrite with status alone: a 409 in between is not an edit.
+    Between the two the kubelet and the DaemonSet controller rewrite the Node's and the
+    shared DaemonSet's status: the token holds what the plan read, so that is no conflict.
     """
-    for _ in range(3):
-        preview = world.admin("PUT", SPLIT, json=body, params={"dryRun": "true"})
-        assert preview.status_code == 200, preview.text
-        plan: dict[str, Any] = preview.json()
-        applied = world.admin(
-            "PUT", SPLIT, json={**body, "expectedResourceVersions": plan["resourceVersions"]}
-        )
-        if applied.status_code != 409:
-            break
-        assert "changed since the preview" in applied.text, applied.text
+    preview = world.admin("PUT", SPLIT, json=body, params={"dryRun": "true"})
+    assert preview.status_code == 200, preview.text
+    plan: dict[str, Any] = preview.json()
+    applied = world.admin("PUT", SPLIT, json={**body, "expectedToken": plan["token"]})
     return plan, applied
 
 
