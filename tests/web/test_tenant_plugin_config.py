@@ -133,3 +133,50 @@ def test_a_key_the_v018_plugin_ignores_is_not_invalid_but_v020_rules_apply(
     assert isinstance(refused, list)
     assert "shared-devices-allocation-policy" in str(refused[0]["evidence"])
     assert "v0.20.0" in str(refused[0]["evidence"])
+
+
+def _gpu_pod(node: str, name: str) -> Any:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "nodeName": node,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "cuda:12",
+                    "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                }
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def test_a_1_mib_plugin_config_is_refused_and_pods_go_on_showing(sliced: Stack) -> None:
+    """A 1 MiB ConfigMap delayed every pod change by 8-12 s; a 5 MB one stopped them showing."""
+    _put_config(sliced, "a: " + "x" * 1_000_000 + "\n")
+
+    def too_large() -> bool:
+        return any("larger than" in str(f["evidence"]) for f in _config_refused(sliced))
+
+    sliced.wait(too_large, timeout_s=20, what="the 1 MiB config refused")
+    node = next(
+        n["name"] for n in sliced.client.get("/api/v1/nodes").json()["nodes"] if n["gpu_node"]
+    )
+    before = sliced.summary()["totals"]["requested"]  # type: ignore[index]
+    url = f"{sliced.simulator.url}/api/v1/namespaces/default/pods"
+    started = time.monotonic()
+    created = httpx.post(url, json=_gpu_pod(node, "after-the-big-config"), timeout=10)
+    assert created.status_code == 201, created.text
+
+    def counted() -> bool:
+        return sliced.summary()["totals"]["requested"] == before + 1  # type: ignore[index]
+
+    sliced.wait(counted, timeout_s=20, what="the pod counted")
+    assert time.monotonic() - started < 5.0  # generous: 8-12 s before, or never
+    assert sliced.summary()["stale"] is False
+    healthz = time.monotonic()
+    assert sliced.client.get("/healthz").status_code == 200
+    assert time.monotonic() - healthz < 2.0
