@@ -266,7 +266,7 @@ def _put_config(stack: Stack, text: str) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("a: " + "[" * 1500 + "]" * 1500, "config-invalid"),
+        ("a: " + "[" * 1500 + "]" * 1500, "plugin-config-rejected"),
         (
             "version: v1\nsharing:\n  timeSlicing:\n    resources:\n"
             "    - name: nvidia.com/gpu\n      replicas: 100000\n",
