@@ -102,6 +102,10 @@ def test_a_node_of_7560_dra_devices_serves_small_json_and_pages_its_devices(dra:
     too_many = {"limit": MAX_DRA_DEVICES_PAGE + 1}
     assert dra.client.get(f"/api/v1/nodes/{NODE}/dra-devices", params=too_many).status_code == 422
     assert dra.client.get("/api/v1/nodes/no-such-node/dra-devices").status_code == 404
+    long_name = "n" * 254  # past a Kubernetes name: refused before any lookup
+    assert dra.client.get(f"/api/v1/nodes/{long_name}").status_code == 422
+    assert dra.client.get(f"/api/v1/nodes/{long_name}/dra-devices").status_code == 422
+    assert dra.client.get("/api/v1/findings", params={"node": long_name}).status_code == 422
 
     html = dra.client.get(f"/nodes/{NODE}")
     assert 'data-testid="dra-device-count"' in html.text  # the page's counted view is kept
