@@ -75,11 +75,11 @@ def test_a_node_of_7560_dra_devices_serves_small_json_and_pages_its_devices(dra:
     total = before + PLACEMENTS
 
     def published() -> bool:
+        _healthz_answers(dra)  # while the devices are read and built, too
         page = dra.client.get(f"/api/v1/nodes/{NODE}/dra-devices", params={"limit": 1})
         return page.json()["total"] == total
 
     dra.wait(published, timeout_s=30, what="the 7,560 devices in a snapshot")
-    _healthz_answers(dra)
 
     one = dra.client.get(f"/api/v1/nodes/{NODE}")
     assert one.status_code == 200 and len(one.content) < 200_000  # megabytes before
