@@ -274,6 +274,11 @@ class NodeState(_Out):
     dra_devices: list[DraDeviceState] = Field(
         default_factory=list, description="DRA devices of GPUs the agent did not report"
     )
+    dra_devices_omitted: int = Field(
+        default=0,
+        description="DRA devices the node JSON leaves out (it lists at most 64, its GPUs' "
+        "first): GET /api/v1/nodes/{name}/dra-devices pages them all",
+    )
     schedulable: bool = True
     unschedulable_reason: str | None = Field(
         default=None, description="NotReady, cordoned or tainted <key>=<value>:<effect>"

@@ -16,7 +16,14 @@ from app.web.http.openapi_docs import FIELDS
 from app.web.http.openapi_examples import REQUEST_EXAMPLES, RESPONSE_EXAMPLES
 from app.web.routes.admin_api import PluginConfigIn
 from app.web.routes.split_api import GpuSplitIn
-from app.web.views.schemas import FindingsOut, NodeOut, NodesOut, ReportAcceptedOut, SummaryOut
+from app.web.views.schemas import (
+    FindingsOut,
+    NodeDraDevicesOut,
+    NodeOut,
+    NodesOut,
+    ReportAcceptedOut,
+    SummaryOut,
+)
 from tests.conftest import stack_settings
 from tests.web.fakes import FakeSource
 
@@ -25,6 +32,7 @@ EXAMPLE_MODELS: dict[tuple[str, str], type[BaseModel]] = {
     ("GET", "/api/v1/nodes/{name}"): NodeOut,
     ("GET", "/api/v1/nodes"): NodesOut,
     ("GET", "/api/v1/findings"): FindingsOut,
+    ("GET", "/api/v1/nodes/{name}/dra-devices"): NodeDraDevicesOut,
     ("POST", "/api/v1/agent/reports"): ReportAcceptedOut,
 }
 REQUEST_MODELS: dict[tuple[str, str], type[BaseModel]] = {

@@ -61,7 +61,7 @@ def rollout_record(daemonset: Manifest | None) -> RolloutRecord | None:
         return None
     try:
         data = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # a deep annotation is no record either
         return None
     if not isinstance(data, dict) or not isinstance(data.get("since"), str):
         return None

@@ -205,12 +205,35 @@ _REPORT: dict[str, Any] = {
 }
 
 _STAMP = {"generated_at": _AT, "stale": False, "stale_reason": None}
+_DRA_DEVICE = {
+    "gpu_index": 0,
+    "device": {
+        "driver": "gpu.nvidia.com",
+        "pool": "dra-a100-1",
+        "name": "gpu-0-mig-0",
+        "type": "mig",
+        "uuid": "MIG-4f1c2a9e-6b7d-4c3e-9a1f-2b3c4d5e6f70",
+        "parent_uuid": _UUID,
+        "profile": "1g.10gb",
+        "product_name": "NVIDIA A100-SXM4-80GB",
+        "memory_mib": 9728,
+        "claims": ["team-a/train-0"],
+        "shares": [],
+    },
+}
 
 RESPONSE_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {
     ("GET", "/api/v1/summary"): _SUMMARY,
     ("GET", "/api/v1/nodes/{name}"): {**_STAMP, "node": _NODE},
     ("GET", "/api/v1/nodes"): {**_STAMP, "nodes": [_NODE]},
     ("GET", "/api/v1/findings"): {**_STAMP, "findings": [_FINDING], "total": 1},
+    ("GET", "/api/v1/nodes/{name}/dra-devices"): {
+        **_STAMP,
+        "node": "dra-a100-1",
+        "devices": [_DRA_DEVICE],
+        "total": 7560,
+        "held": 1,
+    },
     ("POST", "/api/v1/agent/reports"): {"status": "stored", "node": "gpu-server-1"},
 }
 REQUEST_EXAMPLES: dict[tuple[str, str], dict[str, Any]] = {

@@ -8,12 +8,19 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query, Response, status
 
 from app.domain.accounting.free_gpus import free_by_model
-from app.domain.snapshot import Severity, Snapshot
+from app.domain.snapshot import NodeState, Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
 from app.web.runtime import Runtime
+from app.web.views.node_json import (
+    DEFAULT_DRA_DEVICES_PAGE,
+    MAX_DRA_DEVICES_PAGE,
+    capped,
+    node_dra_devices,
+)
 from app.web.views.schemas import (
     FindingsOut,
     FreeGpusOut,
+    NodeDraDevicesOut,
     NodeOut,
     NodesOut,
     ProblemOut,
@@ -67,7 +74,7 @@ async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
 
 @router.get("/nodes", response_model=NodesOut, responses=NOT_READY)
 async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
-    """Every node with its figures, GPUs and findings."""
+    """Every node with its figures, GPUs and findings (at most 64 DRA devices a node)."""
     body = runtime.snapshots.json_bodies.memo(
         "nodes",
         lambda s: (
@@ -75,7 +82,7 @@ async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
                 generated_at=s.generated_at,
                 stale=s.stale,
                 stale_reason=_reason(runtime, s),
-                nodes=s.nodes,
+                nodes=[capped(node) for node in s.nodes],
             )
             .model_dump_json()
             .encode()
@@ -92,16 +99,49 @@ async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
 async def get_node(
     name: Annotated[str, Path(max_length=253)], runtime: RuntimeDep, snapshot: SnapshotDep
 ) -> NodeOut:
-    """One node with its figures, GPUs, processes and findings."""
+    """One node with its figures, GPUs, processes and findings (at most 64 DRA devices:
+    `dra_devices_omitted` counts the rest, its `/dra-devices` pages them)."""
+    return NodeOut(
+        generated_at=snapshot.generated_at,
+        stale=snapshot.stale,
+        stale_reason=_reason(runtime, snapshot),
+        node=capped(_node(snapshot, name)),
+    )
+
+
+def _node(snapshot: Snapshot, name: str) -> NodeState:
     for node in snapshot.nodes:
         if node.name == name:
-            return NodeOut(
-                generated_at=snapshot.generated_at,
-                stale=snapshot.stale,
-                stale_reason=_reason(runtime, snapshot),
-                node=node,
-            )
+            return node
     raise HTTPException(status.HTTP_404_NOT_FOUND, f"No node named {name!r} in the cluster.")
+
+
+@router.get(
+    "/nodes/{name}/dra-devices",
+    response_model=NodeDraDevicesOut,
+    responses={404: {"model": ProblemOut, "description": "No such node"}, **NOT_READY},
+)
+async def list_node_dra_devices(
+    name: Annotated[str, Path(max_length=253)],
+    runtime: RuntimeDep,
+    snapshot: SnapshotDep,
+    limit: Annotated[
+        int, Query(ge=1, le=MAX_DRA_DEVICES_PAGE, description="At most this many devices")
+    ] = DEFAULT_DRA_DEVICES_PAGE,
+    offset: Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many first")] = 0,
+) -> NodeDraDevicesOut:
+    """A node's DRA devices with the claims holding them, a page at a time (`total` counts
+    them all: a driver publishing every MIG placement lists thousands on one node)."""
+    devices = node_dra_devices(_node(snapshot, name))
+    return NodeDraDevicesOut(
+        generated_at=snapshot.generated_at,
+        stale=snapshot.stale,
+        stale_reason=_reason(runtime, snapshot),
+        node=name,
+        devices=devices[offset : offset + limit],
+        total=len(devices),
+        held=len([d for d in devices if d.device.claims]),
+    )
 
 
 DEFAULT_FINDINGS_PAGE = 1000

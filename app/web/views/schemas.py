@@ -16,6 +16,7 @@ from app.domain.snapshot import (
     ResourceState,
     Totals,
 )
+from app.web.views.node_json import NodeDraDeviceOut
 
 _GENERATED_AT = "When the served snapshot was computed (UTC)"
 _STALE = "True while the API server cannot be reached or a snapshot build fails"
@@ -77,7 +78,10 @@ class NodesOut(BaseModel):
     generated_at: datetime = Field(description=_GENERATED_AT)
     stale: bool = Field(description=_STALE)
     stale_reason: str | None = Field(default=None, description=_STALE_REASON)
-    nodes: list[NodeState] = Field(description="Every node, GPU nodes and others, by name")
+    nodes: list[NodeState] = Field(
+        description="Every node, GPU nodes and others, by name; each lists at most 64 DRA "
+        "devices (`dra_devices_omitted` counts the rest)"
+    )
 
 
 class NodeOut(BaseModel):
@@ -86,7 +90,10 @@ class NodeOut(BaseModel):
     generated_at: datetime = Field(description=_GENERATED_AT)
     stale: bool = Field(description=_STALE)
     stale_reason: str | None = Field(default=None, description=_STALE_REASON)
-    node: NodeState = Field(description="The node")
+    node: NodeState = Field(
+        description="The node; at most 64 DRA devices listed (`dra_devices_omitted` counts "
+        "the rest, GET /api/v1/nodes/{name}/dra-devices pages them)"
+    )
 
 
 class FindingsOut(BaseModel):
@@ -97,6 +104,20 @@ class FindingsOut(BaseModel):
     stale_reason: str | None = Field(default=None, description=_STALE_REASON)
     findings: list[Finding] = Field(description="Matching findings, worst first, then by node")
     total: int = Field(description="Findings matching the filters, on every page")
+
+
+class NodeDraDevicesOut(BaseModel):
+    """GET /api/v1/nodes/{name}/dra-devices: a node's DRA devices, a page at a time."""
+
+    generated_at: datetime = Field(description=_GENERATED_AT)
+    stale: bool = Field(description=_STALE)
+    stale_reason: str | None = Field(default=None, description=_STALE_REASON)
+    node: str = Field(description="The node's name")
+    devices: list[NodeDraDeviceOut] = Field(
+        description="This page's devices: the node's GPUs in order, then GPUs no agent reported"
+    )
+    total: int = Field(description="The node's DRA devices, on every page")
+    held: int = Field(description="Of those, devices at least one claim holds")
 
 
 class ReportAcceptedOut(BaseModel):
