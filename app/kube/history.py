@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import secrets
+from dataclasses import replace
 from typing import Any
 
 from kubernetes import client
@@ -78,6 +79,38 @@ class ChangeHistory:
             # the change is written: a failed prune (even on a record no one can read) is
             # only logged, never a 5xx after the writes (issue 33)
             log.warning("pruning the change history failed: %s", exc)
+
+    def update_rollout(self, change_id: str, rollout: dict[str, Any]) -> bool:
+        """Replace the rollout facts of a record this dashboard signed, and sign it again.
+
+        The watcher that puts `maxUnavailable` back says so in the change's record. Only a
+        verified record is rewritten (never sign what someone else wrote); the write names
+        the resourceVersion read, so a concurrent edit is a 409, not lost. False: no
+        verified record of that change.
+        """
+        name = record_name(change_id)
+        if name is None:
+            return False
+        try:
+            found = call_json(
+                lambda: self._core.read_namespaced_config_map(name, self.namespace, **_raw()),
+                action=f"reading change {change_id}",
+            )
+        except NotFoundError:
+            return False
+        if not isinstance(found, dict):
+            return False
+        stored = verified_find(found, self._key)
+        if stored is None or not stored.verified:
+            return False
+        updated = replace(stored.record, rollout=rollout)
+        body: Any = signed(record_configmap(updated, namespace=self.namespace), self._key)
+        body["metadata"]["resourceVersion"] = (found.get("metadata") or {}).get("resourceVersion")
+        call_json(
+            lambda: self._core.replace_namespaced_config_map(name, self.namespace, body, **_raw()),
+            action=f"updating the rollout of change {change_id} in its record",
+        )
+        return True
 
     def listing(self) -> HistoryListing:
         """Every record, newest first, with the labelled objects that hold none and the ids

@@ -79,6 +79,8 @@ WRITE_CALLS: tuple[ApiCall, ...] = (
     # One ConfigMap per change, and the oldest deleted beyond GEO_MLOPS_CHANGE_HISTORY_KEEP.
     ApiCall("", "configmaps", "create", "history-namespace", writes=True),
     ApiCall("", "configmaps", "delete", "history-namespace", writes=True),
+    # A mode change's record says when the maxUnavailable it raised was put back.
+    ApiCall("", "configmaps", "update", "history-namespace", writes=True),
     # Per-node GPU splits: own DaemonSets and ConfigMaps are named after their node.
     ApiCall("apps", "daemonsets", "create", "plugin-namespace", writes=True),
     ApiCall("apps", "daemonsets", "update", "plugin-namespace", writes=True),

@@ -243,7 +243,7 @@ def test_rbac_history_lives_in_the_release_namespace_only() -> None:
     }
     settings = rendered.find("ConfigMap", "-settings")["data"]
 
-    assert history == {("configmaps", v) for v in ("get", "list", "create", "delete")}
+    assert history == {("configmaps", v) for v in ("get", "list", "create", "update", "delete")}
     assert settings["GEO_MLOPS_CHANGE_HISTORY_NAMESPACE"] == "platform-tools"
     assert settings["GEO_MLOPS_CHANGE_HISTORY_KEEP"] == "200"
 

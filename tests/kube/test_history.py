@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -162,3 +163,30 @@ def test_history_failed_prune_keeps_the_record(
 
     assert [r.summary for r in history.listing().records] == ["change 2", "change 1"]
     assert history.prune() == ["gpu-slots-change-" + record(1).id]
+
+
+def test_history_update_rollout_rewrites_a_signed_record_signed_again(
+    api: client.ApiClient,
+) -> None:
+    """The watcher that puts maxUnavailable back says so in the record, which stays verified;
+    a record another key signed (or no one) is left as it is."""
+    history = ChangeHistory(api, namespace=NS, signing_key=b"k" * 32)
+    raised = {"changeId": record(1).id, "maxUnavailable": {"from": 1, "to": 2, "restoredAt": None}}
+    history.record(replace(record(1), rollout=raised))
+    put_back = {
+        **raised,
+        "maxUnavailable": {"from": 1, "to": 2, "restoredAt": "2026-03-01T09:05:00Z"},
+    }
+
+    assert history.update_rollout(record(1).id, put_back) is True
+    found = history.find(record(1).id)
+    assert isinstance(found, StoredRecord) and found.verified
+    assert found.record.rollout == put_back
+    assert found.record.summary == record(1).summary
+
+    stranger = ChangeHistory(api, namespace=NS, signing_key=b"x" * 32)
+    assert stranger.update_rollout(record(1).id, raised) is False
+    assert stranger.update_rollout(record(2).id, raised) is False  # no such record
+    again = history.find(record(1).id)
+    assert isinstance(again, StoredRecord) and again.verified
+    assert again.record.rollout == put_back

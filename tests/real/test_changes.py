@@ -164,6 +164,11 @@ def _preview_then_apply(
     return {n: r["after"] for n, r in rows.items()}
 
 
+def _latest_change(world: RealWorld) -> dict[str, Any]:
+    change: dict[str, Any] = world.get("/api/v1/changes").json()["changes"][0]
+    return change
+
+
 def _until_put_back(world: RealWorld) -> None:
     wait_for(
         lambda: (rollout(world)["max_unavailable"] or {}).get("restoredAt"),
@@ -185,9 +190,16 @@ def test_a_status_write_is_no_conflict_and_passing_the_failing_node_ends_as_prev
         _until_put_back(world)
         strategy = _daemonset(world)["spec"]["updateStrategy"]
         assert strategy["rollingUpdate"]["maxUnavailable"] == 1
-        record = world.get("/api/v1/changes").json()["changes"][0]
+        put_back = rollout(world)["max_unavailable"]["restoredAt"]
+        record = wait_for(  # the history record says it too, signed again (issue 28)
+            lambda: (c := _latest_change(world))["rollout"]["maxUnavailable"]["restoredAt"] and c,
+            timeout_s=60,
+            interval_s=0.5,
+            what="the history record to say maxUnavailable was put back",
+        )
         assert record["rollout"]["brokenBefore"] == ["gpu-ws-5"]
-        assert record["rollout"]["maxUnavailable"]["to"] == 2
+        assert record["rollout"]["maxUnavailable"] == {"from": 1, "to": 2, "restoredAt": put_back}
+        assert record["verified"] is True
     finally:
         back = _preview_then_apply(
             world, "POST", "/api/v1/plugin/config/rollback", {}, status_write=False

@@ -93,6 +93,11 @@ def _settled_equal(stack: Stack, expected: dict[str, int | None], *, what: str) 
     assert advertised(stack) == expected, what
 
 
+def _latest_change(stack: Stack) -> dict[str, Any]:
+    change: dict[str, Any] = stack.client.get("/api/v1/changes").json()["changes"][0]
+    return change
+
+
 def _until_put_back(stack: Stack) -> None:
     wait_for(
         lambda: (rollout(stack)["max_unavailable"] or {}).get("restoredAt") is not None,
@@ -110,6 +115,15 @@ def test_demo_mode_switch_and_rollback_previews_equal_results(paced: Stack) -> N
     ds = paced.simulator.get("DaemonSet", SHARED, NS)
     assert ds is not None
     assert ds["spec"]["updateStrategy"].get("rollingUpdate", {}).get("maxUnavailable", 1) == 1
+    # the change's history record says so too, and is still signed by this dashboard
+    put_back = rollout(paced)["max_unavailable"]["restoredAt"]
+    record = wait_for(
+        lambda: (c := _latest_change(paced))["rollout"]["maxUnavailable"]["restoredAt"] and c,
+        timeout_s=15,
+        what="the history record to say maxUnavailable was put back",
+    )
+    assert record["rollout"]["maxUnavailable"] == {"from": 1, "to": 2, "restoredAt": put_back}
+    assert record["verified"] is True
 
     back = _mode_preview_then_apply(paced, "POST", "/api/v1/plugin/config/rollback", {})
     _settled_equal(paced, back, what="rollback")

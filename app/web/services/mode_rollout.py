@@ -3,8 +3,8 @@
 The apply records, in the same DaemonSet write, when the change started, the nodes whose
 plugin pod already failed and, when the admin chose to let the rollout pass them, the
 `maxUnavailable` raised by their count. A watcher then puts `maxUnavailable` back once the
-rollout is done (or after `RESTORE_DEADLINE_S`), writes that into the record, and the
-rollout view says so.
+rollout is done (or after `RESTORE_DEADLINE_S`), writes that into the DaemonSet's record and
+the change's history record (re-signed), and the rollout view says so.
 """
 
 from __future__ import annotations
@@ -124,6 +124,7 @@ def restore_now(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -
     except ClusterError as exc:
         log.warning("putting maxUnavailable back failed: %s", exc)
         return False
+    _record_put_back(writer, rollout_record(restored))
     audit_log.info(
         "maxUnavailable put back after the rollout of change %s",
         record.change_id,
@@ -134,3 +135,15 @@ def restore_now(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -
     )
     runtime.snapshots.poke()
     return True
+
+
+def _record_put_back(writer: PluginWriter, done: RolloutRecord | None) -> None:
+    """The change's history record says, as its DaemonSet does, when the budget was put
+    back (re-signed); a failure is only logged: the DaemonSet is right either way."""
+    if writer.history is None or done is None or done.change_id is None:
+        return
+    try:
+        if not writer.history.update_rollout(done.change_id, done.as_json()):
+            log.warning("change %s has no verified record to update", done.change_id)
+    except (ClusterError, ValueError) as exc:
+        log.warning("recording that maxUnavailable was put back failed: %s", exc)
