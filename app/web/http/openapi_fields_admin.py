@@ -8,7 +8,9 @@ _CHANGE = {
     "changed": "True: the request changes something (see NoChangeOut for False)",
     "dryRun": "True for a preview (?dryRun=true): nothing is written",
 }
-_RESOURCE_VERSIONS = "resourceVersions of the objects the plan read, by kind (shown only: send token back)"
+_RESOURCE_VERSIONS = (
+    "resourceVersions of the objects the plan read, by kind (shown only: send token back)"
+)
 
 ADMIN_FIELDS: dict[str, dict[str, str]] = {
     "PluginSettingsOut": {
