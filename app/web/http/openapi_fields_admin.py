@@ -1,4 +1,3 @@
-# ruff: noqa: E501  (one field per line reads better than split strings)
 """Descriptions of the admin, GPU-split, change-history, usage and rollout fields that their
 models do not carry themselves (see app/web/http/openapi_fields.py for the rule)."""
 
@@ -8,9 +7,7 @@ _CHANGE = {
     "changed": "True: the request changes something (see NoChangeOut for False)",
     "dryRun": "True for a preview (?dryRun=true): nothing is written",
 }
-_RESOURCE_VERSIONS = (
-    "resourceVersions of the objects the plan read, by kind (shown only: send token back)"
-)
+_RESOURCE_VERSIONS = "resourceVersions of the objects read (shown only; apply checks token)"
 
 ADMIN_FIELDS: dict[str, dict[str, str]] = {
     "PluginSettingsOut": {
