@@ -27,7 +27,7 @@ class ConcurrentChange(ConflictError):
         self.cause = cause
 
 
-def stamped(plan: SplitPlan, change_id: str) -> SplitPlan:
+def with_change_id(plan: SplitPlan, change_id: str) -> SplitPlan:
     """`plan` whose DaemonSet and ConfigMap writes carry `change_id` in an annotation."""
     return dataclasses.replace(plan, writes=tuple(_stamped(w, change_id) for w in plan.writes))
 

@@ -24,8 +24,7 @@ from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError
 from app.kube.calls import delete_options, raw
 from app.kube.client import call_json
-from app.kube.concurrent import concurrent_change
-from app.kube.concurrent import stamped as stamped_plan
+from app.kube.concurrent import concurrent_change, with_change_id
 from app.kube.events import daemonset_event
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
 from app.kube.writer import PluginWriter
@@ -104,7 +103,7 @@ class SplitWriter:
     def apply(self, plan: SplitPlan, *, record: ChangeRecord) -> SplitApplied:
         """Make the writes in order (on a failure undo those made); keep `record`."""
         warnings: list[str] = []
-        plan = stamped_plan(plan, record.id)  # a concurrent loser can name this change
+        plan = with_change_id(plan, record.id)  # a concurrent loser can name this change
         self._write_all(plan, user=record.user, warnings=warnings)
         at = self._writer.clock()
         record = stamped(record, at=at, warnings=warnings)

@@ -123,14 +123,14 @@ def test_a_config_text_is_parsed_once_not_on_every_build() -> None:
 
     (Texts past the YAML reader's 64 KiB are refused outright; this one is just under.)
     """
-    from app.domain.plugin.effective import _parse_once
+    from app.domain.plugin.config import _parse_cached
 
     big = f.time_slicing_yaml(4) + "# padding\n" * 6_000  # about 60 KiB of config text
     state = ts_world(4, configmaps=[f.configmap({"config.yaml": big})])
     snap(state)
-    before = _parse_once.cache_info()
+    before = _parse_cached.cache_info()
     for _ in range(3):
         assert snap(state).nodes[0].expected_slots == 16
-    after = _parse_once.cache_info()
+    after = _parse_cached.cache_info()
     assert after.misses == before.misses  # no parse again
     assert after.hits >= before.hits + 3

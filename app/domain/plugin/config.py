@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+from app.domain.bounds import READ_ERRORS, cut
 from app.domain.plugin.flags import (
     ALLOCATION_POLICIES,
     DEFAULT_ALLOCATION_POLICY,
@@ -99,18 +100,32 @@ def parse_plugin_config(
 ) -> PluginConfig:
     """Parse config.yaml text like the plugin of `version`; its container's env beats the file.
 
-    Raises PluginConfigError with the plugin's reason when the plugin would refuse the config.
-    Parsed once per (text, env, version): a ConfigMap's text is read again only when it changes.
+    Raises PluginConfigError with the plugin's reason when the plugin would refuse the config,
+    and for any other failure of the reader on a hostile text (its error named, cut short).
+    Parsed once per (text, env, version), refusals too: a ConfigMap's text is read again only
+    when it changes, so a hostile text costs one parse per version, not one per build.
     """
     key = tuple(sorted((env or {}).items()))
-    return _parse_cached(text, key, version or DEFAULT_RULES_VERSION)
+    outcome = _parse_cached(text, key, version or DEFAULT_RULES_VERSION)
+    if isinstance(outcome, str):
+        raise PluginConfigError(outcome)
+    return outcome
 
 
 @lru_cache(maxsize=256)
 def _parse_cached(
     text: str, env_items: tuple[tuple[str, str], ...], version: Version
-) -> PluginConfig:
-    env = dict(env_items)
+) -> PluginConfig | str:
+    """The config, or the reason the plugin (or our bounded reader) refuses the text."""
+    try:
+        return _parse(text, dict(env_items), version)
+    except PluginConfigError as exc:
+        return exc.message
+    except READ_ERRORS as exc:
+        return f"unreadable ({type(exc).__name__}: {cut(str(exc))})"
+
+
+def _parse(text: str, env: dict[str, str], version: Version) -> PluginConfig:
     raw = _load(text)
     try:
         fields = struct_fields(raw, _CONFIG_FIELDS, "v1.Config")

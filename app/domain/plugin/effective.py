@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.domain.bounds import READ_ERRORS, cut
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import (
     DEFAULT_RULES_VERSION,
@@ -20,7 +18,6 @@ from app.domain.plugin.daemonset import (
     PluginSpec,
     StaticConfigRef,
     UnresolvedConfigRef,
-    Version,
 )
 
 CONFIG_INVALID = "plugin-config-rejected"
@@ -138,33 +135,15 @@ def _parsed(
     spec: PluginSpec, configmap: str | None, key: str | None, text: str | None
 ) -> EffectiveConfig:
     source = f"configmap/{configmap}#{key}" if configmap else None
-    outcome = _parse_once(text, tuple(sorted(spec.env.items())), spec.version)
-    if isinstance(outcome, str):
-        return _invalid(source, configmap, key, text, outcome)
-    return EffectiveConfig(config=outcome, source=source, configmap=configmap, key=key, text=text)
-
-
-PARSED_CONFIGS = 32  # config texts kept parsed (a ConfigMap holds at most 1 MiB)
-
-
-@functools.lru_cache(maxsize=PARSED_CONFIGS)
-def _parse_once(
-    text: str | None, env: tuple[tuple[str, str], ...], version: Version | None
-) -> PluginConfig | str:
-    """The config `text` gives with `env`, or why not: parsed once per text, not per build.
-
-    A 1 MiB ConfigMap parsed on every build put every pod change 8-12 s behind (issue 33).
-    The outcome is kept, failures too, so a hostile text costs one parse per version. Any
-    parser failure is this config's error (its finding), never a failed build.
-    """
-    try:
-        if text is None:
-            return default_plugin_config(env=dict(env))
-        return parse_plugin_config(text, env=dict(env), version=version)
-    except PluginConfigError as exc:
-        return exc.message
-    except READ_ERRORS as exc:
-        return f"unreadable ({type(exc).__name__}: {cut(str(exc))})"
+    try:  # parsed once per text (config.parse_plugin_config): not on every build
+        config = (
+            parse_plugin_config(text, env=spec.env, version=spec.version)
+            if text is not None
+            else default_plugin_config(env=spec.env)
+        )
+    except PluginConfigError as exc:  # any failure is this config's finding, never the build's
+        return _invalid(source, configmap, key, text, exc.message)
+    return EffectiveConfig(config=config, source=source, configmap=configmap, key=key, text=text)
 
 
 def _invalid(
