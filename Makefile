@@ -1,11 +1,11 @@
-# The two commands a newcomer needs: `make demo` and `make test`.
+# The two commands a newcomer needs: `make demo` and `make test` (`make check`: the fast loop).
 PYTHON ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test lint bench chromium prometheus node-runtime tools screenshots
+.PHONY: demo test check lint bench chromium prometheus node-runtime tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -73,6 +73,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check app tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+## The inner loop: lint, types, import contracts, unit and API tests; no tier that needs
+## built tools, a browser or a real Prometheus (tests/conftest.py marks those `tier`).
+check: lint
+	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest -q -m "not tier"
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
 ## Helm, kubectl 1.35 against the simulator, the package installed without extras, the

@@ -11,6 +11,14 @@ issued by the simulator, which the dashboard checks with a TokenReview, as in a 
 from __future__ import annotations
 
 import argparse
+import secrets
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.settings import Settings
+    from app.simulator.world.cluster import SimulatedCluster
 
 DEMO_ROLLOUT_S = 2.0
 DEMO_IDLE_AFTER_S = 20.0  # the demo's idle notebook is flagged within its first minute
@@ -40,12 +48,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import secrets
-
     from app.errors import ConfigError
     from app.logs import configure_logging
-    from app.settings import Settings
-    from app.simulator.apiserver.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
     from app.simulator.plugin.rollout import RolloutPace
     from app.simulator.world.cluster import SimulatedCluster
     from app.web.server import build_app, serve
@@ -66,14 +70,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"gpu-slots demo: cannot serve the simulated API on port {args.sim_port}: {exc}")
         return 2
-    settings = Settings(
-        admin_token=admin_token,
-        agent_auth="serviceaccount",
-        agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
-        idle_slot_after_s=DEMO_IDLE_AFTER_S,
-        low_utilization_after_s=3 * DEMO_IDLE_AFTER_S,
-        plugin_config_namespaces=simulator.scenario.daemonset_namespaces(),
-    )
+    scratch = tempfile.TemporaryDirectory(prefix="gpu-slots-demo-")
+    settings = demo_settings(simulator, admin_token=admin_token, scratch=Path(scratch.name))
     app = build_app(settings, kube_server=simulator_url)
     dashboard_url = f"http://{args.host}:{args.port}"
     simulator.configure_agents(
@@ -88,4 +86,27 @@ def run(args: argparse.Namespace) -> int:
         serve(app, host=args.host, port=args.port)
     finally:
         simulator.stop()
+        scratch.cleanup()
     return 0
+
+
+def demo_settings(simulator: SimulatedCluster, *, admin_token: str, scratch: Path) -> Settings:
+    """The demo's settings: what a real install must choose is chosen here, for one process.
+
+    The demo lives as long as its process and its simulated cluster, so a session secret of
+    its own and revoked sessions kept in its scratch folder are what an operator would set
+    (without them the dashboard warns at start, rightly so for a real install).
+    """
+    from app.settings import Settings
+    from app.simulator.apiserver.tokenreview import AGENT_NAMESPACE, AGENT_SERVICE_ACCOUNT
+
+    return Settings(
+        admin_token=admin_token,
+        session_secret=secrets.token_urlsafe(32),
+        session_revocations_file=scratch / "revoked-sessions.json",
+        agent_auth="serviceaccount",
+        agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
+        idle_slot_after_s=DEMO_IDLE_AFTER_S,
+        low_utilization_after_s=3 * DEMO_IDLE_AFTER_S,
+        plugin_config_namespaces=simulator.scenario.daemonset_namespaces(),
+    )

@@ -55,7 +55,7 @@ class Settings(BaseSettings):
     # Logged-out session ids, kept across restarts (a writable file, e.g. on a volume).
     session_revocations_file: Path | None = None
 
-    # Replicas (app.web.peers): URLs whose names resolve to every dashboard replica (the
+    # Replicas (app.web.routes.peers): URLs whose names resolve to every dashboard replica (the
     # chart's headless Service), comma-separated; this replica's own address (the pod IP)
     # is skipped; how long a starting replica no peer answers waits for the agents.
     peers: str = ""

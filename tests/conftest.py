@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -121,3 +122,24 @@ def demo_stack() -> Iterator[Stack]:
     client.close()
     server.stop()
     simulator.stop()
+
+
+# The tiers `make check` leaves out (docs/TESTING.md): folders that need built tools, a
+# browser or a real Prometheus, and any test that runs the real kubectl or helm.
+TIER_FOLDERS = frozenset(
+    {"browser", "chart", "differential", "install", "monitoring", "node", "real", "real_inputs"}
+)
+TESTS = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tiers `tier` by where they live and what they use, never by hand."""
+    for item in items:
+        folder = item.path.relative_to(TESTS).parts[0]
+        module = getattr(item, "module", None)
+        runs_tools = module is not None and (
+            "kube_tools" in vars(module) or "Kubectl" in vars(module)
+        )
+        uses_kubectl = "kubectl" in getattr(item, "fixturenames", ())
+        if folder in TIER_FOLDERS or runs_tools or uses_kubectl:
+            item.add_marker(pytest.mark.tier)

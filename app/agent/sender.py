@@ -1,7 +1,7 @@
 """Delivery of one report to the dashboard: POST, classify the answer, back-off policy.
 
 With several dashboard replicas behind a headless Service the report goes to every
-address of the dashboard's name (`app.agent.fanout`); it counts as delivered once every
+address of the dashboard's name (`app.replicas`); it counts as delivered once every
 replica has it. A replica that already accepted this report is not sent it again when the
 others are retried.
 

@@ -47,14 +47,12 @@ class ClusterCache:
         api_client: client.ApiClient,
         *,
         plugin: PluginTarget,
-        configmap_name: str,
         config_namespaces: tuple[str, ...] = (),
         watch_timeout_s: int = 300,
         retry_delay_s: float = 1.0,
         probe_interval_s: float = 10.0,
         page_size: int = PAGE_SIZE,
     ) -> None:
-        del configmap_name  # found among all of them (app/web/snapshots.py)
         self._version_api = client.VersionApi(api_client)
         self._probe_interval_s = probe_interval_s
         self._probe_failing_since: datetime | None = None

@@ -48,11 +48,13 @@ from app.web.routes import (
     usage_api,
 )
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
+from app.web.services.change_pipeline import ChangeContext
+from app.web.services.fragments import Pages
 from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
 from app.web.services.snapshot_builder import Clock
 from app.web.services.snapshots import SnapshotService
-from app.web.views import page_views
+from app.web.views import diffs
 
 
 def accounting_options(settings: Settings) -> AccountingOptions:
@@ -69,8 +71,8 @@ def accounting_options(settings: Settings) -> AccountingOptions:
 def _templates(assets_dir: Path) -> Jinja2Templates:
     """The one autoescaping environment, with the diff helpers the admin preview uses."""
     templates = Jinja2Templates(directory=str(assets_dir / "templates"))
-    templates.env.filters["diff_lines"] = page_views.diff_lines
-    templates.env.filters["changed_count"] = page_views.changed_count
+    templates.env.filters["diff_lines"] = diffs.diff_lines
+    templates.env.filters["changed_count"] = diffs.changed_count
     return templates
 
 
@@ -165,12 +167,15 @@ def build_runtime(
         snapshot_ready=lambda: snapshots.current() is not None,
         on_copied=snapshots.poke,
     )
+    templates = _templates(assets_dir)
     return Runtime(
         settings=settings,
         source=source,
         reports=reports,
         snapshots=snapshots,
-        templates=_templates(assets_dir),
+        templates=templates,
+        pages=Pages(templates.env, snapshots, pods=lambda: source.items("pods")),
+        changes=ChangeContext(settings, source, snapshots, clock=clock, writer=writer),
         assets_dir=assets_dir,
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),

@@ -17,6 +17,8 @@ from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.agent_auth import AgentAuth
 from app.web.auth.state import AuthState
+from app.web.services.change_pipeline import ChangeContext
+from app.web.services.fragments import Pages
 from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
 from app.web.services.snapshot_builder import ClusterSource
@@ -53,6 +55,8 @@ class Runtime:
     reports: ReportStore
     snapshots: SnapshotService
     templates: Jinja2Templates
+    pages: Pages  # the page fragments' renderer (over templates.env)
+    changes: ChangeContext  # what the admin change services use
     assets_dir: Path
     auth: AuthState
     agents: AgentAuth

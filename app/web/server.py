@@ -101,7 +101,6 @@ def build_app(
     cache = ClusterCache(
         api_client,
         plugin=settings.plugin_target,
-        configmap_name=settings.plugin_configmap_name,
         config_namespaces=tuple(settings.plugin_config_namespaces),
         watch_timeout_s=settings.watch_timeout_s,
         retry_delay_s=retry_delay_s,

@@ -10,7 +10,7 @@ import statistics
 import sys
 import time
 
-from app.web.views.fragments import overview_fragment
+from app.web.services.fragments import overview_fragment
 from tests.web.page_snapshots import big_cluster, page_app
 
 
@@ -19,16 +19,16 @@ def main(argv: list[str]) -> int:
     rounds = int(argv[1]) if len(argv) > 1 else 5
     snapshot = big_cluster(nodes)
     _, runtime = page_app(snapshot)
-    overview_fragment(runtime, "en")  # compile the templates
+    overview_fragment(runtime.pages, "en")  # compile the templates
     cold_ms: list[float] = []
     size = 0
     for _ in range(rounds):
         runtime.snapshots.set(snapshot)
         started = time.perf_counter()
-        size = len(overview_fragment(runtime, "en"))
+        size = len(overview_fragment(runtime.pages, "en"))
         cold_ms.append((time.perf_counter() - started) * 1000)
     started = time.perf_counter()
-    overview_fragment(runtime, "en")
+    overview_fragment(runtime.pages, "en")
     warm_ms = (time.perf_counter() - started) * 1000
     gpus = sum(len(node.gpus) for node in snapshot.nodes)
     print(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.domain.accounting.ledger import mig_resource_name
+from app.domain.accounting.ledger.devices import mig_resource_name
 from app.domain.report import DeviceAssignment, GpuReading, MigDeviceReading
 from app.domain.snapshot import NodeConfig, PendingDemand, ResourceState, SlotHolder
 from tests import factories as f

@@ -40,3 +40,32 @@ def test_demo_negative_rollout_seconds_exits_2() -> None:
 
     assert done.returncode == 2
     assert "gpu-slots demo: rollout pace: seconds must be between 0 and 600" in done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_demo_starts_without_warnings() -> None:
+    """Nothing but the banner before the demo serves: no warning meant for a real install."""
+    demo = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "demo", "--port", str(_free_port())],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        banner = [demo.stdout.readline() for _ in range(3)] if demo.stdout else []
+    finally:
+        demo.terminate()
+        _, errors = demo.communicate(timeout=30)
+
+    assert banner[0].startswith("GPU Slots demo: http://127.0.0.1:")
+    assert banner[2].startswith("Admin token for this demo: ")
+    logged = [line for line in errors.splitlines() if line.startswith("{")]
+    assert not [
+        line for line in logged if '"level": "warning"' in line or '"level": "error"' in line
+    ]

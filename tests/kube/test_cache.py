@@ -28,7 +28,6 @@ def cache(simulator: SimulatedCluster) -> Iterator[ClusterCache]:
     cache = ClusterCache(
         make_api_client(host=simulator.url),
         plugin=PluginTarget(),
-        configmap_name="nvidia-device-plugin-config",
         watch_timeout_s=30,
         retry_delay_s=0.05,
         probe_interval_s=0.1,

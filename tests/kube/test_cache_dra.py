@@ -20,7 +20,6 @@ def _cache(url: str) -> ClusterCache:
     return ClusterCache(
         make_api_client(host=url),
         plugin=PluginTarget(),
-        configmap_name="nvidia-device-plugin-config",
         watch_timeout_s=30,
         retry_delay_s=0.05,
         probe_interval_s=0.1,

@@ -34,7 +34,6 @@ def test_pods_listed_three_a_page_are_all_cached_and_then_watched() -> None:
     cache = ClusterCache(
         make_api_client(host=url),
         plugin=PluginTarget(),
-        configmap_name="nvidia-device-plugin-config",
         watch_timeout_s=30,
         retry_delay_s=0.05,
         probe_interval_s=5,

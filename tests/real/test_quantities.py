@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from app.domain.accounting.ledger import gpu_resource_counts
+from app.domain.accounting.ledger.figures import gpu_resource_counts
 from app.domain.accounting.pods import pod_slots
 from tests.real.controlplane import ControlPlane
 

@@ -16,7 +16,8 @@ from tests.web.routes import all_routes, api_routes
 
 # The only GET routes anyone may read with reads closed: probes, the way in, assets.
 OPEN_READS = {"/healthz", "/readyz", "/login"}
-# Reads that authenticate by their own token, not a reader's or an admin's (app/web/peers.py).
+# Reads that authenticate by their own token, not a reader's or an admin's
+# (app/web/routes/peers.py).
 OWN_AUTH_READS = {"/api/v1/peer/reports"}
 BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 NODE = "gpu-1"

@@ -6,7 +6,9 @@ from datetime import timedelta
 
 from app.domain.snapshot import Finding, Scope, Severity
 from app.domain.usage.idle import Point
-from app.web.views.page_views import diff_lines, gpu_severity, spark, unavailable_slots
+from app.web.views.diffs import diff_lines
+from app.web.views.sparks import spark
+from app.web.views.views import gpu_severity, unavailable_slots
 from tests.web.page_snapshots import NOW, host_split_node
 
 UNHEALTHY = Finding(

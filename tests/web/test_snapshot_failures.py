@@ -76,7 +76,8 @@ def test_build_failing_from_the_start_says_why_in_readyz() -> None:
         "status": "starting",
         "reason": "snapshot build failed: RuntimeError: pods list is corrupt",
         "stale_age_s": None,
-        "reports": "no peers configured and no report wait",  # one replica (app.web.report_sync)
+        # one replica (app.web.services.report_sync)
+        "reports": "no peers configured and no report wait",
     }
 
 

@@ -36,12 +36,15 @@ def test_the_loser_of_two_concurrent_splits_gets_409_naming_the_winners_change(
 ) -> None:
     runtime = admin.app.state.runtime
     request = SplitRequest(NODE, (GPU[1], GPU[2], GPU[3]), confirm_host_processes=True)
-    losing = preview_split(runtime, ADMIN, request).plan  # planned before the winner wrote
+    losing = preview_split(runtime.changes, ADMIN, request).plan  # planned before the winner wrote
     won = put(admin, NODE, CONFIRMED)
     assert won.status_code == 200, won.text
     winner = won.json()["changeId"]
 
-    with writer_for(runtime, ADMIN) as plugin_writer, pytest.raises(ConcurrentChange) as lost:
+    with (
+        writer_for(runtime.changes, ADMIN) as plugin_writer,
+        pytest.raises(ConcurrentChange) as lost,
+    ):
         record = split_record(losing, change=change_id(NOW, "b0b"), user="bob", at=NOW)
         SplitWriter(plugin_writer).apply(losing, record=record)
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.domain.accounting.gpus import GpuFacts, Visibility
+from app.domain.accounting.ledger.models import GpuFacts, Visibility
 from app.domain.accounting.pods import PodFacts, is_ready, parse_count, pod_phase
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.kube_time import parse_time

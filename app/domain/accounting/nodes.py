@@ -18,31 +18,23 @@ from app.domain.accounting.facts import (
     plugin_pod_state,
     resource_count,
 )
-from app.domain.accounting.fraction_ledger import add_fraction_holders
-from app.domain.accounting.gpus import (
-    GpuFacts,
-    Role,
-    Visibility,
-    gpu_processes,
-    holder_list,
-    inferred_holders,
-    resolve_visibility,
-)
-from app.domain.accounting.ledger import (
-    infer_mig_holders,
-    kubelet_holders,
-    mig_facts,
+from app.domain.accounting.ledger.devices import add_mig_devices, gpu_facts, resolve_visibility
+from app.domain.accounting.ledger.figures import (
+    expected_by_resource,
+    expected_slots,
+    held_counts,
     node_resources,
 )
+from app.domain.accounting.ledger.fractions import add_fraction_holders
+from app.domain.accounting.ledger.holders import every_holder, fill_holders, held_by_resource
+from app.domain.accounting.ledger.models import GpuFacts, Visibility
 from app.domain.accounting.pods import PodFacts, is_ready
 from app.domain.accounting.schedulable import unschedulable_reason
 from app.domain.cluster import AccountingOptions, Manifest
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec
 from app.domain.plugin.effective import EffectiveConfig, resolve_config
 from app.domain.report import GpuReading, ReceivedReport
-from app.domain.snapshot import AgentState, Mode, PodSlots, SlotHolder
-
-_MIG_STRATEGIES_COUNTING_MIG = ("single", "mixed")
+from app.domain.snapshot import AgentState, Mode, PodSlots
 
 
 def node_name(node: Manifest) -> str:
@@ -66,8 +58,8 @@ def build_node_facts(
     received = inputs.state.reports.get(name)
     readings = _readings(received)
     gpus, visibility = _node_gpus(readings or [], spec, config, replicas=replicas, inputs=inputs)
-    held = _held_by_resource(pods, inputs.slots_by_uid)
-    _fill_holders(gpus, held, received, resource, config)
+    held = held_by_resource(pods, inputs.slots_by_uid)
+    fill_holders(gpus, held, received, resource, config)
     fraction_pods = add_fraction_holders(gpus, pods)
     physical, visible, failing, host = _gpu_counts(
         gpus, plugin_pod, spec, physical=len(readings) if readings is not None else None
@@ -93,7 +85,7 @@ def build_node_facts(
         visible_gpus=visible,
         host_gpus=host,
         failing_gpus=failing,
-        expected_slots=_expected_slots(visible, config, gpus),
+        expected_slots=expected_slots(visible, config, gpus),
         capacity=resource_count(node, "capacity", resource),
         allocatable=allocatable,
         pods=sorted([*every_holder(held), *fraction_pods], key=lambda p: (p.pod, p.resource)),
@@ -103,8 +95,8 @@ def build_node_facts(
         plugin_pod_state=plugin_pod_state(plugin_pod) if plugin_pod is not None else None,
         spec=spec,
         unschedulable_reason=reason,
-        resources=node_resources(node, _held_counts(held), schedulable=reason is None),
-        expected_by_resource=_expected_by_resource(gpus, config) if visible is not None else {},
+        resources=node_resources(node, held_counts(held), schedulable=reason is None),
+        expected_by_resource=expected_by_resource(gpus, config) if visible is not None else {},
         held_by_resource=held,
         stranded=stranded,
     )
@@ -127,8 +119,8 @@ def _node_gpus(
 ) -> tuple[list[GpuFacts], Visibility | None]:
     """Each GPU's role and slots (with its MIG devices), and what the plugin sees."""
     visibility = resolve_visibility(spec.visible_devices, readings) if spec is not None else None
-    gpus = _gpu_facts(readings, visibility, replicas, inputs.pods_by_uid)
-    _add_mig_devices(gpus, config, spec, inputs.pods_by_uid)
+    gpus = gpu_facts(readings, visibility, replicas, inputs.pods_by_uid)
+    add_mig_devices(gpus, config, spec, inputs.pods_by_uid)
     return gpus, visibility
 
 
@@ -163,11 +155,6 @@ def _agent(received: ReceivedReport | None, inputs: NodeInputs) -> AgentState | 
     if received is None:
         return None
     return agent_state(received, now=inputs.now, stale_after_s=inputs.options.agent_stale_after_s)
-
-
-def _held_counts(held: Mapping[str, list[PodSlots]]) -> dict[str, int]:
-    """Slots held per resource."""
-    return {name: sum(p.slots for p in group) for name, group in held.items()}
 
 
 FAILING_STATES = frozenset(
@@ -232,157 +219,6 @@ def _mode_replicas_resource(
         resource = "nvidia.com/gpu" if spec is not None else options.serving_resource
         return Mode.UNKNOWN, 1, resource
     return config.config.mode, config.config.replicas, config.config.resource
-
-
-def _gpu_facts(
-    readings: list[GpuReading],
-    visibility: Visibility | None,
-    replicas: int,
-    pods_by_uid: Mapping[str, Manifest],
-) -> list[GpuFacts]:
-    gpus: list[GpuFacts] = []
-    for reading in readings:
-        role: Role
-        if visibility is None:
-            role, slots = "unknown", 0
-        elif reading.uuid in visibility.uuids:
-            role, slots = "advertised", replicas
-        else:
-            role, slots = "host", 0
-        processes, pods_mib, host_mib = gpu_processes(reading, pods_by_uid)
-        gpus.append(
-            GpuFacts(
-                reading=reading,
-                role=role,
-                slots=slots,
-                processes=processes,
-                memory_pods_mib=pods_mib,
-                memory_host_mib=host_mib,
-            )
-        )
-    return gpus
-
-
-def _held_by_resource(
-    pods: list[PodFacts], slots_by_uid: Mapping[str, Mapping[str, int]]
-) -> dict[str, list[PodSlots]]:
-    """The pods holding each nvidia.com/ resource on the node, by pod name."""
-    held: dict[str, list[PodSlots]] = {}
-    for pod in pods:
-        for resource, count in slots_by_uid.get(pod.uid, {}).items():
-            if count:
-                held.setdefault(resource, []).append(
-                    PodSlots(
-                        pod=pod.key, uid=pod.uid, phase=pod.phase, slots=count, resource=resource
-                    )
-                )
-    for group in held.values():
-        group.sort(key=lambda p: p.pod)
-    return held
-
-
-def every_holder(held: Mapping[str, list[PodSlots]]) -> list[PodSlots]:
-    """The node's pods holding any of its GPU resources (MIG slices too), by pod, then resource.
-
-    `requested` and `free` stay the node's own resource's; this is who holds the GPUs.
-    """
-    return sorted((p for group in held.values() for p in group), key=lambda p: (p.pod, p.resource))
-
-
-def _uses_mig(gpu: GpuFacts, config: EffectiveConfig) -> bool:
-    return (
-        gpu.role == "advertised"
-        and gpu.reading.mig_mode == "enabled"
-        and config.config is not None
-        and config.config.mig_strategy in _MIG_STRATEGIES_COUNTING_MIG
-    )
-
-
-def _add_mig_devices(
-    gpus: list[GpuFacts],
-    config: EffectiveConfig,
-    spec: PluginSpec | None,
-    pods_by_uid: Mapping[str, Manifest],
-) -> None:
-    """Under the single or mixed strategy a MIG-enabled GPU's slots are its MIG devices'."""
-    if config.config is None:
-        return
-    for gpu in gpus:
-        if _uses_mig(gpu, config):
-            gpu.mig_devices = mig_facts(
-                gpu.uuid,
-                gpu.reading.mig_devices,
-                config=config.config,
-                version=spec.version if spec is not None else None,
-                pods_by_uid=pods_by_uid,
-            )
-            gpu.slots = sum(d.slots for d in gpu.mig_devices)
-
-
-def _fill_holders(
-    gpus: list[GpuFacts],
-    held: Mapping[str, list[PodSlots]],
-    received: ReceivedReport | None,
-    resource: str,
-    config: EffectiveConfig,
-) -> None:
-    """Holders of every GPU and MIG device: the kubelet's when reported, else inferred."""
-    assignments = received.report.assignments if received is not None else None
-    devices = [d for g in gpus for d in g.mig_devices]
-    whole = [g for g in gpus if not _uses_mig(g, config)]
-    if assignments is not None:
-        by_uuid: dict[str, list[SlotHolder]] = {}
-        for name in sorted({a.resource for a in assignments}):
-            # only pods that hold a slot of the resource are its holders (a pod reaching a
-            # GPU through NVIDIA_VISIBLE_DEVICES alone holds none, whatever is reported)
-            holding = {p.pod for p in held.get(name, []) if p.slots > 0}
-            for uuid, holders in kubelet_holders(assignments, name).items():
-                by_uuid.setdefault(uuid, []).extend(h for h in holders if h.pod in holding)
-        for gpu in gpus:
-            gpu.holders = by_uuid.get(gpu.uuid, [])
-        for device in devices:
-            device.holders = by_uuid.get(device.uuid, [])
-    else:
-        inferred = inferred_holders(whole, held.get(resource, []))
-        for gpu in whole:
-            gpu.holders = holder_list(inferred.get(gpu.uuid, {}), assigned=False)
-        infer_mig_holders(devices, [p for group in held.values() for p in group])
-    for gpu in gpus:
-        if gpu.mig_devices:
-            gpu.holders = [h for d in gpu.mig_devices for h in d.holders]
-
-
-def _expected_slots(
-    visible: int | None, config: EffectiveConfig, gpus: list[GpuFacts]
-) -> int | None:
-    """Slots of the node's own resource the plugin should advertise (None: cannot say)."""
-    if visible is None or config.config is None:
-        return None
-    mig = [g for g in gpus if _uses_mig(g, config)]
-    if not mig:
-        return visible * config.config.replicas
-    if config.config.mig_strategy == "mixed":
-        return (visible - len(mig)) * config.config.replicas
-    if any(not g.reading.mig_devices for g in mig):
-        return None  # single strategy, MIG devices not reported: unknown
-    return sum(g.slots for g in gpus if g.role == "advertised")
-
-
-def _expected_by_resource(gpus: list[GpuFacts], config: EffectiveConfig) -> dict[str, int]:
-    """Expected slots of every resource the node's advertised GPUs and MIG devices give."""
-    if config.config is None:
-        return {}
-    expected: dict[str, int] = {}
-    for gpu in gpus:
-        if gpu.role != "advertised":
-            continue
-        if _uses_mig(gpu, config):
-            for device in gpu.mig_devices:
-                if device.resource is not None:
-                    expected[device.resource] = expected.get(device.resource, 0) + device.slots
-        else:
-            expected[config.config.resource] = expected.get(config.config.resource, 0) + gpu.slots
-    return expected
 
 
 def _is_gpu_node(

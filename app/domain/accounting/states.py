@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain.accounting.facts import NodeFacts
-from app.domain.accounting.gpus import GpuFacts
-from app.domain.accounting.ledger import MigFacts
+from app.domain.accounting.ledger.models import GpuFacts, MigFacts
 from app.domain.cluster import AccountingOptions
 from app.domain.plugin.config import DEFAULT_ALLOCATION_POLICY
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL, ConfigManagerRef, PluginSpec

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.domain.accounting.facts import ClusterFacts
-from app.domain.accounting.ledger import sum_resources
+from app.domain.accounting.ledger.figures import sum_resources
 from app.domain.accounting.nodes import readable
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo, index_pods
 from app.domain.accounting.pods import read_pod

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.domain.accounting.facts import ClusterFacts
-from app.domain.accounting.gpus import listed_devices
+from app.domain.accounting.ledger.devices import listed_devices
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
 from app.domain.findings.catalogue import finding

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
-from app.domain.accounting.gpus import GpuFacts
+from app.domain.accounting.ledger.models import GpuFacts
 from app.domain.dra.inventory import DraView
 from app.domain.dra.ledger import PLUGIN_ONLY_CODES, node_allocation
 from app.domain.findings.catalogue import finding

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.domain.accounting.facts import NodeFacts
-from app.domain.accounting.gpus import GpuFacts
+from app.domain.accounting.ledger.models import GpuFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding, SlotHolder

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from app.domain.accounting.facts import ClusterFacts, NodeFacts
-from app.domain.accounting.gpus import GpuFacts, Handler
+from app.domain.accounting.ledger.models import GpuFacts, Handler
 from app.domain.accounting.pods import pod_key
 from app.domain.findings.catalogue import finding
 from app.domain.findings.fractions import fraction_findings
@@ -203,7 +203,7 @@ def _pod_processes(
             continue
         pod_facts = facts.pod_facts.get(uid)
         if pod_facts is not None and pod_facts.fraction is not None:
-            continue  # a GPU fraction: a holder of a share of this GPU (fraction_ledger.py)
+            continue  # a GPU fraction: a holder of a share of this GPU (ledger/fractions.py)
         key = pod_key(facts.pods_by_uid[uid])
         if gpu.uuid in claimed.get(key, set()):
             continue  # its DRA claim holds this GPU: accounted

@@ -2,7 +2,7 @@
 """Korean wording of every finding code: a title (with the finding's params) and what to do.
 
 The domain emits codes with parameters (`Finding.params`); these templates word them. A title
-whose placeholders the finding lacks falls back to `summary` (see app/web/finding_text.py).
+whose placeholders the finding lacks falls back to `summary` (see app/web/views/finding_text.py).
 """
 
 from __future__ import annotations

@@ -79,7 +79,7 @@ class RollbackIn(BaseModel):
 @router.get("/config", responses={401: problem("Reads need a login")})
 def get_config(runtime: RuntimeDep) -> dict[str, Any]:
     """The plugin's current mode and settings, resourceVersions, and what rollback offers."""
-    return config_view(runtime)
+    return config_view(runtime.changes)
 
 
 ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
@@ -95,7 +95,7 @@ def put_config(
     """Preview (`?dryRun=true`) or apply a mode change."""
     change = body.to_request()
     return change_mode(
-        runtime,
+        runtime.changes,
         admin,
         change,
         body.expectedToken,
@@ -114,7 +114,7 @@ def post_rollback(
     """Restore the config kept from before the last mode change."""
     body = body or RollbackIn()
     return change_mode(
-        runtime,
+        runtime.changes,
         admin,
         None,
         body.expectedToken,

@@ -59,7 +59,7 @@ def _page(
 ) -> HTMLResponse:
     view: GpuSplitOut | None = None
     try:
-        view = split_view(runtime, name)
+        view = split_view(runtime.changes, name)
     except (PlanRefused, ClusterError) as error:
         code, refused = refusal(request, error)
         alert = alert or refused
@@ -70,7 +70,7 @@ def _page(
         try:
             # a record's scope decides where it is offered: a mode record never here, and an
             # unverified one is listed without its one-click rollback (issue 33)
-            listing = change_listing(runtime)
+            listing = change_listing(runtime.changes)
             history = [r for r in listing.records if r.kind == "split" and r.node == name][:10]
             unverified = listing.unverified
         except ClusterError:
@@ -144,7 +144,7 @@ def gpus_preview(
     try:
         principal = admin_of(request, csrf_token)
         change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
-        shown = preview_split(runtime, principal, change)
+        shown = preview_split(runtime.changes, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, name, error)
     return _page(
@@ -168,7 +168,7 @@ def gpus_apply(
     try:
         principal = admin_of(request, csrf_token)
         change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
-        _, applied = apply_split(runtime, acting_admin(principal, request), change, token)
+        _, applied = apply_split(runtime.changes, acting_admin(principal, request), change, token)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, name, error)
     query = urlencode({"applied": applied.change_id or "-"})
@@ -186,7 +186,7 @@ def change_rollback_preview(
     """What undoing a split change would do, with the host-process confirmation of a split."""
     try:
         principal = admin_of(request, csrf_token)
-        shown = preview_rollback(runtime, principal, change)
+        shown = preview_rollback(runtime.changes, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _refused(request, runtime, node, error)
     return _page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
@@ -205,7 +205,7 @@ def change_rollback(
     try:
         principal = admin_of(request, csrf_token)
         done = rollback_change(
-            runtime,
+            runtime.changes,
             acting_admin(principal, request),
             change,
             dry_run=False,

@@ -67,7 +67,7 @@ def _plugin_page(
         "admin/plugin.html",
         title=translator(request)("title_admin_plugin"),
         status_code=status_code,
-        view=config_view(runtime),
+        view=config_view(runtime.changes),
         principal=principal_of(request),
         alert=alert,
         replicas_min=MIN_REPLICAS,
@@ -233,7 +233,7 @@ def _preview_page(
     try:
         principal = admin_of(request, csrf_token)
         change = to_request() if to_request is not None else None
-        shown = preview_mode(runtime, principal, change)
+        shown = preview_mode(runtime.changes, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
     return render_admin(
@@ -286,7 +286,7 @@ def _apply(
 ) -> Response:
     try:
         applied = apply_mode(
-            runtime,
+            runtime.changes,
             acting_admin(principal, request),
             change,
             choices.token,
@@ -303,7 +303,7 @@ def _apply(
 
 
 def _rollout_context(runtime: Runtime, lang: str) -> dict[str, Any]:
-    view = rollout_view(runtime)
+    view = rollout_view(runtime.changes)
     return {
         "status": view.status,
         "expected": view.expected,
@@ -325,7 +325,7 @@ def _rollout_page(
         "admin/rollout.html",
         title=translator(request)("title_admin_rollout"),
         principal=principal_of(request),
-        view=config_view(runtime),
+        view=config_view(runtime.changes),
         warnings=warnings or [],
         **_rollout_context(runtime, language_of(request)),
     )

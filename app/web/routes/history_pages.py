@@ -34,7 +34,7 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     available = runtime.writer is not None
     if available:
         try:
-            listing = change_listing(runtime)
+            listing = change_listing(runtime.changes)
         except ClusterError as exc:
             error = str(exc)
     principal = get_auth(request).identify(request, for_write=False)

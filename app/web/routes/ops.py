@@ -9,7 +9,7 @@ from app.web.views.metrics import CONTENT_TYPE, render_metrics
 from app.web.views.schemas import ReadyOut
 
 router = APIRouter(tags=["operations"])  # probes: open to all
-metrics_router = APIRouter(tags=["operations"])  # behind app.web.guards.require_metrics
+metrics_router = APIRouter(tags=["operations"])  # behind app.web.auth.guards.require_metrics
 
 
 @router.get("/healthz")

@@ -22,7 +22,15 @@ from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response, safe_next
 from app.web.i18n.translate import CATALOGS, LANG_COOKIE, Translator, language_of, supported
 from app.web.runtime import Runtime
+from app.web.services.fragments import (
+    find_node,
+    findings_fragment,
+    node_fragment,
+    overview_fragment,
+    usage_fragment,
+)
 from app.web.views import docs_page
+from app.web.views.figures import seconds
 from app.web.views.filters import (
     FilterError,
     FindingFilter,
@@ -31,16 +39,7 @@ from app.web.views.filters import (
     parse_node_filter,
 )
 from app.web.views.finding_text import finding_explanation, finding_summary
-from app.web.views.fragments import (
-    find_node,
-    findings_fragment,
-    node_fragment,
-    overview_fragment,
-    render_template,
-    usage_fragment,
-)
 from app.web.views.node_window import parse_page
-from app.web.views.views import seconds
 
 router = APIRouter(include_in_schema=False)
 open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
@@ -89,7 +88,7 @@ def _page(
         "refresh_s": seconds(interval_s),
         "path": request.url.path,
     }
-    html = render_template(runtime, f"pages/{page}.html", context)
+    html = runtime.pages.render(f"pages/{page}.html", context)
     return html_response(html, status_code=status_code, cache=REVALIDATE)
 
 
@@ -115,8 +114,8 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
     lang = language_of(request)
     t = Translator(lang)
     body = Markup(
-        render_template(
-            runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)}
+        runtime.pages.render(
+            "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)}
         )
     )
     return _page(
@@ -152,7 +151,7 @@ def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) 
         runtime,
         page="overview",
         title=Translator(lang)("title_overview"),
-        body=overview_fragment(runtime, lang, spec, page),
+        body=overview_fragment(runtime.pages, lang, spec, page),
         live_url=_live("/fragments/overview", _with_page(spec.query(), page)),
         refresh_s=refresh_s,
     )
@@ -165,7 +164,7 @@ def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
         page = parse_page(request.query_params)
     except FilterError:
         spec, page = NodeFilter(), 1
-    return _fragment_response(overview_fragment(runtime, language_of(request), spec, page))
+    return _fragment_response(overview_fragment(runtime.pages, language_of(request), spec, page))
 
 
 # ---------------------------------------------------------------- node detail
@@ -183,7 +182,7 @@ async def node_detail(
         runtime,
         page="node",
         title=Translator(lang)("title_node", name=name),
-        body=node_fragment(runtime, lang, name),
+        body=node_fragment(runtime.pages, lang, name),
         live_url=f"/fragments/nodes/{name}",
         refresh_s=refresh_s,
         status_code=404 if missing else 200,
@@ -192,7 +191,7 @@ async def node_detail(
 
 @router.get("/fragments/nodes/{name}", response_class=HTMLResponse)
 async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    return _fragment_response(node_fragment(runtime, language_of(request), name))
+    return _fragment_response(node_fragment(runtime.pages, language_of(request), name))
 
 
 # ---------------------------------------------------------------- findings
@@ -210,7 +209,7 @@ def findings(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) 
         runtime,
         page="findings",
         title=Translator(lang)("title_findings"),
-        body=findings_fragment(runtime, lang, spec),
+        body=findings_fragment(runtime.pages, lang, spec),
         live_url=_live("/fragments/findings", spec.query()),
         refresh_s=refresh_s,
     )
@@ -222,7 +221,7 @@ def findings_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
         spec = parse_finding_filter(request.query_params)
     except FilterError:
         spec = FindingFilter()
-    return _fragment_response(findings_fragment(runtime, language_of(request), spec))
+    return _fragment_response(findings_fragment(runtime.pages, language_of(request), spec))
 
 
 # ---------------------------------------------------------------- usage
@@ -244,7 +243,7 @@ def usage(
         runtime,
         page="usage",
         title=Translator(lang)("title_usage"),
-        body=usage_fragment(runtime, lang, by),
+        body=usage_fragment(runtime.pages, lang, by),
         live_url=f"/fragments/usage?by={by}",
         refresh_s=refresh_s,
     )
@@ -254,7 +253,7 @@ def usage(
 def usage_live(
     request: Request, runtime: RuntimeDep, by: UsageByQuery = "namespace"
 ) -> HTMLResponse:
-    return _fragment_response(usage_fragment(runtime, language_of(request), by))
+    return _fragment_response(usage_fragment(runtime.pages, language_of(request), by))
 
 
 # ---------------------------------------------------------------- docs and language
@@ -266,7 +265,7 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
     t = Translator(lang)
     doc = docs_page.findings_html(runtime.assets_dir)
     if doc is None:
-        body = Markup(render_template(runtime, "partials/doc_missing.html", {"t": t}))
+        body = Markup(runtime.pages.render("partials/doc_missing.html", {"t": t}))
         title, status_code = t("title_not_found"), 404
     else:
         contents = [
@@ -288,7 +287,7 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
             "contents": contents,
             "sections": contents if lang != "en" else [],  # English: docs/findings.md itself
         }
-        body = Markup(render_template(runtime, "partials/doc_findings.html", context))
+        body = Markup(runtime.pages.render("partials/doc_findings.html", context))
         title, status_code = t("title_doc_findings"), 200
     return _page(
         request,

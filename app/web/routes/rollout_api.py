@@ -92,4 +92,4 @@ def rollout_out(view: RolloutView) -> RolloutOut:
 @router.get("/rollout", response_model=RolloutOut)
 def get_rollout(runtime: RuntimeDep) -> RolloutOut:
     """The latest plugin change's rollout: done when every node that should advertise does."""
-    return rollout_out(rollout_view(runtime))
+    return rollout_out(rollout_view(runtime.changes))

@@ -87,7 +87,7 @@ class RollbackIn(BaseModel):
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
 def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
     """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
-    return split_view(runtime, name)
+    return split_view(runtime.changes, name)
 
 
 @router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
@@ -95,7 +95,7 @@ def get_changes(runtime: RuntimeDep) -> ChangesOut:
     """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
     if runtime.writer is None:
         return ChangesOut(changes=[], available=False)
-    listing = change_listing(runtime)
+    listing = change_listing(runtime.changes)
     return ChangesOut(
         changes=[change_out(r, verified=listing.verified(r)) for r in listing.records],
         unreadable=[unreadable_out(u) for u in listing.unreadable],
@@ -119,7 +119,7 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return change_split(runtime, admin, change, body.expectedToken, dry_run=dry_run)
+    return change_split(runtime.changes, admin, change, body.expectedToken, dry_run=dry_run)
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -133,7 +133,7 @@ def delete_gpu_split(
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
-    return change_split(runtime, admin, change, body.expectedToken, dry_run=dry_run)
+    return change_split(runtime.changes, admin, change, body.expectedToken, dry_run=dry_run)
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
@@ -147,7 +147,7 @@ def post_change_rollback(
     """Undo one change of the history (`?dryRun=true`: its preview)."""
     body = body or RollbackIn()
     return rollback_change(
-        runtime,
+        runtime.changes,
         admin,
         change,
         dry_run=dry_run,

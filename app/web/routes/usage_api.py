@@ -20,4 +20,4 @@ def get_usage(
     by: Annotated[UsageBy, Query(description="Add up per namespace, owner or node")] = "namespace",
 ) -> UsageOut:
     """Slots held, GPU memory used, idle slots and pending demand per namespace/owner/node."""
-    return usage_of(runtime, snapshot, by)
+    return usage_of(runtime.source.items("pods"), snapshot, by)

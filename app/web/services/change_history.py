@@ -20,8 +20,13 @@ from app.domain.changes.models import (
 )
 from app.domain.changes.split_models import SplitRequest
 from app.web.auth.principal import Admin, Principal
-from app.web.runtime import Runtime
-from app.web.services.change_pipeline import check_token, get_writer, or_no_change, writer_for
+from app.web.services.change_pipeline import (
+    ChangeContext,
+    check_token,
+    get_writer,
+    or_no_change,
+    writer_for,
+)
 from app.web.services.gpu_split import SplitPreview, applied_out, apply_split, preview_split
 from app.web.services.plugin_admin import build_preview, make_plan, mode_objects, write_mode
 from app.web.views.admin_schemas import (
@@ -37,15 +42,15 @@ from app.web.views.admin_schemas import (
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
 
 
-def change_listing(runtime: Runtime) -> HistoryListing:
+def change_listing(ctx: ChangeContext) -> HistoryListing:
     """Every recorded change, newest first, and the unreadable records (fresh from the API)."""
-    store = get_writer(runtime).history
+    store = get_writer(ctx).history
     return store.listing() if store is not None else HistoryListing(())
 
 
-def list_changes(runtime: Runtime) -> list[ChangeRecord]:
+def list_changes(ctx: ChangeContext) -> list[ChangeRecord]:
     """Every recorded change, newest first (fresh from the API server)."""
-    return list(change_listing(runtime).records)
+    return list(change_listing(ctx).records)
 
 
 def change_out(record: ChangeRecord, *, verified: bool) -> ChangeOut:
@@ -61,8 +66,8 @@ def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
     )
 
 
-def find_change(runtime: Runtime, change: str) -> StoredRecord:
-    store = get_writer(runtime).history
+def find_change(ctx: ChangeContext, change: str) -> StoredRecord:
+    store = get_writer(ctx).history
     found = store.find(change) if store is not None else None
     if isinstance(found, UnreadableRecord):
         raise PlanRefused(
@@ -90,7 +95,7 @@ def _trusted(stored: StoredRecord, *, dry_run: bool, confirm_unverified: bool) -
 
 
 def rollback_change(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     change: str,
     *,
@@ -101,13 +106,13 @@ def rollback_change(
     confirm_unverified: bool = False,
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
-    stored = find_change(runtime, change)
+    stored = find_change(ctx, change)
     record = _trusted(stored, dry_run=dry_run, confirm_unverified=confirm_unverified)
 
     def answer() -> RollbackOut:
         if record.kind == "split":
             return _undo_split(
-                runtime,
+                ctx,
                 admin,
                 record,
                 dry_run=dry_run,
@@ -115,25 +120,25 @@ def rollback_change(
                 expected=expected,
             )
         return _undo_mode(
-            runtime, admin, record, dry_run=dry_run, expected=expected, pass_failing=pass_failing
+            ctx, admin, record, dry_run=dry_run, expected=expected, pass_failing=pass_failing
         )
 
     return or_no_change(answer, dry_run=dry_run)
 
 
-def preview_rollback(runtime: Runtime, principal: Principal, change: str) -> SplitPreview:
+def preview_rollback(ctx: ChangeContext, principal: Principal, change: str) -> SplitPreview:
     """The preview of undoing split change `change` (the editor shows it before applying)."""
-    record = find_change(runtime, change).record
+    record = find_change(ctx, change).record
     if record.kind != "split":
         raise PlanRefused(
             RefusalCode.NOT_REVERSIBLE,
             f"Change {change} is a mode change: roll it back on the plugin page.",
         )
-    return preview_split(runtime, principal, split_request(record, False), rollback=True)
+    return preview_split(ctx, principal, split_request(record, False), rollback=True)
 
 
 def _undo_split(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     record: ChangeRecord,
     *,
@@ -143,15 +148,15 @@ def _undo_split(
 ) -> SplitPreviewOut | SplitAppliedOut:
     request = split_request(record, confirm)
     if dry_run:
-        return preview_split(runtime, admin.principal, request, rollback=True).out()
+        return preview_split(ctx, admin.principal, request, rollback=True).out()
     split_plan, applied = apply_split(
-        runtime, admin, request, expected, rollback=True, rolls_back=record.id
+        ctx, admin, request, expected, rollback=True, rolls_back=record.id
     )
     return applied_out(split_plan, applied)
 
 
 def _undo_mode(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     record: ChangeRecord,
     *,
@@ -160,13 +165,13 @@ def _undo_mode(
     pass_failing: bool,
 ) -> ModePreviewOut | ModeAppliedOut:
     mode = mode_request(record)
-    with writer_for(runtime, admin.principal) as writer:
-        plan = dataclasses.replace(make_plan(runtime, writer, mode), kind="rollback")
-        check_token(expected, mode_objects(runtime, plan))
+    with writer_for(ctx, admin.principal) as writer:
+        plan = dataclasses.replace(make_plan(ctx, writer, mode), kind="rollback")
+        check_token(expected, mode_objects(ctx, plan))
         if dry_run:
-            return build_preview(runtime, writer, plan).out()
+            return build_preview(ctx, writer, plan).out()
         return write_mode(
-            runtime, writer, admin, plan, pass_failing=pass_failing, rolls_back=record.id
+            ctx, writer, admin, plan, pass_failing=pass_failing, rolls_back=record.id
         ).out()
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
@@ -19,39 +20,55 @@ from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.cluster import Manifest
 from app.errors import WritesDisabledError
 from app.kube.writer import PluginWriter
+from app.settings import Settings
 from app.web.auth.principal import Principal
-from app.web.runtime import Runtime
+from app.web.services.snapshot_builder import ClusterSource
+from app.web.services.snapshots import SnapshotService
 from app.web.views.admin_schemas import NoChangeOut
 
 T = TypeVar("T")
 ReadObjects = Mapping[str, Manifest | None]
 
 
-def get_writer(runtime: Runtime) -> PluginWriter:
-    writer = runtime.writer
+@dataclass(frozen=True)
+class ChangeContext:
+    """What the admin change services read and write through, and nothing else of the app.
+
+    Built by the app factory; the services never see the Runtime (auth, templates, reports).
+    """
+
+    settings: Settings
+    source: ClusterSource  # the watch cache: plans read the objects it holds
+    snapshots: SnapshotService
+    clock: Callable[[], datetime]
+    writer: PluginWriter | None  # None: plugin changes are not enabled
+
+
+def get_writer(ctx: ChangeContext) -> PluginWriter:
+    writer = ctx.writer
     if writer is None:
         raise WritesDisabledError("Plugin changes are not enabled in this server.")
     return writer
 
 
 @contextmanager
-def writer_for(runtime: Runtime, principal: Principal) -> Iterator[PluginWriter]:
+def writer_for(ctx: ChangeContext, principal: Principal) -> Iterator[PluginWriter]:
     """The writer acting as the principal (impersonation for proxy users)."""
-    writer = get_writer(runtime)
+    writer = get_writer(ctx)
     user = principal.user if principal.impersonate else None
     with writer.acting_as(user, principal.groups) as acting:
         yield acting
 
 
-def cached_objects(runtime: Runtime) -> tuple[Manifest | None, Manifest | None]:
+def cached_objects(ctx: ChangeContext) -> tuple[Manifest | None, Manifest | None]:
     """The shared DaemonSet and its ConfigMap as the watch cache holds them (no API call)."""
-    target = runtime.settings.plugin_target
-    daemonset = next((ds for ds in runtime.source.items("daemonsets") if target.matches(ds)), None)
+    target = ctx.settings.plugin_target
+    daemonset = next((ds for ds in ctx.source.items("daemonsets") if target.matches(ds)), None)
     configmap = next(
         (
             cm
-            for cm in runtime.source.items("configmaps")
-            if (cm.get("metadata") or {}).get("name") == runtime.settings.plugin_configmap_name
+            for cm in ctx.source.items("configmaps")
+            if (cm.get("metadata") or {}).get("name") == ctx.settings.plugin_configmap_name
             and (cm.get("metadata") or {}).get("namespace") in (None, target.namespace)
         ),
         None,

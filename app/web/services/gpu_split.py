@@ -24,8 +24,8 @@ from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import NodeState
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.runtime import Runtime
 from app.web.services.change_pipeline import (
+    ChangeContext,
     ReadObjects,
     cached_objects,
     check_token,
@@ -109,8 +109,8 @@ def applied_out(plan: SplitPlan, applied: SplitApplied) -> SplitAppliedOut:
 # the node's GPUs -------------------------------------------------------------------------
 
 
-def node_state(runtime: Runtime, node: str) -> NodeState:
-    snapshot = runtime.snapshots.current()
+def node_state(ctx: ChangeContext, node: str) -> NodeState:
+    snapshot = ctx.snapshots.current()
     for state in snapshot.nodes if snapshot is not None else []:
         if state.name == node:
             return state
@@ -137,11 +137,11 @@ def node_gpus(state: NodeState) -> list[NodeGpu]:
     return gpus
 
 
-def _shared_name(runtime: Runtime) -> str:
-    return runtime.settings.plugin_target.name
+def _shared_name(ctx: ChangeContext) -> str:
+    return ctx.settings.plugin_target.name
 
 
-def refused_view(runtime: Runtime, state: NodeState, refused: PlanRefused) -> GpuSplitOut:
+def refused_view(ctx: ChangeContext, state: NodeState, refused: PlanRefused) -> GpuSplitOut:
     """A node GPU Slots does not change: who governs it, its GPUs as they are, and why."""
     owner = (state.config.daemonset if state.config is not None else None) or "-/-"
     namespace, _, name = owner.partition("/")
@@ -165,7 +165,7 @@ def refused_view(runtime: Runtime, state: NodeState, refused: PlanRefused) -> Gp
             )
             for g in sorted(state.gpus, key=lambda g: g.index)
         ],
-        writesEnabled=runtime.writer is not None,
+        writesEnabled=ctx.writer is not None,
         operatorManaged=refused.code is RefusalCode.OPERATOR_MANAGED,
         editable=False,
         refusal=SplitRefusalOut(
@@ -176,21 +176,21 @@ def refused_view(runtime: Runtime, state: NodeState, refused: PlanRefused) -> Gp
     )
 
 
-def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
+def split_view(ctx: ChangeContext, node: str) -> GpuSplitOut:
     """GET: each GPU's role (from the DaemonSet that governs the node), slots and processes.
 
     A node GPU Slots may not change is described as it is, with the refusal, and no API read.
     """
-    state = node_state(runtime, node)
-    refused = split_refusal(state, target=runtime.settings.plugin_target.ref)
+    state = node_state(ctx, node)
+    refused = split_refusal(state, target=ctx.settings.plugin_target.ref)
     if refused is not None:
-        return refused_view(runtime, state, refused)
+        return refused_view(ctx, state, refused)
     gpus = node_gpus(state)
-    name = own_name(_shared_name(runtime), node)
-    if runtime.writer is not None:
-        objects = SplitWriter(runtime.writer).read(node, name)
+    name = own_name(_shared_name(ctx), node)
+    if ctx.writer is not None:
+        objects = SplitWriter(ctx.writer).read(node, name)
     else:
-        shared, configmap = cached_objects(runtime)
+        shared, configmap = cached_objects(ctx)
         objects = SplitObjects(None, shared, configmap, None, None)
     if objects.shared is None:
         raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
@@ -206,7 +206,7 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
         node=node,
         daemonset=GoverningOut(
             name=current.daemonset,
-            namespace=runtime.settings.plugin_target.namespace,
+            namespace=ctx.settings.plugin_target.namespace,
             own=current.own,
         ),
         configKey=current.config_key,
@@ -229,7 +229,7 @@ def split_view(runtime: Runtime, node: str) -> GpuSplitOut:
             )
             for g in sorted(gpus, key=lambda g: g.index)
         ],
-        writesEnabled=runtime.writer is not None,
+        writesEnabled=ctx.writer is not None,
         operatorManaged=is_operator_managed(objects.shared),
     )
 
@@ -248,29 +248,29 @@ def _governing(objects: SplitObjects) -> Manifest:
 # plan, preview, apply --------------------------------------------------------------------
 
 
-def split_objects(runtime: Runtime, node: str, objects: SplitObjects) -> ReadObjects:
+def split_objects(ctx: ChangeContext, node: str, objects: SplitObjects) -> ReadObjects:
     """The objects a split plan was made from, keyed for the freshness token."""
-    ns, shared = runtime.settings.plugin_target.namespace, _shared_name(runtime)
+    ns, shared = ctx.settings.plugin_target.namespace, _shared_name(ctx)
     own = own_name(shared, node)
     return {
         f"node/{node}": objects.node,
         f"daemonset/{ns}/{shared}": objects.shared,
-        f"configmap/{ns}/{runtime.settings.plugin_configmap_name}": objects.shared_configmap,
+        f"configmap/{ns}/{ctx.settings.plugin_configmap_name}": objects.shared_configmap,
         f"daemonset/{ns}/{own}": objects.own,
         f"configmap/{ns}/{own}": objects.own_configmap,
     }
 
 
 def _plan(
-    runtime: Runtime, writer: SplitWriter, request: SplitRequest, *, rollback: bool
+    ctx: ChangeContext, writer: SplitWriter, request: SplitRequest, *, rollback: bool
 ) -> tuple[SplitPlan, ReadObjects]:
-    state = node_state(runtime, request.node)
-    refused = split_refusal(state, target=runtime.settings.plugin_target.ref)
+    state = node_state(ctx, request.node)
+    refused = split_refusal(state, target=ctx.settings.plugin_target.ref)
     if refused is None and request.kubernetes_gpus is not None:
         refused = dra_held(state, request.kubernetes_gpus)
     if refused is not None:
         raise refused  # before any read: nothing of another install is planned
-    objects = writer.read(request.node, own_name(_shared_name(runtime), request.node))
+    objects = writer.read(request.node, own_name(_shared_name(ctx), request.node))
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
     shared_status = (objects.shared or {}).get("status") or {}
@@ -286,17 +286,17 @@ def _plan(
         shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
         rollback=rollback,
     )
-    return plan, split_objects(runtime, request.node, objects)
+    return plan, split_objects(ctx, request.node, objects)
 
 
 def preview_split(
-    runtime: Runtime, principal: Principal, request: SplitRequest, *, rollback: bool = False
+    ctx: ChangeContext, principal: Principal, request: SplitRequest, *, rollback: bool = False
 ) -> SplitPreview:
     """The plan with its diffs and the server's dry run; raises PlanRefused/ClusterError."""
-    ns = runtime.settings.plugin_target.namespace
-    with writer_for(runtime, principal) as plugin_writer:
+    ns = ctx.settings.plugin_target.namespace
+    with writer_for(ctx, principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
-        plan, objects = _plan(runtime, writer, request, rollback=rollback)
+        plan, objects = _plan(ctx, writer, request, rollback=rollback)
         diffs = {
             w.key: f"node/{w.name}: labels {w.after}"
             if w.kind == "Node"
@@ -307,7 +307,7 @@ def preview_split(
 
 
 def apply_split(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     request: SplitRequest,
     expected: str | None,
@@ -316,12 +316,12 @@ def apply_split(
     rolls_back: str | None = None,
 ) -> tuple[SplitPlan, SplitApplied]:
     """Write the split planned from the objects as they are now; audit it as a change."""
-    with writer_for(runtime, admin.principal) as plugin_writer:
+    with writer_for(ctx, admin.principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
-        plan, objects = _plan(runtime, writer, request, rollback=rollback)
+        plan, objects = _plan(ctx, writer, request, rollback=rollback)
         check_token(expected, objects)
         check_confirmed(plan, request)
-        now = runtime.clock()
+        now = ctx.clock()
         record = split_record(
             plan,
             change=change_id(now, secrets.token_hex(3)),
@@ -330,12 +330,12 @@ def apply_split(
             rolls_back=rolls_back,
         )
         applied = writer.apply(plan, record=record)
-    runtime.snapshots.poke()
+    ctx.snapshots.poke()
     return plan, applied
 
 
 def change_split(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     change: SplitRequest,
     expected: str | None,
@@ -346,8 +346,8 @@ def change_split(
 
     def answer() -> SplitPreviewOut | SplitAppliedOut:
         if dry_run:
-            return preview_split(runtime, admin.principal, change).out()
-        plan, applied = apply_split(runtime, admin, change, expected)
+            return preview_split(ctx, admin.principal, change).out()
+        plan, applied = apply_split(ctx, admin, change, expected)
         return applied_out(plan, applied)
 
     return or_no_change(answer, dry_run=dry_run)

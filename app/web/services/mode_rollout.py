@@ -26,8 +26,7 @@ from app.domain.changes.rollout_record import (
 )
 from app.errors import ClusterError
 from app.kube.writer import PluginWriter
-from app.web.runtime import Runtime
-from app.web.services.change_pipeline import iso
+from app.web.services.change_pipeline import ChangeContext, iso
 from app.web.services.rollout_view import rollout_view
 
 log = logging.getLogger(__name__)
@@ -50,19 +49,19 @@ class FailingNodes:
         return bool(self.nodes) and len(self.nodes) >= self.max_unavailable
 
 
-def failing_nodes(runtime: Runtime, plan: ChangePlan) -> FailingNodes:
-    target = runtime.settings.plugin_target
-    nodes = failing_plugin_nodes(runtime.snapshots.current(), target=target.ref)
+def failing_nodes(ctx: ChangeContext, plan: ChangePlan) -> FailingNodes:
+    target = ctx.settings.plugin_target
+    nodes = failing_plugin_nodes(ctx.snapshots.current(), target=target.ref)
     desired = int(((plan.daemonset_before.get("status") or {}).get("desiredNumberScheduled")) or 0)
     return FailingNodes(nodes, max_unavailable(plan.daemonset_before, desired))
 
 
 def with_rollout(
-    runtime: Runtime, plan: ChangePlan, *, pass_failing: bool
+    ctx: ChangeContext, plan: ChangePlan, *, pass_failing: bool
 ) -> tuple[ChangePlan, RolloutRecord]:
     """The plan to write, carrying its rollout record (and the raised budget, if chosen)."""
-    now = runtime.clock()
-    failing = failing_nodes(runtime, plan)
+    now = ctx.clock()
+    failing = failing_nodes(ctx, plan)
     record = RolloutRecord(
         change_id=change_id(now, secrets.token_hex(3)),
         since=iso(now),
@@ -78,46 +77,46 @@ def with_rollout(
     return dataclasses.replace(plan, daemonset=daemonset), record
 
 
-def restore_when_done(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> None:
+def restore_when_done(ctx: ChangeContext, writer: PluginWriter, record: RolloutRecord) -> None:
     """Start the watcher that puts maxUnavailable back (only when this rollout raised it)."""
     if record.budget is None:
         return
     thread = threading.Thread(
         target=_restore_loop,
-        args=(runtime, writer, record),
+        args=(ctx, writer, record),
         name=f"restore-max-unavailable-{record.change_id}",
         daemon=True,
     )
     thread.start()
 
 
-def _restore_loop(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> None:
+def _restore_loop(ctx: ChangeContext, writer: PluginWriter, record: RolloutRecord) -> None:
     """Poll the rollout view (the watch cache: no API call) until done, then restore."""
     stop = threading.Event()
-    started = runtime.clock()
+    started = ctx.clock()
     while not stop.wait(POLL_S):
         try:
-            view = rollout_view(runtime)
+            view = rollout_view(ctx)
             mine = view.record is not None and view.record.change_id == record.change_id
             if not mine:
                 return  # a newer change took over the DaemonSet (and its record)
-            late = (runtime.clock() - started).total_seconds() > RESTORE_DEADLINE_S
+            late = (ctx.clock() - started).total_seconds() > RESTORE_DEADLINE_S
             if view.state == "done" or late:
-                restore_now(runtime, writer, record)
+                restore_now(ctx, writer, record)
                 return
         except Exception:  # a watcher thread must never die loudly: say so and stop
             log.exception("watching the rollout of change %s failed", record.change_id)
             return
 
 
-def restore_now(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -> bool:
+def restore_now(ctx: ChangeContext, writer: PluginWriter, record: RolloutRecord) -> bool:
     """Put maxUnavailable back on the DaemonSet if it still carries this rollout's raise."""
     try:
         current = writer.read().daemonset
         mine = rollout_record(current)
         if current is None or mine is None or mine.change_id != record.change_id:
             return False
-        restored = restored_budget(current, mine, at=iso(runtime.clock()))
+        restored = restored_budget(current, mine, at=iso(ctx.clock()))
         if restored is None:
             return False
         writer.replace_daemonset(restored, seen=current, action="restoring maxUnavailable")
@@ -133,7 +132,7 @@ def restore_now(runtime: Runtime, writer: PluginWriter, record: RolloutRecord) -
             "max_unavailable": record.budget and record.budget.as_json(),
         },
     )
-    runtime.snapshots.poke()
+    ctx.snapshots.poke()
     return True
 
 

@@ -24,8 +24,8 @@ from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.runtime import Runtime
 from app.web.services.change_pipeline import (
+    ChangeContext,
     ReadObjects,
     cached_objects,
     check_token,
@@ -151,42 +151,44 @@ def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
 # the mode change -------------------------------------------------------------------------
 
 
-def build_preview(runtime: Runtime, writer: PluginWriter, plan: ChangePlan) -> Preview:
-    target = runtime.settings.plugin_target
-    cm_title = f"configmap/{target.namespace}/{runtime.settings.plugin_configmap_name}"
+def build_preview(ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan) -> Preview:
+    target = ctx.settings.plugin_target
+    cm_title = f"configmap/{target.namespace}/{ctx.settings.plugin_configmap_name}"
     ds_title = f"daemonset/{target.ref}"
     cm_after = plan.configmap if plan.configmap is not None else plan.configmap_before
     if plan.configmap_action.value == "delete":
         cm_after = None
-    failing = failing_nodes(runtime, plan)
+    failing = failing_nodes(ctx, plan)
     return Preview(
         plan=plan,
         configmap_diff=object_diff(plan.configmap_before, cm_after, title=cm_title),
         daemonset_diff=object_diff(plan.daemonset_before, plan.daemonset, title=ds_title),
         dry_run=writer.dry_run(plan),
         nodes=slots_by_node(
-            runtime.snapshots.current(), plan.after, target=target.ref, failing=failing.nodes
+            ctx.snapshots.current(), plan.after, target=target.ref, failing=failing.nodes
         ),
-        token=token_of(mode_objects(runtime, plan)),
+        token=token_of(mode_objects(ctx, plan)),
         failing=failing,
     )
 
 
-def mode_objects(runtime: Runtime, plan: ChangePlan) -> ReadObjects:
+def mode_objects(ctx: ChangeContext, plan: ChangePlan) -> ReadObjects:
     """The objects a mode plan was made from, keyed for the freshness token."""
-    target = runtime.settings.plugin_target
+    target = ctx.settings.plugin_target
     return {
         f"daemonset/{target.ref}": plan.daemonset_before,
-        f"configmap/{target.namespace}/{runtime.settings.plugin_configmap_name}": (
+        f"configmap/{target.namespace}/{ctx.settings.plugin_configmap_name}": (
             plan.configmap_before
         ),
     }
 
 
-def make_plan(runtime: Runtime, writer: PluginWriter, request: ChangeRequest | None) -> ChangePlan:
+def make_plan(
+    ctx: ChangeContext, writer: PluginWriter, request: ChangeRequest | None
+) -> ChangePlan:
     """A plan from the objects as the API server holds them now (None request: rollback)."""
     objects = writer.read()
-    name = runtime.settings.plugin_configmap_name
+    name = ctx.settings.plugin_configmap_name
     if request is None:
         return plan_rollback(objects.daemonset, objects.configmap, configmap_name=name)
     return plan_change(
@@ -194,33 +196,33 @@ def make_plan(runtime: Runtime, writer: PluginWriter, request: ChangeRequest | N
         objects.configmap,
         request,
         configmap_name=name,
-        dra_install=dra_install_of(runtime),
+        dra_install=dra_install_of(ctx),
     )
 
 
-def dra_install_of(runtime: Runtime) -> DraInstall | None:
+def dra_install_of(ctx: ChangeContext) -> DraInstall | None:
     """The DRA driver install the cache sees, when no device plugin runs beside it."""
-    daemonsets = runtime.source.items("daemonsets")
+    daemonsets = ctx.source.items("daemonsets")
     if any(is_plugin_daemonset(ds) for ds in daemonsets):
         return None
-    return read_dra_install(daemonsets, runtime.source.items("deviceclasses"), device_plugin=False)
+    return read_dra_install(daemonsets, ctx.source.items("deviceclasses"), device_plugin=False)
 
 
 def preview_mode(
-    runtime: Runtime,
+    ctx: ChangeContext,
     principal: Principal,
     change: ChangeRequest | None,
     expected: str | None = None,
 ) -> Preview:
     """The preview of a mode change (None: of the rollback); raises PlanRefused/ClusterError."""
-    with writer_for(runtime, principal) as writer:
-        plan = make_plan(runtime, writer, change)
-        check_token(expected, mode_objects(runtime, plan))
-        return build_preview(runtime, writer, plan)
+    with writer_for(ctx, principal) as writer:
+        plan = make_plan(ctx, writer, change)
+        check_token(expected, mode_objects(ctx, plan))
+        return build_preview(ctx, writer, plan)
 
 
 def apply_mode(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     change: ChangeRequest | None,
     expected: str | None,
@@ -228,14 +230,14 @@ def apply_mode(
     pass_failing: bool = False,
 ) -> Applied:
     """Write a mode change (None: the rollback) planned from the objects as they are now."""
-    with writer_for(runtime, admin.principal) as writer:
-        plan = make_plan(runtime, writer, change)
-        check_token(expected, mode_objects(runtime, plan))
-        return write_mode(runtime, writer, admin, plan, pass_failing=pass_failing)
+    with writer_for(ctx, admin.principal) as writer:
+        plan = make_plan(ctx, writer, change)
+        check_token(expected, mode_objects(ctx, plan))
+        return write_mode(ctx, writer, admin, plan, pass_failing=pass_failing)
 
 
 def write_mode(
-    runtime: Runtime,
+    ctx: ChangeContext,
     writer: PluginWriter,
     admin: Admin,
     plan: ChangePlan,
@@ -244,13 +246,13 @@ def write_mode(
     rolls_back: str | None = None,
 ) -> Applied:
     """Apply and record a planned mode change (its rollout record on the DaemonSet)."""
-    plan, rollout = with_rollout(runtime, plan, pass_failing=pass_failing)
+    plan, rollout = with_rollout(ctx, plan, pass_failing=pass_failing)
     assert rollout.change_id is not None
     record = mode_record(
         plan,
         change=rollout.change_id,
         user=admin.user,
-        at=runtime.clock(),
+        at=ctx.clock(),
         rolls_back=rolls_back,
         rollout=rollout.as_json(),
     )
@@ -260,13 +262,13 @@ def write_mode(
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json()},
     )
-    restore_when_done(runtime, get_writer(runtime), rollout)
-    runtime.snapshots.poke()
+    restore_when_done(ctx, get_writer(ctx), rollout)
+    ctx.snapshots.poke()
     return Applied(plan, result, result.change_id, rollout)
 
 
 def change_mode(
-    runtime: Runtime,
+    ctx: ChangeContext,
     admin: Admin,
     change: ChangeRequest | None,
     expected: str | None,
@@ -278,8 +280,8 @@ def change_mode(
 
     def answer() -> ModePreviewOut | ModeAppliedOut:
         if dry_run:
-            return preview_mode(runtime, admin.principal, change, expected).out()
-        return apply_mode(runtime, admin, change, expected, pass_failing=pass_failing).out()
+            return preview_mode(ctx, admin.principal, change, expected).out()
+        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out()
 
     return or_no_change(answer, dry_run=dry_run)
 
@@ -287,10 +289,10 @@ def change_mode(
 # reading the current mode ----------------------------------------------------------------
 
 
-def config_view(runtime: Runtime) -> dict[str, Any]:
+def config_view(ctx: ChangeContext) -> dict[str, Any]:
     """The current mode and settings, for the API and the form."""
-    settings = runtime.settings
-    daemonset, configmap = cached_objects(runtime)
+    settings = ctx.settings
+    daemonset, configmap = cached_objects(ctx)
     view: dict[str, Any] = {
         "daemonset": {
             "name": settings.plugin_target.name,
@@ -305,11 +307,11 @@ def config_view(runtime: Runtime) -> dict[str, Any]:
         },
         "operatorManaged": daemonset is not None and is_operator_managed(daemonset),
         "draOnly": None,
-        "writesEnabled": runtime.writer is not None,
+        "writesEnabled": ctx.writer is not None,
         "previous": None,
     }
     if daemonset is None:
-        install = dra_install_of(runtime)
+        install = dra_install_of(ctx)
         view["draOnly"] = install.model_dump() if install is not None else None
         view.update(
             {

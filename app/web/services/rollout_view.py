@@ -17,8 +17,7 @@ from app.domain.changes.plan import current_settings
 from app.domain.changes.rollout import RolloutStatus, rollout_status
 from app.domain.changes.rollout_record import RolloutRecord, rollout_record
 from app.domain.kube_time import parse_time
-from app.web.runtime import Runtime
-from app.web.services.change_pipeline import cached_objects
+from app.web.services.change_pipeline import ChangeContext, cached_objects
 
 STUCK_AFTER_S = 60.0
 RolloutState = Literal["done", "rolling-out", "stuck", "no-daemonset"]
@@ -53,9 +52,9 @@ class RolloutView:
         return "stuck" if self.stuck else "rolling-out"
 
 
-def rollout_view(runtime: Runtime) -> RolloutView:
+def rollout_view(ctx: ChangeContext) -> RolloutView:
     """Where the DaemonSet's current generation stands, with the latest change's record."""
-    daemonset, configmap = cached_objects(runtime)
+    daemonset, configmap = cached_objects(ctx)
     expected = current_settings(daemonset, configmap) if daemonset is not None else None
     generation = int(((daemonset or {}).get("metadata") or {}).get("generation") or 0)
     record = rollout_record(daemonset)
@@ -64,13 +63,13 @@ def rollout_view(runtime: Runtime) -> RolloutView:
     if expected is not None:
         status = rollout_status(
             daemonset,
-            runtime.source.items("pods"),
-            runtime.snapshots.current(),
+            ctx.source.items("pods"),
+            ctx.snapshots.current(),
             expected=expected,
             generation=generation,
             since=started_at,
             broken_before=frozenset(record.broken_before) if record is not None else frozenset(),
         )
-    now = runtime.clock()
+    now = ctx.clock()
     elapsed_s = None if started_at is None else max(0.0, (now - started_at).total_seconds())
     return RolloutView(status, expected, generation, record, elapsed_s)

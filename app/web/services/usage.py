@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from app.domain.cluster import Manifest
 from app.domain.snapshot import Snapshot
 from app.domain.usage.holders import UsageBy, pod_usages, usage_rows
-from app.web.runtime import Runtime
 
 
 class UsageRowOut(BaseModel):
@@ -67,9 +68,9 @@ class UsageOut(BaseModel):
     pods: list[PodUsageOut]
 
 
-def usage_of(runtime: Runtime, snapshot: Snapshot, by: UsageBy) -> UsageOut:
+def usage_of(pods: Sequence[Manifest], snapshot: Snapshot, by: UsageBy) -> UsageOut:
     """Usage rows and the pods under them, from the snapshot and the cached pods."""
-    usages = pod_usages(snapshot, runtime.source.items("pods"))
+    usages = pod_usages(snapshot, pods)
     return UsageOut(
         generated_at=snapshot.generated_at,
         by=by,

@@ -1,7 +1,8 @@
-"""What the page templates call: slot grids, memory bars, groups, finding keys (`views`).
+"""What the page templates call: node cards, slot grids, memory bars, groups, finding keys.
 
-Pure helpers over snapshot models, gathered in one namespace so every template reads
-`v.<helper>`; the hot loops of big pages (the slot grid) build their markup here.
+Pure helpers over snapshot models, gathered in one namespace (`views`) so every template
+reads `v.<helper>`; the hot loops of big pages (the slot grid) build their markup here.
+Figures are written by `figures`, sparklines drawn by `sparks`, diffs by `diffs`.
 """
 
 from __future__ import annotations
@@ -14,16 +15,18 @@ from types import SimpleNamespace
 from markupsafe import Markup, escape
 
 from app.domain.accounting.free_gpus import free_by_model
+from app.domain.changes.split_scope import split_refusal
 from app.domain.findings.usage import duration_text
-from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState
+from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Severity, Snapshot
 from app.web.i18n.translate import Translator
-from app.web.views import page_views
+from app.web.views import figures
 from app.web.views.abandon import check
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
 from app.web.views.health_view import health_items
 from app.web.views.node_window import slot_bar
 from app.web.views.slot_runs import counted_grid, is_large
+from app.web.views.sparks import spark_svg
 
 
 def most_severe(findings: Iterable[Finding], *, limit: int | None = None) -> list[Finding]:
@@ -32,15 +35,69 @@ def most_severe(findings: Iterable[Finding], *, limit: int | None = None) -> lis
     return ordered if limit is None else ordered[:limit]
 
 
-def seconds(value_s: float | None) -> str:
-    """A duration for people: whole seconds, or one decimal under ten seconds."""
-    if value_s is None:
-        return "?"
-    return f"{value_s:.1f}".rstrip("0").rstrip(".") if value_s < 10 else str(round(value_s))
+def worst_finding(node: NodeState) -> Finding | None:
+    """The node's most severe finding (any scope), or None."""
+    return min(node.findings, key=lambda f: SEVERITY_RANK[f.severity], default=None)
 
 
-def gib(mib: int | None) -> str:
-    return "?" if mib is None else f"{mib / 1024:.1f}"
+def plugin_state(node: NodeState) -> str | None:
+    """What `kubectl get pods` would show for the node's plugin pod: CrashLoopBackOff, ..."""
+    pod = node.plugin_pod
+    if pod is None:
+        return None
+    return pod.state or pod.phase
+
+
+def gpus_editable(node: NodeState, snapshot: Snapshot) -> bool:
+    """GPU Slots may change this node's GPUs (no "Edit GPUs" link where it would refuse)."""
+    plugin = snapshot.plugin
+    return node.gpu_node and split_refusal(node, target=f"{plugin.namespace}/{plugin.name}") is None
+
+
+def plugin_ok(node: NodeState) -> bool:
+    return node.plugin_pod is not None and node.plugin_pod.ready
+
+
+def gpu_severity(node: NodeState, gpu: GpuState) -> str:
+    """The GPU's worst finding, counting the node's own findings for GPUs Kubernetes should get.
+
+    A crash-looping plugin or an unhealthy device is a node finding, but every advertised or
+    failing GPU of that node suffers it: the GPU is not drawn OK.
+    """
+    ranks = [SEVERITY_RANK[gpu.worst_severity]] if gpu.worst_severity is not None else []
+    if gpu.role in ("advertised", "failing"):
+        ranks.extend(
+            SEVERITY_RANK[f.severity]
+            for f in node.findings
+            if f.gpu_uuid is None and f.pod is None and f.severity is not Severity.INFO
+        )
+    if not ranks:
+        return "none"
+    return next(s for s, r in SEVERITY_RANK.items() if r == min(ranks)).value
+
+
+def unavailable_slots(node: NodeState) -> dict[str, int]:
+    """Per GPU, the empty cells that are not really free (unhealthy device, failing plugin).
+
+    Cells drawn free add up to more than the node's free slots when allocatable is below what
+    the GPUs should give; the excess is marked unavailable, from the last GPU backwards
+    (the plugin does not say which device is unhealthy).
+    """
+    empty = {
+        gpu.uuid: max(gpu.slots - gpu.held_slots, 0)
+        for gpu in node.gpus
+        if gpu.role == "advertised"
+    }
+    excess = sum(empty.values()) - max(node.free or 0, 0)
+    found: dict[str, int] = {}
+    for gpu in reversed(node.gpus):
+        if excess <= 0:
+            break
+        take = min(empty.get(gpu.uuid, 0), excess)
+        if take:
+            found[gpu.uuid] = take
+            excess -= take
+    return found
 
 
 @dataclass(frozen=True)
@@ -142,7 +199,14 @@ def memory_split(gpu: GpuState) -> MemorySplit | None:
     pods_pct, host_pct, other_pct = pct(pods), pct(host), pct(other)
     free_pct = max(0, 100 - pods_pct - host_pct - other_pct)
     return MemorySplit(
-        pods_pct, host_pct, other_pct, free_pct, gib(pods), gib(host), gib(free), gib(total)
+        pods_pct,
+        host_pct,
+        other_pct,
+        free_pct,
+        figures.mib(pods),
+        figures.mib(host),
+        figures.mib(free),
+        figures.mib(total),
     )
 
 
@@ -193,29 +257,23 @@ def finding_key(finding: Finding) -> str:
     return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
 
 
-# The page_views helpers the templates call by their own names.
-_PAGE_VIEWS = (
-    "worst_finding",
-    "plugin_state",
-    "plugin_ok",
-    "gpus_editable",
-    "gpu_severity",
-    "unavailable_slots",
-    "mib",
-    "spark_svg",
-)
-
 views = SimpleNamespace(
-    **{name: getattr(page_views, name) for name in _PAGE_VIEWS},
+    worst_finding=worst_finding,
+    plugin_state=plugin_state,
+    plugin_ok=plugin_ok,
+    gpus_editable=gpus_editable,
+    gpu_severity=gpu_severity,
+    unavailable_slots=unavailable_slots,
+    mib=figures.mib,
+    seconds=figures.seconds,
+    age=figures.age,
+    spark_svg=spark_svg,
     title=finding_title,
     explanation=finding_explanation,
     summary=finding_summary,
     duration=duration_text,
-    age=lambda value_s: "?" if value_s is None else str(round(value_s)),
     finding_key=finding_key,
     most_severe=most_severe,
-    seconds=seconds,
-    gib=gib,
     slot_cells=slot_cells,
     slot_grid=slot_grid,
     memory_split=memory_split,

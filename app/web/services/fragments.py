@@ -9,16 +9,18 @@ no extra work.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from jinja2 import Environment
 from markupsafe import Markup
 
+from app.domain.cluster import Manifest
 from app.domain.snapshot import Finding, NodeState, Snapshot
 from app.domain.usage.holders import UsageBy
 from app.web.i18n.translate import Translator
-from app.web.runtime import Runtime
+from app.web.services.snapshots import SnapshotService
 from app.web.services.usage import usage_of
-from app.web.views import page_views
 from app.web.views.filters import (
     FindingFilter,
     NodeFilter,
@@ -27,18 +29,27 @@ from app.web.views.filters import (
     filter_nodes,
 )
 from app.web.views.node_window import window
+from app.web.views.sparks import spark
 from app.web.views.views import most_severe, views
 from app.web.views.views import pod_gpus as view_pod_gpus
 
 MEMO_PAGES = 50  # unfiltered overview pages memoised per snapshot; further ones render per request
 
 
-def render_template(runtime: Runtime, template: str, context: dict[str, Any]) -> str:
-    return runtime.templates.get_template(template).render(context)
+@dataclass(frozen=True)
+class Pages:
+    """What pages are rendered from: the one autoescaping environment, the snapshots, the pods."""
+
+    env: Environment
+    snapshots: SnapshotService
+    pods: Callable[[], list[Manifest]]  # the cached pods (usage lists them)
+
+    def render(self, template: str, context: dict[str, Any]) -> str:
+        return self.env.get_template(template).render(context)
 
 
 def _fragment(
-    runtime: Runtime,
+    pages: Pages,
     lang: str,
     *,
     key: str,
@@ -59,15 +70,15 @@ def _fragment(
             context.update(extra(snapshot))
         # The partial went through the autoescaping environment; mark it so the layout
         # does not escape it a second time.
-        return Markup(render_template(runtime, template, context))
+        return Markup(pages.render(template, context))
 
     if memo:
-        body = runtime.snapshots.page_html.memo(f"page:{key}:{lang}", render)
+        body = pages.snapshots.page_html.memo(f"page:{key}:{lang}", render)
     else:
-        current = runtime.snapshots.current()
+        current = pages.snapshots.current()
         body = render(current) if current is not None else None
     if body is None:
-        return Markup(render_template(runtime, "partials/listing.html", {"t": t, "lang": lang}))
+        return Markup(pages.render("partials/listing.html", {"t": t, "lang": lang}))
     return body
 
 
@@ -87,12 +98,12 @@ def _overview_extra(spec: NodeFilter, page: int = 1) -> Callable[[Snapshot], dic
 
 
 def overview_fragment(
-    runtime: Runtime, lang: str, spec: NodeFilter | None = None, page: int = 1
+    pages: Pages, lang: str, spec: NodeFilter | None = None, page: int = 1
 ) -> Markup:
     """The overview; unfiltered pages are memoised per snapshot (page 1 as `overview`)."""
     spec = spec or NodeFilter()
     return _fragment(
-        runtime,
+        pages,
         lang,
         key="overview" if page == 1 else f"overview:p{page}",
         template="partials/overview.html",
@@ -105,15 +116,15 @@ def find_node(snapshot: Snapshot, name: str) -> NodeState | None:
     return next((node for node in snapshot.nodes if node.name == name), None)
 
 
-def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
-    history = runtime.snapshots.usage
+def node_fragment(pages: Pages, lang: str, name: str) -> Markup:
+    history = pages.snapshots.usage
 
     def extra(snapshot: Snapshot) -> dict[str, Any]:
         node = find_node(snapshot, name)
         findings: list[Finding] = most_severe(node.findings) if node else []
         sparks = {}
         for gpu in node.gpus if node else []:
-            line = page_views.spark(history.series(gpu.uuid))
+            line = spark(history.series(gpu.uuid))
             if line is not None:
                 sparks[gpu.uuid] = line
         pod_gpus = view_pod_gpus(node) if node else {}
@@ -126,11 +137,11 @@ def node_fragment(runtime: Runtime, lang: str, name: str) -> Markup:
         }
 
     return _fragment(
-        runtime, lang, key=f"node:{name}", template="partials/node_detail.html", extra=extra
+        pages, lang, key=f"node:{name}", template="partials/node_detail.html", extra=extra
     )
 
 
-def findings_fragment(runtime: Runtime, lang: str, spec: FindingFilter | None = None) -> Markup:
+def findings_fragment(pages: Pages, lang: str, spec: FindingFilter | None = None) -> Markup:
     spec = spec or FindingFilter()
 
     def extra(snapshot: Snapshot) -> dict[str, Any]:
@@ -144,7 +155,7 @@ def findings_fragment(runtime: Runtime, lang: str, spec: FindingFilter | None = 
         }
 
     return _fragment(
-        runtime,
+        pages,
         lang,
         key="findings",
         template="partials/findings.html",
@@ -153,11 +164,11 @@ def findings_fragment(runtime: Runtime, lang: str, spec: FindingFilter | None = 
     )
 
 
-def usage_fragment(runtime: Runtime, lang: str, by: UsageBy) -> Markup:
+def usage_fragment(pages: Pages, lang: str, by: UsageBy) -> Markup:
     return _fragment(
-        runtime,
+        pages,
         lang,
         key=f"usage:{by}",
         template="partials/usage.html",
-        extra=lambda s: {"usage": usage_of(runtime, s, by)},
+        extra=lambda s: {"usage": usage_of(pages.pods(), s, by)},
     )

@@ -1,4 +1,4 @@
-"""GPU fractions in the per-GPU ledger: who holds a share of which GPU (see fractions.py).
+"""GPU fractions in the ledger: who holds a share of which GPU (see accounting/fractions.py).
 
 A fraction pod is placed on the GPU its KAI reservation pod names (the pod and the
 reservation share a `runai-gpu-group`), else on the GPUs its processes run on. It holds no
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from app.domain.accounting.gpus import GpuFacts
+from app.domain.accounting.ledger.models import GpuFacts
 from app.domain.accounting.pods import PodFacts
 from app.domain.snapshot import PodSlots, SlotHolder
 
