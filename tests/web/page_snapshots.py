@@ -31,6 +31,7 @@ from app.domain.usage.idle import UsageHistory
 from app.settings import Settings
 from app.web.auth.state import AuthState
 from app.web.routes import pages
+from app.web.services.fragments import Pages
 
 ROOT = Path(__file__).resolve().parents[2]
 ASSETS = ROOT / "app" / "web" / "assets"  # templates/, static/, docs/findings.md
@@ -329,6 +330,11 @@ class FakeRuntime:
 
     def __post_init__(self) -> None:
         self.auth = AuthState(self.settings)
+        self.pages = Pages(
+            self.templates.env,
+            self.snapshots,  # type: ignore[arg-type]
+            pods=lambda: self.source.items("pods"),
+        )
 
 
 def page_app(
