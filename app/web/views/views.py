@@ -257,35 +257,17 @@ def finding_key(finding: Finding) -> str:
     return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
 
 
+# The helpers the templates call by their own names, then the ones they call otherwise.
+_BY_NAME = (
+    *(worst_finding, plugin_state, plugin_ok, gpus_editable, gpu_severity, unavailable_slots),
+    *(figures.mib, figures.seconds, figures.age, spark_svg, finding_key, most_severe),
+    *(slot_cells, slot_grid, memory_split, severity_of, gpu_groups, where, unplaced_pods),
+    *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, free_by_model, health_items),
+)
 views = SimpleNamespace(
-    worst_finding=worst_finding,
-    plugin_state=plugin_state,
-    plugin_ok=plugin_ok,
-    gpus_editable=gpus_editable,
-    gpu_severity=gpu_severity,
-    unavailable_slots=unavailable_slots,
-    mib=figures.mib,
-    seconds=figures.seconds,
-    age=figures.age,
-    spark_svg=spark_svg,
+    **{helper.__name__: helper for helper in _BY_NAME},
     title=finding_title,
     explanation=finding_explanation,
     summary=finding_summary,
     duration=duration_text,
-    finding_key=finding_key,
-    most_severe=most_severe,
-    slot_cells=slot_cells,
-    slot_grid=slot_grid,
-    memory_split=memory_split,
-    severity_of=severity_of,
-    gpu_groups=gpu_groups,
-    where=where,
-    unplaced_pods=unplaced_pods,
-    slot_bar=slot_bar,
-    dra_grid=dra_grid,
-    dra_held=dra_held,
-    claim_lines=claim_lines,
-    node_dra_devices=node_dra_devices,
-    free_by_model=free_by_model,
-    health_items=health_items,
 )
