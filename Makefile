@@ -77,7 +77,7 @@ lint: $(STAMP)
 ## The inner loop: lint, types, import contracts, unit and API tests; no tier that needs
 ## built tools, a browser or a real Prometheus (tests/conftest.py marks those `tier`).
 check: lint
-	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest -q -m "not tier"
+	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest -q -m "not tier" -n auto --maxprocesses 4
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
 ## Helm, kubectl 1.35 against the simulator, the package installed without extras, the
