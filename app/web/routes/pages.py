@@ -1,6 +1,6 @@
 """HTML pages and their htmx fragments, rendered from the current snapshot only.
 
-A page is its fragment (app.web.views.fragments) wrapped in the layout; the fragment is
+A page is its fragment (app.web.services.fragments) wrapped in the layout; the fragment is
 what htmx polls.
 """
 
