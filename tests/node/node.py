@@ -29,6 +29,7 @@ import httpx
 import yaml
 
 from tests.node.build import NodeBinaries
+from tests.node.images import MACHINE_FILE
 from tests.node.machine_state import (
     BRIDGE,
     CGROUP_ROOT,
@@ -52,6 +53,7 @@ from tests.node.node_config import (
     kubelet_kubeconfig,
     node_certificate,
 )
+from tests.node.toolkit import write_runtime
 from tests.real.controlplane import ControlPlane
 
 LOCK = Path("/run/gpu-slots-real-node.lock")
@@ -267,7 +269,8 @@ def start_node(
         containerd = folder / "containerd"
         (containerd / "net.d").mkdir(parents=True)
         (containerd / "net.d" / "10-gpu-slots-node.conflist").write_text(cni_config(containerd))
-        (containerd / "config.toml").write_text(containerd_config(containerd))
+        toolkit = write_runtime(folder, library=binaries.mock_nvml, machine_file=MACHINE_FILE)
+        (containerd / "config.toml").write_text(containerd_config(containerd, toolkit))
         node.spawn("containerd", ["containerd", "--config", str(containerd / "config.toml")])
         node.wait(
             lambda: node.containerd_socket.exists() and bool(_ctr_ok(node)),
