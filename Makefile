@@ -97,7 +97,7 @@ lint: $(STAMP)
 ## promtool on the demo's /metrics, the rules and their unit tests, and a Prometheus scraping
 ## the demo until an alert fires; the real tier: the product against a real kube-apiserver,
 ## scheduler and controllers; and the real-node tier: a real kubelet, containerd and NVIDIA
-## device plugin, no GPU).
+## device plugin, no GPU, where our image, built offline, runs the chart).
 test: $(STAMP) chromium prometheus lint tools
 	$(BIN)/pytest -q
 

@@ -15,7 +15,8 @@ Deployment, ReplicaSet and EndpointSlice controllers, so the chart's Deployment 
 pod and its Service gets endpoints, as in any cluster.
 
 `stop()` ends kube-proxy and runs `kube-proxy --cleanup`, which deletes its chains;
-`leftovers()` lists any `KUBE-` chain or kube-proxy nftables table still there.
+`leftovers()` lists any `KUBE-` chain or kube-proxy nftables table still there (the
+node's own clean-up deletes what is left).
 """
 
 from __future__ import annotations
@@ -33,28 +34,11 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from tests.node.machine_state import BRIDGE
+from tests.node.machine_state import BRIDGE, kube_chains
 from tests.node.node_config import SUBNET
 from tests.real.controlplane import ControlPlane, free_port
 
 GATEWAY = str(next(ipaddress.ip_network(SUBNET).hosts()))  # the bridge's address (isGateway)
-
-
-def kube_chains() -> set[str]:
-    """The `KUBE-` chains in the iptables tables (IPv4 and IPv6) and kube-proxy's nft tables."""
-    found: set[str] = set()
-    for tool in ("iptables-save", "ip6tables-save"):
-        done = subprocess.run([tool], capture_output=True, text=True, timeout=30, check=False)
-        found |= {
-            f"{tool}:{line.split()[0][1:]}"
-            for line in done.stdout.splitlines()
-            if line.startswith(":KUBE-")
-        }
-    done = subprocess.run(
-        ["nft", "list", "tables"], capture_output=True, text=True, timeout=30, check=False
-    )
-    found |= {f"nft:{line}" for line in done.stdout.splitlines() if "kube-proxy" in line}
-    return found
 
 
 class _Forwarder:
@@ -258,7 +242,7 @@ def start_kube_proxy(plane: ControlPlane, binary: Path, folder: Path, node: str)
             [str(binary), f"--config={config}", "--v=1"], stdout=log, stderr=subprocess.STDOUT
         )
         deadline = time.monotonic() + 60
-        while not any("KUBE-SVC-" in c for c in kube_chains()):
+        while not any(":KUBE-SVC-" in c for c in kube_chains()):
             if proxy.process.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"kube-proxy wrote no Service rules:\n{proxy.log()}")
             time.sleep(0.5)
