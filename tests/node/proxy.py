@@ -14,7 +14,8 @@ host); `start_workload_controllers` adds a second kube-controller-manager with t
 Deployment, ReplicaSet and EndpointSlice controllers, so the chart's Deployment makes its
 pod and its Service gets endpoints, as in any cluster.
 
-`stop()` ends kube-proxy and runs `kube-proxy --cleanup`, which deletes its chains;
+`stop()` ends kube-proxy and runs `kube-proxy --cleanup`, which deletes its chains but
+KUBE-FIREWALL (IPv4 and IPv6), deleted next;
 `leftovers()` lists any `KUBE-` chain or kube-proxy nftables table still there (the
 node's own clean-up deletes what is left).
 """
@@ -34,7 +35,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from tests.node.machine_state import BRIDGE, kube_chains
+from tests.node.machine_state import BRIDGE, kube_chains, remove_chains
 from tests.node.node_config import SUBNET
 from tests.real.controlplane import ControlPlane, free_port
 
@@ -161,6 +162,8 @@ class KubeProxy:
         subprocess.run(
             [str(self.binary), "--cleanup"], capture_output=True, timeout=120, check=False
         )
+        # `--cleanup` leaves the KUBE-FIREWALL chains (IPv4 and IPv6) kube-proxy made.
+        remove_chains(kube_chains() - self.before)
         self.forwarder.stop()
         for log in self.logs:
             log.close()
