@@ -91,6 +91,7 @@ image() {
     --volume "$WHEELS:/wheels:ro" --tag "$IMAGE" --file Dockerfile . >/dev/null
   rm -f "$out"
   podman_ save --quiet --format docker-archive --output "$out" "$IMAGE"
+  podman_ image prune --force >/dev/null  # the layers of earlier builds this one replaced
   echo "image: $IMAGE in $out"
 }
 
