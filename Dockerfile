@@ -1,6 +1,7 @@
 # syntax=docker/dockerfile:1
 # GPU Slots: one image for the dashboard (`serve`, the default) and the node agent (`agent`).
 #   docker build -t gpu-slots:0.1.0 .
+# Without a registry: scripts/build-image-offline.sh (a Debian-made base and a wheelhouse).
 # The final image has no compiler, no pip and no package cache; it runs as UID 10001 and
 # writes nothing outside /tmp, so it works with a read-only root filesystem.
 
@@ -8,6 +9,11 @@ ARG PYTHON_IMAGE=python:3.11-slim
 
 # ---- builder: install the package and its dependencies into a virtual environment
 FROM ${PYTHON_IMAGE} AS builder
+# Offline builds only (scripts/build-image-offline.sh, docs/INSTALL.md): pip reads these as
+# its own settings (PIP_NO_INDEX=1, PIP_FIND_LINKS=/wheels, a mounted wheelhouse). Unset,
+# pip uses PyPI as usual.
+ARG PIP_NO_INDEX
+ARG PIP_FIND_LINKS
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_ROOT_USER_ACTION=ignore

@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test check lint bench chromium prometheus node-runtime tools screenshots
+.PHONY: demo test check lint bench chromium prometheus node-runtime image-tools tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -45,6 +45,18 @@ node-runtime:
 	  else echo "containerd/runc missing and not root: the real-node tier will be skipped"; fi; \
 	fi
 
+## The offline image build (scripts/build-image-offline.sh, tests/node/test_image.py) needs
+## Debian's podman (`podman build --isolation chroot`) and debootstrap (the base image made
+## from Debian packages); installed here when running as root (the test skips without them).
+image-tools:
+	@if ! command -v podman >/dev/null || ! command -v debootstrap >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      podman debootstrap >/dev/null; \
+	  else echo "podman/debootstrap missing and not root: the image tests will be skipped"; fi; \
+	fi
+
 ## The real Prometheus (server and promtool) for the monitoring tests: Debian's `prometheus`
 ## package, installed here when running as root (its service is not started).
 prometheus:
@@ -61,12 +73,17 @@ prometheus:
 ## the differential tier's oracles (the device plugin's api/config/v1 v0.19.3 and
 ## Kubernetes v1.35.4's pod validation and PodRequests), built the same way; then the real
 ## node's parts: the kubelet v1.35.4 (tests/node/kubelet/go.sum), the NVIDIA device plugin
-## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1.
-tools: $(STAMP) node-runtime
+## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1; and, as root, the
+## offline image build's inputs: the Debian-made base and the wheelhouse, cached under
+## ~/.cache/gpu-slots keyed by their inputs (scripts/build-image-offline.sh).
+tools: $(STAMP) node-runtime image-tools
 	$(BIN)/python -m tests.kube_tools
 	$(BIN)/python -m tests.real.build
 	$(BIN)/python -m tests.differential.build
 	$(BIN)/python -m tests.node.build
+	@if [ "$$(id -u)" = 0 ] && command -v podman >/dev/null && command -v debootstrap >/dev/null; then \
+	  scripts/build-image-offline.sh base && PYTHON=$(BIN)/python scripts/build-image-offline.sh wheels; \
+	else echo "not root or no podman/debootstrap: the offline image test will be skipped"; fi
 
 lint: $(STAMP)
 	$(BIN)/ruff check app tests
@@ -85,7 +102,7 @@ check: lint
 ## promtool on the demo's /metrics, the rules and their unit tests, and a Prometheus scraping
 ## the demo until an alert fires; the real tier: the product against a real kube-apiserver,
 ## scheduler and controllers; and the real-node tier: a real kubelet, containerd and NVIDIA
-## device plugin, no GPU).
+## device plugin, no GPU, where our image, built offline, runs the chart).
 test: $(STAMP) chromium prometheus lint tools
 	$(BIN)/pytest -q
 

@@ -1,7 +1,7 @@
 """The real node's parts, built once with Go from pinned modules, cached beside the control plane.
 
-- the kubelet v1.35.4, from `k8s.io/kubernetes` pinned by `tests/node/kubelet/go.mod` and
-  `go.sum` (the control plane's pins plus what the kubelet adds);
+- the kubelet and kube-proxy v1.35.4, from `k8s.io/kubernetes` pinned by
+  `tests/node/kubelet/go.mod` and `go.sum` (the control plane's pins plus what they add);
 - the NVIDIA device plugin v0.19.3, from the Go module proxy: the module is downloaded
   (its sum checked against `PLUGIN_SUM`, and by the go command against its own go.sum),
   copied to a writable folder and `./cmd/nvidia-device-plugin` built there;
@@ -52,6 +52,7 @@ class NodeUnavailable(RuntimeError):
 @dataclass(frozen=True)
 class NodeBinaries:
     kubelet: Path
+    kube_proxy: Path
     device_plugin: Path
     mock_nvml: Path  # libnvidia-ml.so.1
     pause: Path
@@ -121,10 +122,10 @@ def _kubelet(into: Path) -> None:
     source = HERE / "kubelet"
     command = [_go(), "build", "-trimpath", "-ldflags", _ldflags(), "-o", f"{into}/"]
     _run(
-        [*command, "k8s.io/kubernetes/cmd/kubelet"],
+        [*command, "k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kube-proxy"],
         cwd=source,
         env=_env(cgo=False),
-        what="go build kubelet",
+        what="go build kubelet kube-proxy",
     )
 
 
@@ -256,7 +257,7 @@ def node_binaries() -> NodeBinaries:
     del go
     kubelet = _cached(
         f"kubelet-{KUBERNETES_VERSION}-{_sums(HERE / 'kubelet', ('go.mod', 'go.sum', 'tools.go'))}",
-        ("kubelet",),
+        ("kubelet", "kube-proxy"),
         _kubelet,
     )
     plugin = _cached(
@@ -269,6 +270,7 @@ def node_binaries() -> NodeBinaries:
     pause = _cached(f"node-pause-{_sums(images, _go_sources(images))}", ("pause",), _pause)
     binaries = NodeBinaries(
         kubelet=kubelet / "kubelet",
+        kube_proxy=kubelet / "kube-proxy",
         device_plugin=plugin / "nvidia-device-plugin",
         mock_nvml=mock / "libnvidia-ml.so.1",
         pause=pause / "pause",
@@ -296,5 +298,11 @@ if __name__ == "__main__":
     except NodeUnavailable as exc:
         print(f"real-node tier: {exc}", file=sys.stderr)
         sys.exit(2)
-    for path in (found.kubelet, found.device_plugin, found.mock_nvml, found.pause):
+    for path in (
+        found.kubelet,
+        found.kube_proxy,
+        found.device_plugin,
+        found.mock_nvml,
+        found.pause,
+    ):
         print(f"{path.name} ({path.stat().st_size // 2**20} MiB): {path}")

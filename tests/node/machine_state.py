@@ -2,13 +2,15 @@
 
 `MachineState.now()` is taken before the node starts; `RealNode.stop()` puts back what
 differs (mounts under the node's paths, its bridge, the `cni-` network namespaces, its
-cgroups, the sysctls the kubelet sets, the global folders it made) and `leftovers()` lists
+cgroups, the sysctls the kubelet sets, the global folders it made, the `KUBE-` iptables
+chains the kubelet and kube-proxy write) and `leftovers()` lists
 what is still there.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -106,6 +108,54 @@ def cgroup_dirs() -> list[Path]:
     )
 
 
+def kube_chains() -> set[str]:
+    """`tool:table:chain` of every `KUBE-` iptables chain (IPv4, IPv6), and kube-proxy's
+    nftables tables as `nft:family:name` (the kubelet and kube-proxy make both)."""
+    found: set[str] = set()
+    for tool in ("iptables", "ip6tables"):
+        done = subprocess.run(
+            [f"{tool}-save"], capture_output=True, text=True, timeout=30, check=False
+        )
+        table = ""
+        for line in done.stdout.splitlines():
+            if line.startswith("*"):
+                table = line[1:]
+            elif line.startswith(":KUBE-"):
+                found.add(f"{tool}:{table}:{line.split()[0][1:]}")
+    done = subprocess.run(
+        ["nft", "list", "tables"], capture_output=True, text=True, timeout=30, check=False
+    )
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[0] == "table" and "kube-proxy" in parts[2]:
+            found.add(f"nft:{parts[1]}:{parts[2]}")
+    return found
+
+
+def remove_chains(chains: set[str]) -> None:
+    """The rules jumping to `chains` deleted, then the chains flushed and deleted."""
+    for entry in sorted(chains):
+        tool, table, name = entry.split(":")
+        if tool == "nft":
+            subprocess.run(["nft", "delete", "table", table, name], timeout=30, check=False)
+            continue
+        saved = subprocess.run(
+            [f"{tool}-save", "-t", table], capture_output=True, text=True, timeout=30, check=False
+        )
+        for line in saved.stdout.splitlines():
+            rule = shlex.split(line)
+            if rule[:1] == ["-A"] and rule[1] != name and rule[-2:] == ["-j", name]:
+                subprocess.run([tool, "-t", table, "-D", *rule[1:]], timeout=30, check=False)
+    for entry in sorted(chains):
+        tool, table, name = entry.split(":")
+        if tool != "nft":
+            subprocess.run([tool, "-t", table, "-F", name], capture_output=True, timeout=30)
+    for entry in sorted(chains):
+        tool, table, name = entry.split(":")
+        if tool != "nft":
+            subprocess.run([tool, "-t", table, "-X", name], capture_output=True, timeout=30)
+
+
 @dataclass
 class MachineState:
     """What the node may change outside its folder, taken before it starts."""
@@ -115,6 +165,7 @@ class MachineState:
     links: set[str]
     existing: set[Path]
     netns: set[str]
+    chains: set[str]
 
     @classmethod
     def now(cls) -> MachineState:
@@ -129,6 +180,7 @@ class MachineState:
             links=links(),
             existing={p for p in GLOBAL_DIRS if p.exists()},
             netns=netns(),
+            chains=kube_chains(),
         )
 
 

@@ -10,8 +10,9 @@ agent reads `pod-resources/`: one node on the machine at a time (a lock).
 
 Everything the node changes outside its folder is put back by `stop()`: pods and
 containers stopped, mounts unmounted, cgroups removed, the CNI bridge and network
-namespaces deleted, the sysctls the kubelet sets restored, `/var/lib/kubelet` and the
-other folders it made removed. `leftovers()` says what is still there.
+namespaces deleted, the sysctls the kubelet sets restored, the `KUBE-` iptables chains it
+(or kube-proxy) wrote deleted, `/var/lib/kubelet` and the other folders it made removed.
+`leftovers()` says what is still there.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import httpx
 import yaml
 
 from tests.node.build import NodeBinaries
+from tests.node.images import MACHINE_FILE
 from tests.node.machine_state import (
     BRIDGE,
     CGROUP_ROOT,
@@ -38,11 +40,13 @@ from tests.node.machine_state import (
     NodeSkipped,
     cgroup_dirs,
     hierarchies,
+    kube_chains,
     links,
     missing_requirements,
     mounts,
     netns,
     read_value,
+    remove_chains,
     rmdir_waiting,
 )
 from tests.node.node_config import (
@@ -52,6 +56,7 @@ from tests.node.node_config import (
     kubelet_kubeconfig,
     node_certificate,
 )
+from tests.node.toolkit import write_runtime
 from tests.real.controlplane import ControlPlane
 
 LOCK = Path("/run/gpu-slots-real-node.lock")
@@ -215,6 +220,7 @@ class RealNode:
         for path in GLOBAL_DIRS:
             if path not in self.before.existing and path.exists():
                 shutil.rmtree(path, ignore_errors=True)
+        remove_chains(kube_chains() - self.before.chains)
 
     def leftovers(self) -> list[str]:
         """What the node left behind on the machine (empty after a clean `stop()`)."""
@@ -233,6 +239,7 @@ class RealNode:
         found += [
             f"folder {p}" for p in GLOBAL_DIRS if p not in self.before.existing and p.exists()
         ]
+        found += [f"chain {c}" for c in sorted(kube_chains() - self.before.chains)]
         found += [f"process {n}" for n, p in self.processes.items() if p.poll() is None]
         return found
 
@@ -267,7 +274,8 @@ def start_node(
         containerd = folder / "containerd"
         (containerd / "net.d").mkdir(parents=True)
         (containerd / "net.d" / "10-gpu-slots-node.conflist").write_text(cni_config(containerd))
-        (containerd / "config.toml").write_text(containerd_config(containerd))
+        toolkit = write_runtime(folder, library=binaries.mock_nvml, machine_file=MACHINE_FILE)
+        (containerd / "config.toml").write_text(containerd_config(containerd, toolkit))
         node.spawn("containerd", ["containerd", "--config", str(containerd / "config.toml")])
         node.wait(
             lambda: node.containerd_socket.exists() and bool(_ctr_ok(node)),

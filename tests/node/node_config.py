@@ -11,6 +11,7 @@ import yaml
 
 from tests.node.images import PAUSE_IMAGE
 from tests.node.machine_state import BRIDGE, CGROUP_ROOT
+from tests.node.toolkit import HANDLER
 from tests.real.controlplane import ControlPlane, free_port
 
 SUBNET = "10.244.77.0/24"
@@ -30,10 +31,15 @@ def node_certificate(plane: ControlPlane, folder: Path, name: str) -> tuple[Path
     return cert, key
 
 
-def containerd_config(folder: Path) -> str:
+def containerd_config(folder: Path, toolkit: Path) -> str:
+    """`runc`, `nvidia` (plain runc, as k3s names it) and the mock toolkit's runc wrapper."""
     runc = {
         "runtime_type": "io.containerd.runc.v2",
         "options": {"SystemdCgroup": False},
+    }
+    mock_toolkit = {
+        "runtime_type": "io.containerd.runc.v2",
+        "options": {"SystemdCgroup": False, "BinaryName": str(toolkit)},
     }
     config = {
         "version": 2,
@@ -54,7 +60,7 @@ def containerd_config(folder: Path) -> str:
                 "containerd": {
                     "snapshotter": "overlayfs",
                     "default_runtime_name": "runc",
-                    "runtimes": {"runc": runc, "nvidia": runc},
+                    "runtimes": {"runc": runc, "nvidia": runc, HANDLER: mock_toolkit},
                 },
                 "cni": {"bin_dir": "/usr/lib/cni", "conf_dir": str(folder / "net.d")},
             },
@@ -88,11 +94,15 @@ def cni_config(folder: Path) -> str:
                 {
                     "type": "bridge",
                     "bridge": BRIDGE,
-                    "isGateway": False,
+                    # The bridge is the pods' gateway: kube-proxy's DNAT to Services and
+                    # back runs through the host (tests/node/proxy.py).
+                    "isGateway": True,
+                    "hairpinMode": True,
                     "ipMasq": False,
                     "ipam": {
                         "type": "host-local",
                         "ranges": [[{"subnet": SUBNET}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],  # through the gateway
                         "dataDir": str(folder / "ipam"),
                     },
                 }
