@@ -6,7 +6,7 @@ calls listed here, so the chart grants exactly what the code needs and nothing m
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 
@@ -30,10 +30,9 @@ def _verbs(
     scope: Literal["cluster", "plugin-namespace", "config-namespaces", "history-namespace"],
     *verbs: str,
     named: Literal["plugin-daemonset", "plugin-configmap"] | None = None,
-    writes: bool = False,
 ) -> tuple[ApiCall, ...]:
     """The same resource, scope and names under each verb."""
-    return tuple(ApiCall(api_group, resource, verb, scope, named, writes) for verb in verbs)
+    return tuple(ApiCall(api_group, resource, verb, scope, named) for verb in verbs)
 
 
 READ_CALLS: tuple[ApiCall, ...] = (
@@ -68,36 +67,32 @@ AGENT_AUTH_CALLS: tuple[ApiCall, ...] = (
     ApiCall("", "pods", "get", "cluster"),
 )
 
-WRITE_CALLS: tuple[ApiCall, ...] = (
-    *_verbs(
-        "apps",
-        "daemonsets",
-        "plugin-namespace",
-        "update",
-        "patch",
-        named="plugin-daemonset",
-        writes=True,
-    ),
-    ApiCall("", "configmaps", "create", "plugin-namespace", writes=True),
-    *_verbs(
-        "",
-        "configmaps",
-        "plugin-namespace",
-        "update",
-        "patch",
-        "delete",
-        named="plugin-configmap",
-        writes=True,
-    ),
-    # Events announce each change (they expire; the history is the ConfigMaps below).
-    ApiCall("", "events", "create", "plugin-namespace", writes=True),
-    # One ConfigMap per change, and the oldest deleted beyond GEO_MLOPS_CHANGE_HISTORY_KEEP.
-    # A mode change's record says when the maxUnavailable it raised was put back (update).
-    *_verbs("", "configmaps", "history-namespace", "create", "delete", "update", writes=True),
-    # Per-node GPU splits: own DaemonSets and ConfigMaps are named after their node.
-    *_verbs("apps", "daemonsets", "plugin-namespace", "create", "update", "delete", writes=True),
-    *_verbs("", "configmaps", "plugin-namespace", "update", "delete", writes=True),
-    ApiCall("", "nodes", "patch", "cluster", writes=True),
-    ApiCall("", "users", "impersonate", "cluster", writes=True),
-    ApiCall("", "groups", "impersonate", "cluster", writes=True),
+WRITE_CALLS: tuple[ApiCall, ...] = tuple(
+    replace(call, writes=True)
+    for call in (
+        *_verbs(
+            "apps", "daemonsets", "plugin-namespace", "update", "patch", named="plugin-daemonset"
+        ),
+        ApiCall("", "configmaps", "create", "plugin-namespace"),
+        *_verbs(
+            "",
+            "configmaps",
+            "plugin-namespace",
+            "update",
+            "patch",
+            "delete",
+            named="plugin-configmap",
+        ),
+        # Events announce each change (they expire; the history is the ConfigMaps below).
+        ApiCall("", "events", "create", "plugin-namespace"),
+        # One ConfigMap per change, and the oldest deleted beyond GEO_MLOPS_CHANGE_HISTORY_KEEP.
+        # A mode change's record says when the maxUnavailable it raised was put back (update).
+        *_verbs("", "configmaps", "history-namespace", "create", "delete", "update"),
+        # Per-node GPU splits: own DaemonSets and ConfigMaps are named after their node.
+        *_verbs("apps", "daemonsets", "plugin-namespace", "create", "update", "delete"),
+        *_verbs("", "configmaps", "plugin-namespace", "update", "delete"),
+        ApiCall("", "nodes", "patch", "cluster"),
+        ApiCall("", "users", "impersonate", "cluster"),
+        ApiCall("", "groups", "impersonate", "cluster"),
+    )
 )
