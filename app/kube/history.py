@@ -89,16 +89,8 @@ class ChangeHistory:
         verified record of that change.
         """
         name = record_name(change_id)
-        if name is None:
-            return False
-        try:
-            found = call_json(
-                lambda: self._core.read_namespaced_config_map(name, self.namespace, **_raw()),
-                action=f"reading change {change_id}",
-            )
-        except NotFoundError:
-            return False
-        if not isinstance(found, dict):
+        found = None if name is None else self._read(name, change_id)
+        if name is None or not isinstance(found, dict):
             return False
         stored = verified_find(found, self._key)
         if stored is None or not stored.verified:
@@ -120,18 +112,20 @@ class ChangeHistory:
     def find(self, change_id: str) -> StoredRecord | UnreadableRecord | None:
         """One record by change id (None: no such change, or not labelled as ours)."""
         name = record_name(change_id)
-        if name is None:
+        found = None if name is None else self._read(name, change_id)
+        if found is None:
             return None
+        return verified_find(found, self._key) or read_record(found)
+
+    def _read(self, name: str, change_id: str) -> Any:
+        """The record's ConfigMap as the API server returns it (None: there is none)."""
         try:
-            found = call_json(
+            return call_json(
                 lambda: self._core.read_namespaced_config_map(name, self.namespace, **_raw()),
                 action=f"reading change {change_id}",
             )
         except NotFoundError:
             return None
-        if found is None:
-            return None
-        return verified_find(found, self._key) or read_record(found)
 
     def prune(self) -> list[str]:
         """Delete the verified records past the newest `keep` verified ones; the names deleted.

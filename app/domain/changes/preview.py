@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from app.domain.changes.edits import dump_yaml
@@ -116,23 +116,24 @@ def slots_by_node(
         before = _advertised(node)
         reason, owner = _unreached(node, target, failing)
         if reason is not None:
-            rows.append(
-                NodeSlots(
-                    node=node.name,
-                    visible_gpus=node.visible_gpus,
-                    before=before,
-                    before_resource=node.resource,
-                    after=before,
-                    after_resource=node.resource,
-                    held=sum(p.slots for p in _active(node)),
-                    pods=(),
-                    unchanged=reason,
-                    governed_by=owner,
-                )
-            )
+            rows.append(replace(_as_now(node, before), unchanged=reason, governed_by=owner))
             continue
         rows.append(_reached(node, after, before))
     return rows
+
+
+def _as_now(node: NodeState, before: int | None) -> NodeSlots:
+    """The node's row with its figures as they are now (what a change that misses it leaves)."""
+    return NodeSlots(
+        node=node.name,
+        visible_gpus=node.visible_gpus,
+        before=before,
+        before_resource=node.resource,
+        after=before,
+        after_resource=node.resource,
+        held=sum(p.slots for p in _active(node)),
+        pods=(),
+    )
 
 
 def _advertised(node: NodeState) -> int | None:
@@ -203,11 +204,8 @@ def _reached(node: NodeState, after: PluginSettings, before: int | None) -> Node
             impacts.append(
                 PodImpact(pod.pod, pod.slots, pod.resource, "asks for >1 slot: refused on restart")
             )
-    return NodeSlots(
-        node=node.name,
-        visible_gpus=node.visible_gpus,
-        before=before,
-        before_resource=node.resource,
+    return replace(
+        _as_now(node, before),
         after=after_slots,
         after_resource=after.resource,
         held=held,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from starlette.datastructures import MutableHeaders
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
+
+from app.web.http.asgi import HttpMiddleware
 
 PAGE_CSP = (
     "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; "
@@ -15,20 +17,10 @@ DOCS_CSP = PAGE_CSP.replace("script-src 'self'", "script-src 'self' 'unsafe-inli
 )
 
 
-class SecurityHeaders:
-    """Adds the security headers to every HTTP response, as plain ASGI middleware.
+class SecurityHeaders(HttpMiddleware):
+    """Adds the security headers to every HTTP response, as plain ASGI middleware."""
 
-    (Starlette's `@app.middleware("http")` costs a task group and a stream per request;
-    this costs a closure.)
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         csp = DOCS_CSP if scope["path"] == "/docs" else PAGE_CSP
 
         async def send_with_headers(message: Message) -> None:

@@ -11,6 +11,16 @@ from typing import Any
 
 _AT = "2026-05-01T12:00:00Z"
 _UUID = "GPU-4f1c2a9e-6b7d-4c3e-9a1f-2b3c4d5e6f70"
+# One GPU's health as its agent reports it (the dashboard's view adds what it worked out).
+_HEALTH: dict[str, Any] = {
+    "temperature_c": 45,
+    "power_draw_w": 202.5,
+    "power_limit_w": 400.0,
+    "throttle_reasons": [],
+    "ecc_enabled": True,
+    "ecc_volatile_uncorrected": 0,
+    "xid_events": [],
+}
 
 _FINDING: dict[str, Any] = {
     "code": "host-process-on-advertised-gpu",
@@ -57,17 +67,7 @@ _GPU: dict[str, Any] = {
     ],
     "finding_codes": ["host-process-on-advertised-gpu"],
     "worst_severity": "error",
-    "health": {
-        "temperature_c": 45,
-        "power_draw_w": 202.5,
-        "power_limit_w": 400.0,
-        "throttle_reasons": [],
-        "ecc_enabled": True,
-        "ecc_volatile_corrected": 0,
-        "ecc_volatile_uncorrected": 0,
-        "xid_events": [],
-        "lost": False,
-    },
+    "health": {**_HEALTH, "ecc_volatile_corrected": 0, "lost": False},
 }
 
 _NODE: dict[str, Any] = {
@@ -190,15 +190,7 @@ _REPORT: dict[str, Any] = {
                     "user": "alice",
                 }
             ],
-            "health": {
-                "temperature_c": 45,
-                "power_draw_w": 202.5,
-                "power_limit_w": 400.0,
-                "throttle_reasons": [],
-                "ecc_enabled": True,
-                "ecc_volatile_uncorrected": 0,
-                "xid_events": [],
-            },
+            "health": _HEALTH,
         }
     ],
     "agent_version": "0.1.0",

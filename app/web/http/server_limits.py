@@ -14,8 +14,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.web.http.asgi import HttpMiddleware
 
 log = logging.getLogger(__name__)
 
@@ -93,16 +95,10 @@ class LimitedHttpTools(HttpToolsProtocol):
         self.transport.close()
 
 
-class KeepAliveOnError:
+class KeepAliveOnError(HttpMiddleware):
     """Keeps the connection of a request whose app raised after its response was complete."""
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: Scope, receive: Receive, send: Send) -> None:
         completed = False
 
         async def tracking_send(message: Message) -> None:

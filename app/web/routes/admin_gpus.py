@@ -8,10 +8,11 @@ app.web.services.change_history); every POST form carries the CSRF token.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Path, Query, Request
+from fastapi import APIRouter, Depends, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.changes.history import ChangeRecord
@@ -103,20 +104,43 @@ def _refused(request: Request, runtime: Runtime, name: str, error: Exception) ->
     return _page(request, runtime, name, alert=alert, status_code=code)
 
 
-def _request(
-    name: str,
-    gpus: list[str],
-    mode: str | None,
-    replicas: str | None,
-    confirm: str | None,
-    *,
-    action: str | None,
-) -> SplitRequest:
-    """The split the form asks for; `return` gives the node back to the shared DaemonSet."""
-    if action == "return":
-        return SplitRequest(name, None, confirm_host_processes=confirm == "on")
-    checked_mode, count = mode_and_replicas(mode, replicas)
-    return SplitRequest(name, tuple(gpus), checked_mode, count, confirm == "on")
+@dataclass(frozen=True)
+class SplitForm:
+    """The editor's form fields: the GPUs ticked, the mode and replicas, the action."""
+
+    gpus: list[str]
+    mode: str | None
+    replicas: str | None
+    confirm: str | None
+    action: str | None
+
+    def request(self, name: str) -> SplitRequest:
+        """The split it asks for; `return` gives the node back to the shared DaemonSet."""
+        confirmed = self.confirm == "on"
+        if self.action == "return":
+            return SplitRequest(name, None, confirm_host_processes=confirmed)
+        checked_mode, count = mode_and_replicas(self.mode, self.replicas)
+        return SplitRequest(name, tuple(self.gpus), checked_mode, count, confirmed)
+
+
+def split_form(
+    gpu: Gpus = [],  # noqa: B006 (FastAPI copies form defaults)
+    mode: Field = None,
+    replicas: Field = None,
+    confirm_host_processes: Field = None,
+    action: Field = None,
+) -> SplitForm:
+    return SplitForm(gpu, mode, replicas, confirm_host_processes, action)
+
+
+SplitFormDep = Annotated[SplitForm, Depends(split_form)]
+_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
+
+
+def _to_editor(request: Request, node: str, applied: str | None) -> RedirectResponse:
+    """Back to the node's editor, saying which change was applied."""
+    query = urlencode({"applied": applied or "-"})
+    return RedirectResponse(with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
 
 
 @router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)
@@ -134,22 +158,16 @@ def gpus_preview(
     name: NodeName,
     request: Request,
     runtime: RuntimeDep,
-    gpu: Gpus = [],  # noqa: B006 (FastAPI copies form defaults)
-    mode: Field = None,
-    replicas: Field = None,
-    confirm_host_processes: Field = None,
-    action: Field = None,
+    form: SplitFormDep,
     csrf_token: Field = None,
 ) -> HTMLResponse:
     try:
         principal = admin_of(request, csrf_token)
-        change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
-        shown = preview_split(runtime.changes, principal, change)
-    except (AuthRefused, PlanRefused, ClusterError) as error:
+        shown = preview_split(runtime.changes, principal, form.request(name))
+    except _REFUSALS as error:
         return _refused(request, runtime, name, error)
-    return _page(
-        request, runtime, name, preview=shown, action="return" if action == "return" else "apply"
-    )
+    action = "return" if form.action == "return" else "apply"
+    return _page(request, runtime, name, preview=shown, action=action)
 
 
 @router.post("/admin/nodes/{name}/gpus/apply")
@@ -157,22 +175,17 @@ def gpus_apply(
     name: NodeName,
     request: Request,
     runtime: RuntimeDep,
-    gpu: Gpus = [],  # noqa: B006
-    mode: Field = None,
-    replicas: Field = None,
-    confirm_host_processes: Field = None,
-    action: Field = None,
+    form: SplitFormDep,
     token: Token = None,
     csrf_token: Field = None,
 ) -> Response:
     try:
         principal = admin_of(request, csrf_token)
-        change = _request(name, gpu, mode, replicas, confirm_host_processes, action=action)
+        change = form.request(name)
         _, applied = apply_split(runtime.changes, acting_admin(principal, request), change, token)
-    except (AuthRefused, PlanRefused, ClusterError) as error:
+    except _REFUSALS as error:
         return _refused(request, runtime, name, error)
-    query = urlencode({"applied": applied.change_id or "-"})
-    return RedirectResponse(with_lang(f"{editor_path(name)}?{query}", request), status_code=303)
+    return _to_editor(request, name, applied.change_id)
 
 
 @router.post("/admin/changes/{change}/rollback/preview", response_class=HTMLResponse)
@@ -187,7 +200,7 @@ def change_rollback_preview(
     try:
         principal = admin_of(request, csrf_token)
         shown = preview_rollback(runtime.changes, principal, change)
-    except (AuthRefused, PlanRefused, ClusterError) as error:
+    except _REFUSALS as error:
         return _refused(request, runtime, node, error)
     return _page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
 
@@ -212,7 +225,6 @@ def change_rollback(
             confirm_host_processes=confirm_host_processes == "on",
             expected=token,
         )
-    except (AuthRefused, PlanRefused, ClusterError) as error:
+    except _REFUSALS as error:
         return _refused(request, runtime, node, error)
-    query = urlencode({"applied": getattr(done, "changeId", None) or "-"})
-    return RedirectResponse(with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
+    return _to_editor(request, node, getattr(done, "changeId", None))
