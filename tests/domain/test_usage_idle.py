@@ -130,7 +130,7 @@ def test_idle_holder_held_42_min_without_process_is_flagged() -> None:
     ]
     assert (
         finding_title(found[0], "en")
-        == "ml/nb-0 holds 1 slot(s) of GPU 3: held for 42 min, no GPU process"
+        == "ml/nb-0 holds 1 slot of GPU 3: held for 42 min, no GPU process"
     )
     assert found[0].remedy == "kubectl -n ml delete pod nb-0  # once its owner agrees"
 

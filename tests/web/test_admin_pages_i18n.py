@@ -122,7 +122,7 @@ def test_form_refusals_are_translated_with_the_server_detail_in_english(stack: S
     )
     assert too_many.status_code == 422
     assert alert_text(too_many.text, "admin-error") == (
-        "타임 슬라이싱의 레플리카 수는 2~64 사이여야 합니다 (입력값: 100)."
+        "시분할의 레플리카 수는 2~64 사이여야 합니다 (입력값: 100)."
     )
 
     same = stack.client.post(
@@ -164,7 +164,7 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
     assert preview.status_code == 200, preview.text
     page = parse(preview.text)
     assert heading(preview.text) == "미리 보기: 디바이스 플러그인 변경"
-    assert page.text("preview-summary").startswith("기본 (nvidia.com/gpu) → 타임 슬라이싱 \u00d74")
+    assert page.text("preview-summary").startswith("기본 (nvidia.com/gpu) → 시분할 \u00d74")
     assert page.text("dry-run-ok") == "API 서버가 두 쓰기를 모두 받아들입니다 (dryRun=All)."
     assert page.text("apply-button") == "적용"
 
@@ -182,10 +182,10 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
     rollout = parse(stack.client.get(location).text)
     assert rollout.text("rollout-done").startswith("완료: 모든 플러그인 파드가")
     done = rollout.text("rollout-done")
-    assert done.endswith("현재 설정: 타임 슬라이싱 \u00d74 (nvidia.com/gpu).")
+    assert done.endswith("현재 설정: 시분할 \u00d74 (nvidia.com/gpu).")
     assert rollout.text("back-to-form") == "디바이스 플러그인 모드로 돌아가기"
     fragment = stack.client.get(location.replace("/rollout?", "/rollout/fragment?")).text
-    assert "<html" not in fragment and "현재 설정: 타임 슬라이싱 \u00d74" in fragment
+    assert "<html" not in fragment and "현재 설정: 시분할 \u00d74" in fragment
 
 
 def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() -> None:

@@ -193,6 +193,7 @@ def _config_changed(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                         "pods_behind": len(behind),
                         "first_pod": sorted(behind)[0],
                     },
+                    words={"count": len(behind)},
                     remedy=f"kubectl rollout restart {ds_ref(spec)}",
                 )
             )

@@ -171,6 +171,7 @@ def demand_findings(demand: list[PendingDemand]) -> list[Finding]:
                 "oldest_s": item.oldest_s,
                 "reason": item.reason,
             },
+            words={"count": item.pods},
             remedy=(
                 "kubectl get pods -A --field-selector status.phase=Pending  "
                 "# then: kubectl describe pod <pod> for the scheduler's events"

@@ -41,6 +41,7 @@ def idle_holder_finding(item: IdleHolder) -> Finding:
     idle = duration_text(item.idle_s)
     return finding(
         "slot-held-idle",
+        words={"count": item.slots},
         evidence={
             "idle_for": idle,
             "idle_for_s": round(item.idle_s),

@@ -29,24 +29,30 @@ def po_path(lang: str) -> Path:
     return LOCALE_DIR / lang / "LC_MESSAGES" / "messages.po"
 
 
-def _load(lang: str) -> tuple[Translations, dict[str, str]]:
-    """The compiled catalog of `lang`, and its singular messages by id."""
+def _load(lang: str) -> tuple[Translations, dict[str, str], frozenset[str]]:
+    """The compiled catalog of `lang`, its messages by id (a plural one by its first form)
+    and the ids that have plural forms."""
     with po_path(lang).open("rb") as source:
         catalog = read_po(source, locale=lang)
     compiled = BytesIO()
     write_mo(compiled, catalog)
     compiled.seek(0)
-    singular = {
-        m.id: m.string
-        for m in catalog
-        if isinstance(m.id, str) and m.id and isinstance(m.string, str)
-    }
-    return Translations(compiled, domain="messages"), singular
+    messages: dict[str, str] = {}
+    plural: set[str] = set()
+    for m in catalog:
+        if isinstance(m.id, str) and m.id and isinstance(m.string, str):
+            messages[m.id] = m.string
+        elif isinstance(m.id, tuple | list) and isinstance(m.string, tuple | list):
+            messages[m.id[0]] = m.string[0]
+            plural.add(m.id[0])
+    return Translations(compiled, domain="messages"), messages, frozenset(plural)
 
 
 _LOADED = {lang: _load(lang) for lang in LANGUAGES}
-TRANSLATIONS: Mapping[str, Translations] = {lang: t for lang, (t, _) in _LOADED.items()}
-CATALOGS: Mapping[str, Mapping[str, str]] = {lang: m for lang, (_, m) in _LOADED.items()}
+TRANSLATIONS: Mapping[str, Translations] = {lang: t for lang, (t, _, _) in _LOADED.items()}
+CATALOGS: Mapping[str, Mapping[str, str]] = {lang: m for lang, (_, m, _) in _LOADED.items()}
+# Ids with plural forms (`msgid_plural` is the id + ".plural"): worded by `Translator.n`.
+PLURAL_IDS: Mapping[str, frozenset[str]] = {lang: p for lang, (_, _, p) in _LOADED.items()}
 
 
 def _format(message: str, params: dict[str, object]) -> str:
@@ -61,7 +67,7 @@ class Translator:
 
     When a parameter is `Markup` (a link, a `<code>` name built by a template macro), the
     result is `Markup` too: the message and every other parameter are escaped, that one kept.
-    `t.n("key", "key_plural", count)` picks the language's plural form for `count`.
+    `t.n("key", count)` picks the language's plural form of `key` for `count` (`{count}`).
     """
 
     lang: str
@@ -69,8 +75,8 @@ class Translator:
     def __call__(self, key: str, /, **params: object) -> str:
         return _format(CATALOGS[self.lang][key], params)
 
-    def n(self, key: str, plural: str, count: int, /, **params: object) -> str:
-        message = TRANSLATIONS[self.lang].ngettext(key, plural, count)
+    def n(self, key: str, count: int, /, **params: object) -> str:
+        message = TRANSLATIONS[self.lang].ngettext(key, f"{key}.plural", count)
         return _format(message, {"count": count, **params})
 
     def has(self, key: str) -> bool:

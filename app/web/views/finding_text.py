@@ -13,7 +13,7 @@ import string
 
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
-from app.web.i18n.translate import CATALOGS
+from app.web.i18n.translate import CATALOGS, PLURAL_IDS, TRANSLATIONS
 
 _FORMATTER = string.Formatter()
 _DURATION_UNITS = {"en": (" s", " min", " h"), "ko": ("초", "분", "시간")}
@@ -55,8 +55,16 @@ def title_key(item: Finding) -> str:
     return key
 
 
+def _template(key: str, params: dict[str, object], lang: str) -> str | None:
+    """The title template of `key`, in the plural form of `params["count"]` where it has one."""
+    count = params.get("count")
+    if key in PLURAL_IDS[lang] and isinstance(count, int):
+        return str(TRANSLATIONS[lang].ngettext(key, f"{key}.plural", count))
+    return CATALOGS[lang].get(key)
+
+
 def finding_title(item: Finding, lang: str) -> str:
-    template = CATALOGS[lang].get(title_key(item))
+    template = _template(title_key(item), dict(item.params), lang)
     filled = _fill(template, _params(item, lang)) if template else None
     return filled or finding_summary(item.code, lang)
 
