@@ -116,7 +116,7 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
     t = Translator(lang)
     body = Markup(
         render_template(
-            runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)}
+            runtime, "partials/filter_error.html", {"t": t, "lang": lang, "error": error.worded(t)}
         )
     )
     return _page(
