@@ -12,6 +12,8 @@ from dataclasses import dataclass, fields
 from typing import Literal
 from urllib.parse import urlencode
 
+from markupsafe import Markup
+
 from app.domain.accounting.free_gpus import has_free
 from app.domain.snapshot import SEVERITY_RANK, Finding, Mode, NodeState, Severity
 
@@ -31,7 +33,12 @@ class FilterError(ValueError):
         super().__init__(f"{key}: {self.params}")
 
     def worded(self, t: Callable[..., str]) -> str:
-        return t(f"filter_error_{self.key}", **self.params)
+        """The message in `t`'s language, the names and values in `<code>`."""
+        return t(f"filter_error_{self.key}", **{k: _code(v) for k, v in self.params.items()})
+
+
+def _code(value: str) -> Markup:
+    return Markup("<code>{}</code>").format(value)
 
 
 def _text(params: Mapping[str, str], name: str) -> str:
