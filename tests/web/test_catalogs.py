@@ -18,7 +18,7 @@ from app.web.i18n.translate import CATALOGS, LANGUAGES, PLURAL_IDS, Translator, 
 from app.web.views.finding_text import placeholders
 
 ROOT = Path(__file__).resolve().parents[2]
-KEYWORDS = {"t": None, "n": (1, 2)}
+KEYWORDS = {"t": None}
 
 
 def _babel_methods() -> list[tuple[str, str]]:
