@@ -14,7 +14,10 @@ def test_overview_bad_filter_is_400_with_what_is_accepted() -> None:
     app, _ = page_app(demo_like())
     response = get(app, "/?sort=price")
     assert response.status_code == 400
-    assert "sort must be one of name, free, severity, not &#39;price&#39;" in response.text
+    assert (
+        "<code>sort</code> must be one of <code>name, free, severity</code>, "
+        "not <code>&#39;price&#39;</code>" in response.text
+    )
 
 
 def test_overview_filter_keeps_matching_nodes_and_polls_with_the_same_filter() -> None:
