@@ -197,8 +197,8 @@ class SplitWriteOut(BaseModel):
 class RestartOut(BaseModel):
     """A plugin pod a change restarts, as a code and its values."""
 
-    code: str
-    params: dict[str, str | int]
+    code: str = Field(description="node-pod, shared-pods, config-manager, config-manager-fallback")
+    params: dict[str, str | int] = Field(description="The values it is worded with (node, ...)")
 
 
 class SplitPreviewOut(BaseModel):
