@@ -51,7 +51,11 @@ class Finding(_Out):
     code: str = Field(description="Stable code, documented in docs/findings.md")
     severity: Severity
     scope: Scope
-    title: str = Field(description="One line saying what is wrong (English)")
+    title: str = Field(
+        default="",
+        description="One line saying what is wrong, in the language asked for (worded by the "
+        "web layer from `code` and `params`)",
+    )
     params: dict[str, EvidenceValue] = Field(
         default_factory=dict,
         description="The values a page words the title with in each language: the evidence "

@@ -17,6 +17,7 @@ from app.domain.changes.split_scope import dra_held, split_refusal
 from app.domain.cluster import AccountingOptions
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, NodeConfig, Snapshot
+from app.web.i18n.translate import Translator
 from tests import factories as f
 
 TS4 = PluginSettings(Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, False)
@@ -54,8 +55,10 @@ def test_rollout_names_a_pod_not_yet_bound_never_a_question_mark() -> None:
     ]
     status = rollout_status(ds, pods, _snapshot(), expected=TS4, generation=2)
 
-    assert status.blocked_by == ("pod plugin-new (not bound to a node yet)",)
-    assert not any("?" in line for line in status.stuck)
+    assert status.blocked_by == ("pod/plugin-new",)
+    english = [Translator("en")(f"rollout.{w.code}", **w.params) for w in status.stuck]
+    assert not any("?" in line for line in english)
+    assert "the plugin pod on pod/plugin-new is not ready" in english[0]
 
 
 def test_preview_keeps_the_figures_of_a_node_another_install_runs() -> None:

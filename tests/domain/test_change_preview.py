@@ -7,9 +7,11 @@ from typing import Any
 
 from app.domain.changes.models import PluginSettings
 from app.domain.changes.preview import object_diff, rollout_status, slots_by_node
+from app.domain.changes.rollout import RolloutStatus
 from app.domain.cluster import AccountingOptions
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, Snapshot
+from app.web.i18n.translate import Translator
 from tests import factories as f
 from tests.domain.dra_worlds import dra_world
 from tests.domain.worlds import snap
@@ -37,6 +39,12 @@ def snapshot(*, allocatable: int = 2, pods: list[Any] | None = None) -> Snapshot
         reports=[f.report("gpu-1", f.gpus(2, node_name="gpu-1"))],
     )
     return build_snapshot(state, options=AccountingOptions(), now=f.NOW)
+
+
+def waiting_en(status: RolloutStatus) -> list[str]:
+    """What the rollout waits for, worded as the English page and JSON word it."""
+    t = Translator("en")
+    return [t(f"rollout.{w.code}", **w.params) for w in status.stuck]
 
 
 def test_slots_by_node_multiplies_visible_gpus_by_replicas() -> None:
@@ -94,7 +102,7 @@ def test_rollout_names_the_old_pod_and_the_unchanged_node() -> None:
         _ds(2, 2), [_plugin_pod(1)], snapshot(allocatable=2), expected=settings(), generation=2
     )
     assert not status.done
-    text = " ".join(status.stuck)
+    text = " ".join(waiting_en(status))
     assert "still runs the old template" in text
     assert "Node gpu-1 advertises 2 nvidia.com/gpu, expected 8" in text
 
@@ -107,14 +115,14 @@ def test_rollout_names_a_pod_that_is_not_ready() -> None:
         expected=settings(),
         generation=2,
     )
-    assert any("is not ready" in item for item in status.stuck)
+    assert any("is not ready" in item for item in waiting_en(status))
 
 
 def test_rollout_waits_for_the_controller_to_observe() -> None:
     status = rollout_status(
         _ds(2, 1), [_plugin_pod(2)], snapshot(allocatable=8), expected=settings(), generation=2
     )
-    assert any("has not seen generation 2" in item for item in status.stuck)
+    assert any("has not seen generation 2" in item for item in waiting_en(status))
 
 
 def test_rollout_without_generation_label_uses_start_time() -> None:
@@ -155,7 +163,8 @@ def test_rollout_held_by_an_unready_new_pod_names_the_node_at_once() -> None:
         _ds(2, 2, desired=3), pods, snapshot(allocatable=2), expected=settings(), generation=2
     )
     assert status.blocked_by == ("gpu-ws",)
-    assert "maxUnavailable (1)" in status.stuck[0] and "gpu-ws" in status.stuck[0]
+    first = waiting_en(status)[0]
+    assert "maxUnavailable (1)" in first and "gpu-ws" in first
 
 
 def test_rollout_is_not_held_while_the_budget_has_room() -> None:

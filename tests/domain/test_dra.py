@@ -10,6 +10,7 @@ from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo
 from app.domain.report import DraAssignment
 from app.domain.snapshot import NodeState, Snapshot
+from app.web.views.finding_text import finding_title
 from tests import factories as f
 from tests.domain.dra_worlds import (
     auto_pod,
@@ -256,7 +257,7 @@ def test_dra_extended_mapping_lists_the_pending_pods_that_may_become_claims() ->
     (mapped,) = [x for x in snapshot.findings if x.code == "dra-extended-resource-mapped"]
     assert mapped.evidence["pending_pods_listed"] == "ml/q1,ml/q2"
     assert (mapped.evidence["pods_requesting"], mapped.evidence["pods_on_plugin_slots"]) == (3, 1)
-    assert mapped.title == (
+    assert finding_title(mapped, "en") == (
         "DeviceClass gpu.nvidia.com maps nvidia.com/gpu: 3 pods request it; 0 got a DRA claim, "
         "2 pending may get one"
     )
@@ -289,14 +290,22 @@ def test_dra_unsatisfiable_claim_says_why() -> None:
         )
     )
     reasons = {
-        x.evidence["claim"]: (x.evidence["reason"], x.pod)
+        x.evidence["claim"]: (x.evidence["reason"], x.pod, finding_title(x, "en").split(": ")[1])
         for x in snapshot.findings
         if x.code == "dra-claim-unsatisfiable"
     }
     assert reasons == {
-        "ml/big": ("asks for 5 devices of class gpu.nvidia.com; the largest node has 4", None),
-        "ml/ghost": ("DeviceClass tpu.example.com does not exist", None),
-        "ml/late": ("all 4 devices of class gpu.nvidia.com are allocated", "ml/b"),
+        "ml/big": (
+            "too-large",
+            None,
+            "asks for 5 devices of class gpu.nvidia.com; the largest node has 4",
+        ),
+        "ml/ghost": ("class-missing", None, "DeviceClass tpu.example.com does not exist"),
+        "ml/late": (
+            "all-allocated",
+            "ml/b",
+            "all 4 devices of class gpu.nvidia.com are allocated",
+        ),
     }
     assert snapshot.dra.pending_claims == 2  # big and late ask for GPU classes; ghost does not
 
@@ -311,7 +320,10 @@ def test_dra_claim_on_notready_node_is_an_error_and_its_devices_are_stranded() -
         )
     )
     (item,) = [x for x in snapshot.findings if x.code == "dra-claim-on-lost-node"]
-    assert item.title == "Claim ml/c1 is allocated on dra-1, which is NotReady: its pods cannot run"
+    assert (
+        finding_title(item, "en")
+        == "Claim ml/c1 is allocated on dra-1, which is NotReady: its pods cannot run"
+    )
     assert (snapshot.dra.free, snapshot.dra.stranded) == (0, 3)
 
 
@@ -336,7 +348,10 @@ def test_dra_host_process_on_claimed_gpu_is_the_same_error_as_on_slots() -> None
         )
     )
     (item,) = [x for x in snapshot.findings if x.code == "host-process-on-advertised-gpu"]
-    assert item.title == "Host process 4242 uses GPU 0 on dra-1, which DRA claim ml/c1 holds"
+    assert (
+        finding_title(item, "en")
+        == "Host process 4242 uses GPU 0 on dra-1, which DRA claim ml/c1 holds"
+    )
     assert (item.severity.value, item.gpu_uuid) == ("error", "GPU-dra-1-0")
 
 

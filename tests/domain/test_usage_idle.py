@@ -18,6 +18,7 @@ from app.domain.snapshot import (
     Totals,
 )
 from app.domain.usage.idle import UsageHistory
+from app.web.views.finding_text import finding_title
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 UUID = "GPU-11111111-2222-3333-4444-555555555555"
@@ -127,7 +128,10 @@ def test_idle_holder_held_42_min_without_process_is_flagged() -> None:
     assert [(f.code, f.pod, f.evidence["idle_for"]) for f in found] == [
         ("slot-held-idle", "ml/nb-0", "42 min")
     ]
-    assert found[0].title == "ml/nb-0 holds 1 slot(s) of GPU 3: held for 42 min, no GPU process"
+    assert (
+        finding_title(found[0], "en")
+        == "ml/nb-0 holds 1 slot of GPU 3: held for 42 min, no GPU process"
+    )
     assert found[0].remedy == "kubectl -n ml delete pod nb-0  # once its owner agrees"
 
 

@@ -13,7 +13,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from app.domain.changes.models import ConfigMapAction, RefusalCode
-from app.domain.changes.rollout import RolloutStatus
+from app.domain.changes.rollout import RolloutStatus, Waiting
 from app.domain.snapshot import Mode
 from app.web.http import admin_forms
 from app.web.i18n import translate as i18n
@@ -122,7 +122,7 @@ def test_form_refusals_are_translated_with_the_server_detail_in_english(stack: S
     )
     assert too_many.status_code == 422
     assert alert_text(too_many.text, "admin-error") == (
-        "타임 슬라이싱의 레플리카 수는 2~64 사이여야 합니다 (입력값: 100)."
+        "시분할의 레플리카 수는 2~64 사이여야 합니다 (입력값: 100)."
     )
 
     same = stack.client.post(
@@ -164,7 +164,7 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
     assert preview.status_code == 200, preview.text
     page = parse(preview.text)
     assert heading(preview.text) == "미리 보기: 디바이스 플러그인 변경"
-    assert page.text("preview-summary").startswith("기본 (nvidia.com/gpu) → 타임 슬라이싱 \u00d74")
+    assert page.text("preview-summary").startswith("기본 (nvidia.com/gpu) → 시분할 \u00d74")
     assert page.text("dry-run-ok") == "API 서버가 두 쓰기를 모두 받아들입니다 (dryRun=All)."
     assert page.text("apply-button") == "적용"
 
@@ -182,13 +182,13 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
     rollout = parse(stack.client.get(location).text)
     assert rollout.text("rollout-done").startswith("완료: 모든 플러그인 파드가")
     done = rollout.text("rollout-done")
-    assert done.endswith("현재 설정: 타임 슬라이싱 \u00d74 (nvidia.com/gpu).")
+    assert done.endswith("현재 설정: 시분할 \u00d74 (nvidia.com/gpu).")
     assert rollout.text("back-to-form") == "디바이스 플러그인 모드로 돌아가기"
     fragment = stack.client.get(location.replace("/rollout?", "/rollout/fragment?")).text
-    assert "<html" not in fragment and "현재 설정: 타임 슬라이싱 \u00d74" in fragment
+    assert "<html" not in fragment and "현재 설정: 시분할 \u00d74" in fragment
 
 
-def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() -> None:
+def test_rollout_in_progress_names_the_state_and_words_what_it_waits_for() -> None:
     templates = Jinja2Templates(directory=str(ROOT / "app" / "web" / "assets" / "templates"))
     status = RolloutStatus(
         generation=2,
@@ -198,7 +198,7 @@ def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() ->
         ready=0,
         pods=(),
         nodes=(),
-        stuck=("Plugin pod p-1 on gpu-server-2 still runs the old template.",),
+        stuck=(Waiting("pod-old-template", {"pod": "p-1", "node": "gpu-server-2"}),),
     )
     context = {
         "status": status,
@@ -214,11 +214,17 @@ def test_rollout_in_progress_names_the_state_and_keeps_server_lines_english() ->
     assert page.text("rollout-waiting") == (
         "롤아웃 중: 플러그인 파드 2개 중 1개 업데이트, 0개 준비됨 (12초)."
     )
-    assert page.by_testid("rollout-pending")[0]["lang"] == "en"
+    assert (
+        page.text("rollout-pending")
+        == "gpu-server-2의 플러그인 파드 p-1이(가) 아직 이전 템플릿으로 실행됩니다."
+    )
     assert page.by_testid("rollout")[0]["hx-get"] == context["poll_url"]
     stuck = template.render({**context, "t": i18n.Translator("en"), "stuck": True, "elapsed_s": 75})
     assert parse(stuck).text("rollout-waiting") == (
         "Stuck? 1 of 2 plugin pods updated, 0 ready (75 s)."
+    )
+    assert parse(stuck).text("rollout-pending") == (
+        "Plugin pod p-1 on gpu-server-2 still runs the old template."
     )
 
 

@@ -137,8 +137,9 @@ def test_dra_findings_of_the_scenario(dra: Stack) -> None:
         ("dra-extended-resource-mapped", "info"),
     ]
     unsatisfiable = next(f for f in findings if f["code"] == "dra-claim-unsatisfiable")
-    assert unsatisfiable["evidence"]["reason"] == (
-        "asks for 8 devices of class gpu.nvidia.com; the largest node has 4"
+    assert unsatisfiable["evidence"]["reason"] == "too-large"
+    assert unsatisfiable["title"].endswith(
+        ": asks for 8 devices of class gpu.nvidia.com; the largest node has 4"
     )
 
 

@@ -28,3 +28,8 @@ def test_changes_page_lists_an_applied_mode_change_and_its_rollback(
         "change",
     ]
     assert "되돌리기" in rows[0] and "변경" in rows[1]
+    # The summary is worded from the record's settings in the page's language.
+    assert "기본 (nvidia.com/gpu) → 시분할 \u00d74 (nvidia.com/gpu)" in rows[1]
+    assert "admin@" in rows[1] and "(bearer)" in rows[1]
+    english = stack.client.get("/admin/changes?lang=en").text
+    assert "Basic (nvidia.com/gpu) → Time-slicing \u00d74 (nvidia.com/gpu)" in english

@@ -96,7 +96,7 @@ def test_findings_severity_error_in_korean_only_errors_with_korean_titles(demo: 
     assert len(titles) == len(items)
     assert all(HANGUL.search(title) for title in titles), titles
     assert (
-        "NVIDIA_VISIBLE_DEVICES가 gpu-ws-5에 없는 장치 2,3을(를) 나열합니다: "
+        "NVIDIA_VISIBLE_DEVICES가 gpu-ws-5에 없는 장치 2개(2,3)를 나열합니다: "
         "플러그인이 시작할 수 없습니다" in titles
     )
 
@@ -141,7 +141,7 @@ def test_idle_notebook_flagged_with_how_long(demo: Stack) -> None:
     assert isinstance(found, dict)
     assert found["node"] == "gpu-server-4"
     assert re.fullmatch(
-        r"research/notebook-idle-0 holds 1 slot\(s\) of GPU \d: held for \d+ s, no GPU process",
+        r"research/notebook-idle-0 holds 1 slot of GPU \d: held for \d+ s, no GPU process",
         found["title"],
     )
     assert found["evidence"]["idle_for_s"] >= 1

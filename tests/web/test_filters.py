@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
+from html import unescape
+
 import pytest
 
 from app.domain.snapshot import Finding, Scope, Severity
+from app.web.i18n.translate import Translator
 from app.web.views.filters import (
     FilterError,
     FindingFilter,
@@ -34,6 +38,11 @@ def test_parse_node_filter_reads_every_parameter_and_round_trips() -> None:
     assert NodeFilter().query() == "" and not NodeFilter().active
 
 
+def plain(html: str) -> str:
+    """The text of a worded error: its names and values sit in <code>."""
+    return unescape(re.sub(r"<[^>]+>", "", html))
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
@@ -48,7 +57,8 @@ def test_parse_node_filter_refuses_bad_values_with_what_is_accepted(
 ) -> None:
     with pytest.raises(FilterError) as refused:
         parse_node_filter(params)
-    assert str(refused.value) == message
+    assert plain(refused.value.worded(Translator("en"))) == message
+    assert "{" not in refused.value.worded(Translator("ko"))
 
 
 def test_filter_nodes_by_name_mode_findings_and_label() -> None:
@@ -82,5 +92,8 @@ def test_filter_findings_by_severity_node_code_and_namespace() -> None:
     assert codes(FindingFilter(node="gpu-server-2")) == ["pod-sets-visible-devices"]
     assert codes(FindingFilter(namespace="ml")) == ["pod-sets-visible-devices"]
     assert codes(FindingFilter(code="nope")) == []
-    with pytest.raises(FilterError, match="severity must be error, warning or info, not 'fatal'"):
+    with pytest.raises(FilterError) as refused:
         parse_finding_filter({"severity": "fatal"})
+    assert plain(refused.value.worded(Translator("en"))) == (
+        "severity must be error, warning or info, not 'fatal'"
+    )

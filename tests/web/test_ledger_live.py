@@ -223,7 +223,7 @@ def test_pages_show_every_resource_mig_devices_and_the_cordon(clusters: Stack) -
     assert 'data-resource="nvidia.com/mig-3g.40gb"' in overview
     assert 'data-testid="unschedulable-gpu-cordoned-2"' in overview
     assert "Unschedulable: cordoned" in overview
-    assert "1 pending pod(s) want 16 nvidia.com/gpu" in overview
+    assert "1 pending pod wants 16 nvidia.com/gpu" in overview
     assert 'data-testid="cluster-mode" data-mode="mixed"' in overview
     detail = clusters.client.get("/nodes/gpu-mig-4").text
     assert detail.count('data-testid="mig-row"') == 9

@@ -58,7 +58,7 @@ def test_a_bad_page_number_is_refused_with_the_reason() -> None:
         response = client.get("/?lang=en&page=zero")
 
     assert response.status_code == 400
-    assert "page must be a whole number from 1 to 100000" in response.text
+    assert "page must be a whole number from 1 to <code>100000</code>" in response.text
 
 
 @pytest.mark.parametrize("text", ["0", "-1", "1.5", "100001", "x"])

@@ -63,6 +63,6 @@ def test_korean_idle_title_words_the_duration_in_korean() -> None:
         "ml/nb-0이(가) GPU 3의 슬롯 1개를 42분 동안 잡고 있지만 GPU 프로세스가 없습니다"
     )
     assert finding_title(item, "en") == (
-        "ml/nb-0 holds 1 slot(s) of GPU 3: held for 42 min, no GPU process"
+        "ml/nb-0 holds 1 slot of GPU 3: held for 42 min, no GPU process"
     )
     assert [duration_ko(s) for s in (35, 3900, 7200)] == ["35초", "1시간 5분", "2시간"]

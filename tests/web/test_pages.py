@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import string
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -330,15 +329,6 @@ def test_choose_language_prefers_query_then_cookie_then_header(
     query: str | None, cookie: str | None, accept: str | None, expected: str
 ) -> None:
     assert i18n.choose_language(query=query, cookie=cookie, accept_language=accept) == expected
-
-
-def test_catalogs_have_the_same_keys_and_placeholders() -> None:
-    english, korean = i18n.CATALOGS["en"], i18n.CATALOGS["ko"]
-    assert set(english) == set(korean)
-    fields = string.Formatter()
-    for key in english:
-        placeholders = {name for _, name, _, _ in fields.parse(english[key]) if name}
-        assert placeholders == {name for _, name, _, _ in fields.parse(korean[key]) if name}, key
 
 
 def test_every_catalog_key_used_in_templates_exists() -> None:

@@ -96,7 +96,7 @@ def test_dra_parts_of_the_pages_in_korean() -> None:
     app, _ = page_app(_snapshot())
     page = parse(get(app, "/?lang=ko").text)
     assert page.text("allocation-dra-1") == "동적 리소스 할당(DRA)"
-    assert page.text("claims-GPU-dra-1-1") == "클레임 ml/<b>shared</b> (타임 슬라이싱): ml/b, ml/c"
+    assert page.text("claims-GPU-dra-1-1") == "클레임 ml/<b>shared</b> (시분할): ml/b, ml/c"
     assert page.text("dra-total-pending_claims") == "대기 중인 클레임 0"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from datetime import timedelta
 
-from app.web.i18n.catalog_findings_ko import FINDINGS_KO
+from app.web.views.finding_text import finding_explanation, finding_summary
 from tests.web.page_snapshots import NOW, demo_like, page_app
 from tests.web.test_pages import get
 
@@ -14,7 +14,10 @@ def test_overview_bad_filter_is_400_with_what_is_accepted() -> None:
     app, _ = page_app(demo_like())
     response = get(app, "/?sort=price")
     assert response.status_code == 400
-    assert "sort must be one of name, free, severity, not &#39;price&#39;" in response.text
+    assert (
+        "<code>sort</code> must be one of <code>name, free, severity</code>, "
+        "not <code>&#39;price&#39;</code>" in response.text
+    )
 
 
 def test_overview_filter_keeps_matching_nodes_and_polls_with_the_same_filter() -> None:
@@ -39,7 +42,7 @@ def test_findings_severity_error_korean_shows_only_errors_with_korean_title() ->
     severities = re.findall(r'<li class="finding sev-(\w+)"', html)
     assert severities == ["error"]
     # The fixed finding has no params: the Korean summary stands in for the title.
-    assert FINDINGS_KO["host-process-on-advertised-gpu"][0] in html
+    assert finding_summary("host-process-on-advertised-gpu", "ko") in html
     assert 'data-testid="filter-shown" data-count="1"' in html
     assert 'href="/nodes/gpu-server-1?lang=ko" data-testid="finding-node-link"' in html
 
@@ -50,7 +53,7 @@ def test_findings_docs_in_korean_have_contents_and_a_section_per_code() -> None:
     assert 'data-testid="doc-contents"' in html
     assert '<a href="#slot-held-idle"><code>slot-held-idle</code></a>' in html
     assert '<h2 id="slot-held-idle">slot-held-idle</h2>' in html
-    assert FINDINGS_KO["slot-held-idle"][2] in html
+    assert str(finding_explanation("slot-held-idle", "ko")) in html
 
 
 def test_findings_docs_in_english_keep_the_markdown_with_contents() -> None:

@@ -9,7 +9,7 @@ were already failing before the change. Pure: cached manifests and the snapshot 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Literal
 
@@ -47,6 +47,15 @@ class NodeRollout:
 
 
 @dataclass(frozen=True)
+class Waiting:
+    """One thing a rollout still waits for: a code the web layer words (`rollout.<code>` in
+    the catalogs) and the values it is worded with."""
+
+    code: str
+    params: Mapping[str, str | int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class RolloutStatus:
     """Where the rollout of a DaemonSet generation stands."""
 
@@ -57,7 +66,7 @@ class RolloutStatus:
     ready: int
     pods: tuple[PodRollout, ...]
     nodes: tuple[NodeRollout, ...]
-    stuck: tuple[str, ...]
+    stuck: tuple[Waiting, ...]
     # Nodes whose unavailable plugin pods hold the DaemonSet controller back (its budget,
     # maxUnavailable, is spent on them): the rollout cannot progress until they are fixed.
     blocked_by: tuple[str, ...] = ()
@@ -120,11 +129,18 @@ def rollout_status(
     updated = sum(1 for r in rows if r.updated)
     failing_old = sum(1 for r in rows if r.failing and not r.updated)
     if updated + failing_old < desired:
-        stuck.append(f"{updated} of {desired} plugin pods run the new template.")
+        stuck.append(Waiting("pods-updated", {"updated": updated, "desired": desired}))
     nodes = _node_rows(ds, snapshot, rows, expected=expected, broken_before=broken_before)
     stuck += [
-        f"Node {n.node} advertises {'nothing' if n.advertised is None else n.advertised} "
-        f"{expected.resource}, expected {n.expected}."
+        Waiting(
+            "node-advertises-nothing" if n.advertised is None else "node-advertises",
+            {
+                "node": n.node,
+                "advertised": n.advertised or 0,
+                "resource": expected.resource,
+                "expected": n.expected or 0,
+            },
+        )
         for n in nodes
         if n.state == "waiting"
     ]
@@ -141,16 +157,18 @@ def rollout_status(
     )
 
 
-def _generation_stuck(daemonset: Manifest | None, generation: int, *, observed: int) -> list[str]:
+def _generation_stuck(
+    daemonset: Manifest | None, generation: int, *, observed: int
+) -> list[Waiting]:
     """What keeps the DaemonSet itself from `generation`: gone, changed again, not observed."""
     stuck = []
     current = int(((daemonset or {}).get("metadata") or {}).get("generation") or 0)
     if daemonset is None:
-        stuck.append("The DaemonSet is gone.")
+        stuck.append(Waiting("daemonset-gone"))
     elif current > generation:
-        stuck.append(f"The DaemonSet changed again since (generation {current}).")
+        stuck.append(Waiting("daemonset-changed-again", {"generation": current}))
     if observed < generation:
-        stuck.append(f"The DaemonSet controller has not seen generation {generation} yet.")
+        stuck.append(Waiting("generation-not-seen", {"generation": generation}))
     return stuck
 
 
@@ -177,21 +195,22 @@ def _pod_rows(
 
 
 def _where(row: PodRollout) -> str:
-    """The node a pod runs on, or the pod itself while the scheduler has not bound it."""
-    return row.node or f"pod {row.name} (not bound to a node yet)"
+    """The node a pod runs on, or `pod/<name>` while the scheduler has not bound it."""
+    return row.node or f"pod/{row.name}"
 
 
-def _pods_stuck(rows: Sequence[PodRollout]) -> list[str]:
+def _pods_stuck(rows: Sequence[PodRollout]) -> list[Waiting]:
     """Pods still on the old template or not ready; a failing one is listed apart."""
     stuck = []
     for row in rows:
-        where = f"on {row.node}" if row.node else "(not bound to a node yet)"
+        bound = "" if row.node else "-unbound"
+        where: dict[str, str | int] = {"pod": row.name, "node": row.node or "", "phase": row.phase}
         if row.failing:
             continue  # awaiting a failing plugin pod, old or new, would never end
         if not row.updated:
-            stuck.append(f"Plugin pod {row.name} {where} still runs the old template.")
+            stuck.append(Waiting(f"pod-old-template{bound}", where))
         elif not row.ready:
-            stuck.append(f"Plugin pod {row.name} {where} is not ready ({row.phase}).")
+            stuck.append(Waiting(f"pod-not-ready{bound}", where))
     return stuck
 
 
@@ -268,15 +287,9 @@ def _blocking_nodes(daemonset: Manifest, rows: Sequence[PodRollout]) -> tuple[st
     return tuple(unavailable)
 
 
-def _blocked_message(daemonset: Manifest, nodes: Sequence[str], *, desired: int) -> str:
+def _blocked_message(daemonset: Manifest, nodes: Sequence[str], *, desired: int) -> Waiting:
     budget = max_unavailable(daemonset, desired)
-    shown = ", ".join(nodes)
-    return (
-        f"Blocked: the DaemonSet controller replaces a ready plugin pod only while fewer than "
-        f"maxUnavailable ({budget}) nodes lack a ready one, and the plugin pod on {shown} is "
-        "not ready. Fix it (its log says why), or delete the old pods yourself; the other "
-        "nodes keep the old template until then."
-    )
+    return Waiting("blocked", {"budget": budget, "nodes": ", ".join(nodes)})
 
 
 def failing_plugin_nodes(snapshot: Snapshot | None, *, target: str | None = None) -> frozenset[str]:

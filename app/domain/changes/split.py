@@ -26,6 +26,7 @@ from app.domain.changes.split_models import (
     SPLIT_OF_LABEL,
     NodeGpu,
     ObjectWrite,
+    Restart,
     SplitPlan,
     SplitRequest,
     SplitState,
@@ -145,14 +146,12 @@ def plan_split(
 
 def _restarts(
     request: SplitRequest, shared: Manifest, writes: Sequence[ObjectWrite], *, shared_nodes: int
-) -> tuple[str, ...]:
+) -> tuple[Restart, ...]:
     """The plugin pods the plan restarts: the node's, and every shared one when it is written."""
-    restarts = [f"the plugin pod on node {request.node}"]
+    restarts = [Restart("node-pod", {"node": request.node})]
     if any(w.kind == "DaemonSet" and w.name == shared["metadata"]["name"] for w in writes):
-        restarts.append(
-            f"every pod of the shared DaemonSet {shared['metadata']['name']} ({shared_nodes} "
-            "nodes) restarts once: it gets the term that keeps it off split nodes"
-        )
+        name = shared["metadata"]["name"]
+        restarts.append(Restart("shared-pods", {"daemonset": name, "nodes": shared_nodes}))
     return tuple(restarts)
 
 

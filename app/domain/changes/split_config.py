@@ -20,6 +20,7 @@ from app.domain.changes.split_checks import require_inventory, require_known_gpu
 from app.domain.changes.split_models import (
     NodeGpu,
     ObjectWrite,
+    Restart,
     SplitPlan,
     SplitRequest,
     SplitState,
@@ -101,9 +102,13 @@ def plan_config_label(
         host_processes=(),
         pods_on_host_gpus=(),
         restarts=(
-            f"the plugin on node {request.node} restarts in place: config-manager sees the "
-            f"label change, links the config {after.config_key or '(fallback)'} and signals the "
-            "plugin; the pod stays and no other node is touched",
+            Restart(
+                "config-manager" if after.config_key else "config-manager-fallback",
+                {
+                    "node": request.node,
+                    **({"config": after.config_key} if after.config_key else {}),
+                },
+            ),
         ),
         warnings=_warnings(before, after, {g.uuid: g for g in gpus}),
     )

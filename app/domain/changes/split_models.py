@@ -134,6 +134,15 @@ class ObjectWrite:
 
 
 @dataclass(frozen=True)
+class Restart:
+    """A plugin pod the plan restarts: a code the web layer words (`restart.<code>` in the
+    catalogs) and the values it is worded with."""
+
+    code: str
+    params: dict[str, str | int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class SplitPlan:
     """The exact writes that move a node from `before` to `after`, and what they do."""
 
@@ -145,7 +154,7 @@ class SplitPlan:
     slots_before: int | None
     host_processes: tuple[str, ...]  # on GPUs going to Kubernetes: the admin must confirm
     pods_on_host_gpus: tuple[str, ...]  # holding slots on GPUs going to the host
-    restarts: tuple[str, ...]  # plugin pods that restart
+    restarts: tuple[Restart, ...]  # plugin pods that restart
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
     @property

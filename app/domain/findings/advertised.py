@@ -47,8 +47,6 @@ def _runtime_class_missing(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         return None
     return finding(
         "runtime-class-missing",
-        f"k3s node {node.name}: the plugin has no runtimeClassName nvidia and "
-        f"advertises {allocatable}",
         evidence={
             "kubelet_version": str(
                 ((node.manifest.get("status") or {}).get("nodeInfo") or {}).get(
@@ -73,8 +71,6 @@ def _unified_memory(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         return None
     return finding(
         "unified-memory-unsupported",
-        f"Plugin {spec.version_text} crashes on {node.name}: its GPU memory is "
-        "Not Supported (unified memory) and the fix is in v0.17.4 / v0.18.0+",
         evidence={
             "version": spec.version_text,
             "gpu": no_memory[0].reading.name,
@@ -102,8 +98,6 @@ def _privileged_ignores_visible(spec: PluginSpec, node: NodeFacts) -> Finding | 
         return None
     return finding(
         "privileged-visible-devices-ignored",
-        f"{node.name} advertises all {physical} GPUs: the privileged plugin ignores "
-        "its NVIDIA_VISIBLE_DEVICES",
         evidence={
             "privileged": True,
             "NVIDIA_VISIBLE_DEVICES": spec.visible_devices,
@@ -139,8 +133,6 @@ def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         return None
     return finding(
         "fail-on-init-silent-zero",
-        f"Plugin on {node.name} is Running but advertises nothing "
-        "(FAIL_ON_INIT_ERROR=false hides its init error)",
         evidence={
             "fail_on_init_error": False,
             "phase": pod.phase,
@@ -172,9 +164,8 @@ def _unhealthy(spec: PluginSpec, node: NodeFacts) -> Finding | None:
     pod_name = pod.name if pod else "<plugin pod>"
     return finding(
         "unhealthy-devices",
-        f"{node.name}: {capacity - allocatable} of {capacity} {node.resource} "
-        "devices are unhealthy",
         evidence={"capacity": capacity, "allocatable": allocatable, "resource": node.resource},
+        words={"unhealthy": capacity - allocatable},
         remedy=(
             f"check XID errors: kubectl -n {sh(spec.namespace)} logs {sh(pod_name)}; then: "
             f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod_name)}  # unhealthy is permanent "
@@ -192,7 +183,6 @@ def _allocatable_mismatch(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         return None
     return finding(
         "allocatable-mismatch",
-        f"{node.name} advertises {allocatable} {node.resource}, expected {expected}",
         evidence={
             "allocatable": allocatable,
             "expected_slots": expected,
@@ -221,8 +211,6 @@ def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         return None
     return finding(
         "requested-above-allocatable",
-        f"Pods on {node.name} hold {node.requested} {node.resource}, "
-        f"more than the {node.allocatable} allocatable",
         evidence={
             "requested": node.requested,
             "allocatable": node.allocatable,
@@ -245,12 +233,11 @@ def _visible_missing(
     return [
         finding(
             "visible-device-not-on-node",
-            f"NVIDIA_VISIBLE_DEVICES lists {len(vis.unmatched)} device(s) not on {node.name}: "
-            "the plugin container cannot start there",
             evidence={
                 "missing": ",".join(vis.unmatched),
                 "node_gpus": ",".join(g.uuid for g in node.gpus),
             },
+            words={"count": len(vis.unmatched)},
             remedy=_visible_remedy(spec, node, sorted(vis.uuids), target),
             node=node.name,
         )

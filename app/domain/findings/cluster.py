@@ -43,8 +43,8 @@ def cluster_findings(facts: ClusterFacts) -> list[Finding]:
         found.append(
             finding(
                 "plugin-operator-managed",
-                f"{spec.name} is managed by the GPU Operator: edit its ClusterPolicy instead",
                 evidence={"daemonset": f"{spec.namespace}/{spec.name}", "operator_managed": True},
+                words={"name": spec.name},
                 remedy="kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin",
             )
         )
@@ -52,7 +52,6 @@ def cluster_findings(facts: ClusterFacts) -> list[Finding]:
         found.append(
             finding(
                 "plugin-image-outdated",
-                f"Plugin {spec.version_text} is older than the platform's minimum v0.18.2",
                 evidence={"image": spec.image, "version": spec.version_text, "minimum": "v0.18.2"},
                 remedy=f"kubectl set image {ds_ref(spec)} {sh(f'{spec.container}={FIXED_IMAGE}')}",
             )
@@ -71,7 +70,6 @@ def _missing(facts: ClusterFacts) -> Finding:
     gpu_nodes = sum(1 for n in facts.nodes if n.gpu_node)
     return finding(
         "plugin-daemonset-missing",
-        f"DaemonSet {options.plugin.ref} not found",
         evidence={
             "daemonset": options.plugin.ref,
             "found": False,
@@ -92,7 +90,6 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
         return [
             finding(
                 "plugin-config-rejected",
-                "The plugin refuses its config.yaml and exits (CrashLoopBackOff)",
                 evidence={
                     "source": config.source,
                     "error": config.error,
@@ -107,7 +104,6 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
     return [
         finding(
             "config-key-missing",
-            f"CONFIG_FILE={spec.config_file} does not reach a config in a ConfigMap",
             evidence={
                 "config_file": spec.config_file,
                 "source": config.source,
@@ -142,8 +138,6 @@ def _config_unused(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
         found.append(
             finding(
                 "config-mounted-not-used",
-                f"ConfigMap {mount.configmap} is mounted at {mount.mount_path} but CONFIG_FILE "
-                "is unset: the plugin ignores it",
                 evidence={
                     "configmap": mount.configmap,
                     "mount_path": mount.mount_path,
@@ -193,14 +187,13 @@ def _config_changed(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
             found.append(
                 finding(
                     "config-changed-after-start",
-                    f"ConfigMap {name} changed after {len(behind)} plugin pod(s) started: "
-                    "they still serve the old config",
                     evidence={
                         "configmap": name,
                         "changed_at": changed.isoformat() if changed else None,
                         "pods_behind": len(behind),
                         "first_pod": sorted(behind)[0],
                     },
+                    words={"count": len(behind)},
                     remedy=f"kubectl rollout restart {ds_ref(spec)}",
                 )
             )
@@ -223,8 +216,8 @@ def _left_over(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
     return [
         finding(
             "config-left-over",
-            f"ConfigMap {name} is left over: the plugin runs in basic mode without it",
             evidence={"configmap": f"{spec.namespace}/{name}", "mode": "basic", "used": False},
+            words={"name": name},
             remedy=f"kubectl -n {sh(spec.namespace)} delete configmap {sh(name)}",
         )
     ]
@@ -246,8 +239,6 @@ def _serving_resource(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
     return [
         finding(
             "serving-resource-mismatch",
-            f"Serving requests {wanted} but the plugin advertises {config.resource}: "
-            "serving pods stay Pending",
             evidence={
                 "serving_resource": wanted,
                 "advertised_resource": config.resource,
@@ -274,8 +265,6 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
         found.append(
             finding(
                 "visible-devices-by-index",
-                "The plugin's NVIDIA_VISIBLE_DEVICES lists GPU indexes, which can change "
-                "across reboots and driver updates",
                 evidence={"NVIDIA_VISIBLE_DEVICES": spec.visible_devices, "indexes": len(indexes)},
                 remedy=(
                     set_devices(spec, uuids)
@@ -301,8 +290,6 @@ def _visible_devices(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
         found.append(
             finding(
                 "visible-devices-list-on-many-nodes",
-                f"One UUID list in NVIDIA_VISIBLE_DEVICES is applied to {len(plugin_nodes)} "
-                "nodes; GPU UUIDs differ per node",
                 evidence={
                     "NVIDIA_VISIBLE_DEVICES": spec.visible_devices,
                     "nodes": len(plugin_nodes),

@@ -41,7 +41,6 @@ def _lost_nodes(view: DraView, nodes: Mapping[str, Manifest]) -> list[Finding]:
         found.append(
             finding(
                 "dra-claim-on-lost-node",
-                f"Claim {claim.key} is allocated on {node}, which is {state}: its pods cannot run",
                 evidence={
                     "claim": claim.key,
                     "node": node,
@@ -64,16 +63,20 @@ def _lost_nodes(view: DraView, nodes: Mapping[str, Manifest]) -> list[Finding]:
 
 def unsatisfiable_reason(
     view: DraView, claim: Claim, usable: set[str]
-) -> tuple[str, Request, int, int] | None:
-    """Why no node can satisfy this claim now (reason, request, matching, free), or None."""
+) -> tuple[str, Request, int, int, int] | None:
+    """Why no node can satisfy this claim now, or None.
+
+    The reason is a code (class-missing, unpublished, too-large, all-allocated, unusable,
+    split), with the request, the matching and free devices and the largest node's count.
+    """
     free_by_node: dict[str, int] = {}
     for request in claim.requests:
         info = view.classes.get(request.device_class)
         if info is None:
-            return (f"DeviceClass {request.device_class} does not exist", request, 0, 0)
+            return ("class-missing", request, 0, 0, 0)
         matching = [d for d in view.devices.values() if info.selects(d)]
         if not matching:
-            return (f"no ResourceSlice publishes a device of class {info.name}", request, 0, 0)
+            return ("unpublished", request, 0, 0, 0)
         free = [d for d in matching if not view.claims_by_device.get(d.key)]
         usable_free = [d for d in free if d.node in usable]
         per_node: dict[str, int] = {}
@@ -88,17 +91,14 @@ def unsatisfiable_reason(
         for device in matching:
             largest[device.node or ""] = largest.get(device.node or "", 0) + 1
         if max(largest.values()) < needed:
-            reason = (
-                f"asks for {needed} devices of class {info.name}; the largest node has "
-                f"{max(largest.values())}"
-            )
+            reason = "too-large"
         elif not free:
-            reason = f"all {len(matching)} devices of class {info.name} are allocated"
+            reason = "all-allocated"
         elif not usable_free:
-            reason = f"the free devices of class {info.name} are on NotReady or cordoned nodes"
+            reason = "unusable"
         else:
-            reason = f"no single node has {needed} free devices of class {info.name}"
-        return (reason, request, len(matching), len(free))
+            reason = "split"
+        return (reason, request, len(matching), len(free), max(largest.values()))
     return None
 
 
@@ -113,12 +113,11 @@ def _unsatisfiable(
         why = unsatisfiable_reason(view, claim, usable)
         if why is None:
             continue
-        reason, request, matching, free = why
+        reason, request, matching, free, largest = why
         pods = sorted(waiting.get(claim.key, []))
         found.append(
             finding(
                 "dra-claim-unsatisfiable",
-                f"Claim {claim.key} cannot be allocated: {reason}",
                 evidence={
                     "claim": claim.key,
                     "request": request.name,
@@ -128,6 +127,11 @@ def _unsatisfiable(
                     "free_devices": free,
                     "reason": reason,
                     "pods": ",".join(pods) or None,
+                },
+                words={
+                    "variant": None if reason == "split" else reason,
+                    "needed": max(request.count, 1),
+                    "largest": largest,
                 },
                 remedy=(
                     f"kubectl -n {sh(claim.namespace)} describe resourceclaim {sh(claim.name)}"
@@ -164,8 +168,6 @@ def _extended(view: DraView, facts: ClusterFacts) -> list[Finding]:
         found.append(
             finding(
                 "dra-extended-resource-mapped",
-                f"DeviceClass {device_class} maps {resource}: {len(requesting)} pods request it; "
-                f"{len(with_claims)} got a DRA claim, {len(to_claims)} pending may get one",
                 evidence={
                     "resource": resource,
                     "device_class": device_class,

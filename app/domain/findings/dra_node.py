@@ -38,8 +38,6 @@ def _both(view: DraView, node: NodeFacts) -> Finding:
     drivers = sorted(view.drivers_on(node.name))
     return finding(
         "dra-and-device-plugin-on-node",
-        f"{node.name} runs the device plugin and the DRA driver {', '.join(drivers)}: both hand "
-        "out the same GPUs",
         evidence={
             "dra_drivers": ",".join(drivers),
             "dra_devices": len(view.devices_on(node.name)),
@@ -64,8 +62,6 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
         found.append(
             finding(
                 "dra-device-not-seen-by-agent",
-                f"ResourceSlice device {device.name} on {node.name} names GPU "
-                f"{device.gpu_uuid}, which the agent does not see",
                 evidence={
                     "driver": device.driver,
                     "pool": device.pool,
@@ -90,8 +86,6 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
             found.append(
                 finding(
                     "dra-gpu-not-published",
-                    f"GPU {gpu.reading.index} on {node.name} is in no ResourceSlice: "
-                    "Kubernetes cannot hand it out",
                     evidence={
                         "gpu_index": gpu.reading.index,
                         "uuid": gpu.uuid,
@@ -133,8 +127,6 @@ def _idle(view: DraView, facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) ->
         found.append(
             finding(
                 "dra-claim-idle",
-                f"Claim {claim} holds GPU {gpu.reading.index} on {node.name}, but none of its "
-                "pods runs a process there",
                 evidence={
                     "claim": claim,
                     "pods": ",".join(sorted(pods)),

@@ -32,7 +32,6 @@ def _over_one(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> list
     return [
         finding(
             "gpu-fractions-over-one",
-            f"Pods sharing GPU {gpu.reading.index} on {node.name} ask for {total} of it",
             evidence={
                 "share_total": total,
                 "fraction_pods": len(holders),
@@ -65,8 +64,6 @@ def _over_limit(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> li
         found.append(
             finding(
                 "gpu-fraction-memory-over-limit",
-                f"Pod {holder.pod} uses {used} MiB of GPU {gpu.reading.index} on {node.name}, "
-                f"above its fraction's {limit} MiB",
                 evidence={
                     "used_memory_mib": used,
                     "memory_limit_mib": limit,
@@ -98,8 +95,6 @@ def _unreserved(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> li
     return [
         finding(
             "gpu-fraction-unreserved",
-            f"GPU {gpu.reading.index} on {node.name} is shared by fraction pods, yet "
-            "Kubernetes counts all its slots as free",
             evidence={
                 "pods": pods,
                 "fraction_pods": len(holders),

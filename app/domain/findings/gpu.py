@@ -21,11 +21,7 @@ from app.domain.snapshot import EvidenceValue, Finding, GpuProcess, Mode
 
 HOST_MEMORY_MIN_MIB = 1024
 
-_PRESSURE_TITLE: dict[Handler, str] = {
-    "device-plugin": "Pods sharing GPU {index} on {node} use {pct:.0f}% of its memory: "
-    "time-slicing has no memory isolation",
-    "dra": "Pods sharing GPU {index} on {node} through DRA claims use {pct:.0f}% of its memory",
-}
+_DRA_VARIANT: dict[Handler, str | None] = {"device-plugin": None, "dra": "dra"}
 _PRESSURE_REMEDY: dict[Handler, str] = {
     "device-plugin": "cap the memory of each pod in the workload (e.g. PYTORCH_CUDA_ALLOC_CONF, "
     "TF_FORCE_GPU_ALLOW_GROWTH) or lower replicas in the plugin config",
@@ -80,21 +76,20 @@ def _host_process(
     if handler == "dra":
         claims = _claims_text(gpu)
         evidence["claims"] = claims or None
-        held = f"DRA claim {claims} holds" if claims else "DRA can hand out to a claim"
         remedy = (
             f"move PID {sh(proc.pid)} to a GPU no ResourceSlice publishes "
             "(CUDA_VISIBLE_DEVICES=<host GPU UUID>), or stop it"
         )
     else:
-        held = "Kubernetes counts as free slots"
         remedy = (
             f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), or {keep}"
         )
+    variant = None if handler != "dra" else "dra-claim" if evidence.get("claims") else "dra"
     return finding(
         "host-process-on-advertised-gpu",
-        f"Host process {proc.pid} uses GPU {gpu.reading.index} on {node.name}, which {held}",
         evidence=evidence,
         remedy=remedy,
+        words={"variant": variant},
         node=node.name,
         gpu_uuid=gpu.uuid,
     )
@@ -110,14 +105,13 @@ def host_memory_findings(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
     return [
         finding(
             "host-memory-on-advertised-gpu",
-            f"{used - gpu.memory_pods_mib} MiB of GPU {gpu.reading.index} on {node.name} "
-            "is held outside any pod",
             evidence={
                 "memory_used_mib": used,
                 "memory_pods_mib": gpu.memory_pods_mib,
                 "memory_outside_pods_mib": used - gpu.memory_pods_mib,
                 "memory_total_mib": gpu.reading.memory_total_mib,
             },
+            words={"gpu_index": gpu.reading.index},
             remedy=(
                 f"on {sh(node.name)}: nvidia-smi --query-compute-apps=pid,used_memory "
                 "--format=csv  # run the agent with hostPID to name the process"
@@ -140,11 +134,9 @@ def memory_pressure_findings(
     threshold = facts.options.memory_pressure_pct
     if pct < threshold:
         return []
-    title = _PRESSURE_TITLE[handler].format(index=gpu.reading.index, node=node.name, pct=pct)
     return [
         finding(
             "shared-gpu-memory-pressure",
-            title,
             evidence={
                 "memory_pods_mib": gpu.memory_pods_mib,
                 "memory_total_mib": total,
@@ -153,6 +145,11 @@ def memory_pressure_findings(
                 **sharers,
             },
             remedy=_PRESSURE_REMEDY[handler],
+            words={
+                "gpu_index": gpu.reading.index,
+                "pct": round(pct),
+                "variant": _DRA_VARIANT[handler],
+            },
             node=node.name,
             gpu_uuid=gpu.uuid,
         )
@@ -231,8 +228,6 @@ def _without_slot(
     namespace, _, name = key.partition("/")
     return finding(
         "pod-process-without-slot",
-        f"Pod {key} uses GPU {gpu.reading.index} on {node.name} without requesting "
-        "a GPU slot: the scheduler does not count it",
         evidence=evidence,
         remedy=(
             f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
@@ -256,11 +251,10 @@ def _unassigned(
 ) -> Finding:
     """A pod process on a GPU other than the ones the kubelet (plugin) or its claim gave it."""
     namespace, _, name = key.partition("/")
-    handed = "the kubelet did not assign" if by == "kubelet" else "its DRA claim did not allocate"
     return finding(
         "pod-process-on-unassigned-gpu",
-        f"Pod {key} runs on GPU {gpu.reading.index} on {node.name}, which {handed} to it",
         evidence={**evidence, "assigned_gpus": ",".join(sorted(uuids or ())) or None},
+        words={"variant": "claim" if by == "claim" else None},
         remedy=(
             f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
             "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"

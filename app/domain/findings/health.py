@@ -76,8 +76,6 @@ def _fallen_off_bus(node: NodeFacts, gpu: GpuFacts, health: GpuHealthReading, he
     evidence = {**_slots_evidence(gpu, held), "lost": health.lost, "xids": _xids(health)}
     return finding(
         "gpu-fallen-off-bus",
-        f"GPU {gpu.reading.index} on {node.name} has fallen off the bus, but Kubernetes "
-        f"counts its {gpu.slots} slots ({held} held)",
         evidence=evidence,
         remedy=f"{_drain(node)}  # then reboot the node (a lost GPU needs a cold reset); "
         "if it repeats, reseat or replace the GPU",
@@ -104,8 +102,6 @@ def _unhealthy(
     )
     return finding(
         "gpu-unhealthy",
-        f"GPU {gpu.reading.index} on {node.name} is unhealthy ({', '.join(reasons)}), but "
-        f"Kubernetes counts its {gpu.slots} slots ({held} held)",
         evidence=evidence,
         remedy=remedy,
         node=node.name,
@@ -125,8 +121,6 @@ def _throttled(
     }
     return finding(
         "gpu-throttled-hard",
-        f"GPU {gpu.reading.index} on {node.name} is throttled hard ({', '.join(reasons)}) "
-        f"while Kubernetes hands out its {gpu.slots} slots",
         evidence=evidence,
         remedy=f"on {sh(node.name)}: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i "
         f"{gpu.reading.index}  # check cooling, fans and the power supply",

@@ -37,7 +37,6 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
         return [
             finding(
                 "agent-report-missing",
-                f"No agent report from {node.name}: physical GPUs and processes are unknown",
                 evidence={"node": node.name, "report": None},
                 remedy=(
                     "deploy the gpu-slots agent on this node (chart value agent.enabled=true) "
@@ -52,12 +51,12 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
         found.append(
             finding(
                 "agent-report-stale",
-                f"Agent report from {node.name} is {int(node.agent.age_s)} s old",
                 evidence={
                     "age_s": round(node.agent.age_s, 1),
                     "stale_after_s": facts.options.agent_stale_after_s,
                     "received_at": node.agent.received_at.isoformat(),
                 },
+                words={"age": int(node.agent.age_s)},
                 remedy=(
                     f"check the agent pod on {sh(node.name)}: kubectl get pods -A -o wide "
                     f"--field-selector {sh('spec.nodeName=' + node.name)}  "
@@ -70,7 +69,6 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
         found.append(
             finding(
                 "agent-report-error",
-                f"The agent on {node.name} could not read its GPUs",
                 evidence={"source": "none", "error": node.agent.error or "unknown"},
                 remedy="check the NVIDIA driver on the node: nvidia-smi; and the logs of the agent",
                 node=node.name,
@@ -93,13 +91,13 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
         return [
             finding(
                 "plugin-missing-on-node",
-                f"GPU node {node.name} has no {spec.name} pod: it advertises no GPUs",
                 evidence={
                     "node": node.name,
                     "plugin_pod": None,
                     "ready": spec.ready,
                     "desired": spec.desired,
                 },
+                words={"name": spec.name},
                 remedy=(
                     f"kubectl -n {sh(spec.namespace)} get daemonset {sh(spec.name)} -o "
                     "jsonpath='{.spec.template.spec.nodeSelector}'  # and compare with: "
@@ -113,7 +111,6 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
     return [
         finding(
             "plugin-pod-not-ready",
-            f"Plugin pod {pod.name} on {node.name} is not ready ({pod.phase})",
             evidence={
                 "pod": pod.name,
                 "phase": pod.phase,
@@ -135,9 +132,8 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
         return [
             finding(
                 "config-namespace-not-read",
-                f"{node.name}'s plugin ({spec.ref}) reads its config from namespace "
-                f"{spec.namespace}, whose ConfigMaps GPU Slots does not read",
                 evidence={"daemonset": spec.ref, "source": config.source, "error": config.error},
+                words={"namespace": spec.namespace},
                 remedy=(
                     f"helm upgrade gpu-slots chart/ --reuse-values --set "
                     f"'plugin.configNamespaces={{{spec.namespace}}}'  "
@@ -155,7 +151,6 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
         return [
             finding(
                 "config-label-unknown",
-                f"{node.name} is labelled {ref.node_label}={label}, which {ref.configmap} lacks",
                 evidence={"label": label, "configmap": ref.configmap, "error": config.error},
                 remedy=(
                     f"kubectl label node {sh(node.name)} {sh(ref.node_label)}=<existing key> "
@@ -167,7 +162,6 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
     return [
         finding(
             config.error_code or "plugin-config-rejected",
-            f"The plugin on {node.name} cannot start with its config",
             evidence={
                 "source": config.source,
                 "key": config.key,
@@ -199,7 +193,6 @@ def _labels(node: NodeFacts) -> list[Finding]:
     return [
         finding(
             "gfd-labels-disagree",
-            f"{node.name}'s GPU feature discovery labels describe another config",
             evidence={
                 "label_replicas": replicas,
                 "config_replicas": config.replicas,

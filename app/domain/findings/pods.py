@@ -67,8 +67,6 @@ def _sets_visible(key: str, node: str | None, value: str) -> Finding:
     namespace, _, name = key.partition("/")
     return finding(
         "pod-sets-visible-devices",
-        f"Pod {key} sets NVIDIA_VISIBLE_DEVICES={value}: it reaches GPUs the scheduler "
-        "never gave it",
         evidence={"pod": key, "NVIDIA_VISIBLE_DEVICES": value},
         remedy=(
             f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
@@ -102,8 +100,6 @@ def _multi_slot(
     if rejected:
         return finding(
             "multi-slot-request-rejected",
-            f"Pod {key} asks for {slots} {resource}; the plugin refuses more than one "
-            "shared slot (UnexpectedAdmissionError)",
             evidence=evidence,
             remedy=(
                 f"kubectl -n {sh(namespace)} delete pod {sh(name)}  "
@@ -114,8 +110,6 @@ def _multi_slot(
         )
     return finding(
         "multi-slot-request-shared",
-        f"Pod {key} asks for {slots} time-sliced {resource}: it may get {slots} replicas "
-        "of the same GPU, not more compute",
         evidence=evidence,
         remedy=(
             f"request {sh(resource)}: 1 in pod {sh(key)}, or set failRequestsGreaterThanOne: true "

@@ -48,11 +48,11 @@ def _stranded(node: NodeFacts) -> list[Finding]:
     return [
         finding(
             "slots-stranded",
-            f"{sum(stranded.values())} free slots on {node.name} are stranded: {reason}",
             evidence={
                 "reason": reason,
                 **{name: count for name, count in sorted(stranded.items())},
             },
+            words={"free": sum(stranded.values())},
             remedy=remedy,
             node=node.name,
         )
@@ -79,8 +79,6 @@ def _double_booked(node: NodeFacts) -> list[Finding]:
         found.append(
             finding(
                 "gpu-double-booked",
-                f"Pods on {node.name} still hold {state.requested} {name}, which the node no "
-                f"longer advertises: the same GPUs are now also advertised as {now_as[0]}",
                 evidence={
                     "resource": name,
                     "requested": state.requested,
@@ -107,8 +105,6 @@ def _other_overcommit(node: NodeFacts) -> list[Finding]:
             found.append(
                 finding(
                     "requested-above-allocatable",
-                    f"Pods on {node.name} hold {state.requested} {name}, "
-                    f"more than the {state.allocatable} allocatable",
                     evidence={
                         "requested": state.requested,
                         "allocatable": state.allocatable,
@@ -136,7 +132,6 @@ def _mig_mismatch(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
         found.append(
             finding(
                 "allocatable-mismatch",
-                f"{node.name} advertises {allocatable} {name}, expected {expected}",
                 evidence={"allocatable": allocatable, "expected_slots": expected, "resource": name},
                 remedy=f"kubectl rollout restart {ds_ref(spec)}  # after fixing the cause above",
                 node=node.name,
@@ -150,8 +145,6 @@ def _mps_daemon_missing(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         return None
     return finding(
         "mps-daemon-missing",
-        f"MPS is configured on {node.name} but no MPS control daemon serves it: "
-        "the plugin waits for the daemon and advertises nothing",
         evidence={
             "mode": "mps",
             "capacity": node.gpu_capacity_total,
@@ -171,7 +164,6 @@ def demand_findings(demand: list[PendingDemand]) -> list[Finding]:
     return [
         finding(
             "gpu-demand-pending",
-            f"{item.pods} pending pod(s) want {item.slots} {item.resource}: {item.reason}",
             evidence={
                 "resource": item.resource,
                 "pods": item.pods,
@@ -179,6 +171,7 @@ def demand_findings(demand: list[PendingDemand]) -> list[Finding]:
                 "oldest_s": item.oldest_s,
                 "reason": item.reason,
             },
+            words={"count": item.pods},
             remedy=(
                 "kubectl get pods -A --field-selector status.phase=Pending  "
                 "# then: kubectl describe pod <pod> for the scheduler's events"

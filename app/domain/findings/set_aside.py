@@ -37,7 +37,6 @@ def _one(item: SetAside, *, more: int) -> Finding:
         evidence["more_objects"] = more
     return finding(
         "object-set-aside",
-        f"{item.kind} {item.key} is left out of the figures: {item.field} = {item.value}",
         evidence=evidence,
         remedy=_remedy(item),
     )

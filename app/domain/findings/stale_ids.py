@@ -27,7 +27,6 @@ def stale_id_findings(node: NodeFacts) -> list[Finding]:
         if item.resource != node.resource or not stale:
             continue
         key = f"{item.namespace}/{item.pod}"
-        held = "a whole GPU" if shared else "a time-sliced replica"
         evidence: dict[str, EvidenceValue] = {
             "pod": key,
             "container": item.container,
@@ -38,14 +37,13 @@ def stale_id_findings(node: NodeFacts) -> list[Finding]:
         found.append(
             finding(
                 "device-id-from-before-switch",
-                f"Pod {key} on {node.name} still holds {held} ({stale[0]}) from before the "
-                f"switch to {node.mode}: the plugin hands that GPU out again",
                 evidence=evidence,
                 remedy=(
                     f"kubectl -n {sh(item.namespace)} delete pod {sh(item.pod)}  # its "
                     "controller recreates it on a device of the current mode"
                 ),
                 node=node.name,
+                words={"variant": None if shared else "replica", "device_id": stale[0]},
                 gpu_uuid=stale[0].split("::", 1)[0],
                 pod=key,
             )

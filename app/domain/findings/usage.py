@@ -41,8 +41,7 @@ def idle_holder_finding(item: IdleHolder) -> Finding:
     idle = duration_text(item.idle_s)
     return finding(
         "slot-held-idle",
-        f"{item.pod} holds {item.slots} slot(s) of GPU {item.gpu_index}: "
-        f"held for {idle}, no GPU process",
+        words={"count": item.slots},
         evidence={
             "idle_for": idle,
             "idle_for_s": round(item.idle_s),
@@ -62,7 +61,6 @@ def low_gpu_finding(item: LowGpu) -> Finding:
     low = duration_text(item.low_s)
     return finding(
         "gpu-utilization-low",
-        f"GPU {item.gpu_index} is held but ran under 1% utilization for {low}",
         evidence={
             "low_for": low,
             "low_for_s": round(item.low_s),

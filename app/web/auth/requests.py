@@ -27,8 +27,8 @@ def audit_user(principal: Principal, request: Request) -> str:
     """Who made a change, as the change history records it."""
     if principal.method == "proxy":
         return principal.user
-    how = "bearer token" if principal.method == "bearer" else "token login"
-    return f"{principal.user} ({how} from {client_address(request)})"
+    how = "bearer" if principal.method == "bearer" else "login"
+    return f"{principal.user}@{client_address(request)} ({how})"
 
 
 def refused_http(refused: AuthRefused) -> HTTPException:

@@ -1,34 +1,64 @@
 """Korean and English message catalogs, and which one a request gets.
 
-Every visible string of the pages comes from here, so the two languages never drift:
-a test checks both catalogs hold the same keys and the same `{placeholders}`.
+Every word a person reads (pages, finding titles, JSON `title`/`reason` fields) comes from
+one gettext catalog per language: `locale/<lang>/LC_MESSAGES/messages.po`, read with Babel
+and compiled in memory at import. The message ids are stable keys (`nav_overview`,
+`finding.<code>.title`); tests check both catalogs hold the same ids and placeholders.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from io import BytesIO
+from pathlib import Path
 
+from babel.messages.mofile import write_mo
+from babel.messages.pofile import read_po
+from babel.support import Translations
 from markupsafe import Markup, escape
 from starlette.requests import Request
-
-from app.web.i18n.catalog_changes import CHANGES_EN, CHANGES_KO
-from app.web.i18n.catalog_dra import DRA_EN, DRA_KO
-from app.web.i18n.catalog_en import EN
-from app.web.i18n.catalog_health import HEALTH_EN, HEALTH_KO
-from app.web.i18n.catalog_ko import KO
-from app.web.i18n.catalog_scale import SCALE_EN, SCALE_KO
-from app.web.i18n.catalog_split import SPLIT_EN, SPLIT_KO
-from app.web.i18n.catalog_trust import TRUST_EN, TRUST_KO
 
 LANGUAGES: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANGUAGE = "en"
 LANG_COOKIE = "lang"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
-CATALOGS: Mapping[str, Mapping[str, str]] = {
-    "en": {**EN, **DRA_EN, **SPLIT_EN, **SCALE_EN, **CHANGES_EN, **HEALTH_EN, **TRUST_EN},
-    "ko": {**KO, **DRA_KO, **SPLIT_KO, **SCALE_KO, **CHANGES_KO, **HEALTH_KO, **TRUST_KO},
-}
+
+def po_path(lang: str) -> Path:
+    return LOCALE_DIR / lang / "LC_MESSAGES" / "messages.po"
+
+
+def _load(lang: str) -> tuple[Translations, dict[str, str], frozenset[str]]:
+    """The compiled catalog of `lang`, its messages by id (a plural one by its first form)
+    and the ids that have plural forms."""
+    with po_path(lang).open("rb") as source:
+        catalog = read_po(source, locale=lang)
+    compiled = BytesIO()
+    write_mo(compiled, catalog)
+    compiled.seek(0)
+    messages: dict[str, str] = {}
+    plural: set[str] = set()
+    for m in catalog:
+        if isinstance(m.id, str) and m.id and isinstance(m.string, str):
+            messages[m.id] = m.string
+        elif isinstance(m.id, tuple | list) and isinstance(m.string, tuple | list):
+            messages[m.id[0]] = m.string[0]
+            plural.add(m.id[0])
+    return Translations(compiled, domain="messages"), messages, frozenset(plural)
+
+
+_LOADED = {lang: _load(lang) for lang in LANGUAGES}
+TRANSLATIONS: Mapping[str, Translations] = {lang: t for lang, (t, _, _) in _LOADED.items()}
+CATALOGS: Mapping[str, Mapping[str, str]] = {lang: m for lang, (_, m, _) in _LOADED.items()}
+# Ids with plural forms (`msgid_plural` is the id + ".plural"): worded by `Translator.n`.
+PLURAL_IDS: Mapping[str, frozenset[str]] = {lang: p for lang, (_, _, p) in _LOADED.items()}
+
+
+def _format(message: str, params: dict[str, object]) -> str:
+    if any(isinstance(value, Markup) for value in params.values()):
+        return escape(message).format(**params)
+    return message.format(**params) if params else message
 
 
 @dataclass(frozen=True)
@@ -37,15 +67,20 @@ class Translator:
 
     When a parameter is `Markup` (a link, a `<code>` name built by a template macro), the
     result is `Markup` too: the message and every other parameter are escaped, that one kept.
+    `t.n("key", count)` picks the language's plural form of `key` for `count` (`{count}`).
     """
 
     lang: str
 
     def __call__(self, key: str, /, **params: object) -> str:
-        message = CATALOGS[self.lang][key]
-        if any(isinstance(value, Markup) for value in params.values()):
-            return escape(message).format(**params)
-        return message.format(**params) if params else message
+        return _format(CATALOGS[self.lang][key], params)
+
+    def n(self, key: str, count: int, /, **params: object) -> str:
+        message = TRANSLATIONS[self.lang].ngettext(key, f"{key}.plural", count)
+        return _format(message, {"count": count, **params})
+
+    def has(self, key: str) -> bool:
+        return key in CATALOGS[self.lang]
 
 
 def supported(lang: str | None) -> str | None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Path, Query, Response, status
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 
 from app.domain.accounting.free_gpus import free_by_model
 from app.domain.snapshot import NodeState, Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
+from app.web.i18n.translate import language_of
 from app.web.runtime import Runtime
+from app.web.views.finding_text import worded
 from app.web.views.node_json import (
     DEFAULT_DRA_DEVICES_PAGE,
     MAX_DRA_DEVICES_PAGE,
@@ -82,7 +84,7 @@ async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
                 generated_at=s.generated_at,
                 stale=s.stale,
                 stale_reason=_reason(runtime, s),
-                nodes=[capped(node) for node in s.nodes],
+                nodes=[capped(_worded(node)) for node in s.nodes],
             )
             .model_dump_json()
             .encode()
@@ -105,8 +107,13 @@ async def get_node(
         generated_at=snapshot.generated_at,
         stale=snapshot.stale,
         stale_reason=_reason(runtime, snapshot),
-        node=capped(_node(snapshot, name)),
+        node=capped(_worded(_node(snapshot, name))),
     )
+
+
+def _worded(node: NodeState) -> NodeState:
+    """The node with its findings' titles worded (in English: the node answers are cached)."""
+    return node.model_copy(update={"findings": [worded(f, "en") for f in node.findings]})
 
 
 def _node(snapshot: Snapshot, name: str) -> NodeState:
@@ -150,6 +157,7 @@ MAX_FINDINGS_PAGE = 5000
 
 @router.get("/findings", response_model=FindingsOut, responses=NOT_READY)
 async def list_findings(
+    request: Request,
     runtime: RuntimeDep,
     snapshot: SnapshotDep,
     severity: Annotated[Severity | None, Query(description="Only this severity")] = None,
@@ -162,7 +170,9 @@ async def list_findings(
     offset: Annotated[int, Query(ge=0, le=10_000_000, description="Skip this many first")] = 0,
 ) -> FindingsOut:
     """Findings, most severe first, optionally filtered by severity and node, a page at a time
-    (`total` counts them all: a cluster of hostile objects cannot make one answer huge)."""
+    (`total` counts them all: a cluster of hostile objects cannot make one answer huge).
+    Titles are in the language asked for (`?lang=`, the `lang` cookie, Accept-Language)."""
+    lang = language_of(request)
     findings = [
         finding
         for finding in snapshot.findings
@@ -173,6 +183,6 @@ async def list_findings(
         generated_at=snapshot.generated_at,
         stale=snapshot.stale,
         stale_reason=_reason(runtime, snapshot),
-        findings=findings[offset : offset + limit],
+        findings=[worded(f, lang) for f in findings[offset : offset + limit]],
         total=len(findings),
     )

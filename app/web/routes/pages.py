@@ -115,7 +115,7 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
     t = Translator(lang)
     body = Markup(
         runtime.pages.render(
-            "partials/filter_error.html", {"t": t, "lang": lang, "error": str(error)}
+            "partials/filter_error.html", {"t": t, "lang": lang, "error": error.worded(t)}
         )
     )
     return _page(

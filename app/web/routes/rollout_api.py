@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
 from app.web.deps import RuntimeDep
+from app.web.i18n.translate import Translator, language_of
 from app.web.services.rollout_view import RolloutView, rollout_view
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
@@ -44,7 +45,10 @@ class RolloutOut(BaseModel):
     resource: str | None
     elapsed_s: float | None
     nodes: list[NodeRolloutOut]
-    pending: list[str] = Field(description="What the rollout still waits for (English)")
+    pending: list[str] = Field(
+        description="What the rollout still waits for, in the language asked for (`?lang=`, "
+        "the `lang` cookie, Accept-Language)"
+    )
     blocked_by: list[str] = Field(
         default_factory=list,
         description="Nodes whose unready plugin pods spend the DaemonSet's maxUnavailable: "
@@ -62,8 +66,9 @@ class RolloutOut(BaseModel):
     )
 
 
-def rollout_out(view: RolloutView) -> RolloutOut:
+def rollout_out(view: RolloutView, lang: str = "en") -> RolloutOut:
     status, expected, record = view.status, view.expected, view.record
+    t = Translator(lang)
     return RolloutOut(
         state=view.state,
         done=view.state == "done",
@@ -80,7 +85,7 @@ def rollout_out(view: RolloutView) -> RolloutOut:
             NodeRolloutOut.model_validate(n, from_attributes=True)
             for n in (status.nodes if status else ())
         ],
-        pending=list(status.stuck) if status else [],
+        pending=[t(f"rollout.{w.code}", **w.params) for w in (status.stuck if status else ())],
         blocked_by=list(status.blocked_by) if status else [],
         change_id=record.change_id if record else None,
         since=record.since if record else None,
@@ -90,6 +95,6 @@ def rollout_out(view: RolloutView) -> RolloutOut:
 
 
 @router.get("/rollout", response_model=RolloutOut)
-def get_rollout(runtime: RuntimeDep) -> RolloutOut:
+def get_rollout(request: Request, runtime: RuntimeDep) -> RolloutOut:
     """The latest plugin change's rollout: done when every node that should advertise does."""
-    return rollout_out(rollout_view(runtime.changes))
+    return rollout_out(rollout_view(runtime.changes), language_of(request))

@@ -194,6 +194,13 @@ class SplitWriteOut(BaseModel):
     serverDryRun: str | None = Field(description="The API server's objection; null: accepted")
 
 
+class RestartOut(BaseModel):
+    """A plugin pod a change restarts, as a code and its values."""
+
+    code: str = Field(description="node-pod, shared-pods, config-manager, config-manager-fallback")
+    params: dict[str, str | int] = Field(description="The values it is worded with (node, ...)")
+
+
 class SplitPreviewOut(BaseModel):
     """PUT/DELETE ...?dryRun=true: the plan of a split change."""
 
@@ -212,7 +219,10 @@ class SplitPreviewOut(BaseModel):
     )
     blocking: bool
     podsOnHostGpus: list[str]
-    restarts: list[str]
+    restarts: list[RestartOut] = Field(
+        description="The plugin pods the change restarts: a code and its values (the pages word "
+        "them from the catalogs, `restart.<code>`)"
+    )
     resourceVersions: dict[str, str | None]
     token: str = Field(
         description="What the preview planned against (uids, generations, the fields it read): "

@@ -7,10 +7,12 @@ view is a URL that can be shared, and the live fragment polls with the same filt
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Literal
 from urllib.parse import urlencode
+
+from markupsafe import Markup
 
 from app.domain.accounting.free_gpus import has_free
 from app.domain.snapshot import SEVERITY_RANK, Finding, Mode, NodeState, Severity
@@ -22,20 +24,34 @@ TRUE = ("1", "true", "yes", "on")
 
 
 class FilterError(ValueError):
-    """A query parameter that is not a valid filter; the message says what is accepted."""
+    """A query parameter that is not a valid filter: `key` names the catalog message that says
+    what is accepted (`filter_error_<key>`), `params` fill it; `str()` is the English one."""
+
+    def __init__(self, key: str, **params: object) -> None:
+        self.key = key
+        self.params = {name: str(value) for name, value in params.items()}
+        super().__init__(f"{key}: {self.params}")
+
+    def worded(self, t: Callable[..., str]) -> str:
+        """The message in `t`'s language, the names and values in `<code>`."""
+        return t(f"filter_error_{self.key}", **{k: _code(v) for k, v in self.params.items()})
+
+
+def _code(value: str) -> Markup:
+    return Markup("<code>{}</code>").format(value)
 
 
 def _text(params: Mapping[str, str], name: str) -> str:
     value = (params.get(name) or "").strip()
     if len(value) > MAX_TEXT:
-        raise FilterError(f"{name} is longer than {MAX_TEXT} characters")
+        raise FilterError("too_long", name=name, max=MAX_TEXT)
     return value
 
 
 def _flag(params: Mapping[str, str], name: str) -> bool:
     value = (params.get(name) or "").strip().lower()
     if value and value not in (*TRUE, "0", "false", "no", "off"):
-        raise FilterError(f"{name} must be 1 or 0, not {value!r}")
+        raise FilterError("flag", name=name, value=repr(value))
     return value in TRUE
 
 
@@ -89,10 +105,11 @@ def parse_node_filter(params: Mapping[str, str]) -> NodeFilter:
     """The overview's filter from query parameters; FilterError on a bad value."""
     mode = _text(params, "mode")
     if mode and mode not in {m.value for m in Mode}:
-        raise FilterError(f"mode must be one of {', '.join(m.value for m in Mode)}, not {mode!r}")
+        modes = ", ".join(m.value for m in Mode)
+        raise FilterError("one_of", name="mode", accepted=modes, value=repr(mode))
     sort = _text(params, "sort") or "name"
     if sort not in NODE_SORTS:
-        raise FilterError(f"sort must be one of {', '.join(NODE_SORTS)}, not {sort!r}")
+        raise FilterError("one_of", name="sort", accepted=", ".join(NODE_SORTS), value=repr(sort))
     return NodeFilter(
         q=_text(params, "q"),
         label=_text(params, "label"),
@@ -108,7 +125,7 @@ def parse_finding_filter(params: Mapping[str, str]) -> FindingFilter:
     """The findings page's filter from query parameters; FilterError on a bad value."""
     severity = _text(params, "severity").lower()
     if severity and severity not in {s.value for s in Severity}:
-        raise FilterError(f"severity must be error, warning or info, not {severity!r}")
+        raise FilterError("severity", value=repr(severity))
     return FindingFilter(
         severity=severity,
         node=_text(params, "node"),

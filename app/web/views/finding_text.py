@@ -1,25 +1,31 @@
-"""Finding titles and remedy explanations in the page's language, from the message catalogs.
+"""Finding titles and remedy explanations in the page's language, from the gettext catalogs.
 
-English titles are the domain's own; Korean ones are worded from `Finding.params`. A code the
-catalog does not know yet (a new rule) keeps the domain's title, so nothing shows blank.
+The domain emits a code and `params`; the catalog of each language holds, per code,
+`finding.<code>.summary`, `finding.<code>.title` (a template over the params; a rule that
+has several titles sets `params["variant"]`, worded by `finding.<code>.title.<variant>`)
+and `finding.<code>.remedy` (what to do, in words, above the copyable command).
+A title whose placeholder a finding lacks falls back to the summary, so nothing shows blank.
 """
 
 from __future__ import annotations
 
 import string
 
-from app.domain.findings.catalogue import CATALOGUE
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
-from app.web.i18n.catalog_findings_en import FINDINGS_EN
-from app.web.i18n.catalog_findings_ko import FINDINGS_KO
+from app.web.i18n.translate import CATALOGS, PLURAL_IDS, TRANSLATIONS
 
 _FORMATTER = string.Formatter()
+_DURATION_UNITS = {"en": (" s", " min", " h"), "ko": ("초", "분", "시간")}
+
+
+def placeholders(template: str) -> list[str]:
+    return [name for _, name, _, _ in _FORMATTER.parse(template) if name]
 
 
 def _fill(template: str, params: dict[str, object]) -> str | None:
     """`template` with `params`, or None when one of its placeholders has no value."""
-    names = [name for _, name, _, _ in _FORMATTER.parse(template) if name]
+    names = placeholders(template)
     if any(params.get(name) is None for name in names):
         return None
     return template.format(**{name: params[name] for name in names})
@@ -27,36 +33,52 @@ def _fill(template: str, params: dict[str, object]) -> str | None:
 
 def duration_ko(seconds: float) -> str:
     """A duration in Korean: `35초`, `42분`, `1시간 5분`."""
-    return duration_text(seconds, units=("초", "분", "시간"))
+    return duration_text(seconds, units=_DURATION_UNITS["ko"])
 
 
-def _ko_params(item: Finding) -> dict[str, object]:
-    """The finding's params, durations worded in Korean where the seconds are known."""
+def _params(item: Finding, lang: str) -> dict[str, object]:
+    """The finding's params, durations worded in `lang` where the seconds are known."""
     params: dict[str, object] = dict(item.params)
     for name in ("idle_for", "low_for"):
         seconds = params.get(f"{name}_s")
         if isinstance(seconds, int | float):
-            params[name] = duration_ko(seconds)
+            params[name] = duration_text(seconds, units=_DURATION_UNITS[lang])
     return params
 
 
+def title_key(item: Finding) -> str:
+    """The catalog id of the finding's title: its variant's when the catalog has one."""
+    variant = item.params.get("variant")
+    key = f"finding.{item.code}.title"
+    if isinstance(variant, str) and f"{key}.{variant}" in CATALOGS["en"]:
+        return f"{key}.{variant}"
+    return key
+
+
+def _template(key: str, params: dict[str, object], lang: str) -> str | None:
+    """The title template of `key`, in the plural form of `params["count"]` where it has one."""
+    count = params.get("count")
+    if key in PLURAL_IDS[lang] and isinstance(count, int):
+        return str(TRANSLATIONS[lang].ngettext(key, f"{key}.plural", count))
+    return CATALOGS[lang].get(key)
+
+
 def finding_title(item: Finding, lang: str) -> str:
-    if lang == "ko" and item.code in FINDINGS_KO:
-        summary, template, _ = FINDINGS_KO[item.code]
-        return _fill(template, _ko_params(item)) or summary
-    return item.title
+    template = _template(title_key(item), dict(item.params), lang)
+    filled = _fill(template, _params(item, lang)) if template else None
+    return filled or finding_summary(item.code, lang)
 
 
 def finding_summary(code: str, lang: str) -> str:
     """The one-line meaning of a code (docs and filters)."""
-    if lang == "ko" and code in FINDINGS_KO:
-        return FINDINGS_KO[code][0]
-    kind = CATALOGUE.get(code)
-    return kind.summary if kind is not None else code
+    return CATALOGS[lang].get(f"finding.{code}.summary", code)
 
 
 def finding_explanation(code: str, lang: str) -> str | None:
     """What to do about a code, in words, above the copyable command."""
-    if lang == "ko" and code in FINDINGS_KO:
-        return FINDINGS_KO[code][2]
-    return FINDINGS_EN.get(code)
+    return CATALOGS[lang].get(f"finding.{code}.remedy")
+
+
+def worded(item: Finding, lang: str) -> Finding:
+    """The finding with its `title` worded in `lang` (for JSON answers)."""
+    return item.model_copy(update={"title": finding_title(item, lang)})

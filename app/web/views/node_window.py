@@ -39,7 +39,7 @@ def parse_page(params: Mapping[str, str]) -> int:
     if not text:
         return 1
     if not text.isdigit() or not 1 <= int(text) <= MAX_PAGE:
-        raise FilterError(f"page must be a whole number from 1 to {MAX_PAGE}, not {text[:20]!r}")
+        raise FilterError("page", max=MAX_PAGE, value=repr(text[:20]))
     return int(text)
 
 
