@@ -6,7 +6,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.domain.accounting.facts import NodeFacts, agent_age, ages_clock
+from app.domain.accounting.facts import NodeFacts, agent_age, agent_state, ages_clock
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
 from app.domain.accounting.pods import PodFacts, PodMemo
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
@@ -43,7 +43,7 @@ class NodeEntry:
         if (
             self.state is None
             or self.key != key
-            or self.report is not report
+            or not same_readings(self.report, report)
             or not _same(self.pods, pods)
         ):
             return False
@@ -51,9 +51,19 @@ class NodeEntry:
             return _same(self.process_pods, pod_refs(report, index.facts_by_uid))
         return self.process_uids.isdisjoint(index.changed)
 
-    def renew(self, now: datetime, stale_after_s: float) -> None:
-        """Bring the agent's age up to `now` in the kept facts and state (a new second)."""
+    def renew(
+        self, now: datetime, stale_after_s: float, report: ReceivedReport | None = None
+    ) -> None:
+        """Bring the agent up to `now` in the kept facts and state (a new second, or a new
+        report with the same readings: only its times differ)."""
         if self.report is None or self.facts.agent is None or self.state is None:
+            return
+        if report is not None and report is not self.report:
+            self.report = self.facts.report = report
+            self.ages_at = ages_clock(now)
+            agent = agent_state(report, now=now, stale_after_s=stale_after_s)
+            self.facts.agent = agent
+            self.state = self.state.model_copy(update={"agent": agent})
             return
         if self.ages_at == ages_clock(now):
             return  # the same second: every age is as it was
@@ -64,6 +74,26 @@ class NodeEntry:
         )
         self.facts.agent = agent
         self.state = self.state.model_copy(update={"agent": agent})
+
+
+def same_readings(old: ReceivedReport | None, new: ReceivedReport | None) -> bool:
+    """Whether two reports of a node hold the very same readings (only their times differ).
+
+    The report store hands a report whose readings equal the stored one's the stored
+    readings' objects (app.web.services.reports), so an agent that saw no change costs the
+    engine the renewal of the node's agent, not the node's recomputation.
+    """
+    if old is new:
+        return True
+    if old is None or new is None:
+        return False
+    a, b = old.report, new.report
+    for name in type(a).model_fields:
+        if name != "collected_at":
+            mine, theirs = getattr(a, name), getattr(b, name)
+            if mine is not theirs and mine != theirs:
+                return False
+    return True
 
 
 def _same(old: Sequence[object], new: Sequence[object]) -> bool:

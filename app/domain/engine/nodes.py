@@ -92,7 +92,7 @@ def _reuse(old: NodeEntry, inputs: NodeInputs, index: PodIndex, name: str, key: 
     received = inputs.state.reports.get(name)
     if not old.reusable(key, received, index.pods_by_node.get(name, []), index):
         return False
-    old.renew(ages_clock(inputs.now), inputs.options.agent_stale_after_s)
+    old.renew(ages_clock(inputs.now), inputs.options.agent_stale_after_s, received)
     return True
 
 

@@ -2,18 +2,26 @@
 
 Reports of nodes the cluster does not have (yet) are kept in a bounded space: at most
 `max_unknown` of them, the oldest dropped first, and each dropped once it is stale. A
-flood of made-up node names therefore costs a fixed amount of memory.
+flood of made-up node names therefore costs a fixed amount of memory. Which nodes exist is
+read from the NodeRoster the snapshot builder publishes; the store never calls the
+snapshot side.
+
+An agent whose readings did not change since its last report (the usual case: the same
+GPUs, the same processes) costs almost nothing: the new report is stored with the stored
+report's reading objects, so the engine sees the very same readings and only renews the
+node's agent times (app.domain.engine.memo.same_readings) instead of recomputing the node.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.domain.report import AgentReport, ReceivedReport
 from app.web.services.model_memory import share_fields_sets
+from app.web.services.node_roster import NodeRoster
 
 MAX_UNKNOWN_NODES = 64
 
@@ -31,7 +39,7 @@ class ReportStore:
         self,
         *,
         on_change: Callable[[], None] = lambda: None,
-        is_known: Callable[[str], bool] = lambda _node: True,
+        roster: NodeRoster | None = None,
         max_unknown: int = MAX_UNKNOWN_NODES,
         stale_after_s: float = 90.0,
     ) -> None:
@@ -40,13 +48,17 @@ class ReportStore:
         # Stored nodes the cluster did not have on arrival, oldest arrival first.
         self._unknown: dict[str, None] = {}
         self._on_change = on_change
-        self.is_known = is_known
+        self._roster = roster or NodeRoster()
+        self._roster_seen = self._roster.version
         self._max_unknown = max_unknown
         self._stale_after = timedelta(seconds=stale_after_s)
         self.generation = 0
 
     def accept(self, report: AgentReport, *, received_at: datetime) -> Outcome:
-        known = self.is_known(report.node)
+        known = self._roster.has(report.node)
+        stored = self._reports.get(report.node)
+        if stored is not None and report.collected_at > stored.report.collected_at:
+            report = with_readings_of(stored.report, report)
         received = ReceivedReport(report=report, received_at=received_at)
         share_fields_sets(received)  # about half of a stored report's memory
         with self._lock:
@@ -80,10 +92,18 @@ class ReportStore:
         del self._unknown[name]
         del self._reports[name]
 
-    def forget_unknown(self, *, nodes: Collection[str], now: datetime) -> None:
-        """Re-sort stored reports by the cluster's `nodes`; drop stale ones of absent nodes."""
+    def _sort_out(self, now: datetime) -> None:
+        """Re-sort stored reports by the roster's nodes; drop stale ones of absent nodes."""
+        nodes = self._roster.names()
+        if nodes is None:
+            return
         with self._lock:
             before = len(self._reports)
+            if self._roster_seen == self._roster.version:  # the same nodes: only time passed
+                self._drop_stale_unknown(now)
+                self.generation += len(self._reports) != before
+                return
+            self._roster_seen = self._roster.version
             absent = [name for name in self._reports if name not in nodes]
             absent.sort(key=lambda name: self._reports[name].received_at)  # stable: by arrival
             self._unknown = dict.fromkeys(absent)
@@ -103,6 +123,26 @@ class ReportStore:
         with self._lock:
             return len(self._reports)
 
-    def latest(self) -> dict[str, ReceivedReport]:
+    def latest(self, *, now: datetime | None = None) -> dict[str, ReceivedReport]:
+        """Every stored report; given `now`, first sorted out by the roster's nodes."""
+        if now is not None:
+            self._sort_out(now)
         with self._lock:
             return dict(self._reports)
+
+
+def with_readings_of(stored: AgentReport, report: AgentReport) -> AgentReport:
+    """`report` holding `stored`'s reading objects when they are equal (only times differ)."""
+    if (
+        report.gpus != stored.gpus
+        or report.assignments != stored.assignments
+        or report.dra_assignments != stored.dra_assignments
+    ):
+        return report
+    return report.model_copy(
+        update={
+            "gpus": stored.gpus,
+            "assignments": stored.assignments,
+            "dra_assignments": stored.dra_assignments,
+        }
+    )

@@ -10,6 +10,7 @@ from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo
 from app.domain.snapshot import Snapshot
+from app.web.services.node_roster import NodeRoster
 from app.web.services.reports import ReportStore
 
 Clock = Callable[[], datetime]
@@ -44,8 +45,11 @@ class ClusterSource(Protocol):
 class SnapshotBuilder:
     """Builds snapshots from what a cluster source and the report store hold now."""
 
-    def __init__(self, reports: ReportStore, *, options: AccountingOptions) -> None:
+    def __init__(
+        self, reports: ReportStore, *, options: AccountingOptions, roster: NodeRoster
+    ) -> None:
         self._reports = reports
+        self._roster = roster
         self._options = options
         self._engine_memo = EngineMemo()
         self.reported_nodes = 0  # nodes with a report in the latest build
@@ -69,7 +73,7 @@ class SnapshotBuilder:
         self.node_names = frozenset(
             str((node.get("metadata") or {}).get("name", "")) for node in nodes
         )
-        self._reports.forget_unknown(nodes=self.node_names, now=now)
+        self._roster.publish(self.node_names)
         return ClusterState(
             daemonset=configured_daemonset(daemonsets, self._options),
             configmaps=configmaps_by_key(
@@ -77,7 +81,7 @@ class SnapshotBuilder:
             ),
             nodes=nodes,
             pods=source.items("pods"),
-            reports=self._reports.latest(),
+            reports=self._reports.latest(now=now),
             device_classes=source.items("deviceclasses"),
             resource_slices=source.items("resourceslices"),
             resource_claims=source.items("resourceclaims"),

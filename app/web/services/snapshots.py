@@ -43,6 +43,7 @@ from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
 from app.web.services.idle_history import IdleHistory
+from app.web.services.node_roster import NodeRoster
 from app.web.services.render_cache import RenderCache
 from app.web.services.reports import ReportStore
 from app.web.services.snapshot_builder import Clock, ClusterSource, SnapshotBuilder
@@ -73,6 +74,7 @@ class SnapshotService:
         *,
         options: AccountingOptions,
         clock: Clock,
+        roster: NodeRoster,
         min_interval_s: float = 0.1,
         refresh_interval_s: float = 5.0,
         idle_after_s: float = 900.0,
@@ -84,7 +86,7 @@ class SnapshotService:
         self._min_interval_s = min_interval_s
         self._refresh_interval_s = refresh_interval_s
         self._idle = IdleHistory(idle_after_s=idle_after_s, low_after_s=low_after_s)
-        self._builder = SnapshotBuilder(reports, options=options)
+        self._builder = SnapshotBuilder(reports, options=options, roster=roster)
         self._current: Snapshot | None = None
         self.last_error: str | None = None  # why the latest build failed; None after a good one
         self._good: Snapshot | None = None  # the latest snapshot a build produced
@@ -130,13 +132,6 @@ class SnapshotService:
 
     def current(self) -> Snapshot | None:
         return self._current
-
-    def has_node(self, name: str) -> bool:
-        """Whether the cluster had node `name` at the latest build (any, before the first).
-
-        Before the first build every report is kept; that build sorts them out.
-        """
-        return self.builds == 0 or name in self._builder.node_names
 
     @property
     def stale_reason(self) -> str | None:
