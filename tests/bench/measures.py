@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.bench import cluster_gen, kubectl_way, load, procs
+from tests.bench import cluster_gen, kubectl_way, load, paging, procs
 from tests.bench.load import LoadResult
 
 GZIP = ("Accept-Encoding: gzip",)
@@ -22,7 +22,7 @@ GZIP = ("Accept-Encoding: gzip",)
 LOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("/healthz", "/healthz", ()),
     ("/api/v1/summary", "/api/v1/summary", ()),
-    ("/api/v1/nodes", "/api/v1/nodes", ()),
+    ("/api/v1/nodes?limit=100", paging.PAGE_PATH, ()),
     ("/", "/", ()),
     ("/ gzip", "/", GZIP),
 )
@@ -63,6 +63,8 @@ class ScaleResult:
     rss_kib: int = -1
     hwm_kib: int = -1
     agreed: bool | None = None  # the kubectl way and the dashboard give the same totals
+    walk_s: float = math.nan  # every node through `continue`, pages of paging.WALK_LIMIT
+    whole_s: float = math.nan  # the unpaged list, one request
     notes: list[str] = field(default_factory=list)
 
 
@@ -188,6 +190,10 @@ def _measure(
                 headers=headers,
             )
             _log(f"  {name}: {result.loads[name]}")
+        result.walk_s, listed, pages = paging.walk_all(client)
+        result.whole_s, result.body_bytes["/api/v1/nodes"] = paging.whole_list(client)
+        _log(f"  every node through continue: {result.walk_s:.2f} s ({listed} in {pages} pages)")
+        _log(f"  the whole list: {result.whole_s:.2f} s, {result.body_bytes['/api/v1/nodes']} B")
         result.pod_change_s = _pod_changes(sim_url, client, count=settings.changes)
         _log(f"  pod change -> snapshot: {result.pod_change_s}")
         result.report_change_s = _report_changes(
