@@ -185,6 +185,7 @@ def build_runtime(
             max_bytes=settings.max_report_bytes,
             clock=clock,
             on_stored=snapshots.poke,
+            on_renewed=snapshots.poke_soon,
         ),
         clock=clock,
         writer=writer,

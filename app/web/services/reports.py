@@ -28,6 +28,7 @@ MAX_UNKNOWN_NODES = 64
 
 class Outcome(StrEnum):
     STORED = "stored"
+    RENEWED = "renewed"  # stored; the same readings as the node's previous report
     DUPLICATE = "duplicate"
     OUT_OF_ORDER = "out-of-order"
 
@@ -75,6 +76,8 @@ class ReportStore:
             self._reports[report.node] = received
             self.generation += 1
         self._on_change()
+        if current is not None and report.gpus is current.report.gpus:
+            return Outcome.RENEWED
         return Outcome.STORED
 
     def _make_room(self, *, now: datetime) -> None:
