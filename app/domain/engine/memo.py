@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
+
+from pydantic import BaseModel
 
 from app.domain.accounting.facts import NodeFacts, agent_age, agent_state, ages_clock
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
@@ -63,17 +66,32 @@ class NodeEntry:
             self.ages_at = ages_clock(now)
             agent = agent_state(report, now=now, stale_after_s=stale_after_s)
             self.facts.agent = agent
-            self.state = self.state.model_copy(update={"agent": agent})
+            self.state = replaced(self.state, agent=agent)
             return
         if self.ages_at == ages_clock(now):
             return  # the same second: every age is as it was
         self.ages_at = ages_clock(now)
         age_s = agent_age(self.report, now)
-        agent = self.facts.agent.model_copy(
-            update={"age_s": age_s, "fresh": age_s <= stale_after_s}
-        )
+        agent = replaced(self.facts.agent, age_s=age_s, fresh=age_s <= stale_after_s)
         self.facts.agent = agent
-        self.state = self.state.model_copy(update={"agent": agent})
+        self.state = replaced(self.state, agent=agent)
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def replaced(model: M, **changes: object) -> M:
+    """`model.model_copy(update=changes)`, at a third of its cost (renewing the agent's age
+    copies two models per node per second: at 10,000 nodes that was most of a build)."""
+    new = model.__class__.__new__(model.__class__)
+    fields_set = model.__pydantic_fields_set__
+    if not changes.keys() <= fields_set:
+        fields_set = fields_set | changes.keys()
+    object.__setattr__(new, "__dict__", {**model.__dict__, **changes})
+    object.__setattr__(new, "__pydantic_fields_set__", fields_set)
+    object.__setattr__(new, "__pydantic_extra__", model.__pydantic_extra__)
+    object.__setattr__(new, "__pydantic_private__", model.__pydantic_private__)
+    return new
 
 
 def same_readings(old: ReceivedReport | None, new: ReceivedReport | None) -> bool:
