@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from tests.bench import cluster_gen, kubectl_way, load, paging, procs
+from tests.bench.forked import in_child
 from tests.bench.load import LoadResult
 
 GZIP = ("Accept-Encoding: gzip",)
@@ -165,7 +166,7 @@ def _measure(
     _log(f"  ingestion: {result.ingest}")
     last_round = [json.loads(b) for b in more[-nodes:]]
 
-    result.engine_s = _engine_seconds(sim_url, last_round, runs=settings.engine_runs)
+    result.engine_s = in_child(_engine_seconds, sim_url, last_round, runs=settings.engine_runs)
     _log(f"  engine build_snapshot: {result.engine_s:.3f} s")
 
     # From here on every other node's agent reports every AGENT_INTERVAL_S, as in production.
@@ -214,7 +215,7 @@ def _measure(
     result.hwm_kib = dash.hwm_kib()
 
     if kubectl_way.available() and settings.kubectl_runs > 0:
-        result.kubectl = kubectl_way.measure(sim_url, runs=settings.kubectl_runs)
+        result.kubectl = in_child(kubectl_way.measure, sim_url, runs=settings.kubectl_runs)
         summary = _summary(client)["totals"]
         result.agreed = (
             result.kubectl.allocatable == summary["allocatable"]
