@@ -16,7 +16,7 @@ from app.domain.report import AgentReport, ReceivedReport
 from app.web.services.reports import Outcome, ReportStore
 from tests.bench.engine_bench import cluster_state
 
-NOW = datetime(2026, 12, 4, 1, 0, tzinfo=UTC)
+NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after the reports cluster_state dates now
 
 
 def _again(received: ReceivedReport, *, at: datetime, host_process: bool = False) -> AgentReport:

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 from app.domain.accounting.facts import NodeFacts, agent_age, agent_state, ages_clock
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
 from app.domain.accounting.pods import PodFacts, PodMemo
+from app.domain.bounds import SetAside
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.plugin.config import PluginConfig
 from app.domain.report import ReceivedReport
@@ -147,6 +148,7 @@ class EngineMemo:
         self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
         self.pod_findings: PodFindingsMemo | None = None
         self.pending: dict[str, PodFacts] | None = None  # pods waiting for GPU resources
+        self.set_aside: dict[str, SetAside] | None = None  # pods set aside, by UID
         self.nodes: dict[str, NodeEntry] = {}
         self.context: Hashable | None = None  # what every node read besides itself, last time
         self.reused = 0  # nodes reused by the latest build
