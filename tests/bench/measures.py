@@ -175,7 +175,13 @@ def _measure(
     rounds_bg = math.ceil(span_s / AGENT_INTERVAL_S) + 1
     stamp = now + timedelta(seconds=rounds + 1)
     background = _bodies(nodes, uids, at=stamp, rounds=rounds_bg, skip=CHANGE_NODE)
-    agents = load.BackgroundAgents(dash.url, background, token=procs.AGENT_TOKEN, rate=rate)
+    agents = load.BackgroundAgents(
+        dash.url,
+        background,
+        token=procs.AGENT_TOKEN,
+        rate=rate,
+        connections=max(4, min(64, int(rate))),  # none idle past the server's keep-alive
+    )
     try:
         for name, path, headers in LOADS:
             sample = client.get(
