@@ -42,6 +42,10 @@ def test_a_report_with_the_same_readings_is_renewed_and_shares_them() -> None:
     changed = _again(first, at=later + timedelta(seconds=15), host_process=True)
     assert store.accept(changed, received_at=later) is Outcome.STORED
     assert not same_readings(first, store.latest()[name])
+    failing = _again(store.latest()[name], at=later + timedelta(seconds=30)).model_copy(
+        update={"error": "NVML: GPU is lost"}
+    )
+    assert store.accept(failing, received_at=later) is Outcome.STORED  # not only times
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -137,7 +137,9 @@ class ReportStore:
 def with_readings_of(stored: AgentReport, report: AgentReport) -> AgentReport:
     """`report` holding `stored`'s reading objects when they are equal (only times differ)."""
     if (
-        report.gpus != stored.gpus
+        (report.source, report.driver_version, report.error, report.agent_version)
+        != (stored.source, stored.driver_version, stored.error, stored.agent_version)
+        or report.gpus != stored.gpus
         or report.assignments != stored.assignments
         or report.dra_assignments != stored.dra_assignments
     ):
