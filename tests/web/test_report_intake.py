@@ -9,7 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.report import AgentReport
 from app.web.services.node_roster import NodeRoster
+from app.web.services.report_digest import cut_time
 from app.web.services.report_intake import ReportIntake, ReportRefused
 from app.web.services.reports import Outcome, ReportStore
 from app.web.services.snapshots import SOON_S
@@ -125,3 +127,64 @@ def test_a_renewed_report_reaches_the_snapshot_within_a_second() -> None:
             what="the renewed report in the snapshot",
         )
         assert seen
+
+
+# ------------------------------------------------- a body known but for its time (issue 30)
+
+
+def test_a_body_known_but_for_its_time_is_the_stored_report_with_the_new_time() -> None:
+    pokes, store = Pokes(), ReportStore()
+    intake = pokes.intake(store)
+    intake.take(_body(NOW), token_node="gpu-1", client="test")
+    first = store.latest()["gpu-1"]
+    later = NOW + timedelta(seconds=15)
+    taken = intake.take(_body(later), token_node="gpu-1", client="test")
+    renewed = store.latest()["gpu-1"]
+    assert taken.outcome is Outcome.RENEWED
+    assert renewed.report.gpus is first.report.gpus  # not decoded again
+    assert renewed.report.collected_at == later
+    assert renewed.report == AgentReport.model_validate_json(_body(later))
+
+
+@pytest.mark.parametrize(
+    ("at", "token_node", "status", "words"),
+    [
+        (b"not a time", "gpu-1", 422, "collected_at"),
+        (b"2026-12-04T01:00:15", "gpu-1", 422, "collected_at"),  # no zone
+        (b"2099-01-01T00:00:00Z", "gpu-1", 422, "ahead of the dashboard's clock"),
+        (b"2026-12-04T01:00:15Z", "gpu-2", 403, "token is for node 'gpu-2', not 'gpu-1'"),
+        (b"2026-12-04T00:59:00Z", "gpu-1", 409, "A newer report"),
+    ],
+)
+def test_a_known_body_with_a_bad_time_or_token_is_refused_as_any_other(
+    at: bytes, token_node: str, status: int, words: str
+) -> None:
+    store = ReportStore()
+    intake = Pokes().intake(store)
+    intake.take(_body(NOW), token_node="gpu-1", client="test")
+    body = _body(NOW).replace(NOW.isoformat().encode(), at)
+    with pytest.raises(ReportRefused) as refused:
+        intake.take(body, token_node=token_node, client="test")
+    assert refused.value.status_code == status
+    detail = refused.value.message + str(refused.value.errors or "")
+    assert words in detail
+    assert store.latest()["gpu-1"].report.collected_at == NOW
+
+
+def test_only_the_newest_reports_body_is_known() -> None:
+    store = ReportStore()
+    intake = Pokes().intake(store)
+    intake.take(_body(NOW, used=100), token_node=None, client="test")
+    intake.take(_body(NOW + timedelta(seconds=1), used=200), token_node=None, client="test")
+    back = intake.take(_body(NOW + timedelta(seconds=2), used=100), token_node=None, client="t")
+    assert back.outcome is Outcome.STORED  # the first body is not the newest any more
+    assert store.latest()["gpu-1"].report.gpus[0].memory_used_mib == 100
+
+
+def test_a_body_with_two_times_is_decoded_whole() -> None:
+    assert cut_time(b'{"collected_at": "a", "x": {"collected_at": "b"}}') is None
+    assert cut_time(b'{"node": "gpu-1"}') is None
+    one = cut_time(b'{"collected_at" : "2026-12-04T01:00:00Z", "node": "gpu-1"}')
+    other = cut_time(b'{"collected_at" : "2026-12-04T02:00:00Z", "node": "gpu-1"}')
+    assert one is not None and other is not None
+    assert one.digest == other.digest and one.collected_at != other.collected_at

@@ -50,18 +50,33 @@ class ReportStore:
         self._unknown: dict[str, None] = {}
         self._on_change = on_change
         self._roster = roster or NodeRoster()
+        # the digest of each node's newest report as posted (app.web.services.report_digest)
+        self._node_by_digest: dict[bytes, str] = {}
+        self._digest_of: dict[str, bytes] = {}
         self._roster_seen = self._roster.version
         self._max_unknown = max_unknown
         self._stale_after = timedelta(seconds=stale_after_s)
         self.generation = 0
 
-    def accept(self, report: AgentReport, *, received_at: datetime) -> Outcome:
+    def posted_as(self, digest: bytes) -> ReceivedReport | None:
+        """The newest report of the node whose newest report was posted as `digest`."""
+        with self._lock:
+            node = self._node_by_digest.get(digest)
+            return self._reports.get(node) if node is not None else None
+
+    def accept(
+        self, report: AgentReport, *, received_at: datetime, digest: bytes | None = None
+    ) -> Outcome:
+        """Store `report` if it is the node's newest; `digest`: how it was posted."""
         known = self._roster.has(report.node)
         stored = self._reports.get(report.node)
         if stored is not None and report.collected_at > stored.report.collected_at:
             report = with_readings_of(stored.report, report)
         received = ReceivedReport(report=report, received_at=received_at)
-        share_fields_sets(received)  # about half of a stored report's memory
+        if stored is not None and report.gpus is stored.report.gpus:
+            _share_like(received, stored)  # its parts are the stored report's, sets shared
+        else:
+            share_fields_sets(received)  # about half of a stored report's memory
         with self._lock:
             current = self._reports.get(report.node)
             if current is not None:
@@ -74,6 +89,7 @@ class ReportStore:
                 self._make_room(now=received_at)
                 self._unknown[report.node] = None
             self._reports[report.node] = received
+            self._remember(report.node, digest)
             self.generation += 1
         self._on_change()
         if current is not None and report.gpus is current.report.gpus:
@@ -91,9 +107,18 @@ class ReportStore:
         for name in [n for n in self._unknown if self._reports[n].received_at < oldest_kept]:
             self._forget(name)
 
+    def _remember(self, node: str, digest: bytes | None) -> None:
+        old = self._digest_of.pop(node, None)
+        if old is not None:
+            self._node_by_digest.pop(old, None)
+        if digest is not None:
+            self._digest_of[node] = digest
+            self._node_by_digest[digest] = node
+
     def _forget(self, name: str) -> None:
         del self._unknown[name]
         del self._reports[name]
+        self._remember(name, None)
 
     def _sort_out(self, now: datetime) -> None:
         """Re-sort stored reports by the roster's nodes; drop stale ones of absent nodes."""
@@ -134,12 +159,31 @@ class ReportStore:
             return dict(self._reports)
 
 
+def _share_like(received: ReceivedReport, stored: ReceivedReport) -> None:
+    """`received` and its report given `stored`'s (shared) field-name sets, when equal."""
+    for mine, theirs in ((received, stored), (received.report, stored.report)):
+        names = theirs.__pydantic_fields_set__
+        if mine.__pydantic_fields_set__ == names:
+            object.__setattr__(mine, "__pydantic_fields_set__", names)
+
+
 def with_readings_of(stored: AgentReport, report: AgentReport) -> AgentReport:
     """`report` holding `stored`'s reading objects when they are equal (only times differ)."""
+    if (report.source, report.driver_version, report.error, report.agent_version) != (
+        stored.source,
+        stored.driver_version,
+        stored.error,
+        stored.agent_version,
+    ):
+        return report
     if (
-        (report.source, report.driver_version, report.error, report.agent_version)
-        != (stored.source, stored.driver_version, stored.error, stored.agent_version)
-        or report.gpus != stored.gpus
+        report.gpus is stored.gpus
+        and report.assignments is stored.assignments
+        and report.dra_assignments is stored.dra_assignments
+    ):
+        return report  # already (app.web.services.report_intake: a body known but for its time)
+    if (
+        report.gpus != stored.gpus
         or report.assignments != stored.assignments
         or report.dra_assignments != stored.dra_assignments
     ):
