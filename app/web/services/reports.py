@@ -10,6 +10,8 @@ An agent whose readings did not change since its last report (the usual case: th
 GPUs, the same processes) costs almost nothing: the new report is stored with the stored
 report's reading objects, so the engine sees the very same readings and only renews the
 node's agent times (app.domain.engine.memo.same_readings) instead of recomputing the node.
+The store also remembers how each node's newest report was posted (a digest of its bytes
+but the time, app.web.services.report_digest), so the intake knows such a body unread.
 """
 
 from __future__ import annotations
