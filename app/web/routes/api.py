@@ -111,11 +111,14 @@ async def list_nodes(
     paged = limit is not None or continue_ is not None
     shown: Fields = fields or ("summary" if paged else "full")
     key = f"nodes?limit={limit}&fields={shown}" if paged else f"nodes?fields={shown}"
-    if continue_ is None:  # first pages and whole lists are rendered once per snapshot
+    if continue_ is None and limit in (None, DEFAULT_NODES_PAGE):
+        # the whole lists and the default first pages: rendered once per snapshot (and
+        # ahead of requests); a key per `limit` would let a reader make every build
+        # render a thousand pages
         body = runtime.snapshots.json_bodies.memo(
             key, lambda s: _nodes_body(runtime, s, limit=limit, token=None, fields=shown)
         )
-    else:  # later pages are cheap and many: rendered when asked for
+    else:  # other pages are cheap and many: rendered when asked for
         try:
             body = _nodes_body(runtime, snapshot, limit=limit, token=continue_, fields=shown)
         except InvalidContinue as exc:
