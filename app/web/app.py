@@ -50,6 +50,8 @@ from app.web.routes import (
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
 from app.web.services.change_pipeline import ChangeContext
 from app.web.services.fragments import Pages
+from app.web.services.node_roster import NodeRoster
+from app.web.services.report_intake import ReportIntake
 from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
 from app.web.services.snapshot_builder import Clock
@@ -147,20 +149,23 @@ def build_runtime(
 ) -> Runtime:
     """Everything the app holds: the report store, the snapshot service, auth, templates."""
     assets_dir = settings.assets_dir or default_assets_dir()
+    roster = NodeRoster()  # written by the snapshot builder, read by the report store
     reports = ReportStore(
-        max_unknown=settings.max_unknown_nodes, stale_after_s=settings.agent_stale_after_s
+        roster=roster,
+        max_unknown=settings.max_unknown_nodes,
+        stale_after_s=settings.agent_stale_after_s,
     )
     snapshots = SnapshotService(
         source,
         reports,
         options=accounting_options(settings),
         clock=clock,
+        roster=roster,
         min_interval_s=settings.snapshot_min_interval_s,
         refresh_interval_s=refresh_interval_s,
         idle_after_s=settings.idle_slot_after_s,
         low_after_s=settings.low_utilization_after_s,
     )
-    reports.is_known = snapshots.has_node
     report_sync = ReportSync(
         settings,
         reports,
@@ -180,6 +185,13 @@ def build_runtime(
         auth=AuthState(settings),
         agents=AgentAuth(settings, reviewer=token_reviewer),
         peers=report_sync,
+        intake=ReportIntake(
+            reports,
+            max_bytes=settings.max_report_bytes,
+            clock=clock,
+            on_stored=snapshots.poke,
+            on_renewed=snapshots.poke_soon,
+        ),
         clock=clock,
         writer=writer,
         page_refresh_s=page_refresh_s,

@@ -103,10 +103,19 @@ async def run(
                 try:
                     status = await read_response(reader)
                 except (asyncio.IncompleteReadError, ConnectionError):
+                    # the server closed the connection (idle past its keep-alive): count it,
+                    # then send the request again on a new one (an agent would retry it)
                     errors += 1
                     writer.close()
                     reader, writer = await asyncio.open_connection(host, port)
-                    continue
+                    sent = time.perf_counter()
+                    writer.write(request)
+                    try:
+                        status = await read_response(reader)
+                    except (asyncio.IncompleteReadError, ConnectionError):
+                        writer.close()
+                        reader, writer = await asyncio.open_connection(host, port)
+                        continue
                 latencies_ms.append((time.perf_counter() - sent) * 1000)
                 statuses[status] += 1
         finally:

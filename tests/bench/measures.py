@@ -14,7 +14,8 @@ from typing import Any
 
 import httpx
 
-from tests.bench import cluster_gen, kubectl_way, load, procs
+from tests.bench import cluster_gen, kubectl_way, load, paging, procs
+from tests.bench.forked import in_child
 from tests.bench.load import LoadResult
 
 GZIP = ("Accept-Encoding: gzip",)
@@ -22,7 +23,7 @@ GZIP = ("Accept-Encoding: gzip",)
 LOADS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("/healthz", "/healthz", ()),
     ("/api/v1/summary", "/api/v1/summary", ()),
-    ("/api/v1/nodes", "/api/v1/nodes", ()),
+    ("/api/v1/nodes?limit=100", paging.PAGE_PATH, ()),
     ("/", "/", ()),
     ("/ gzip", "/", GZIP),
 )
@@ -63,6 +64,8 @@ class ScaleResult:
     rss_kib: int = -1
     hwm_kib: int = -1
     agreed: bool | None = None  # the kubectl way and the dashboard give the same totals
+    walk_s: float = math.nan  # every node through `continue`, pages of paging.WALK_LIMIT
+    whole_s: float = math.nan  # the unpaged list, one request
     notes: list[str] = field(default_factory=list)
 
 
@@ -163,7 +166,7 @@ def _measure(
     _log(f"  ingestion: {result.ingest}")
     last_round = [json.loads(b) for b in more[-nodes:]]
 
-    result.engine_s = _engine_seconds(sim_url, last_round, runs=settings.engine_runs)
+    result.engine_s = in_child(_engine_seconds, sim_url, last_round, runs=settings.engine_runs)
     _log(f"  engine build_snapshot: {result.engine_s:.3f} s")
 
     # From here on every other node's agent reports every AGENT_INTERVAL_S, as in production.
@@ -172,7 +175,13 @@ def _measure(
     rounds_bg = math.ceil(span_s / AGENT_INTERVAL_S) + 1
     stamp = now + timedelta(seconds=rounds + 1)
     background = _bodies(nodes, uids, at=stamp, rounds=rounds_bg, skip=CHANGE_NODE)
-    agents = load.BackgroundAgents(dash.url, background, token=procs.AGENT_TOKEN, rate=rate)
+    agents = load.BackgroundAgents(
+        dash.url,
+        background,
+        token=procs.AGENT_TOKEN,
+        rate=rate,
+        connections=max(4, min(64, int(rate))),  # none idle past the server's keep-alive
+    )
     try:
         for name, path, headers in LOADS:
             sample = client.get(
@@ -188,6 +197,10 @@ def _measure(
                 headers=headers,
             )
             _log(f"  {name}: {result.loads[name]}")
+        result.walk_s, listed, pages = paging.walk_all(client)
+        result.whole_s, result.body_bytes["/api/v1/nodes"] = paging.whole_list(client)
+        _log(f"  every node through continue: {result.walk_s:.2f} s ({listed} in {pages} pages)")
+        _log(f"  the whole list: {result.whole_s:.2f} s, {result.body_bytes['/api/v1/nodes']} B")
         result.pod_change_s = _pod_changes(sim_url, client, count=settings.changes)
         _log(f"  pod change -> snapshot: {result.pod_change_s}")
         result.report_change_s = _report_changes(
@@ -208,7 +221,7 @@ def _measure(
     result.hwm_kib = dash.hwm_kib()
 
     if kubectl_way.available() and settings.kubectl_runs > 0:
-        result.kubectl = kubectl_way.measure(sim_url, runs=settings.kubectl_runs)
+        result.kubectl = in_child(kubectl_way.measure, sim_url, runs=settings.kubectl_runs)
         summary = _summary(client)["totals"]
         result.agreed = (
             result.kubectl.allocatable == summary["allocatable"]

@@ -1,13 +1,13 @@
 """The scale benchmark: the dashboard against `kubectl` on a big simulated cluster.
 
-    .venv/bin/python -m tests.bench.run            # 100, 1,000 and 5,000 nodes; writes
-                                                   # docs/PERFORMANCE.md (< 15 min, 2 cores)
+    .venv/bin/python -m tests.bench.run            # 1,000, 5,000 and 10,000 nodes; writes
+                                                   # docs/PERFORMANCE.md (~30 min, 2 cores)
     .venv/bin/python -m tests.bench.run --quick    # 100 nodes only, prints (< 1 min)
 
 Per cluster size it starts the simulated API server (`tests.bench.simserver`) and the
 dashboard (`gpu-slots serve`) in their own processes, posts every node's agent report,
 and measures, side by side: start-up to the first complete snapshot, latency and
-throughput of /api/v1/summary, /api/v1/nodes and / under load from another process
+throughput of /api/v1/summary, a page of /api/v1/nodes and / under load from another process
 (`wrk`, else `tests.bench.loadgen`), the kubectl way of answering the same question,
 the delay from one pod change or one agent report to the new snapshot, the report
 ingestion rate and the dashboard's memory.
@@ -130,7 +130,7 @@ def main(argv: list[str]) -> int:
         sizes = args.nodes or [100]
         settings = Settings(load_s=3, kubectl_runs=3, changes=2, min_reports=1000)
     else:
-        sizes = args.nodes or [100, 1000, 5000]
+        sizes = args.nodes or [1000, 5000, 10000]
         settings = Settings()
     if args.load_s is not None:
         settings.load_s = args.load_s

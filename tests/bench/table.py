@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from tests.bench.measures import ScaleResult
+from tests.bench.measures import AGENT_INTERVAL_S, ScaleResult
 
 
 @dataclass(frozen=True)
@@ -51,10 +51,21 @@ def _throughput_share(result: ScaleResult) -> float | None:
     return summary.rps / healthz.rps
 
 
+def _absorbed(result: ScaleResult) -> float | None:
+    """Reports the agents got stored per second over the reports due per second."""
+    rps = result.background.get("rps")
+    return float(rps) / _due(result) if rps is not None else None
+
+
+def _due(result: ScaleResult) -> float:
+    return (result.nodes - 1) / AGENT_INTERVAL_S
+
+
 def _agree(result: ScaleResult) -> float | None:
     return None if result.replicas_agree is None else float(result.replicas_agree)
 
 
+PAGE = "/api/v1/nodes?limit=100"
 FIGURES: list[Figure] = [
     Figure("pods (GPU pods)", lambda r: r.pods, "{:,.0f}"),
     Figure("simulator load, s (setup, not the dashboard)", lambda r: r.sim_load_s, "{:.1f}"),
@@ -67,11 +78,16 @@ FIGURES: list[Figure] = [
     Figure("/api/v1/summary p99, ms", _load("/api/v1/summary", "p99_ms"), "{:.2f}"),
     Figure("/api/v1/summary req/s", _load("/api/v1/summary", "rps"), "{:,.0f}"),
     Figure("  summary req/s / healthz req/s", _throughput_share, "{:.2f}"),
-    Figure("/api/v1/nodes p50, ms", _load("/api/v1/nodes", "p50_ms"), "{:.1f}"),
-    Figure("/api/v1/nodes p99, ms", _load("/api/v1/nodes", "p99_ms"), "{:.1f}"),
-    Figure("/api/v1/nodes req/s", _load("/api/v1/nodes", "rps"), "{:,.1f}"),
+    Figure("/api/v1/nodes?limit=100 p50, ms", _load(PAGE, "p50_ms"), "{:.1f}"),
+    Figure("/api/v1/nodes?limit=100 p99, ms", _load(PAGE, "p99_ms"), "{:.1f}"),
+    Figure("/api/v1/nodes?limit=100 req/s", _load(PAGE, "rps"), "{:,.1f}"),
+    Figure("/api/v1/nodes?limit=100 body, KB", lambda r: r.body_bytes.get(PAGE, 0) / 1e3, "{:.1f}"),
+    Figure("every node through continue (pages of 1,000), s", lambda r: r.walk_s, "{:.2f}"),
+    Figure("/api/v1/nodes unpaged (every node in full), once, s", lambda r: r.whole_s, "{:.2f}"),
     Figure(
-        "/api/v1/nodes body, MB", lambda r: r.body_bytes.get("/api/v1/nodes", 0) / 1e6, "{:.2f}"
+        "/api/v1/nodes unpaged body, MB",
+        lambda r: r.body_bytes.get("/api/v1/nodes", 0) / 1e6,
+        "{:.2f}",
     ),
     Figure("overview page / p50, ms", _load("/", "p50_ms"), "{:.1f}"),
     Figure("overview page / p99, ms", _load("/", "p99_ms"), "{:.1f}"),
@@ -117,11 +133,15 @@ FIGURES: list[Figure] = [
     Figure("report ingestion, reports/s", lambda r: r.ingest.get("rps"), "{:,.0f}"),
     Figure("report POST p50, ms", lambda r: r.ingest.get("p50_ms"), "{:.1f}"),
     Figure("report POST p99, ms", lambda r: r.ingest.get("p99_ms"), "{:.1f}"),
+    Figure("agents' reports due, reports/s (nodes / 15 s)", _due, "{:,.0f}"),
     Figure(
         "agents during the loads and changes, reports/s",
         lambda r: r.background.get("rps"),
         "{:,.0f}",
     ),
+    Figure("  absorbed / due", _absorbed, "{:.2f}"),
+    Figure("  their POST p50, ms", lambda r: r.background.get("p50_ms"), "{:.1f}"),
+    Figure("  their POST p99, ms", lambda r: r.background.get("p99_ms"), "{:.1f}"),
     Figure(
         "dashboard VmRSS at the end, MiB",
         lambda r: r.rss_kib / 1024 if r.rss_kib > 0 else None,
@@ -153,7 +173,11 @@ def _growth(figure: Figure, small: ScaleResult, big: ScaleResult) -> str:
 
 
 def _pairs(results: Sequence[ScaleResult]) -> list[tuple[ScaleResult, ScaleResult]]:
-    return list(itertools.pairwise(results))
+    """Each size to the next, and the smallest to the largest when there are more than two."""
+    pairs = list(itertools.pairwise(results))
+    if len(results) > 2:
+        pairs.append((results[0], results[-1]))
+    return pairs
 
 
 def rows(results: Sequence[ScaleResult]) -> list[list[str]]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from app.domain.accounting.facts import ClusterFacts, NodeFacts, NodeInputs, agent_age, ages_clock
 from app.domain.accounting.nodes import build_node_facts, node_name
@@ -40,10 +41,11 @@ def all_node_facts(
     context = _context(inputs, memo, dra, unique=len({n for n, _ in named}) == len(named))
     previous = memo.nodes if memo is not None else {}
     built = _Built()
+    clock = ages_clock(inputs.now)  # all the memo reads of time are agents' ages
     for name, manifest in named:
-        key = _node_key(inputs, index, name, manifest, context)
+        key = _node_key(inputs, index, name, manifest, context, clock=clock)
         old = previous.get(name) if key is not None else None
-        if old is not None and _reuse(old, inputs, index, name, key):
+        if old is not None and _reuse(old, inputs, index, name, key, clock=clock):
             built.entries[name] = old
             built.reused.add(name)
             built.nodes.append(old.facts)
@@ -74,25 +76,40 @@ def _context(
 
 
 def _node_key(
-    inputs: NodeInputs, index: PodIndex, name: str, manifest: Manifest, context: Hashable | None
+    inputs: NodeInputs,
+    index: PodIndex,
+    name: str,
+    manifest: Manifest,
+    context: Hashable | None,
+    *,
+    clock: datetime,
 ) -> Hashable | None:
-    """The node's memo key; None when it cannot be reused (no context, or a stale agent)."""
+    """The node's memo key; None when it cannot be reused (no context, or a stale agent).
+
+    `clock` is `ages_clock(inputs.now)`, reckoned once per build."""
     if context is None:
         return None
     received = inputs.state.reports.get(name)
     # a stale agent's age is in its finding: such a node is recomputed every time
-    now = ages_clock(inputs.now)  # all the memo reads of time are agents' ages
-    if received is not None and agent_age(received, now) > inputs.options.agent_stale_after_s:
+    if received is not None and agent_age(received, clock) > inputs.options.agent_stale_after_s:
         return None
     return node_key(manifest, index.plugin_by_node.get(name), context)
 
 
-def _reuse(old: NodeEntry, inputs: NodeInputs, index: PodIndex, name: str, key: Hashable) -> bool:
+def _reuse(
+    old: NodeEntry,
+    inputs: NodeInputs,
+    index: PodIndex,
+    name: str,
+    key: Hashable,
+    *,
+    clock: datetime,
+) -> bool:
     """Whether the memo's entry still holds; if so its agent's age is brought up to now."""
     received = inputs.state.reports.get(name)
     if not old.reusable(key, received, index.pods_by_node.get(name, []), index):
         return False
-    old.renew(ages_clock(inputs.now), inputs.options.agent_stale_after_s)
+    old.renew(clock, inputs.options.agent_stale_after_s, received)
     return True
 
 

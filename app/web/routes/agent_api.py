@@ -6,14 +6,13 @@ import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
-from pydantic import ValidationError
 
-from app.domain.report import AgentReport, too_far_ahead
 from app.web.auth.agent_auth import AgentIdentity, AgentRefused
 from app.web.auth.tokens import bearer_token
 from app.web.deps import RuntimeDep
 from app.web.http.problems import describe_errors
 from app.web.runtime import Runtime
+from app.web.services.report_intake import ReportRefused
 from app.web.services.reports import Outcome
 from app.web.views.schemas import ProblemOut, ReportAcceptedOut
 
@@ -54,44 +53,23 @@ async def post_report(
 ) -> ReportAcceptedOut:
     """Store an agent report if it is authentic, for the agent's node, valid and newer."""
     identity = await _identify(request, runtime, authorization)
-    limit = runtime.settings.max_report_bytes
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(limit))
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise HTTPException(status.HTTP_413_CONTENT_TOO_LARGE, _too_large(limit))
+    intake = runtime.intake
     try:
-        report = AgentReport.model_validate_json(bytes(body))
-    except ValidationError as exc:
-        raise HTTPException(
-            status.HTTP_422_UNPROCESSABLE_CONTENT, describe_errors("Invalid report", exc.errors())
-        ) from exc
-    if identity.node is not None and identity.node != report.node:
-        log.warning(
-            "agent report refused: token of another node",
-            extra={"client": _client(request), "node": report.node, "token_node": identity.node},
-        )
-        raise HTTPException(
-            status.HTTP_403_FORBIDDEN,
-            f"This agent's token is for node {identity.node!r}, not {report.node!r}.",
-        )
-    ahead = too_far_ahead(report, now=runtime.clock())
-    if ahead is not None:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, f"Invalid report: {ahead}.")
-    outcome = runtime.reports.accept(report, received_at=runtime.clock())
-    if outcome is Outcome.OUT_OF_ORDER:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            f"A newer report of node {report.node!r} is already stored; this one is ignored.",
-        )
-    if outcome is Outcome.DUPLICATE:
+        intake.check_declared(request.headers.get("content-length"))
+        body = bytearray()
+        async for chunk in request.stream():
+            body += chunk
+            intake.check_size(len(body))
+        taken = intake.take(bytes(body), token_node=identity.node, client=_client(request))
+    except ReportRefused as refused:
+        detail = refused.message
+        if refused.errors is not None:
+            detail = describe_errors(refused.message, refused.errors)
+        raise HTTPException(refused.status_code, detail) from refused
+    if taken.outcome is Outcome.DUPLICATE:
         response.status_code = status.HTTP_200_OK
-        return ReportAcceptedOut(status="duplicate", node=report.node)
-    runtime.snapshots.poke()
-    return ReportAcceptedOut(status="stored", node=report.node)
+        return ReportAcceptedOut(status="duplicate", node=taken.node)
+    return ReportAcceptedOut(status="stored", node=taken.node)
 
 
 async def _identify(request: Request, runtime: Runtime, authorization: str | None) -> AgentIdentity:
@@ -107,10 +85,6 @@ async def _identify(request: Request, runtime: Runtime, authorization: str | Non
         log.warning("agent report refused: %s", refused.message, extra={"client": _client(request)})
         headers = {"WWW-Authenticate": "Bearer"} if refused.status_code == 401 else None
         raise HTTPException(refused.status_code, refused.message, headers=headers) from refused
-
-
-def _too_large(limit: int) -> str:
-    return f"Report larger than {limit} bytes (GEO_MLOPS_MAX_REPORT_BYTES)."
 
 
 def _client(request: Request) -> str:

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
+from pydantic_core import to_json
 
 from app.domain.accounting.free_gpus import free_by_model
 from app.domain.snapshot import NodeState, Severity, Snapshot
@@ -18,6 +19,18 @@ from app.web.views.node_json import (
     MAX_DRA_DEVICES_PAGE,
     capped,
     node_dra_devices,
+)
+from app.web.views.node_list import (
+    DEFAULT_NODES_PAGE,
+    MAX_CONTINUE_CHARS,
+    MAX_NODES_PAGE,
+    Fields,
+    InvalidContinue,
+    NodesPage,
+    NodeSummaryOut,
+    find_node,
+    node_summary,
+    nodes_page,
 )
 from app.web.views.schemas import (
     FindingsOut,
@@ -75,22 +88,66 @@ async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
 
 
 @router.get("/nodes", response_model=NodesOut, responses=NOT_READY)
-async def list_nodes(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
-    """Every node with its figures, GPUs and findings (at most 64 DRA devices a node)."""
-    body = runtime.snapshots.json_bodies.memo(
-        "nodes",
-        lambda s: (
-            NodesOut(
-                generated_at=s.generated_at,
-                stale=s.stale,
-                stale_reason=_reason(runtime, s),
-                nodes=[capped(_worded(node)) for node in s.nodes],
-            )
-            .model_dump_json()
-            .encode()
+async def list_nodes(
+    runtime: RuntimeDep,
+    snapshot: SnapshotDep,
+    limit: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_NODES_PAGE, description="At most this many nodes (none: every node)"),
+    ] = None,
+    continue_: Annotated[
+        str | None,
+        Query(
+            alias="continue",
+            max_length=MAX_CONTINUE_CHARS,
+            description="The `continue` of the previous page",
         ),
-    )
+    ] = None,
+    fields: Annotated[
+        Fields | None,
+        Query(description="summary | full; default: summary when paged, full when not"),
+    ] = None,
+) -> Response:
+    """The nodes with their figures, a page at a time with `limit` and `continue` (as the
+    Kubernetes API lists); every node with its GPUs and findings without `limit`."""
+    paged = limit is not None or continue_ is not None
+    shown: Fields = fields or ("summary" if paged else "full")
+    key = f"nodes?limit={limit}&fields={shown}" if paged else f"nodes?fields={shown}"
+    if continue_ is None and limit in (None, DEFAULT_NODES_PAGE):
+        # the whole lists and the default first pages: rendered once per snapshot (and
+        # ahead of requests); a key per `limit` would let a reader make every build
+        # render a thousand pages
+        body = runtime.snapshots.json_bodies.memo(
+            key, lambda s: _nodes_body(runtime, s, limit=limit, token=None, fields=shown)
+        )
+    else:  # other pages are cheap and many: rendered when asked for
+        try:
+            body = _nodes_body(runtime, snapshot, limit=limit, token=continue_, fields=shown)
+        except InvalidContinue as exc:
+            raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from exc
     return Response(body, media_type=JSON)
+
+
+def _nodes_body(
+    runtime: Runtime, snapshot: Snapshot, *, limit: int | None, token: str | None, fields: Fields
+) -> bytes:
+    page = nodes_page(snapshot.nodes, limit=limit or DEFAULT_NODES_PAGE, token=token)
+    if limit is None and token is None:
+        page = NodesPage(snapshot.nodes, None, 0)
+    nodes: list[NodeState] | list[NodeSummaryOut] = (
+        [node_summary(node) for node in page.nodes]
+        if fields == "summary"
+        else [capped(_worded(node)) for node in page.nodes]
+    )
+    answer = NodesOut(
+        generated_at=snapshot.generated_at,
+        stale=snapshot.stale,
+        stale_reason=_reason(runtime, snapshot),
+        nodes=nodes,
+        continue_=page.next_token,
+        remaining=page.remaining,
+    )
+    return to_json(answer, by_alias=True)  # bytes at once: the whole list is ~10 KB a node
 
 
 @router.get(
@@ -117,9 +174,9 @@ def _worded(node: NodeState) -> NodeState:
 
 
 def _node(snapshot: Snapshot, name: str) -> NodeState:
-    for node in snapshot.nodes:
-        if node.name == name:
-            return node
+    found = find_node(snapshot.nodes, name)
+    if found is not None:
+        return found
     raise HTTPException(status.HTTP_404_NOT_FOUND, f"No node named {name!r} in the cluster.")
 
 

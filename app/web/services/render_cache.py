@@ -26,6 +26,10 @@ T = TypeVar("T")
 HOT_KEY_S = 30.0  # a memo key requested this recently is rendered ahead for new snapshots
 PENDING_WAIT_S = 30.0  # longest wait for a rendering in progress before rendering again
 SLOW_RENDER_S = 0.1  # a key rendering this slowly (twice running) is refreshed on demand
+# ... or once this slowly: the first rendering of a page also compiles its templates, but
+# no template takes this long; every node's JSON at 5,000 nodes does (48 MB, ~2 s), and
+# rendered ahead for every snapshot for the 30 s after one request it held up every build
+VERY_SLOW_RENDER_S = 0.5
 
 
 @dataclass
@@ -43,6 +47,8 @@ class _Renderer(Generic[T]):
 
     @property
     def slow(self) -> bool:
+        if self.cost_s >= VERY_SLOW_RENDER_S:
+            return True
         return min(self.cost_s, self.cost_before_s) >= SLOW_RENDER_S
 
 

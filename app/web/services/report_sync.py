@@ -177,5 +177,5 @@ class ReportSync:
                 continue
             received_at = min(received.received_at, now)
             outcome = self._reports.accept(received.report, received_at=received_at)
-            copied += outcome.value == "stored"
+            copied += outcome.value in ("stored", "renewed")
         return copied

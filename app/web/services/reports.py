@@ -2,24 +2,35 @@
 
 Reports of nodes the cluster does not have (yet) are kept in a bounded space: at most
 `max_unknown` of them, the oldest dropped first, and each dropped once it is stale. A
-flood of made-up node names therefore costs a fixed amount of memory.
+flood of made-up node names therefore costs a fixed amount of memory. Which nodes exist is
+read from the NodeRoster the snapshot builder publishes; the store never calls the
+snapshot side.
+
+An agent whose readings did not change since its last report (the usual case: the same
+GPUs, the same processes) costs almost nothing: the new report is stored with the stored
+report's reading objects, so the engine sees the very same readings and only renews the
+node's agent times (app.domain.engine.memo.same_readings) instead of recomputing the node.
+The store also remembers how each node's newest report was posted (a digest of its bytes
+but the time, app.web.services.report_digest), so the intake knows such a body unread.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from app.domain.report import AgentReport, ReceivedReport
 from app.web.services.model_memory import share_fields_sets
+from app.web.services.node_roster import NodeRoster
 
 MAX_UNKNOWN_NODES = 64
 
 
 class Outcome(StrEnum):
     STORED = "stored"
+    RENEWED = "renewed"  # stored; the same readings as the node's previous report
     DUPLICATE = "duplicate"
     OUT_OF_ORDER = "out-of-order"
 
@@ -31,7 +42,7 @@ class ReportStore:
         self,
         *,
         on_change: Callable[[], None] = lambda: None,
-        is_known: Callable[[str], bool] = lambda _node: True,
+        roster: NodeRoster | None = None,
         max_unknown: int = MAX_UNKNOWN_NODES,
         stale_after_s: float = 90.0,
     ) -> None:
@@ -40,15 +51,34 @@ class ReportStore:
         # Stored nodes the cluster did not have on arrival, oldest arrival first.
         self._unknown: dict[str, None] = {}
         self._on_change = on_change
-        self.is_known = is_known
+        self._roster = roster or NodeRoster()
+        # the digest of each node's newest report as posted (app.web.services.report_digest)
+        self._node_by_digest: dict[bytes, str] = {}
+        self._digest_of: dict[str, bytes] = {}
+        self._roster_seen = self._roster.version
         self._max_unknown = max_unknown
         self._stale_after = timedelta(seconds=stale_after_s)
         self.generation = 0
 
-    def accept(self, report: AgentReport, *, received_at: datetime) -> Outcome:
-        known = self.is_known(report.node)
+    def posted_as(self, digest: bytes) -> ReceivedReport | None:
+        """The newest report of the node whose newest report was posted as `digest`."""
+        with self._lock:
+            node = self._node_by_digest.get(digest)
+            return self._reports.get(node) if node is not None else None
+
+    def accept(
+        self, report: AgentReport, *, received_at: datetime, digest: bytes | None = None
+    ) -> Outcome:
+        """Store `report` if it is the node's newest; `digest`: how it was posted."""
+        known = self._roster.has(report.node)
+        stored = self._reports.get(report.node)
+        if stored is not None and report.collected_at > stored.report.collected_at:
+            report = with_readings_of(stored.report, report)
         received = ReceivedReport(report=report, received_at=received_at)
-        share_fields_sets(received)  # about half of a stored report's memory
+        if stored is not None and report.gpus is stored.report.gpus:
+            _share_like(received, stored)  # its parts are the stored report's, sets shared
+        else:
+            share_fields_sets(received)  # about half of a stored report's memory
         with self._lock:
             current = self._reports.get(report.node)
             if current is not None:
@@ -61,8 +91,11 @@ class ReportStore:
                 self._make_room(now=received_at)
                 self._unknown[report.node] = None
             self._reports[report.node] = received
+            self._remember(report.node, digest)
             self.generation += 1
         self._on_change()
+        if current is not None and report.gpus is current.report.gpus:
+            return Outcome.RENEWED
         return Outcome.STORED
 
     def _make_room(self, *, now: datetime) -> None:
@@ -76,14 +109,31 @@ class ReportStore:
         for name in [n for n in self._unknown if self._reports[n].received_at < oldest_kept]:
             self._forget(name)
 
+    def _remember(self, node: str, digest: bytes | None) -> None:
+        old = self._digest_of.pop(node, None)
+        if old is not None:
+            self._node_by_digest.pop(old, None)
+        if digest is not None:
+            self._digest_of[node] = digest
+            self._node_by_digest[digest] = node
+
     def _forget(self, name: str) -> None:
         del self._unknown[name]
         del self._reports[name]
+        self._remember(name, None)
 
-    def forget_unknown(self, *, nodes: Collection[str], now: datetime) -> None:
-        """Re-sort stored reports by the cluster's `nodes`; drop stale ones of absent nodes."""
+    def _sort_out(self, now: datetime) -> None:
+        """Re-sort stored reports by the roster's nodes; drop stale ones of absent nodes."""
+        nodes = self._roster.names()
+        if nodes is None:
+            return
         with self._lock:
             before = len(self._reports)
+            if self._roster_seen == self._roster.version:  # the same nodes: only time passed
+                self._drop_stale_unknown(now)
+                self.generation += len(self._reports) != before
+                return
+            self._roster_seen = self._roster.version
             absent = [name for name in self._reports if name not in nodes]
             absent.sort(key=lambda name: self._reports[name].received_at)  # stable: by arrival
             self._unknown = dict.fromkeys(absent)
@@ -103,6 +153,47 @@ class ReportStore:
         with self._lock:
             return len(self._reports)
 
-    def latest(self) -> dict[str, ReceivedReport]:
+    def latest(self, *, now: datetime | None = None) -> dict[str, ReceivedReport]:
+        """Every stored report; given `now`, first sorted out by the roster's nodes."""
+        if now is not None:
+            self._sort_out(now)
         with self._lock:
             return dict(self._reports)
+
+
+def _share_like(received: ReceivedReport, stored: ReceivedReport) -> None:
+    """`received` and its report given `stored`'s (shared) field-name sets, when equal."""
+    for mine, theirs in ((received, stored), (received.report, stored.report)):
+        names = theirs.__pydantic_fields_set__
+        if mine.__pydantic_fields_set__ == names:
+            object.__setattr__(mine, "__pydantic_fields_set__", names)
+
+
+def with_readings_of(stored: AgentReport, report: AgentReport) -> AgentReport:
+    """`report` holding `stored`'s reading objects when they are equal (only times differ)."""
+    if (report.source, report.driver_version, report.error, report.agent_version) != (
+        stored.source,
+        stored.driver_version,
+        stored.error,
+        stored.agent_version,
+    ):
+        return report
+    if (
+        report.gpus is stored.gpus
+        and report.assignments is stored.assignments
+        and report.dra_assignments is stored.dra_assignments
+    ):
+        return report  # already (app.web.services.report_intake: a body known but for its time)
+    if (
+        report.gpus != stored.gpus
+        or report.assignments != stored.assignments
+        or report.dra_assignments != stored.dra_assignments
+    ):
+        return report
+    return report.model_copy(
+        update={
+            "gpus": stored.gpus,
+            "assignments": stored.assignments,
+            "dra_assignments": stored.dra_assignments,
+        }
+    )

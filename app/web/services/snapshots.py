@@ -10,6 +10,9 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 15 s interval is 67 reports a second, each asking for a new snapshot):
 
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
+- reports that only renew an agent (the same readings, newer times: most reports of a
+  quiet cluster) do not ask for a build of their own: they are in the next one, at the
+  latest `SOON_S` later (`poke_soon`); reports with new readings ask at once (`poke`);
 - pacing: after a build, report-driven builds wait as long as that build (and its
   renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
   about half of the process's time while reports stream in (more on a cluster whose
@@ -43,6 +46,7 @@ from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
 from app.web.services.idle_history import IdleHistory
+from app.web.services.node_roster import NodeRoster
 from app.web.services.render_cache import RenderCache
 from app.web.services.reports import ReportStore
 from app.web.services.snapshot_builder import Clock, ClusterSource, SnapshotBuilder
@@ -54,6 +58,7 @@ log = logging.getLogger(__name__)
 # nodes and 333 reports/s, builds and delays grew without bound).
 MAX_HOLD_S = 0.15
 STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
+SOON_S = 1.0  # a report whose readings did not change is in a build within this time
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,7 @@ class SnapshotService:
         *,
         options: AccountingOptions,
         clock: Clock,
+        roster: NodeRoster,
         min_interval_s: float = 0.1,
         refresh_interval_s: float = 5.0,
         idle_after_s: float = 900.0,
@@ -84,7 +90,7 @@ class SnapshotService:
         self._min_interval_s = min_interval_s
         self._refresh_interval_s = refresh_interval_s
         self._idle = IdleHistory(idle_after_s=idle_after_s, low_after_s=low_after_s)
-        self._builder = SnapshotBuilder(reports, options=options)
+        self._builder = SnapshotBuilder(reports, options=options, roster=roster)
         self._current: Snapshot | None = None
         self.last_error: str | None = None  # why the latest build failed; None after a good one
         self._good: Snapshot | None = None  # the latest snapshot a build produced
@@ -92,6 +98,7 @@ class SnapshotService:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._slow_wake = threading.Event()
+        self._soon_at: float | None = None  # time.monotonic() by which a build is due
         self._threads: list[threading.Thread] = []
         self.builds = 0
         runs, wake = self._rendering_slow, self._slow_wake.set
@@ -125,18 +132,17 @@ class SnapshotService:
             thread.join(timeout=5)
 
     def poke(self) -> None:
-        """Ask for a recompute soon (a report arrived)."""
+        """Ask for a recompute now (a report with new readings arrived)."""
         self._wake.set()
+
+    def poke_soon(self) -> None:
+        """Ask for a recompute within SOON_S (a report that only renews a node's agent: its
+        age and `collected_at` move, no figure does; ages are whole seconds anyway)."""
+        if self._soon_at is None:
+            self._soon_at = time.monotonic() + SOON_S
 
     def current(self) -> Snapshot | None:
         return self._current
-
-    def has_node(self, name: str) -> bool:
-        """Whether the cluster had node `name` at the latest build (any, before the first).
-
-        Before the first build every report is kept; that build sorts them out.
-        """
-        return self.builds == 0 or name in self._builder.node_names
 
     @property
     def stale_reason(self) -> str | None:
@@ -229,6 +235,7 @@ class SnapshotService:
         while not self._stop.is_set():
             generation = self._source.generation
             self._wake.clear()  # a report from now on asks for the next build
+            self._soon_at = None
             work_s = 0.0
             if self._source.health().synced:
                 started = time.monotonic()
@@ -262,4 +269,7 @@ class SnapshotService:
         deadline = time.monotonic() + deadline_s
         while time.monotonic() < deadline and not self._stop.is_set():
             if self._wake.wait(STEP_S) or self._source.generation != seen:
+                return
+            soon_at = self._soon_at
+            if soon_at is not None and time.monotonic() >= soon_at:
                 return

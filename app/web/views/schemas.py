@@ -17,6 +17,7 @@ from app.domain.snapshot import (
     Totals,
 )
 from app.web.views.node_json import NodeDraDeviceOut
+from app.web.views.node_list import NodeSummaryOut
 
 _GENERATED_AT = "When the served snapshot was computed (UTC)"
 _STALE = "True while the API server cannot be reached or a snapshot build fails"
@@ -78,9 +79,20 @@ class NodesOut(BaseModel):
     generated_at: datetime = Field(description=_GENERATED_AT)
     stale: bool = Field(description=_STALE)
     stale_reason: str | None = Field(default=None, description=_STALE_REASON)
-    nodes: list[NodeState] = Field(
-        description="Every node, GPU nodes and others, by name; each lists at most 64 DRA "
-        "devices (`dra_devices_omitted` counts the rest)"
+    nodes: list[NodeState] | list[NodeSummaryOut] = Field(
+        description="The nodes, GPU nodes and others, by name: every node without `limit`, "
+        "at most `limit` with it; the full view of each (at most 64 DRA devices, "
+        "`dra_devices_omitted` counts the rest) unless `fields=summary`, the default of a "
+        "paged list"
+    )
+    continue_: str | None = Field(
+        default=None,
+        serialization_alias="continue",
+        description="Pass as `continue` (with the same `limit`) for the next page; null on "
+        "the last page and on an unpaged list",
+    )
+    remaining: int = Field(
+        default=0, description="How many nodes follow this page (0 on the last page)"
     )
 
 
