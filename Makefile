@@ -104,7 +104,8 @@ check: lint
 ## scheduler and controllers; and the real-node tier: a real kubelet, containerd and NVIDIA
 ## device plugin, no GPU, where our image, built offline, runs the chart).
 test: $(STAMP) chromium prometheus lint tools
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -m "not tier" -n auto --maxprocesses 4
+	$(BIN)/pytest -q -m tier
 
 ## Refresh docs/screenshots/ from the demo (English, Korean, phone, dark).
 screenshots: $(STAMP) chromium
