@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.changes.split_models import NODE_LABEL
+from app.domain.plugin.daemonset import NODE_CONFIG_LABEL
 from tests.node.build import NodeUnavailable, node_binaries
 from tests.node.images import MACHINE_FILE, pause_image, plugin_image
 from tests.node.node import NodeSkipped, missing_requirements, start_node
@@ -93,7 +94,12 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
     images.mkdir()
     archives = [
         pause_image(images, binaries.pause),
-        plugin_image(images, plugin=binaries.device_plugin, mock_nvml=binaries.mock_nvml),
+        plugin_image(
+            images,
+            plugin=binaries.device_plugin,
+            config_manager=binaries.config_manager,
+            mock_nvml=binaries.mock_nvml,
+        ),
     ]
     with running_control_plane(control_plane_binaries(), folder / "plane") as plane:
         try:
@@ -189,9 +195,9 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
                 name = item["metadata"]["name"]
                 if name.startswith("nvidia-device-plugin"):
                     http.delete(f"/{kind}/{name}")
-        http.patch(  # a split's label, should a test have left one
+        http.patch(  # a split's or config-manager's label, should a test have left one
             f"/api/v1/nodes/{NODE}",
-            json={"metadata": {"labels": {NODE_LABEL: None}}},
+            json={"metadata": {"labels": {NODE_LABEL: None, NODE_CONFIG_LABEL: None}}},
             headers={"Content-Type": "application/merge-patch+json"},
         ).raise_for_status()
     for namespace in ("ml",):
