@@ -4,7 +4,9 @@
   `tests/node/kubelet/go.mod` and `go.sum` (the control plane's pins plus what they add);
 - the NVIDIA device plugin v0.19.3, from the Go module proxy: the module is downloaded
   (its sum checked against `PLUGIN_SUM`, and by the go command against its own go.sum),
-  copied to a writable folder and `./cmd/nvidia-device-plugin` built there;
+  copied to a writable folder and `./cmd/nvidia-device-plugin` built there, and from the
+  same module `./cmd/config-manager` (the chart's init/sidecar that picks a named config
+  by node label);
 - our mock `libnvidia-ml.so.1` (`tests/node/mocknvml`, c-shared over go-nvml's mock);
   every other NVML function go-nvml declares gets a weak definition answering
   NVML_ERROR_FUNCTION_NOT_FOUND, generated at build time from go-nvml's `nvml.h`, so the
@@ -54,6 +56,7 @@ class NodeBinaries:
     kubelet: Path
     kube_proxy: Path
     device_plugin: Path
+    config_manager: Path
     mock_nvml: Path  # libnvidia-ml.so.1
     pause: Path
 
@@ -141,8 +144,8 @@ def _download(module: str, scratch: Path) -> dict[str, str]:
     return found
 
 
-def _device_plugin(into: Path) -> None:
-    scratch = into.parent
+def _plugin_source(scratch: Path) -> Path:
+    """A writable copy of the plugin's module, its sum checked against `PLUGIN_SUM`."""
     found = _download(f"{PLUGIN_MODULE}@{PLUGIN_VERSION}", scratch)
     if found.get("Sum") != PLUGIN_SUM:
         raise NodeUnavailable(f"{PLUGIN_MODULE}@{PLUGIN_VERSION} sum {found.get('Sum')}")
@@ -150,26 +153,30 @@ def _device_plugin(into: Path) -> None:
     shutil.copytree(found["Dir"], source)
     for path in (source, *source.rglob("*")):
         path.chmod(path.stat().st_mode | 0o200)
+    return source
+
+
+def _plugin_command(name: str, into: Path, *, cgo: bool, extldflags: str = "") -> None:
+    """`go build ./cmd/<name>` of the pinned plugin module into `into/<name>`."""
+    source = _plugin_source(into.parent)
     info = f"{PLUGIN_MODULE}/internal/info"
-    ldflags = (
-        "-s -w '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files'"
-        f" -X {info}.version={PLUGIN_VERSION}"
-    )
+    ldflags = f"-s -w{extldflags} -X {info}.version={PLUGIN_VERSION}"
     _run(
-        [
-            _go(),
-            "build",
-            "-trimpath",
-            "-ldflags",
-            ldflags,
-            "-o",
-            str(into / "nvidia-device-plugin"),
-            "./cmd/nvidia-device-plugin",
-        ],
+        [_go(), "build", "-trimpath", "-ldflags", ldflags, "-o", str(into / name), f"./cmd/{name}"],
         cwd=source,
-        env=_env(cgo=True),
-        what="go build nvidia-device-plugin",
+        env=_env(cgo=cgo),
+        what=f"go build {name}",
     )
+
+
+def _device_plugin(into: Path) -> None:
+    exported = " '-extldflags=-Wl,--export-dynamic -Wl,--unresolved-symbols=ignore-in-object-files'"
+    _plugin_command("nvidia-device-plugin", into, cgo=True, extldflags=exported)
+
+
+def _config_manager(into: Path) -> None:
+    """The chart's config-manager (init and sidecar): client-go only, no NVML."""
+    _plugin_command("config-manager", into, cgo=False)
 
 
 def _unavailable_functions(go_nvml_dir: Path, implemented: set[str]) -> str:
@@ -265,6 +272,11 @@ def node_binaries() -> NodeBinaries:
         ("nvidia-device-plugin",),
         _device_plugin,
     )
+    manager = _cached(
+        f"config-manager-{PLUGIN_VERSION}-{hashlib.sha256(PLUGIN_SUM.encode()).hexdigest()[:12]}",
+        ("config-manager",),
+        _config_manager,
+    )
     mock = mock_nvml_library().parent
     images = HERE / "images"
     pause = _cached(f"node-pause-{_sums(images, _go_sources(images))}", ("pause",), _pause)
@@ -272,6 +284,7 @@ def node_binaries() -> NodeBinaries:
         kubelet=kubelet / "kubelet",
         kube_proxy=kubelet / "kube-proxy",
         device_plugin=plugin / "nvidia-device-plugin",
+        config_manager=manager / "config-manager",
         mock_nvml=mock / "libnvidia-ml.so.1",
         pause=pause / "pause",
     )
@@ -302,6 +315,7 @@ if __name__ == "__main__":
         found.kubelet,
         found.kube_proxy,
         found.device_plugin,
+        found.config_manager,
         found.mock_nvml,
         found.pause,
     ):

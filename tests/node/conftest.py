@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.changes.split_models import NODE_LABEL
+from app.domain.plugin.daemonset import NODE_CONFIG_LABEL
 from tests.node.build import NodeUnavailable, node_binaries
 from tests.node.images import MACHINE_FILE, pause_image, plugin_image
 from tests.node.node import NodeSkipped, missing_requirements, start_node
@@ -93,7 +94,12 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
     images.mkdir()
     archives = [
         pause_image(images, binaries.pause),
-        plugin_image(images, plugin=binaries.device_plugin, mock_nvml=binaries.mock_nvml),
+        plugin_image(
+            images,
+            plugin=binaries.device_plugin,
+            config_manager=binaries.config_manager,
+            mock_nvml=binaries.mock_nvml,
+        ),
     ]
     with running_control_plane(control_plane_binaries(), folder / "plane") as plane:
         try:
@@ -179,7 +185,7 @@ def node_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeWorld]:
 
 @pytest.fixture
 def clean_node(node_world: NodeWorld) -> NodeWorld:
-    """No plugin DaemonSet, no plugin ConfigMap and no workload when a test starts."""
+    """No plugin DaemonSet, no plugin ConfigMap, no config label, no workload at a test's start."""
     with node_world.plane.http() as http:
         for kind in (
             "apis/apps/v1/namespaces/kube-system/daemonsets",
@@ -187,11 +193,11 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
         ):
             for item in http.get(f"/{kind}").json().get("items") or []:
                 name = item["metadata"]["name"]
-                if name.startswith("nvidia-device-plugin"):
+                if "nvidia-device-plugin" in name:  # the seed's, a split's, the chart's
                     http.delete(f"/{kind}/{name}")
-        http.patch(  # a split's label, should a test have left one
+        http.patch(  # a split's or config-manager's label, should a test have left one
             f"/api/v1/nodes/{NODE}",
-            json={"metadata": {"labels": {NODE_LABEL: None}}},
+            json={"metadata": {"labels": {NODE_LABEL: None, NODE_CONFIG_LABEL: None}}},
             headers={"Content-Type": "application/merge-patch+json"},
         ).raise_for_status()
     for namespace in ("ml",):
@@ -202,7 +208,7 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
             not [
                 p
                 for p in node_world.pods("kube-system")
-                if p["metadata"]["name"].startswith("nvidia-device-plugin")
+                if "nvidia-device-plugin" in p["metadata"]["name"]
             ]
         ),
         what="the plugin's pod gone",

@@ -2,10 +2,11 @@
 
 An image is a docker-archive tar (one layer) that `ctr -n k8s.io images import` takes:
 `pause` (the sandbox image and the workloads' container) and the device plugin (the
-plugin binary built from its module, our mock `libnvidia-ml.so.1` and the C libraries both
-link against, copied from the host). The mock in the plugin's pod reads the node's machine
-file from `/var/lib/kubelet/device-plugins/`, the host folder the seed's DaemonSet already
-mounts: the test writes it on the host, and the plugin sees GPU failures as they are written.
+plugin binary and config-manager built from its module, our mock `libnvidia-ml.so.1` and
+the C libraries they link against, copied from the host). The mock in the plugin's pod
+reads the node's machine file from `/var/lib/kubelet/device-plugins/`, the host folder the
+seed's DaemonSet already mounts: the test writes it on the host, and the plugin sees GPU
+failures as they are written.
 """
 
 from __future__ import annotations
@@ -102,10 +103,11 @@ def pause_image(folder: Path, pause: Path) -> Path:
     )
 
 
-def plugin_image(folder: Path, *, plugin: Path, mock_nvml: Path) -> Path:
-    """The plugin as NVIDIA ships it, over our mock library (machine file: MACHINE_FILE)."""
+def plugin_image(folder: Path, *, plugin: Path, config_manager: Path, mock_nvml: Path) -> Path:
+    """The plugin as NVIDIA ships it (with config-manager), over our mock library."""
     files: dict[str, bytes | Path] = {
         "/usr/bin/nvidia-device-plugin": plugin,
+        "/usr/bin/config-manager": config_manager,
         "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1": mock_nvml,
         "/etc/passwd": b"root:x:0:0:root:/root:/bin/false\n",
     }

@@ -197,6 +197,19 @@ def _endpoints(plane: ControlPlane, port: int) -> None:
         http.post(path, json=body).raise_for_status()
 
 
+def _node_address(plane: ControlPlane, node: str) -> None:
+    """The Node's InternalIP: the bridge address (kube-proxy waits 30 s for a node IP).
+
+    The kubelet runs with `--node-ip=127.0.0.1`, which it refuses to publish ("nodeIP can't
+    be loopback address"), so it leaves the addresses as written here."""
+    with plane.http() as http:
+        http.patch(
+            f"/api/v1/nodes/{node}/status",
+            json={"status": {"addresses": [{"type": "InternalIP", "address": GATEWAY}]}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
+
+
 WORKLOAD_CONTROLLERS = "deployment-controller,replicaset-controller,endpointslice-controller"
 
 
@@ -230,6 +243,7 @@ def start_kube_proxy(plane: ControlPlane, binary: Path, folder: Path, node: str)
             raise RuntimeError(f"{BRIDGE} never got {GATEWAY}: no pod started on the node")
         time.sleep(0.5)
     folder.mkdir(parents=True, exist_ok=True)
+    _node_address(plane, node)
     server = urlsplit(plane.server)
     forwarder = _Forwarder((server.hostname or "127.0.0.1", server.port or 443))
     forwarder.start()

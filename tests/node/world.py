@@ -140,9 +140,16 @@ def gpu_pod(name: str, namespace: str = "ml", *, slots: int = 1) -> dict[str, An
 
 def _path(obj: dict[str, Any]) -> str:
     kind, meta = obj["kind"], obj["metadata"]
-    plural = {"Namespace": "namespaces", "ConfigMap": "configmaps", "Pod": "pods"}
+    plural = {
+        "Namespace": "namespaces",
+        "ConfigMap": "configmaps",
+        "Pod": "pods",
+        "ServiceAccount": "serviceaccounts",
+    }
     if kind == "DaemonSet":
         return f"/apis/apps/v1/namespaces/{meta['namespace']}/daemonsets"
+    if kind in ("ClusterRole", "ClusterRoleBinding"):
+        return f"/apis/rbac.authorization.k8s.io/v1/{kind.lower()}s"
     if kind == "Namespace":
         return "/api/v1/namespaces"
     return f"/api/v1/namespaces/{meta['namespace']}/{plural[kind]}"
