@@ -338,7 +338,9 @@ class PendingDemand(_Out):
     pods: int
     slots: int
     oldest_s: float
-    reason: str
+    reason: str  # a code: not-advertised, refused-above-one, too-large, fits
+    smallest: int = 0  # the smallest request among the pods
+    largest: int = 0  # the largest schedulable free slot count of one advertising node
 
 
 class Snapshot(_Out):

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.domain.changes.freshness import check_fresh, freshness_token
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import Phrase, PlanRefused, RefusalCode
 
 KEY = "daemonset/kube-system/nvidia-device-plugin-daemonset"
 CM = "configmap/kube-system/nvidia-device-plugin-config"
@@ -53,7 +53,11 @@ def test_freshness_spec_edit_names_the_field_and_generation() -> None:
         check_fresh(token, {KEY: now})
 
     assert refused.value.code is RefusalCode.STALE
-    assert f"{KEY}: spec.updateStrategy changed (generation 3 -> 4)" in refused.value.message
+    assert refused.value.params["changes"] == (
+        Phrase(
+            "changed-generation", {"key": KEY, "paths": "spec.updateStrategy", "then": 3, "now": 4}
+        ),
+    )
 
 
 def test_freshness_configmap_data_edit_is_stale() -> None:
@@ -64,27 +68,27 @@ def test_freshness_configmap_data_edit_is_stale() -> None:
     with pytest.raises(PlanRefused) as refused:
         check_fresh(token, {CM: now})
 
-    assert f"{CM}: data changed" in refused.value.message
+    assert refused.value.params["changes"] == (Phrase("changed", {"key": CM, "paths": "data"}),)
 
 
 @pytest.mark.parametrize(
     ("then", "now", "said"),
     [
-        (None, configmap(), "was created"),
-        (configmap(), None, "was deleted"),
+        (None, configmap(), Phrase("created", {"key": CM})),
+        (configmap(), None, Phrase("deleted", {"key": CM})),
         (
             configmap(),
             {**configmap(), "metadata": {"uid": "c-2"}},
-            "created again (uid c-1 -> c-2)",
+            Phrase("recreated", {"key": CM, "then": "c-1", "now": "c-2"}),
         ),
     ],
 )
 def test_freshness_existence_and_identity_moves_are_stale(
-    then: dict[str, Any] | None, now: dict[str, Any] | None, said: str
+    then: dict[str, Any] | None, now: dict[str, Any] | None, said: Phrase
 ) -> None:
     with pytest.raises(PlanRefused) as refused:
         check_fresh(freshness_token({CM: then}), {CM: now})
-    assert said in refused.value.message
+    assert refused.value.params["changes"] == (said,)
 
 
 def test_freshness_node_annotation_writes_pass_label_edits_do_not() -> None:
@@ -96,8 +100,10 @@ def test_freshness_node_annotation_writes_pass_label_edits_do_not() -> None:
 
     relabelled = copy.deepcopy(node)
     relabelled["metadata"]["labels"]["gpu-slots.io/plugin-daemonset"] = "x"
-    with pytest.raises(PlanRefused, match=r"node/gpu-1: metadata\.labels changed"):
+    with pytest.raises(PlanRefused) as refused:
         check_fresh(token, {"node/gpu-1": relabelled})
+    changed = Phrase("changed", {"key": "node/gpu-1", "paths": "metadata.labels"})
+    assert refused.value.params["changes"] == (changed,)
 
 
 @pytest.mark.parametrize("token", ["", "!!!", "e30", "x" * 20_000])
@@ -105,4 +111,4 @@ def test_freshness_malformed_token_is_refused_with_the_reason(token: str) -> Non
     with pytest.raises(PlanRefused) as refused:
         check_fresh(token, {KEY: daemonset()})
     assert refused.value.code is RefusalCode.BAD_TOKEN
-    assert "not one a preview handed out" in refused.value.message
+    assert refused.value.why.startswith("bad-token.")

@@ -190,7 +190,7 @@ def test_plan_same_settings_again_is_refused_as_no_change() -> None:
         plan_change(ds, cm, ts(4), configmap_name=CM)
 
     assert refused.value.code is RefusalCode.NO_CHANGE
-    assert "time-slicing x4" in refused.value.message
+    assert refused.value.params["settings"].startswith("time-slicing x4")
 
 
 def test_plan_basic_when_basic_is_refused_as_no_change() -> None:
@@ -350,7 +350,7 @@ def test_plan_operator_managed_daemonset_is_refused() -> None:
         with pytest.raises(PlanRefused) as refused:
             plan_change(ds, None, ts(4), configmap_name=CM)
         assert refused.value.code is RefusalCode.OPERATOR_MANAGED
-        assert "ClusterPolicy" in refused.value.message
+        assert refused.value.why == "operator-managed"
 
 
 def test_plan_missing_daemonset_is_refused() -> None:
@@ -364,7 +364,7 @@ def test_plan_replicas_out_of_range_is_refused(replicas: int) -> None:
     with pytest.raises(PlanRefused) as refused:
         plan_change(daemonset(), None, ts(replicas), configmap_name=CM)
     assert refused.value.code is RefusalCode.OUT_OF_RANGE
-    assert "between 2 and 64" in refused.value.message
+    assert refused.value.params == {"min": 2, "max": 64, "got": replicas}
 
 
 def test_plan_delete_configmap_with_time_slicing_is_refused() -> None:
@@ -382,7 +382,10 @@ def test_plan_config_file_naming_another_key_is_refused() -> None:
         plan_change(ds, configmap("version: v1\n"), ts(4), configmap_name=CM)
 
     assert refused.value.code is RefusalCode.CONFIG_KEY_MISMATCH
-    assert "any.yaml" in refused.value.message and "config.yaml" in refused.value.message
+    assert (refused.value.params["key"], refused.value.params["keys"]) == (
+        "any.yaml",
+        "config.yaml",
+    )
 
 
 def test_plan_config_file_in_another_configmap_is_refused() -> None:

@@ -28,14 +28,15 @@ def test_change_policy_invalid_value_is_refused_before_a_write(policy: str) -> N
     with pytest.raises(PlanRefused) as refused:
         plan_change(f.plugin_daemonset(image=V020), None, request, configmap_name=NAME)
     assert refused.value.code is RefusalCode.OUT_OF_RANGE
-    assert "distributed, packed" in refused.value.message
-    assert "nothing was written" in refused.value.message
+    assert refused.value.why == "policy-unknown"
+    assert refused.value.params == {"policies": "distributed, packed", "got": repr(policy)}
 
 
 def test_change_policy_on_a_plugin_before_v020_is_refused() -> None:
     request = ChangeRequest(mode="time-slicing", replicas=4, allocation_policy="packed")
-    with pytest.raises(PlanRefused, match=r"v0\.20\.0 or later"):
+    with pytest.raises(PlanRefused) as refused:
         plan_change(f.plugin_daemonset(), None, request, configmap_name=NAME)
+    assert refused.value.why == "policy-too-old" and refused.value.params["version"]
 
 
 def test_change_policy_dra_only_cluster_says_there_is_no_configmap_to_change() -> None:
@@ -50,5 +51,5 @@ def test_change_policy_dra_only_cluster_says_there_is_no_configmap_to_change() -
     with pytest.raises(PlanRefused) as refused:
         plan_change(None, None, request, configmap_name=NAME, dra_install=install)
     assert refused.value.code is RefusalCode.DRA_ONLY
-    assert "no device-plugin DaemonSet or ConfigMap to change" in refused.value.message
-    assert "GPUCluster" in refused.value.message
+    assert refused.value.why == "dra-only.gpu-operator"
+    assert refused.value.params == {"daemonset": "gpu-operator/nvidia-dra-driver-kubelet-plugin"}

@@ -59,20 +59,21 @@ def test_slots_by_node_lists_pods_over_the_new_count() -> None:
     rows = slots_by_node(now, settings(Mode.BASIC, 1))
     assert rows[0].after == 2 and rows[0].held == 3
     assert sorted(p.pod for p in rows[0].pods) == ["ml/a", "ml/b"]
-    assert "hold 3" in rows[0].pods[0].reason
+    impact = rows[0].pods[0]
+    assert (impact.reason, impact.held, impact.advertised) == ("over-advertised", 3, 2)
 
 
 def test_slots_by_node_rename_leaves_old_resource_pods_without_slots() -> None:
     rows = slots_by_node(
         snapshot(pods=[f.pod("a", node="gpu-1")]), settings(rename_by_default=True)
     )
-    assert [(p.pod, p.reason) for p in rows[0].pods] == [("ml/a", f"{GPU} will be gone")]
+    assert [(p.pod, p.reason) for p in rows[0].pods] == [("ml/a", "resource-gone")]
 
 
 def test_slots_by_node_flags_multi_slot_pods_under_fail_requests() -> None:
     now = snapshot(allocatable=8, pods=[f.pod("a", node="gpu-1", gpus=2)])
     rows = slots_by_node(now, settings(fail_requests_greater_than_one=True))
-    assert [p.reason for p in rows[0].pods] == ["asks for >1 slot: refused on restart"]
+    assert [p.reason for p in rows[0].pods] == ["refused-above-one"]
 
 
 def _ds(generation: int, observed: int, *, desired: int = 1) -> dict[str, Any]:

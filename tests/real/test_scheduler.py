@@ -104,4 +104,5 @@ def test_over_asking_pod_stays_pending_with_the_schedulers_reason(
     assert "Insufficient nvidia.com/gpu" in message
     assert _api_pod(world, "sched-many")["status"]["phase"] == "Pending"
     assert shown[0]["resource"] == "nvidia.com/gpu" and shown[0]["pods"] == 1
-    assert "below the request of 20" in shown[0]["reason"]
+    assert shown[0]["reason"] == "too-large" and shown[0]["smallest"] == 20
+    assert shown[0]["largest"] < 20

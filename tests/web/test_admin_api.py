@@ -276,6 +276,16 @@ def test_admin_api_allocation_policy_needs_v020_and_is_written_when_it_has_it(
     assert refused.status_code == 422
     assert "needs device plugin v0.20.0 or later" in refused.json()["detail"]
     assert "v0.18.2" in refused.json()["detail"]
+    korean = admin.client.put(
+        "/api/v1/plugin/config",
+        json={**TO_TS4, "allocation_policy": "packed"},
+        headers={**BEARER, "Accept-Language": "ko"},
+    )
+    assert korean.status_code == 422
+    assert korean.json()["detail"] == (
+        "sharedDevicesAllocationPolicy에는 디바이스 플러그인 v0.20.0 이상이 필요하지만 이 "
+        "DaemonSet은 v0.18.2을(를) 실행합니다. 아무것도 쓰지 않았습니다."
+    )
 
     api_client = make_api_client(host=admin.simulator.url)
     apps = client.AppsV1Api(api_client)

@@ -132,8 +132,10 @@ def test_form_refusals_are_translated_with_the_server_detail_in_english(stack: S
     page = parse(same.text)
     assert page.text("admin-error").startswith("변경할 내용이 없습니다")
     detail = page.by_testid("admin-error-detail")[0]
-    assert detail["lang"] == "en"
-    assert page.text("admin-error-detail").startswith("Nothing to change")
+    assert detail["lang"] == "ko"
+    assert page.text("admin-error-detail").startswith(
+        "변경할 내용이 없습니다: 플러그인이 이미 basic"
+    )
 
     english = stack.client.post(
         "/admin/plugin/preview", data={"mode": "x", "csrf_token": csrf}, headers={}
@@ -313,4 +315,4 @@ def test_allocation_policy_in_the_form_is_refused_for_an_older_plugin_with_the_r
     assert refused.status_code == 422
     page = parse(refused.text)
     assert page.text("admin-error").startswith("허용 범위를 벗어난 값이 있습니다.")
-    assert "needs device plugin v0.20.0 or later" in page.text("admin-error-detail")
+    assert "디바이스 플러그인 v0.20.0 이상이 필요하지만" in page.text("admin-error-detail")

@@ -67,11 +67,12 @@ def test_summary_counts_every_resource_stranded_and_pending(clusters: Stack) -> 
         "pending": 16,
     }
     [demand] = summary["pending_demand"]  # type: ignore[misc]
-    assert {k: demand[k] for k in ("resource", "pods", "slots", "reason")} == {
+    assert {k: demand[k] for k in ("resource", "pods", "slots", "reason", "largest")} == {
         "resource": "nvidia.com/gpu",
         "pods": 1,
         "slots": 16,
-        "reason": "largest schedulable free is 15 nvidia.com/gpu, below the request of 16",
+        "reason": "too-large",
+        "largest": 15,
     }
     assert summary["findings"] == {"error": 0, "warning": 2, "info": 1}
     codes = [
@@ -82,6 +83,16 @@ def test_summary_counts_every_resource_stranded_and_pending(clusters: Stack) -> 
         ("requested-above-allocatable", "gpu-over-6"),
         ("slots-stranded", "gpu-cordoned-2"),
     ]
+
+
+def test_the_pending_reason_is_worded_in_each_language(clusters: Stack) -> None:
+    why_en = "largest schedulable free is 15 nvidia.com/gpu, below the request of 16"
+    why_ko = "한 노드의 스케줄 가능한 최대 빈 슬롯이 nvidia.com/gpu 15개로, 요청 16개보다 적습니다"
+    for lang, why in (("en", why_en), ("ko", why_ko)):
+        findings = clusters.client.get(f"/api/v1/findings?lang={lang}").json()["findings"]
+        [title] = [f["title"] for f in findings if f["code"] == "gpu-demand-pending"]
+        assert title.endswith(why)
+        assert why in clusters.client.get(f"/?lang={lang}").text
 
 
 def test_helm_node_picks_its_config_by_label(clusters: Stack) -> None:

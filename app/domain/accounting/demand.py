@@ -1,9 +1,11 @@
 """Pending GPU demand: pods not yet bound that want GPU resources, and why they do not fit.
 
-Per resource: how many pods, how many slots, the oldest one's age, and the first reason
-that applies: the resource is advertised nowhere; the plugin refuses requests above one
-(`failRequestsGreaterThanOne`, MPS); the largest schedulable free slot count of one node
-is below the smallest request; otherwise it fits somewhere and waits on something else.
+Per resource: how many pods, how many slots, the oldest one's age, and the code of the
+first reason that applies (worded in the web layer as `demand.<code>`): the resource is
+advertised nowhere (`not-advertised`); the plugin refuses requests above one
+(`refused-above-one`: `failRequestsGreaterThanOne`, MPS); the largest schedulable free slot
+count of one node is below the smallest request (`too-large`); otherwise it fits somewhere
+and waits on something else (`fits`).
 """
 
 from __future__ import annotations
@@ -39,13 +41,17 @@ def pending_demand(
             wanting.setdefault(resource, []).append((count, age_s))
     found = []
     for resource, items in sorted(wanting.items()):
+        smallest = min(count for count, _ in items)
+        reason, largest = _reason(resource, smallest, offers)
         found.append(
             PendingDemand(
                 resource=resource,
                 pods=len(items),
                 slots=sum(count for count, _ in items),
                 oldest_s=round(max(age for _, age in items), 1),
-                reason=_reason(resource, min(count for count, _ in items), offers),
+                reason=reason,
+                smallest=smallest,
+                largest=largest,
             )
         )
     return found
@@ -56,19 +62,16 @@ def is_pending_demand(pod: PodFacts) -> bool:
     return pod.node is None and pod.phase not in TERMINAL_PHASES and bool(pod.slots)
 
 
-def _reason(resource: str, smallest: int, offers: Sequence[NodeOffer]) -> str:
+def _reason(resource: str, smallest: int, offers: Sequence[NodeOffer]) -> tuple[str, int]:
+    """The reason's code (worded by the web layer as `demand.<code>`) and the largest
+    schedulable free slot count of one advertising node (0 when none advertises)."""
     advertising = [o for o in offers if o.resources.get(resource, _NONE).allocatable > 0]
     if not advertising:
-        return f"no node advertises {resource}"
-    if smallest > 1 and all(resource in o.refuses_above_one for o in advertising):
-        return (
-            f"requests of {smallest} {resource} are refused by the plugin "
-            "(failRequestsGreaterThanOne)"
-        )
+        return "not-advertised", 0
     largest = max(o.resources[resource].free for o in advertising)
-    if largest < smallest:
-        return f"largest schedulable free is {largest} {resource}, below the request of {smallest}"
-    return f"fits: a node has {largest} schedulable free {resource}; waiting on the scheduler"
+    if smallest > 1 and all(resource in o.refuses_above_one for o in advertising):
+        return "refused-above-one", largest
+    return ("too-large" if largest < smallest else "fits"), largest
 
 
 _NONE = ResourceState(allocatable=0, requested=0, free=0, stranded=0)

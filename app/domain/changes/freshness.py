@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import Phrase, PlanRefused, RefusalCode
 from app.domain.cluster import Manifest
 
 MAX_TOKEN_CHARS = 16_384
@@ -88,27 +88,24 @@ def freshness_token(objects: Mapping[str, Manifest | None]) -> str:
 
 
 def _bad(reason: str) -> PlanRefused:
-    return PlanRefused(
-        RefusalCode.BAD_TOKEN,
-        f"The freshness token is not one a preview handed out ({reason}); preview again and "
-        "send its `token`.",
-    )
+    """A token no preview handed out; `reason` (a code) says what is wrong with it."""
+    return PlanRefused(RefusalCode.BAD_TOKEN, f"bad-token.{reason}", max=MAX_TOKEN_CHARS)
 
 
 def parse_token(token: str) -> dict[str, Fingerprint | None]:
     """The fingerprints a token holds; PlanRefused(BAD_TOKEN) saying what is wrong."""
     if len(token) > MAX_TOKEN_CHARS:
-        raise _bad(f"longer than {MAX_TOKEN_CHARS} characters")
+        raise _bad("too-long")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         body = json.loads(raw)
     except (binascii.Error, ValueError) as exc:
-        raise _bad("not base64 JSON") from exc
+        raise _bad("not-base64-json") from exc
     if not isinstance(body, dict) or body.get("v") != _VERSION:
-        raise _bad("unknown version")
+        raise _bad("unknown-version")
     objects = body.get("objects")
     if not isinstance(objects, dict) or len(objects) > MAX_OBJECTS:
-        raise _bad("no object list")
+        raise _bad("no-objects")
     parsed: dict[str, Fingerprint | None] = {}
     for key, value in objects.items():
         parsed[str(key)] = None if value is None else _fingerprint_of(value)
@@ -117,10 +114,10 @@ def parse_token(token: str) -> dict[str, Fingerprint | None]:
 
 def _fingerprint_of(value: object) -> Fingerprint:
     if not isinstance(value, dict) or not isinstance(value.get("fields"), dict):
-        raise _bad("an object without fields")
+        raise _bad("no-fields")
     generation = value.get("generation")
     if generation is not None and not isinstance(generation, int):
-        raise _bad("a generation that is not a number")
+        raise _bad("bad-generation")
     uid = value.get("uid")
     return Fingerprint(
         uid=str(uid) if uid is not None else None,
@@ -129,23 +126,24 @@ def _fingerprint_of(value: object) -> Fingerprint:
     )
 
 
-def moved(key: str, then: Fingerprint | None, now: Manifest | None) -> str | None:
-    """What moved in object `key` since `then` was taken, in words; None: nothing that counts."""
+def moved(key: str, then: Fingerprint | None, now: Manifest | None) -> Phrase | None:
+    """What moved in object `key` since `then` was taken; None: nothing that counts."""
     if then is None:
-        return None if now is None else f"{key} was created"
+        return None if now is None else Phrase("created", {"key": key})
     if now is None:
-        return f"{key} was deleted"
+        return Phrase("deleted", {"key": key})
     current = fingerprint(now)
     if current.uid != then.uid:
-        return f"{key} was deleted and created again (uid {then.uid} -> {current.uid})"
+        return Phrase("recreated", {"key": key, "then": then.uid, "now": current.uid})
     fields = set(then.fields) | set(current.fields)
     paths = sorted(p for p in fields if then.fields.get(p) != current.fields.get(p))
     if not paths and current.generation == then.generation:
         return None
-    generation = ""
+    changed = {"key": key, "paths": ", ".join(paths) or "spec"}
     if current.generation != then.generation:
-        generation = f" (generation {then.generation} -> {current.generation})"
-    return f"{key}: {', '.join(paths) or 'spec'} changed{generation}"
+        generations = {"then": then.generation, "now": current.generation}
+        return Phrase("changed-generation", {**changed, **generations})
+    return Phrase("changed", changed)
 
 
 def check_fresh(token: str, objects: Mapping[str, Manifest | None]) -> None:
@@ -161,18 +159,14 @@ def check_fresh(token: str, objects: Mapping[str, Manifest | None]) -> None:
         if (reason := _moved_or_new(key, then, objects)) is not None
     ]
     if changes:
-        raise PlanRefused(
-            RefusalCode.STALE,
-            "Changed since the preview: " + "; ".join(changes) + ". Someone else edited it; "
-            "nothing was written. Preview again.",
-        )
+        raise PlanRefused(RefusalCode.STALE, "changed-since-preview", changes=tuple(changes))
 
 
 def _moved_or_new(
     key: str, then: Mapping[str, Fingerprint | None], objects: Mapping[str, Manifest | None]
-) -> str | None:
+) -> Phrase | None:
     if key not in then:
-        return f"{key} is read by the plan but was not in the preview"
+        return Phrase("new-read", {"key": key})
     if key not in objects:
         return None  # the plan no longer reads it: nothing it planned from moved
     return moved(key, then[key], objects[key])

@@ -50,14 +50,32 @@ class RefusalCode(StrEnum):
     UNVERIFIED = "unverified-record"  # issue 33: a history record this dashboard did not sign
 
 
-class PlanRefused(GpuSlotsError):
-    """The requested change cannot (or need not) be made; `code` says which refusal."""
+@dataclass(frozen=True)
+class Phrase:
+    """A part of a refusal's sentence as a code and values, worded as `phrase.<code>` (a
+    refusal's param holding a tuple of them is worded as a list joined by "; ")."""
 
-    def __init__(self, code: RefusalCode, message: str, *, details: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
+    code: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class PlanRefused(GpuSlotsError):
+    """The requested change cannot (or need not) be made; `code` says which refusal.
+
+    `why` names the sentence that says why: the web layer words it as `refused.<why>` from
+    `params` in the reader's language. A `why` with no catalog id is shown as it is (the
+    refusals not yet worded there; tests/domain/test_no_prose.py lists what is left).
+    `details` are the names a page lists under its own wording of `code`.
+    """
+
+    def __init__(
+        self, code: RefusalCode, why: str, /, *, details: tuple[str, ...] = (), **params: object
+    ) -> None:
+        super().__init__(f"{why} {params}" if params else why)
         self.code = code
-        self.message = message
-        self.details = details  # the names a page lists under its own wording of `code`
+        self.why = why
+        self.params = params
+        self.details = details
 
 
 class ConfigMapAction(StrEnum):

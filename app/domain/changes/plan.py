@@ -39,7 +39,7 @@ from app.domain.changes.models import (
     RefusalCode,
     json_annotation,
 )
-from app.domain.changes.policy import check_policy, dra_only_message
+from app.domain.changes.policy import check_policy, dra_only
 from app.domain.cluster import Manifest
 from app.domain.dra_models import DraInstall
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, config_hash
@@ -107,24 +107,21 @@ def plan_change(
     before = current_settings(ds, configmap)
     warnings: list[str] = []
     if "CONFIG_FILE" in spec.env and not config_file_entries(container):
-        raise PlanRefused(
-            RefusalCode.CONFIG_FILE_FLAG,
-            "The plugin container passes --config-file on its command line; remove that flag "
-            "first, GPU Slots only manages the CONFIG_FILE environment variable.",
-        )
+        raise PlanRefused(RefusalCode.CONFIG_FILE_FLAG, "config-file-flag")
     ref = spec.config_ref
     if isinstance(ref, ConfigManagerRef):
         raise PlanRefused(
             RefusalCode.CONFIG_PER_NODE,
-            f"CONFIG_FILE is written per node by config-manager from the node label "
-            f"{ref.node_label} (ConfigMap {ref.configmap}); change the node labels or that "
-            "ConfigMap's keys instead.",
+            "config-per-node",
+            label=ref.node_label,
+            configmap=ref.configmap,
         )
     if isinstance(ref, StaticConfigRef) and ref.configmap != configmap_name:
         raise PlanRefused(
             RefusalCode.CONFIG_ELSEWHERE,
-            f"CONFIG_FILE reads ConfigMap {ref.configmap}, but GPU Slots manages only "
-            f"{configmap_name} (GEO_MLOPS_PLUGIN_CONFIGMAP_NAME).",
+            "config-elsewhere",
+            configmap=ref.configmap,
+            managed=configmap_name,
         )
     if request.mode == "basic":
         new_ds, action, new_cm, text = _to_basic(ds, container, configmap, request, configmap_name)
@@ -144,9 +141,7 @@ def plan_rollback(
     ds = _writable(daemonset)
     stored = _stored_previous(ds)
     if stored is None:
-        raise PlanRefused(
-            RefusalCode.NO_PREVIOUS, "No previous config is kept on the DaemonSet to roll back to."
-        )
+        raise PlanRefused(RefusalCode.NO_PREVIOUS, "no-previous-config")
     spec = read_plugin_spec(ds)
     container = _container(ds, spec.container)
     before = current_settings(ds, configmap)
@@ -184,37 +179,28 @@ def plan_rollback(
 
 def _writable(daemonset: Manifest | None, dra_install: DraInstall | None = None) -> Manifest:
     if daemonset is None and dra_install is not None:
-        raise PlanRefused(RefusalCode.DRA_ONLY, dra_only_message(dra_install))
+        raise dra_only(dra_install)
     if daemonset is None:
-        raise PlanRefused(
-            RefusalCode.DAEMONSET_NOT_FOUND,
-            "The device-plugin DaemonSet was not found (check GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_"
-            "NAME and _NAMESPACE).",
-        )
+        raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "daemonset-not-found")
     if is_operator_managed(daemonset):
-        raise PlanRefused(
-            RefusalCode.OPERATOR_MANAGED,
-            "The DaemonSet is managed by the NVIDIA GPU Operator, which would revert direct edits: "
-            "edit its ClusterPolicy (spec.devicePlugin.config) instead.",
-        )
+        raise PlanRefused(RefusalCode.OPERATOR_MANAGED, "operator-managed")
     return daemonset
 
 
 def _check_request(request: ChangeRequest) -> None:
     if request.mode not in ("basic", "time-slicing"):
-        raise PlanRefused(RefusalCode.OUT_OF_RANGE, "mode must be basic or time-slicing.")
+        raise PlanRefused(RefusalCode.OUT_OF_RANGE, "mode-unknown")
     if request.mode == "time-slicing":
         if not MIN_REPLICAS <= request.replicas <= MAX_REPLICAS:
             raise PlanRefused(
                 RefusalCode.OUT_OF_RANGE,
-                f"replicas must be between {MIN_REPLICAS} and {MAX_REPLICAS} for time-slicing "
-                f"(got {request.replicas}).",
+                "replicas-range",
+                min=MIN_REPLICAS,
+                max=MAX_REPLICAS,
+                got=request.replicas,
             )
         if request.delete_configmap:
-            raise PlanRefused(
-                RefusalCode.OUT_OF_RANGE,
-                "deleteConfigMap applies only when switching to basic: time-slicing needs it.",
-            )
+            raise PlanRefused(RefusalCode.OUT_OF_RANGE, "delete-configmap-time-slicing")
 
 
 def _container(ds: Manifest, name: str) -> Manifest:
@@ -223,7 +209,7 @@ def _container(ds: Manifest, name: str) -> Manifest:
     ) or []:
         if container.get("name") == name:
             return dict(container)
-    raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "The DaemonSet has no containers.")
+    raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "no-containers")
 
 
 def _to_basic(
@@ -244,8 +230,9 @@ def _to_basic(
         if keep:
             raise PlanRefused(
                 RefusalCode.CONFIGMAP_IN_USE,
-                f"ConfigMap {configmap_name} is still mounted by container(s) "
-                f"{', '.join(sorted(others))}; it cannot be deleted.",
+                "configmap-in-use",
+                configmap=configmap_name,
+                containers=", ".join(sorted(others)),
             )
         action = ConfigMapAction.DELETE
     return new_ds, action, None, None
@@ -270,14 +257,14 @@ def _to_time_slicing(
         if configmap is not None and data and key not in data:
             raise PlanRefused(
                 RefusalCode.CONFIG_KEY_MISMATCH,
-                f"CONFIG_FILE names key {key} but ConfigMap {configmap_name} holds "
-                f"{', '.join(sorted(data))}; fix CONFIG_FILE or the ConfigMap by hand first.",
+                "config-key-mismatch",
+                key=key,
+                configmap=configmap_name,
+                keys=", ".join(sorted(data)),
             )
     elif isinstance(ref, UnresolvedConfigRef):
         raise PlanRefused(
-            RefusalCode.CONFIG_UNRESOLVED,
-            f"CONFIG_FILE={ref.path} does not lead to a ConfigMap key ({ref.reason}); switch to "
-            "basic first or fix the DaemonSet by hand.",
+            RefusalCode.CONFIG_UNRESOLVED, "config-unresolved", path=ref.path, reason=ref.reason
         )
     else:
         key = DEFAULT_KEY if DEFAULT_KEY in data or len(data) != 1 else next(iter(data))
@@ -321,16 +308,11 @@ def _finish(
 ) -> ChangePlan:
     template_changed = template_of(ds) != template_of(new_ds)
     if not template_changed and action is ConfigMapAction.KEEP:
-        raise PlanRefused(
-            RefusalCode.NO_CHANGE,
-            f"Nothing to change: the plugin already runs {before.describe()}.",
-        )
+        raise PlanRefused(RefusalCode.NO_CHANGE, "no-change", settings=before.describe())
     after_cm = None if action is ConfigMapAction.DELETE else (new_cm or configmap)
     after = current_settings(new_ds, after_cm)
     if after.error:
-        raise PlanRefused(
-            RefusalCode.CONFIG_INVALID, f"The plugin would refuse the new config: {after.error}"
-        )
+        raise PlanRefused(RefusalCode.CONFIG_INVALID, "config-invalid", error=after.error)
     previous = {
         "version": 1,
         "settings": before.as_json(),

@@ -18,25 +18,18 @@ def check_policy(request: ChangeRequest, version: Version | None) -> None:
     if policy not in ALLOCATION_POLICIES:
         raise PlanRefused(
             RefusalCode.OUT_OF_RANGE,
-            f"sharedDevicesAllocationPolicy must be one of {', '.join(ALLOCATION_POLICIES)} "
-            f"(device plugin v0.20), got {policy!r}; nothing was written.",
+            "policy-unknown",
+            policies=", ".join(ALLOCATION_POLICIES),
+            got=repr(policy),
         )
     if version is not None and version < POLICY_SINCE:
         raise PlanRefused(
-            RefusalCode.OUT_OF_RANGE,
-            "sharedDevicesAllocationPolicy needs device plugin v0.20.0 or later; this DaemonSet "
-            "runs v{}.{}.{}. Nothing was written.".format(*version),
+            RefusalCode.OUT_OF_RANGE, "policy-too-old", version="{}.{}.{}".format(*version)
         )
 
 
-def dra_only_message(install: DraInstall) -> str:
-    owner = {
-        "gpu-operator": "the GPU Operator's GPUCluster",
-        "helm": "the DRA driver's Helm release",
-    }.get(install.managed_by, "its owner")
-    return (
-        f"This cluster hands out GPUs through the DRA driver ({install.daemonset}, managed by "
-        f"{owner}) and runs no device plugin: there is no device-plugin DaemonSet or ConfigMap "
-        "to change. Sharing is set per ResourceClaim (GpuConfig) or in the DRA driver's "
-        "settings."
-    )
+def dra_only(install: DraInstall) -> PlanRefused:
+    """The refusal of a cluster that runs the DRA driver and no device plugin; who owns the
+    driver (`managed_by`: gpu-operator, helm, other) picks the sentence."""
+    owner = install.managed_by if install.managed_by in ("gpu-operator", "helm") else "other"
+    return PlanRefused(RefusalCode.DRA_ONLY, f"dra-only.{owner}", daemonset=install.daemonset)

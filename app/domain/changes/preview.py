@@ -40,12 +40,20 @@ _NOISE = ("managedFields", "resourceVersion", "uid", "generation", "creationTime
 
 @dataclass(frozen=True)
 class PodImpact:
-    """A pod that holds slots the node will not advertise after the change."""
+    """A pod that holds slots the node will not advertise after the change.
+
+    `reason` is a code, worded by the web layer as `impact.<reason>`: `resource-gone` (the
+    pod's resource will not be advertised), `over-advertised` (the node's pods hold `held`,
+    it will advertise `advertised`), `refused-above-one` (asks for more than one slot of a
+    plugin that refuses that on restart).
+    """
 
     pod: str
     slots: int
     resource: str
     reason: str
+    held: int = 0
+    advertised: int = 0
 
 
 UnchangedReason = Literal["other-install", "own-daemonset", "dra", "plugin-failing"]
@@ -184,26 +192,17 @@ def _reached(node: NodeState, after: PluginSettings, before: int | None) -> Node
     impacts: list[PodImpact] = []
     for pod in active:
         if pod.resource != after.resource:
-            impacts.append(
-                PodImpact(pod.pod, pod.slots, pod.resource, f"{pod.resource} will be gone")
-            )
+            impacts.append(PodImpact(pod.pod, pod.slots, pod.resource, "resource-gone"))
         elif after_slots is not None and held > after_slots:
             impacts.append(
-                PodImpact(
-                    pod.pod,
-                    pod.slots,
-                    pod.resource,
-                    f"the node's pods hold {held}, it will advertise {after_slots}",
-                )
+                PodImpact(pod.pod, pod.slots, pod.resource, "over-advertised", held, after_slots)
             )
         elif (
             after.mode is Mode.TIME_SLICING
             and after.fail_requests_greater_than_one
             and pod.slots > 1
         ):
-            impacts.append(
-                PodImpact(pod.pod, pod.slots, pod.resource, "asks for >1 slot: refused on restart")
-            )
+            impacts.append(PodImpact(pod.pod, pod.slots, pod.resource, "refused-above-one"))
     return replace(
         _as_now(node, before),
         after=after_slots,

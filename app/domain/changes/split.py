@@ -116,16 +116,13 @@ def plan_split(
     before = split_state(current if current is not None else shared, shared_configmap, gpus)
     if request.kubernetes_gpus is None:
         if current is None and own is None:
-            raise PlanRefused(
-                RefusalCode.NOT_SPLIT,
-                f"Node {request.node} is already served by the shared DaemonSet.",
-            )
+            raise PlanRefused(RefusalCode.NOT_SPLIT, "not-split", node=request.node)
         after = split_state(shared, shared_configmap, gpus)
         writes = _return_writes(request.node, node, own, own_configmap)
     else:
         after = _wanted(request, gpus, own_name(str(shared["metadata"]["name"]), request.node))
         if before == after:
-            raise PlanRefused(RefusalCode.NO_CHANGE, "The node already runs with this split.")
+            raise PlanRefused(RefusalCode.NO_CHANGE, "no-change-split")
         writes = _split_writes(request, after, node, shared, own, own_configmap)
     by_uuid = {g.uuid: g for g in gpus}
     gaining = [u for u in after.kubernetes_gpus if u not in before.kubernetes_gpus]
@@ -160,11 +157,9 @@ def check_confirmed(plan: SplitPlan, request: SplitRequest) -> None:
     if plan.host_processes and not request.confirm_host_processes:
         raise PlanRefused(
             RefusalCode.HOST_PROCESSES,
-            "Host processes run on GPUs that would go to Kubernetes: "
-            + "; ".join(plan.host_processes)
-            + ". Pods scheduled there could run out of memory. Confirm with "
-            "confirmHostProcesses=true to apply anyway.",
+            "host-processes",
             details=plan.host_processes,
+            processes="; ".join(plan.host_processes),
         )
 
 
@@ -177,15 +172,9 @@ def config_manager_install(shared: Manifest | None) -> bool:
 
 def _writable(shared: Manifest | None) -> Manifest:
     if shared is None:
-        raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
+        raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "plugin-not-found")
     if is_operator_managed(shared):
-        raise PlanRefused(
-            RefusalCode.OPERATOR_MANAGED,
-            "The GPU Operator owns the plugin DaemonSet and would revert a per-node copy. "
-            "Limit the GPUs per node with the operator's own settings (ClusterPolicy "
-            "devicePlugin.env, or the config-manager node label nvidia.com/device-plugin.config "
-            "for sharing).",
-        )
+        raise PlanRefused(RefusalCode.OPERATOR_MANAGED, "operator-managed-split")
     return shared
 
 

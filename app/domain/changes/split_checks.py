@@ -1,4 +1,4 @@
-"""Refusals both split planners share (own DaemonSet and config label): the same words."""
+"""Refusals both split planners share (own DaemonSet and config label): the same codes."""
 
 from __future__ import annotations
 
@@ -11,11 +11,7 @@ from app.domain.changes.split_models import NodeGpu, SplitRequest
 def require_inventory(request: SplitRequest, gpus: Sequence[NodeGpu]) -> None:
     """Refuse when no agent report lists the node's GPUs: their UUIDs are unknown."""
     if not gpus:
-        raise PlanRefused(
-            RefusalCode.NO_INVENTORY,
-            f"No agent report lists the GPUs of node {request.node}: GPU Slots cannot tell their "
-            "UUIDs. Start the agent on that node first.",
-        )
+        raise PlanRefused(RefusalCode.NO_INVENTORY, "no-gpu-inventory", node=request.node)
 
 
 def require_known_gpus(request: SplitRequest, gpus: Sequence[NodeGpu]) -> None:
@@ -25,8 +21,10 @@ def require_known_gpus(request: SplitRequest, gpus: Sequence[NodeGpu]) -> None:
     if unknown:
         raise PlanRefused(
             RefusalCode.UNKNOWN_GPU,
-            f"Node {request.node} has no GPU {', '.join(unknown)}; its GPUs are "
-            f"{', '.join(sorted(known))}.",
+            "unknown-gpu",
+            node=request.node,
+            unknown=", ".join(unknown),
+            known=", ".join(sorted(known)),
         )
 
 
@@ -37,7 +35,9 @@ def wanted_replicas(request: SplitRequest) -> int:
     if not MIN_REPLICAS <= request.replicas <= MAX_REPLICAS:
         raise PlanRefused(
             RefusalCode.OUT_OF_RANGE,
-            f"replicas must be {MIN_REPLICAS}..{MAX_REPLICAS} for time-slicing "
-            f"(got {request.replicas}).",
+            "replicas-range-split",
+            min=MIN_REPLICAS,
+            max=MAX_REPLICAS,
+            got=request.replicas,
         )
     return request.replicas

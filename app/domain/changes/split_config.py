@@ -77,8 +77,7 @@ def plan_config_label(
     _refuse_other_gpus(request, ref, gpus, visible)
     if configmap is None:
         raise PlanRefused(
-            RefusalCode.CONFIG_KEY_MISMATCH,
-            f"ConfigMap {ref.configmap}, where config-manager finds its configs, was not found.",
+            RefusalCode.CONFIG_KEY_MISMATCH, "configs-not-found", configmap=ref.configmap
         )
     if request.restore_config_key:
         after = _restored(request, ref, node, shared=shared, configmap=configmap, visible=visible)
@@ -86,7 +85,7 @@ def plan_config_label(
     else:
         after, writes = _wanted(request, ref, before, shared=shared, configmap=configmap)
     if after.config_key == before.config_key:
-        raise PlanRefused(RefusalCode.NO_CHANGE, "The node's config label is already so.")
+        raise PlanRefused(RefusalCode.NO_CHANGE, "no-change-label")
     writes.append(
         ObjectWrite(
             "label", "Node", request.node, node, {"labels": {ref.node_label: after.config_key}}
@@ -120,19 +119,17 @@ def _refuse_other_gpus(
     """config-manager selects no GPUs: only the node's sharing may change, not its GPUs."""
     if request.kubernetes_gpus is None:
         raise PlanRefused(
-            RefusalCode.NOT_SPLIT,
-            f"Node {request.node} is already served by the shared DaemonSet; its sharing is "
-            f"chosen by the node label {ref.node_label}.",
+            RefusalCode.NOT_SPLIT, "not-split-label", node=request.node, label=ref.node_label
         )
     require_known_gpus(request, gpus)
     if set(request.kubernetes_gpus) != set(visible):
         raise PlanRefused(
             RefusalCode.CONFIG_PER_NODE,
-            f"The plugin runs config-manager, which selects no GPUs: GPU Slots changes only the "
-            f"sharing of node {request.node} here (node label {ref.node_label}, keys of "
-            f"ConfigMap {ref.configmap}). Keep the GPUs Kubernetes has now "
-            f"({', '.join(visible) or 'none'}), or limit the GPUs with NVIDIA_VISIBLE_DEVICES "
-            "in a DaemonSet of your own for this node.",
+            "config-manager-gpus",
+            node=request.node,
+            label=ref.node_label,
+            configmap=ref.configmap,
+            visible=", ".join(visible) or "-",
         )
 
 
@@ -149,9 +146,7 @@ def _restored(
     key = request.config_key
     if key is not None and key not in _data(configmap):
         raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"ConfigMap {ref.configmap} no longer has the key {key}: setting the label back "
-            "would stop config-manager. Choose the mode in the editor instead.",
+            RefusalCode.NOT_REVERSIBLE, "config-key-gone", configmap=ref.configmap, key=key
         )
     labels = {**_labels(node), ref.node_label: key} if key else _without(node, ref.node_label)
     return node_config_state(shared, configmap, {"metadata": {"labels": labels}}, visible)
@@ -168,7 +163,7 @@ def _wanted(
     """The requested mode's state, and the ConfigMap write adding its key where none has it."""
     replicas = wanted_replicas(request)
     if (before.mode, before.replicas) == (request.mode, replicas):
-        raise PlanRefused(RefusalCode.NO_CHANGE, "The node already runs with this sharing.")
+        raise PlanRefused(RefusalCode.NO_CHANGE, "no-change-sharing")
     data = _data(configmap)
     text = _text(request.mode, replicas)
     key = _same_key(data, text, read_plugin_spec(shared).env)

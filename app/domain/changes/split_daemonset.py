@@ -152,4 +152,4 @@ def _plugin_container(pod: Manifest) -> Manifest:
     for container in containers:
         if name is None or container.get("name") == name:
             return container
-    raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "The DaemonSet has no plugin container.")
+    raise PlanRefused(RefusalCode.NO_PLUGIN_CONTAINER, "no-plugin-container")

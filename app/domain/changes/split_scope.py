@@ -19,26 +19,20 @@ from app.domain.snapshot import NodeState
 def split_refusal(node: NodeState, *, target: str) -> PlanRefused | None:
     """Why `node`'s GPUs cannot be changed here (None: they can); `target` is namespace/name.
 
-    The refusal's `details` hold one line: what to change instead.
+    The refusal's `details` hold one line: what to change instead (none for a DRA node: the
+    web layer words it, `gpus_instead_dra-node`).
     """
     config = node.config
     owner = config.daemonset if config is not None else None
     if node.allocation == "dra":
-        return PlanRefused(
-            RefusalCode.DRA_NODE,
-            f"Node {node.name}'s GPUs are handed out by a DRA driver (ResourceClaims), not by "
-            "the device plugin: a plugin here would advertise GPUs DRA already hands out.",
-            details=(
-                "set sharing per ResourceClaim (GpuConfig) or in the DRA driver's settings "
-                "(docs/DRA.md)",
-            ),
-        )
+        return PlanRefused(RefusalCode.DRA_NODE, "dra-node", node=node.name)
     if config is not None and config.managed_by == "gpu-operator":
         return PlanRefused(
             RefusalCode.OPERATOR_MANAGED,
-            f"Node {node.name} runs the GPU Operator's device plugin ({owner}); the Operator "
-            "reverts edits of its DaemonSet.",
+            "operator-managed-node",
             details=("the ClusterPolicy's spec.devicePlugin (config, env)",),
+            node=node.name,
+            daemonset=owner,
         )
     namespace, _, name = target.partition("/")
     mine = (target, f"{namespace}/{own_name(name, node.name)}")
@@ -46,9 +40,10 @@ def split_refusal(node: NodeState, *, target: str) -> PlanRefused | None:
         instead = config.change_with if config is not None and config.change_with else None
         return PlanRefused(
             RefusalCode.OTHER_INSTALL,
-            f"Node {node.name} runs the plugin of {owner}, not the configured {target}: GPU "
-            "Slots changes only the configured install "
-            "(GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME and _NAMESPACE).",
+            "other-plugin-install",
+            node=node.name,
+            daemonset=owner,
+            target=target,
             details=(
                 instead or f"daemonset {owner} and its config, with the tools that installed it",
             ),
@@ -68,8 +63,8 @@ def dra_held(node: NodeState, chosen: Iterable[str]) -> PlanRefused | None:
         return None
     return PlanRefused(
         RefusalCode.DRA_HELD_GPU,
-        f"GPU(s) {', '.join(held)} of node {node.name} are held by DRA claims: the device "
-        "plugin must not advertise them too. Keep them out of the Kubernetes list, or release "
-        "the claims first.",
+        "dra-held-gpu",
         details=tuple(held),
+        gpus=", ".join(held),
+        node=node.name,
     )

@@ -170,6 +170,8 @@ def demand_findings(demand: list[PendingDemand]) -> list[Finding]:
                 "slots": item.slots,
                 "oldest_s": item.oldest_s,
                 "reason": item.reason,
+                "smallest": item.smallest,
+                "largest": item.largest,
             },
             words={"count": item.pods},
             remedy=(
@@ -178,5 +180,5 @@ def demand_findings(demand: list[PendingDemand]) -> list[Finding]:
             ),
         )
         for item in demand
-        if not item.reason.startswith("fits")
+        if item.reason != "fits"
     ]

@@ -23,6 +23,7 @@ from app.web.http.errors import cluster_status, refusal_status
 from app.web.http.html import html_response, translator
 from app.web.i18n.translate import CATALOGS, Translator, language_of
 from app.web.runtime import Runtime
+from app.web.views.refusal_text import refusal_markup
 
 LOGIN_REFUSALS = {401: "auth_wrong_token", 403: "auth_no_token", 429: "auth_too_many"}
 CLUSTER_ERRORS = {403, 404, 409, 422, 502, 503}
@@ -34,6 +35,7 @@ class Alert:
 
     message: str
     detail: str | None = None
+    detail_lang: str = "en"
 
 
 class FormInvalid(PlanRefused):
@@ -150,7 +152,7 @@ def plan_alert(request: Request, refused: PlanRefused) -> Alert:
         return Alert(t(refused.key, **refused.params))
     if refused.details:  # the page words the refusal; the names are the detail, said once
         return Alert(t(f"refusal_{refused.code.value}"), "; ".join(refused.details))
-    return Alert(t(f"refusal_{refused.code.value}"), refused.message)
+    return Alert(t(f"refusal_{refused.code.value}"), refusal_markup(refused, t.lang), t.lang)
 
 
 def cluster_alert(request: Request, error: ClusterError, status_code: int) -> Alert:

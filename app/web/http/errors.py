@@ -23,6 +23,8 @@ from app.errors import (
     WritesDisabledError,
 )
 from app.kube.writer import ApplyFailed
+from app.web.i18n.translate import language_of
+from app.web.views.refusal_text import refusal_text
 from app.web.views.schemas import ProblemOut
 
 _REFUSAL_STATUS = {
@@ -77,8 +79,9 @@ def add_error_handlers(app: FastAPI) -> None:
     """Answer a refused or failed change that reaches the app with its status and detail."""
 
     @app.exception_handler(PlanRefused)
-    async def refused(_: Request, exc: PlanRefused) -> JSONResponse:
-        return JSONResponse({"detail": exc.message}, status_code=refusal_status(exc))
+    async def refused(request: Request, exc: PlanRefused) -> JSONResponse:
+        detail = refusal_text(exc, language_of(request))
+        return JSONResponse({"detail": detail}, status_code=refusal_status(exc))
 
     @app.exception_handler(ClusterError)
     async def failed(_: Request, exc: ClusterError) -> JSONResponse:

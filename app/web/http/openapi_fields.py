@@ -33,7 +33,14 @@ READ_FIELDS: dict[str, dict[str, str]] = {
         "pods": "Unscheduled pods asking for it",
         "slots": "Slots those pods ask for, together",
         "oldest_s": "Seconds the oldest of them has waited",
-        "reason": "Why they cannot fit now (the scheduler's words or ours)",
+        "reason": (
+            "Why they cannot fit now, a code: not-advertised (no node advertises the resource), "
+            "refused-above-one (the plugin refuses requests above 1), too-large (the largest "
+            "schedulable free of one node is below the smallest request), fits (waits on the "
+            "scheduler)"
+        ),
+        "smallest": "The smallest request among them",
+        "largest": "The largest schedulable free slot count of one advertising node",
     },
     "PluginState": {
         "name": "Name of the device-plugin DaemonSet",

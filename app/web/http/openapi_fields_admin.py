@@ -21,7 +21,14 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "pod": "namespace/name",
         "slots": "Slots the pod holds",
         "resource": "Of which resource",
-        "reason": "Why it no longer fits after the change",
+        "reason": (
+            "Why it no longer fits after the change, a code: resource-gone (its resource will "
+            "not be advertised), over-advertised (the node's pods hold `held`, it will "
+            "advertise `advertised`), refused-above-one (asks for more than one slot of a "
+            "plugin that refuses that)"
+        ),
+        "held": "Slots the node's pods hold (over-advertised)",
+        "advertised": "Slots the node will advertise after the change (over-advertised)",
     },
     "NodeSlotsOut": {
         "node": "The node",

@@ -25,6 +25,7 @@ from app.web.auth.principal import Principal
 from app.web.services.snapshot_builder import ClusterSource
 from app.web.services.snapshots import SnapshotService
 from app.web.views.admin_schemas import NoChangeOut
+from app.web.views.refusal_text import refusal_text
 
 T = TypeVar("T")
 ReadObjects = Mapping[str, Manifest | None]
@@ -96,7 +97,7 @@ def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
         return answer()
     except PlanRefused as refused:
         if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refused.message)
+            return NoChangeOut(dryRun=dry_run, detail=refusal_text(refused))
         raise
 
 

@@ -47,6 +47,7 @@ from app.web.views.admin_schemas import (
     SplitStateOut,
     SplitWriteOut,
 )
+from app.web.views.refusal_text import change_instead, refusal_text
 
 
 @dataclass(frozen=True)
@@ -171,8 +172,8 @@ def refused_view(ctx: ChangeContext, state: NodeState, refused: PlanRefused) -> 
         editable=False,
         refusal=SplitRefusalOut(
             code=refused.code.value,
-            reason=refused.message,
-            changeInstead="; ".join(refused.details),
+            reason=refusal_text(refused),
+            changeInstead=change_instead(refused),
         ),
     )
 

@@ -142,7 +142,14 @@ def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
         unchanged=n.unchanged,
         governedBy=n.governed_by,
         podsOver=[
-            PodOverOut(pod=p.pod, slots=p.slots, resource=p.resource, reason=p.reason)
+            PodOverOut(
+                pod=p.pod,
+                slots=p.slots,
+                resource=p.resource,
+                reason=p.reason,
+                held=p.held,
+                advertised=p.advertised,
+            )
             for p in n.pods
         ],
     )

@@ -23,6 +23,8 @@ class PodOverOut(BaseModel):
     slots: int
     resource: str
     reason: str
+    held: int
+    advertised: int
 
 
 class NodeSlotsOut(BaseModel):

@@ -10,6 +10,7 @@ A title whose placeholder a finding lacks falls back to the summary, so nothing 
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
@@ -43,7 +44,17 @@ def _params(item: Finding, lang: str) -> dict[str, object]:
         seconds = params.get(f"{name}_s")
         if isinstance(seconds, int | float):
             params[name] = duration_text(seconds, units=_DURATION_UNITS[lang])
+    if item.code == "gpu-demand-pending" and isinstance(params.get("reason"), str):
+        params["reason"] = demand_reason(params, lang)
     return params
+
+
+def demand_reason(params: Mapping[str, object], lang: str) -> str:
+    """Why pending pods cannot fit, worded from the reason's code (`demand.<code>`)."""
+    template = CATALOGS[lang].get(f"demand.{params.get('reason')}")
+    if template is None:
+        return str(params.get("reason"))
+    return _fill(template, dict(params)) or str(params.get("reason"))
 
 
 def title_key(item: Finding) -> str:

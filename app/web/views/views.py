@@ -22,7 +22,12 @@ from app.web.i18n.translate import Translator
 from app.web.views import figures
 from app.web.views.abandon import check
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
-from app.web.views.finding_text import finding_explanation, finding_summary, finding_title
+from app.web.views.finding_text import (
+    demand_reason,
+    finding_explanation,
+    finding_summary,
+    finding_title,
+)
 from app.web.views.health_view import health_items
 from app.web.views.node_window import slot_bar
 from app.web.views.slot_runs import counted_grid, is_large
@@ -270,4 +275,5 @@ views = SimpleNamespace(
     explanation=finding_explanation,
     summary=finding_summary,
     duration=duration_text,
+    demand_reason=demand_reason,
 )

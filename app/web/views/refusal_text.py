@@ -1,0 +1,50 @@
+"""A refused change in the reader's language, from the gettext catalogs.
+
+The domain raises `PlanRefused(code, why, **params)`; the sentence is `refused.<why>` filled
+with the params. A param holding `Phrase`s (what moved since a preview) is worded as their
+`phrase.<code>` sentences joined by "; ". A `why` with no catalog id is shown as it is: the
+refusals still worded where they are raised (the web layer's own, a few).
+"""
+
+from __future__ import annotations
+
+from markupsafe import Markup, escape
+
+from app.domain.changes.models import Phrase, PlanRefused
+from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
+
+# Params that quote the plugin's own words (its config parser's error, why a path does not
+# resolve): evidence, shown in <code> on pages, never worded.
+EVIDENCE = ("error", "reason")
+
+
+def _value(value: object, lang: str) -> object:
+    if isinstance(value, tuple) and value and all(isinstance(v, Phrase) for v in value):
+        return "; ".join(CATALOGS[lang][f"phrase.{p.code}"].format(**p.params) for p in value)
+    return value
+
+
+def refusal_text(refused: PlanRefused, lang: str = DEFAULT_LANGUAGE) -> str:
+    """Why the change was refused, in `lang`."""
+    template = CATALOGS[lang].get(f"refused.{refused.why}")
+    if template is None:
+        return refused.why
+    return template.format(**{k: _value(v, lang) for k, v in refused.params.items()})
+
+
+def refusal_markup(refused: PlanRefused, lang: str) -> Markup:
+    """`refusal_text` for a page: the quoted evidence in <code>, everything else escaped."""
+    template = CATALOGS[lang].get(f"refused.{refused.why}")
+    if template is None:
+        return escape(refused.why)
+    params = {
+        name: Markup("<code>{}</code>").format(value) if name in EVIDENCE else _value(value, lang)
+        for name, value in refused.params.items()
+    }
+    return escape(template).format(**params)
+
+
+def change_instead(refused: PlanRefused, lang: str = DEFAULT_LANGUAGE) -> str:
+    """What to change instead: the objects the refusal names, else its code's words."""
+    named = "; ".join(refused.details)
+    return named or CATALOGS[lang].get(f"gpus_instead_{refused.code.value}", "")
