@@ -9,6 +9,7 @@ change" answer exist once. docs/ADMIN.md, "The change pipeline", describes it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -75,6 +76,38 @@ def cached_objects(ctx: ChangeContext) -> tuple[Manifest | None, Manifest | None
         None,
     )
     return daemonset, configmap
+
+
+def settle(ctx: ChangeContext, written: Mapping[str, Manifest | None], wait_s: float = 2.0) -> None:
+    """Read your writes: wait, a bounded while, until the watch cache holds the objects a change
+    just wrote (by collection), so the next read (the config view, the next plan) sees them.
+
+    Past `wait_s` (a cache that lags or another writer that moved on) reads go on as before.
+    """
+    wanted = {
+        (collection, _identity(obj), _version(obj))
+        for collection, obj in written.items()
+        if obj is not None and _version(obj)
+    }
+    deadline = time.monotonic() + wait_s
+    while wanted and time.monotonic() < deadline:
+        wanted = {
+            (collection, identity, version)
+            for collection, identity, version in wanted
+            if (identity, version)
+            not in {(_identity(o), _version(o)) for o in ctx.source.items(collection)}
+        }
+        if wanted:
+            time.sleep(0.02)
+
+
+def _identity(obj: Manifest) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _version(obj: Manifest) -> str:
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def token_of(objects: ReadObjects) -> str:

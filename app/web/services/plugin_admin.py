@@ -32,6 +32,7 @@ from app.web.services.change_pipeline import (
     get_writer,
     iso,
     or_no_change,
+    settle,
     token_of,
     writer_for,
 )
@@ -269,6 +270,7 @@ def write_mode(
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json()},
     )
+    settle(ctx, {"daemonsets": result.daemonset, "configmaps": result.configmap})
     restore_when_done(ctx, get_writer(ctx), rollout)
     ctx.snapshots.poke()
     return Applied(plan, result, result.change_id, rollout)
