@@ -2,9 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
+
+PlanToken = Annotated[
+    str,
+    Field(
+        description="What the preview planned against (uids, generations, the fields it read): "
+        "send it back as expectedToken, and the apply is a 409 naming what moved if someone "
+        "else edited them; a status write by a controller does not count"
+    ),
+]
+
+
+class PreviewOut(BaseModel):
+    """What every change preview (`?dryRun=true`) answers: nothing is written yet."""
+
+    changed: Literal[True] = True
+    dryRun: Literal[True] = True
+
+
+class AppliedOut(BaseModel):
+    """What every applied change answers: it is written."""
+
+    changed: Literal[True] = True
+    dryRun: Literal[False] = False
 
 
 class PluginSettingsOut(BaseModel):
@@ -57,22 +80,16 @@ class DiffOut(BaseModel):
     daemonset: str
 
 
-class ModePreviewOut(BaseModel):
+class ModePreviewOut(PreviewOut):
     """PUT /api/v1/plugin/config?dryRun=true: what the mode change would do."""
 
-    changed: Literal[True] = True
-    dryRun: Literal[True] = True
     kind: Literal["change", "rollback"]
     before: PluginSettingsOut
     after: PluginSettingsOut
     configmapAction: str
     rollsPods: bool
     resourceVersions: dict[str, str | None]
-    token: str = Field(
-        description="What the preview planned against (uids, generations, the fields it read): "
-        "send it back as expectedToken, and the apply is a 409 naming what moved if someone "
-        "else edited them; a status write by a controller does not count"
-    )
+    token: PlanToken
     diff: DiffOut
     serverDryRun: ServerDryRunOut
     nodes: list[NodeSlotsOut]
@@ -87,11 +104,9 @@ class ModePreviewOut(BaseModel):
     warnings: list[str]
 
 
-class ModeAppliedOut(BaseModel):
+class ModeAppliedOut(AppliedOut):
     """PUT /api/v1/plugin/config: the mode change as written."""
 
-    changed: Literal[True] = True
-    dryRun: Literal[False] = False
     kind: Literal["change", "rollback"]
     before: PluginSettingsOut
     after: PluginSettingsOut
@@ -203,11 +218,9 @@ class RestartOut(BaseModel):
     params: dict[str, str | int] = Field(description="The values it is worded with (node, ...)")
 
 
-class SplitPreviewOut(BaseModel):
+class SplitPreviewOut(PreviewOut):
     """PUT/DELETE ...?dryRun=true: the plan of a split change."""
 
-    changed: Literal[True] = True
-    dryRun: Literal[True] = True
     kind: Literal["split", "rollback"]
     node: str
     before: SplitStateOut
@@ -226,19 +239,13 @@ class SplitPreviewOut(BaseModel):
         "them from the catalogs, `restart.<code>`)"
     )
     resourceVersions: dict[str, str | None]
-    token: str = Field(
-        description="What the preview planned against (uids, generations, the fields it read): "
-        "send it back as expectedToken, and the apply is a 409 naming what moved if someone "
-        "else edited them; a status write by a controller does not count"
-    )
+    token: PlanToken
     warnings: list[str]
 
 
-class SplitAppliedOut(BaseModel):
+class SplitAppliedOut(AppliedOut):
     """PUT/DELETE: the split change as written."""
 
-    changed: Literal[True] = True
-    dryRun: Literal[False] = False
     kind: Literal["split", "rollback"]
     node: str
     before: SplitStateOut
