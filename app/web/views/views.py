@@ -268,6 +268,7 @@ _BY_NAME = (
     *(figures.mib, figures.seconds, figures.age, spark_svg, finding_key, most_severe),
     *(slot_cells, slot_grid, memory_split, severity_of, gpu_groups, where, unplaced_pods),
     *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, free_by_model, health_items),
+    demand_reason,
 )
 views = SimpleNamespace(
     **{helper.__name__: helper for helper in _BY_NAME},
@@ -275,5 +276,4 @@ views = SimpleNamespace(
     explanation=finding_explanation,
     summary=finding_summary,
     duration=duration_text,
-    demand_reason=demand_reason,
 )
