@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger.models import GpuFacts
-from app.domain.findings.catalogue import finding
+from app.domain.findings.catalogue import gpu_finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.health import (
     GpuHealthReading,
@@ -74,13 +75,12 @@ def _drain(node: NodeFacts) -> str:
 
 def _fallen_off_bus(node: NodeFacts, gpu: GpuFacts, health: GpuHealthReading, held: int) -> Finding:
     evidence = {**_slots_evidence(gpu, held), "lost": health.lost, "xids": _xids(health)}
-    return finding(
+    return gpu_finding(
         "gpu-fallen-off-bus",
-        evidence=evidence,
-        remedy=f"{_drain(node)}  # then reboot the node (a lost GPU needs a cold reset); "
-        "if it repeats, reseat or replace the GPU",
+        evidence,
+        remedy(_drain(node), "gpu-reboot"),
         node=node.name,
-        gpu_uuid=gpu.uuid,
+        gpu=gpu.uuid,
     )
 
 
@@ -96,16 +96,13 @@ def _unhealthy(
         "reset_pending": bool(health.remapping_pending or health.retired_pages_pending),
         "xids": _xids(health),
     }
-    remedy = (
-        f"{_drain(node)}; on {sh(node.name)}: nvidia-smi -r -i {gpu.reading.index}  "
-        "# reset the GPU; replace it if uncorrected errors return or a remap failed"
-    )
-    return finding(
+    command = f"{_drain(node)}; nvidia-smi -r -i {gpu.reading.index}"
+    return gpu_finding(
         "gpu-unhealthy",
-        evidence=evidence,
-        remedy=remedy,
+        evidence,
+        remedy(command, "gpu-reset", node=node.name),
         node=node.name,
-        gpu_uuid=gpu.uuid,
+        gpu=gpu.uuid,
     )
 
 
@@ -119,13 +116,13 @@ def _throttled(
         "power_draw_w": health.power_draw_w,
         "power_limit_w": health.power_limit_w,
     }
-    return finding(
+    command = f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.reading.index}"
+    return gpu_finding(
         "gpu-throttled-hard",
-        evidence=evidence,
-        remedy=f"on {sh(node.name)}: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i "
-        f"{gpu.reading.index}  # check cooling, fans and the power supply",
+        evidence,
+        remedy(command, "gpu-cooling", node=node.name),
         node=node.name,
-        gpu_uuid=gpu.uuid,
+        gpu=gpu.uuid,
     )
 
 
