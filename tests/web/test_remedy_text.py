@@ -13,7 +13,9 @@ from app.domain.snapshot import Finding
 from app.web.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.finding_text import placeholders, remedy_text, remedy_words, worded
 from tests.domain.test_findings import CASES, Builder
+from tests.web.page_snapshots import demo_like, page_app
 from tests.web.test_finding_text import _raised
+from tests.web.test_pages import get, parse
 
 
 @pytest.mark.parametrize("code", sorted(REMEDIES))
@@ -103,3 +105,33 @@ def test_a_command_keeps_its_words_as_a_trailing_comment_in_the_asked_language()
     )
     answer = worded(item, "ko")
     assert (answer.remedy, answer.remedy_command) == (remedy_text(item, "ko"), item.remedy)
+
+
+def test_korean_findings_page_shows_the_command_with_its_korean_comment() -> None:
+    snapshot = demo_like()
+    item = finding(
+        "allocatable-mismatch",
+        evidence={"allocatable": 0},
+        remedy=remedy(
+            "kubectl -n kube-system delete pod plugin-x", "restart-plugin-pod", node="gpu-1"
+        ),
+        node="gpu-1",
+    )
+    app, _ = page_app(snapshot.model_copy(update={"findings": [item]}))
+    html = get(app, "/findings?lang=ko").text
+    assert parse(html).text("remedy").split() == remedy_text(item, "ko").split()
+    assert 'data-testid="remedy">kubectl -n kube-system delete pod plugin-x  # gpu-1의' in html
+
+
+def test_overview_words_the_per_node_config_label_in_the_page_language() -> None:
+    snapshot = demo_like()
+    state = snapshot.plugin.model_copy(
+        update={
+            "config_source": "configmap/plugin-configs",
+            "config_node_label": "nvidia.com/device-plugin.config",
+        }
+    )
+    app, _ = page_app(snapshot.model_copy(update={"plugin": state}))
+    for lang, words in (("en", "per node: label"), ("ko", "노드별: 레이블")):
+        html = get(app, f"/?lang={lang}").text
+        assert f"({words} <code>nvidia.com/device-plugin.config</code>)" in html, lang
