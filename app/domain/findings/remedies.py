@@ -82,7 +82,8 @@ host-process-operator pid
 host-process-install pid,install
 devices-operator node,configured
 devices-install node,install,configured
-# stale_ids.py, usage.py
+# set_aside.py, stale_ids.py, usage.py
+fix-field field
 recreate-on-current-mode
 delete-once-owner-agrees
 ask-holders
