@@ -192,29 +192,24 @@ class AgentReport(_Strict):
         for what, values in (
             ("uuid", [gpu.uuid for gpu in self.gpus]),
             ("index", [gpu.index for gpu in self.gpus]),
-            ("MIG uuid", mig),
+            ("mig_devices[].uuid", mig),
         ):
             seen: set[object] = set()
             for value in values:
                 if value in seen:
-                    raise ValueError(f"GPU {what} {value!r} appears twice in gpus")
+                    raise ValueError(f"duplicate gpus[].{what}: {value!r}")
                 seen.add(value)
         return self
 
 
-def too_far_ahead(report: AgentReport, *, now: datetime) -> str | None:
-    """Why `collected_at` cannot be accepted at `now` (too far in the future), or None.
+def seconds_ahead(report: AgentReport, *, now: datetime) -> int | None:
+    """How far `collected_at` is ahead of `now` when beyond MAX_CLOCK_SKEW (refused), or None.
 
     A report dated in the future would outrank every later true report of its node.
     """
     if report.collected_at <= now + MAX_CLOCK_SKEW:
         return None
-    skew_s = int((report.collected_at - now).total_seconds())
-    limit_s = int(MAX_CLOCK_SKEW.total_seconds())
-    return (
-        f"collected_at is {skew_s} s ahead of the dashboard's clock (at most {limit_s} s "
-        "allowed); check the node's clock (NTP)"
-    )
+    return int((report.collected_at - now).total_seconds())
 
 
 class ReceivedReport(BaseModel):

@@ -62,7 +62,22 @@ class Finding(_Out):
         "plus node, gpu_uuid and pod",
     )
     evidence: dict[str, EvidenceValue] = Field(description="The numbers that disagree")
-    remedy: str = Field(description="The command or setting that fixes it")
+    remedy: str = Field(
+        description="What fixes it, in the language asked for: the command with what to do as "
+        "a `# ...` comment (or the words alone where nothing can be pasted)"
+    )
+    remedy_command: str = Field(
+        default="",
+        description="The remedy's copyable shell command alone (names, flags, values), the "
+        "same in every language; empty where nothing can be pasted",
+    )
+    remedy_code: str | None = Field(
+        default=None,
+        description="What to do, as a stable code: the pages word it with remedy_params",
+    )
+    remedy_params: dict[str, EvidenceValue] = Field(
+        default_factory=dict, description="The values remedy_code is worded with"
+    )
     node: str | None = None
     gpu_uuid: str | None = None
     pod: str | None = Field(default=None, description="namespace/name")
@@ -306,6 +321,10 @@ class PluginState(_Out):
     desired: int
     config_source: str | None = Field(
         description="e.g. configmap/nvidia-device-plugin-config#config.yaml"
+    )
+    config_node_label: str | None = Field(
+        default=None,
+        description="The node label naming each node's config in config_source (config-manager)",
     )
     operator_managed: bool
     mode: Mode

@@ -24,17 +24,16 @@ _WORD = re.compile(r"^[(\"'`]*([A-Z]?[a-z]+)[)\"'`,.:;!?]*$")
 _COMMANDS = {"kubectl", "helm"}
 RUN = 3
 
-# Still worded in the domain (issue 32's remaining work): remedies (a command, often with an
-# English comment; the catalogs word what to do above it), change plans' warnings and the
-# stale-token refusal's list of what moved, the apply outcome's words, stored-record and
-# report validation errors. Finding titles, the rollout's waits, pending-demand reasons and
-# the planners' refusals are done: a module not listed fails on one sentence.
+# Still worded in the domain (issue 32's remaining work): change plans' warnings and the
+# stale-token refusal's list of what moved, the apply outcome's words, stored-record
+# validation errors. Finding titles and remedies (a command plus a `remedy.<code>`), report
+# validation, the rollout's waits, pending-demand reasons and the planners' refusals are
+# done: a module not listed fails on one sentence.
 # app/domain/plugin/* stays listed for good: its errors quote what the device plugin itself
 # says of a config it refuses (the same message the plugin logs), so an admin can match them
 # against the plugin's log; they are evidence, not our words, and pages show them in <code>
 # (`refusal_markup`, `setting_unusable`, `admin_config_unusable`), never translated.
 REMAINING: dict[str, int] = {
-    "app/domain/accounting/states.py": 1,
     "app/domain/changes/durable.py": 10,
     "app/domain/changes/edits.py": 4,
     "app/domain/changes/history.py": 5,
@@ -43,20 +42,6 @@ REMAINING: dict[str, int] = {
     "app/domain/changes/signing.py": 1,
     "app/domain/changes/split_config.py": 1,
     "app/domain/changes/split_scope.py": 1,
-    "app/domain/findings/advertised.py": 4,
-    "app/domain/findings/catalogue.py": 1,
-    "app/domain/findings/cluster.py": 2,
-    "app/domain/findings/dra_cluster.py": 3,
-    "app/domain/findings/dra_node.py": 4,
-    "app/domain/findings/fractions.py": 3,
-    "app/domain/findings/gpu.py": 7,
-    "app/domain/findings/health.py": 3,
-    "app/domain/findings/node.py": 5,
-    "app/domain/findings/pods.py": 3,
-    "app/domain/findings/resources.py": 6,
-    "app/domain/findings/split_remedies.py": 8,
-    "app/domain/findings/stale_ids.py": 1,
-    "app/domain/findings/usage.py": 2,
     "app/domain/plugin/config.py": 11,
     "app/domain/plugin/daemonset.py": 4,
     "app/domain/plugin/effective.py": 8,
@@ -65,7 +50,6 @@ REMAINING: dict[str, int] = {
     "app/domain/plugin/goyaml.py": 8,
     "app/domain/plugin/replicated.py": 16,
     "app/domain/quantity.py": 8,
-    "app/domain/report.py": 2,
 }
 
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from app.domain.cluster import ClusterState
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Snapshot
-from app.web.views.finding_text import finding_title
+from app.web.views.finding_text import finding_title, remedy_text
 from tests import factories as f
 
 PHASES = ["Running", "Pending", "Succeeded", "Failed"]
@@ -148,7 +148,7 @@ def test_every_finding_has_evidence_and_remedy(state: ClusterState) -> None:
     result = _snap(state)
     for item in result.findings:
         assert item.evidence
-        assert item.remedy.strip()
+        assert remedy_text(item, "en").strip()
         assert finding_title(item, "en").strip()
     node_codes = {(f.code, f.node, f.gpu_uuid, f.pod) for n in result.nodes for f in n.findings}
     assert node_codes <= {(f.code, f.node, f.gpu_uuid, f.pod) for f in result.findings}

@@ -18,7 +18,7 @@ from app.domain.snapshot import (
     Totals,
 )
 from app.domain.usage.idle import UsageHistory
-from app.web.views.finding_text import finding_title
+from app.web.views.finding_text import finding_title, remedy_text
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 UUID = "GPU-11111111-2222-3333-4444-555555555555"
@@ -132,7 +132,8 @@ def test_idle_holder_held_42_min_without_process_is_flagged() -> None:
         finding_title(found[0], "en")
         == "ml/nb-0 holds 1 slot of GPU 3: held for 42 min, no GPU process"
     )
-    assert found[0].remedy == "kubectl -n ml delete pod nb-0  # once its owner agrees"
+    assert found[0].remedy == "kubectl -n ml delete pod nb-0"
+    assert remedy_text(found[0], "en") == "kubectl -n ml delete pod nb-0  # once its owner agrees"
 
 
 def test_idle_remedy_quotes_hostile_pod_names() -> None:

@@ -17,6 +17,7 @@ import yaml
 
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import NodeState, Snapshot
+from app.web.views.finding_text import remedy_text
 from tests import factories as f
 from tests.real_inputs.harness import documents, real
 
@@ -158,7 +159,7 @@ def test_node_states_device_plugin_1645_running_plugin_advertising_zero_is_a_fin
     assert state.allocatable == 0 and state.physical_gpus == 1
     codes = {finding.code for finding in state.findings}
     assert codes & {"fail-on-init-silent-zero", "allocatable-mismatch"}
-    remedy = " ".join(x.remedy for x in state.findings if x.code in codes)
+    remedy = " ".join(remedy_text(x, "en") for x in state.findings if x.code in codes)
     assert "delete pod" in remedy and "on n1645 only" in remedy
 
 

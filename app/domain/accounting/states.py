@@ -146,10 +146,10 @@ def plugin_state(
 ) -> PluginState:
     config = default.config
     source = default.source
+    node_label = None
     if spec is not None and isinstance(spec.config_ref, ConfigManagerRef):
-        source = (
-            f"configmap/{spec.config_ref.configmap} (per node: label {spec.config_ref.node_label})"
-        )
+        source = f"configmap/{spec.config_ref.configmap}"
+        node_label = spec.config_ref.node_label
     return PluginState(
         name=spec.name if spec else options.plugin.name,
         namespace=spec.namespace if spec else options.plugin.namespace,
@@ -159,6 +159,7 @@ def plugin_state(
         ready=spec.ready if spec else 0,
         desired=spec.desired if spec else 0,
         config_source=source,
+        config_node_label=node_label,
         operator_managed=spec.operator_managed if spec else False,
         mode=config.mode if config and spec else Mode.UNKNOWN,
         replicas=config.replicas if config else 1,

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import FIXED_IMAGE, ds_ref
-from app.domain.findings.resources import mps_daemon_missing
+from app.domain.findings.remedies import Remedy, remedy
+from app.domain.findings.resources import drain_old_pods, mps_daemon_missing, restart_after_cause
 from app.domain.findings.shell import sh
 from app.domain.findings.split_remedies import (
     editor_edits,
@@ -139,9 +140,10 @@ def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "capacity": capacity,
             "physical_gpus": physical,
         },
-        remedy=(
-            f"kubectl -n {sh(spec.namespace)} logs {sh(pod.name)}  # then: kubectl set env "
-            f"{ds_ref(spec)} -c {sh(spec.container)} FAIL_ON_INIT_ERROR=true"
+        remedy=remedy(
+            f"kubectl -n {sh(spec.namespace)} logs {sh(pod.name)}; kubectl set env "
+            f"{ds_ref(spec)} -c {sh(spec.container)} FAIL_ON_INIT_ERROR=true",
+            "read-log-fail-on-init",
         ),
         node=node.name,
     )
@@ -166,10 +168,10 @@ def _unhealthy(spec: PluginSpec, node: NodeFacts) -> Finding | None:
         "unhealthy-devices",
         evidence={"capacity": capacity, "allocatable": allocatable, "resource": node.resource},
         words={"unhealthy": capacity - allocatable},
-        remedy=(
-            f"check XID errors: kubectl -n {sh(spec.namespace)} logs {sh(pod_name)}; then: "
-            f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod_name)}  # unhealthy is permanent "
-            "until the plugin restarts"
+        remedy=remedy(
+            f"kubectl -n {sh(spec.namespace)} logs {sh(pod_name)}; "
+            f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod_name)}",
+            "read-log-then-restart",
         ),
         node=node.name,
     )
@@ -195,15 +197,13 @@ def _allocatable_mismatch(spec: PluginSpec, node: NodeFacts) -> Finding | None:
     )
 
 
-def _mismatch_remedy(spec: PluginSpec, node: NodeFacts, allocatable: int) -> str:
+def _mismatch_remedy(spec: PluginSpec, node: NodeFacts, allocatable: int) -> Remedy:
     """A running plugin advertising nothing is restarted on that node alone (plugin #1645)."""
     pod = node.plugin_pod_state
     if allocatable == 0 and pod is not None and pod.phase == "Running":
-        return (
-            f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod.name)}  # restarts the plugin "
-            f"on {sh(node.name)} only; it re-registers its GPUs with the kubelet"
-        )
-    return f"kubectl rollout restart {ds_ref(spec)}  # after fixing the cause above"
+        command = f"kubectl -n {sh(spec.namespace)} delete pod {sh(pod.name)}"
+        return remedy(command, "restart-plugin-pod", node=node.name)
+    return restart_after_cause(spec)
 
 
 def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:
@@ -216,10 +216,7 @@ def _requested_above(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "allocatable": node.allocatable,
             "resource": node.resource,
         },
-        remedy=(
-            f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}  "
-            "# drain and reschedule the pods started before the config change"
-        ),
+        remedy=drain_old_pods(node),
         node=node.name,
     )
 
@@ -246,7 +243,7 @@ def _visible_missing(
 
 def _visible_remedy(
     spec: PluginSpec, node: NodeFacts, uuids: list[str], target: PluginTarget | None
-) -> str:
+) -> str | Remedy:
     if runs_on_one_node(spec) and uuids:
         return set_devices(spec, uuids)
     if target is not None and not editor_edits(spec, node.name, target):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.findings.remedies import Remedy
 from app.domain.snapshot import SEVERITY_RANK, EvidenceValue, Finding, Scope, Severity
 
 
@@ -105,7 +106,7 @@ def finding(
     code: str,
     *,
     evidence: dict[str, EvidenceValue],
-    remedy: str,
+    remedy: str | Remedy,
     words: dict[str, EvidenceValue] | None = None,
     node: str | None = None,
     gpu_uuid: str | None = None,
@@ -116,11 +117,13 @@ def finding(
 
     The domain words nothing: the web layer words the title from the code and `params`
     (the evidence, `words`: values only the title needs, such as a count or a `variant`
-    code naming which title of the code applies, and node, gpu_uuid, pod).
+    code naming which title of the code applies, and node, gpu_uuid, pod), and the remedy
+    from its code and params next to its command (a plain `str` remedy is a command alone).
     """
     kind = CATALOGUE[code]
-    if not evidence or not remedy:
-        raise ValueError(f"finding {code} needs evidence and a remedy")
+    fix = Remedy(remedy) if isinstance(remedy, str) else remedy
+    if not evidence or not (fix.command or fix.code):
+        raise ValueError(f"finding {code}: evidence={len(evidence)} remedy={fix!r}")
     return Finding(
         code=code,
         severity=kind.severity,
@@ -131,11 +134,21 @@ def finding(
             **{k: v for k, v in (("node", node), ("gpu_uuid", gpu_uuid), ("pod", pod)) if v},
         },
         evidence=evidence,
-        remedy=remedy,
+        remedy=fix.command,
+        remedy_command=fix.command,
+        remedy_code=fix.code,
+        remedy_params=dict(fix.params),
         node=node,
         gpu_uuid=gpu_uuid,
         pod=pod,
     )
+
+
+def gpu_finding(
+    code: str, evidence: dict[str, EvidenceValue], fix: str | Remedy, *, node: str, gpu: str
+) -> Finding:
+    """A finding about one GPU of `node` (its UUID `gpu`)."""
+    return finding(code, evidence=evidence, remedy=fix, node=node, gpu_uuid=gpu)
 
 
 def sort_key(item: Finding) -> tuple[int, str, str, str, str]:

@@ -9,6 +9,7 @@ from app.domain.accounting.ledger.devices import listed_devices
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
 from app.domain.findings.catalogue import finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.findings.split_remedies import per_node_list, runs_on_one_node, set_devices
 from app.domain.kube_time import parse_time
@@ -45,7 +46,9 @@ def cluster_findings(facts: ClusterFacts) -> list[Finding]:
                 "plugin-operator-managed",
                 evidence={"daemonset": f"{spec.namespace}/{spec.name}", "operator_managed": True},
                 words={"name": spec.name},
-                remedy="kubectl edit clusterpolicy cluster-policy  # spec.devicePlugin",
+                remedy=remedy(
+                    "kubectl edit clusterpolicy cluster-policy", "operator-cluster-policy"
+                ),
             )
         )
     if spec.version is not None and spec.version < PLATFORM_MINIMUM:
@@ -75,10 +78,7 @@ def _missing(facts: ClusterFacts) -> Finding:
             "found": False,
             "gpu_nodes": gpu_nodes,
         },
-        remedy=(
-            f"kubectl -n {sh(options.plugin.namespace)} get daemonsets  # deploy the NVIDIA device "
-            "plugin, or set GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME/_NAMESPACE to where it runs"
-        ),
+        remedy=remedy(f"kubectl -n {sh(options.plugin.namespace)} get daemonsets", "deploy-plugin"),
     )
 
 
@@ -95,9 +95,11 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                     "error": config.error,
                     "plugin_version": rules_version_text(spec),
                 },
-                remedy=(
-                    f"kubectl -n {sh(spec.namespace)} edit configmap {sh(config.configmap)}  "
-                    f"# fix key {sh(config.key)}, then: kubectl rollout restart {ds_ref(spec)}"
+                remedy=remedy(
+                    f"kubectl -n {sh(spec.namespace)} edit configmap {sh(config.configmap)}; "
+                    f"kubectl rollout restart {ds_ref(spec)}",
+                    "fix-config-key",
+                    key=config.key,
                 ),
             )
         ]
@@ -109,9 +111,10 @@ def _config_errors(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 "source": config.source,
                 "error": config.error,
             },
-            remedy=(
-                f"kubectl -n {sh(spec.namespace)} get configmap -o yaml  # add the key, or: "
-                f"kubectl set env {ds_ref(spec)} -c {sh(spec.container)} CONFIG_FILE=<mounted file>"
+            remedy=remedy(
+                f"kubectl -n {sh(spec.namespace)} get configmap -o yaml",
+                "add-config-key",
+                container=spec.container,
             ),
         )
     ]
@@ -228,14 +231,16 @@ def _serving_resource(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
     wanted = facts.options.serving_resource
     if config is None or config.resource == wanted:
         return []
-    if config.rename_by_default:
-        remedy = (
-            f"set GEO_MLOPS_SERVING_GPU_RESOURCE={sh(config.resource)}, or set renameByDefault: "
-            f"false in {sh(facts.default_config.source)} and run: kubectl rollout restart "
-            f"{ds_ref(spec)}"
+    fix = (
+        remedy(
+            f"kubectl rollout restart {ds_ref(spec)}",
+            "serving-resource-rename",
+            resource=config.resource,
+            source=facts.default_config.source,
         )
-    else:
-        remedy = f"set GEO_MLOPS_SERVING_GPU_RESOURCE={sh(config.resource)}"
+        if config.rename_by_default
+        else remedy(f"GEO_MLOPS_SERVING_GPU_RESOURCE={sh(config.resource)}", "serving-resource")
+    )
     return [
         finding(
             "serving-resource-mismatch",
@@ -244,7 +249,7 @@ def _serving_resource(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
                 "advertised_resource": config.resource,
                 "rename_by_default": config.rename_by_default,
             },
-            remedy=remedy,
+            remedy=fix,
         )
     ]
 

@@ -11,6 +11,7 @@ from app.domain.dra.inventory import DraView, pod_claims
 from app.domain.dra.ledger import schedulable_nodes
 from app.domain.dra.objects import Claim, Request
 from app.domain.findings.catalogue import finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding
 
@@ -49,8 +50,11 @@ def _lost_nodes(view: DraView, nodes: Mapping[str, Manifest]) -> list[Finding]:
                     "pods": ",".join(claim.reserved_for) or None,
                 },
                 remedy=(
-                    f"kubectl -n {sh(claim.namespace)} delete pod <pods of the claim>  # their "
-                    "controller recreates them and the scheduler allocates a device elsewhere"
+                    remedy(
+                        f"kubectl -n {sh(claim.namespace)} delete pod "
+                        + " ".join(sh(p.rpartition("/")[2]) for p in claim.reserved_for),
+                        "dra-recreate-pods",
+                    )
                     if claim.reserved_for
                     else f"kubectl -n {sh(claim.namespace)} delete resourceclaim {sh(claim.name)}"
                 ),
@@ -133,10 +137,9 @@ def _unsatisfiable(
                     "needed": max(request.count, 1),
                     "largest": largest,
                 },
-                remedy=(
-                    f"kubectl -n {sh(claim.namespace)} describe resourceclaim {sh(claim.name)}"
-                    "  # free a device (delete an idle claim), lower the request's count, or add "
-                    "a node whose DRA driver publishes that class"
+                remedy=remedy(
+                    f"kubectl -n {sh(claim.namespace)} describe resourceclaim {sh(claim.name)}",
+                    "dra-free-device",
                 ),
                 pod=pods[0] if pods else None,
             )
@@ -177,10 +180,10 @@ def _extended(view: DraView, facts: ClusterFacts) -> list[Finding]:
                     "pending_pods": len(to_claims),
                     "pending_pods_listed": listed or None,
                 },
-                remedy=(
-                    f"kubectl get deviceclass {sh(device_class)} -o yaml  # pending pods that ask "
-                    f"for {sh(resource)} are scheduled onto DRA nodes with an automatic claim when "
-                    "no plugin node fits; remove extendedResourceName to keep them on slots"
+                remedy=remedy(
+                    f"kubectl get deviceclass {sh(device_class)} -o yaml",
+                    "dra-extended-resource",
+                    resource=resource,
                 ),
             )
         )

@@ -7,6 +7,7 @@ from app.domain.accounting.ledger.models import GpuFacts
 from app.domain.dra.inventory import DraView
 from app.domain.dra.ledger import PLUGIN_ONLY_CODES, node_allocation
 from app.domain.findings.catalogue import finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.snapshot import Finding
 
@@ -44,10 +45,7 @@ def _both(view: DraView, node: NodeFacts) -> Finding:
             "plugin_pod": node.plugin_pod_state.name if node.plugin_pod_state else None,
             "plugin_capacity": node.capacity,
         },
-        remedy=(
-            f"keep one per node: label {sh(node.name)} so the plugin DaemonSet's nodeSelector or "
-            "affinity skips it (or the DRA driver's kubelet plugin does), then drain it"
-        ),
+        remedy=remedy("", "dra-one-per-node", node=node.name),
         node=node.name,
     )
 
@@ -70,10 +68,7 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
                     "parent_uuid": device.parent_uuid,
                     "agent_gpus": len(seen),
                 },
-                remedy=(
-                    f"on {sh(node.name)}: nvidia-smi -L  # a GPU that fell off the bus or a stale "
-                    "slice; restart the DRA driver's kubelet plugin pod on this node"
-                ),
+                remedy=remedy("nvidia-smi -L", "dra-gpu-lost", node=node.name),
                 node=node.name,
                 gpu_uuid=device.gpu_uuid,
             )
@@ -92,11 +87,10 @@ def _agent_disagrees(view: DraView, node: NodeFacts, *, only_dra: bool) -> list[
                         "slice_devices": len(devices),
                         "mig_mode": gpu.reading.mig_mode,
                     },
-                    remedy=(
+                    remedy=remedy(
                         "kubectl get resourceslices --field-selector "
-                        f"{sh('spec.nodeName=' + node.name)} -o yaml  # if the GPU is kept for "
-                        "the host this is expected; otherwise check the DRA driver's kubelet "
-                        "plugin logs on the node"
+                        f"{sh('spec.nodeName=' + node.name)} -o yaml",
+                        "dra-gpu-unpublished",
                     ),
                     node=node.name,
                     gpu_uuid=gpu.uuid,
@@ -133,9 +127,9 @@ def _idle(view: DraView, facts: ClusterFacts, node: NodeFacts, gpu: GpuFacts) ->
                     "gpu_index": gpu.reading.index,
                     "memory_used_mib": gpu.reading.memory_used_mib,
                 },
-                remedy=(
-                    f"kubectl -n {sh(namespace)} describe resourceclaim {sh(name)}  # delete idle "
-                    "pods so the device goes back to the pool"
+                remedy=remedy(
+                    f"kubectl -n {sh(namespace)} describe resourceclaim {sh(name)}",
+                    "dra-delete-idle",
                 ),
                 node=node.name,
                 gpu_uuid=gpu.uuid,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger.models import GpuFacts
-from app.domain.findings.catalogue import finding
+from app.domain.changes.split_models import editor_path
+from app.domain.findings.catalogue import finding, gpu_finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
-from app.domain.snapshot import Finding, SlotHolder
+from app.domain.snapshot import EvidenceValue, Finding, SlotHolder
 
 _EPSILON = 1e-6
 
@@ -29,24 +31,16 @@ def _over_one(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> list
     if total <= 1 + _EPSILON:
         return []
     pods = ", ".join(h.pod for h in holders)
-    return [
-        finding(
-            "gpu-fractions-over-one",
-            evidence={
-                "share_total": total,
-                "fraction_pods": len(holders),
-                "pods": pods,
-                "gpu_index": gpu.reading.index,
-                "memory_total_mib": gpu.reading.memory_total_mib,
-            },
-            remedy=(
-                f"kubectl get pods -A -o wide --field-selector spec.nodeName={sh(node.name)}"
-                f"  # move or shrink one of: {pods} (gpu-fraction / gpu-memory annotations)"
-            ),
-            node=node.name,
-            gpu_uuid=gpu.uuid,
-        )
-    ]
+    evidence: dict[str, EvidenceValue] = {
+        "share_total": total,
+        "fraction_pods": len(holders),
+        "pods": pods,
+        "gpu_index": gpu.reading.index,
+        "memory_total_mib": gpu.reading.memory_total_mib,
+    }
+    command = f"kubectl get pods -A -o wide --field-selector spec.nodeName={sh(node.name)}"
+    fix = remedy(command, "fractions-shrink", pods=pods)
+    return [gpu_finding("gpu-fractions-over-one", evidence, fix, node=node.name, gpu=gpu.uuid)]
 
 
 def _used_mib(gpu: GpuFacts, pod: str) -> int:
@@ -71,10 +65,8 @@ def _over_limit(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> li
                     "annotation": holder.resource,
                     "gpu_index": gpu.reading.index,
                 },
-                remedy=(
-                    f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # cap the "
-                    "process's GPU memory (e.g. torch.cuda.set_per_process_memory_fraction) "
-                    "or raise its gpu-fraction / gpu-memory: nothing enforces the share"
+                remedy=remedy(
+                    f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml", "fraction-memory-cap"
                 ),
                 node=node.name,
                 gpu_uuid=gpu.uuid,
@@ -91,22 +83,11 @@ def _unreserved(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> li
     held = sum(h.slots for h in gpu.holders if h.source != "fraction")
     if held:
         return []
-    pods = ", ".join(h.pod for h in holders)
-    return [
-        finding(
-            "gpu-fraction-unreserved",
-            evidence={
-                "pods": pods,
-                "fraction_pods": len(holders),
-                "free_slots": gpu.slots,
-                "gpu_index": gpu.reading.index,
-            },
-            remedy=(
-                "schedule fraction pods with schedulerName: kai-scheduler (its binder holds "
-                "the GPU with a reservation pod), or keep this GPU out of the plugin in the "
-                f"GPU editor  # pods: {pods}"
-            ),
-            node=node.name,
-            gpu_uuid=gpu.uuid,
-        )
-    ]
+    evidence: dict[str, EvidenceValue] = {
+        "pods": ", ".join(h.pod for h in holders),
+        "fraction_pods": len(holders),
+        "free_slots": gpu.slots,
+        "gpu_index": gpu.reading.index,
+    }
+    fix = remedy("", "fraction-kai-scheduler", editor=editor_path(node.name))
+    return [gpu_finding("gpu-fraction-unreserved", evidence, fix, node=node.name, gpu=gpu.uuid)]

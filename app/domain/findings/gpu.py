@@ -14,6 +14,7 @@ from app.domain.accounting.ledger.models import GpuFacts, Handler
 from app.domain.accounting.pods import pod_key
 from app.domain.findings.catalogue import finding
 from app.domain.findings.fractions import fraction_findings
+from app.domain.findings.remedies import Remedy, remedy
 from app.domain.findings.shell import sh
 from app.domain.findings.split_remedies import keep_for_host
 from app.domain.plugin_target import PluginTarget
@@ -22,11 +23,9 @@ from app.domain.snapshot import EvidenceValue, Finding, GpuProcess, Mode
 HOST_MEMORY_MIN_MIB = 1024
 
 _DRA_VARIANT: dict[Handler, str | None] = {"device-plugin": None, "dra": "dra"}
-_PRESSURE_REMEDY: dict[Handler, str] = {
-    "device-plugin": "cap the memory of each pod in the workload (e.g. PYTORCH_CUDA_ALLOC_CONF, "
-    "TF_FORCE_GPU_ALLOW_GROWTH) or lower replicas in the plugin config",
-    "dra": "set MPS with defaultPinnedDeviceMemoryLimit in the claim's GpuConfig, or cap "
-    "each pod's memory in the workload (time-slicing has no memory isolation)",
+_PRESSURE_REMEDY: dict[Handler, Remedy] = {
+    "device-plugin": remedy("", "pressure-device-plugin"),
+    "dra": remedy("", "pressure-dra"),
 }
 
 
@@ -54,16 +53,17 @@ def host_process_findings(
     node: NodeFacts, gpu: GpuFacts, handler: Handler, *, target: PluginTarget
 ) -> list[Finding]:
     """A host process on a GPU Kubernetes may hand to a pod: the pod meets its memory."""
-    keep = keep_for_host(node.spec, node.name, target)
     return [
-        _host_process(node, gpu, proc, handler, keep)
+        _host_process(
+            node, gpu, proc, handler, keep_for_host(node.spec, node.name, target, proc.pid)
+        )
         for proc in gpu.processes
         if proc.owner == "host"
     ]
 
 
 def _host_process(
-    node: NodeFacts, gpu: GpuFacts, proc: GpuProcess, handler: Handler, keep: str
+    node: NodeFacts, gpu: GpuFacts, proc: GpuProcess, handler: Handler, keep: Remedy
 ) -> Finding:
     evidence: dict[str, EvidenceValue] = {
         "pid": proc.pid,
@@ -76,19 +76,12 @@ def _host_process(
     if handler == "dra":
         claims = _claims_text(gpu)
         evidence["claims"] = claims or None
-        remedy = (
-            f"move PID {sh(proc.pid)} to a GPU no ResourceSlice publishes "
-            "(CUDA_VISIBLE_DEVICES=<host GPU UUID>), or stop it"
-        )
-    else:
-        remedy = (
-            f"move PID {proc.pid} to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), or {keep}"
-        )
+        keep = remedy("", "host-process-dra", pid=proc.pid)
     variant = None if handler != "dra" else "dra-claim" if evidence.get("claims") else "dra"
     return finding(
         "host-process-on-advertised-gpu",
         evidence=evidence,
-        remedy=remedy,
+        remedy=keep,
         words={"variant": variant},
         node=node.name,
         gpu_uuid=gpu.uuid,
@@ -112,9 +105,10 @@ def host_memory_findings(node: NodeFacts, gpu: GpuFacts) -> list[Finding]:
                 "memory_total_mib": gpu.reading.memory_total_mib,
             },
             words={"gpu_index": gpu.reading.index},
-            remedy=(
-                f"on {sh(node.name)}: nvidia-smi --query-compute-apps=pid,used_memory "
-                "--format=csv  # run the agent with hostPID to name the process"
+            remedy=remedy(
+                "nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+                "host-memory-hostpid",
+                node=node.name,
             ),
             node=node.name,
             gpu_uuid=gpu.uuid,
@@ -229,10 +223,10 @@ def _without_slot(
     return finding(
         "pod-process-without-slot",
         evidence=evidence,
-        remedy=(
-            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # request "
-            f"{sh(node.resource)}: 1 in its resources.limits, and remove any "
-            "NVIDIA_VISIBLE_DEVICES from its env"
+        remedy=remedy(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml",
+            "request-a-slot",
+            resource=node.resource,
         ),
         node=node.name,
         gpu_uuid=gpu.uuid,
@@ -255,9 +249,8 @@ def _unassigned(
         "pod-process-on-unassigned-gpu",
         evidence={**evidence, "assigned_gpus": ",".join(sorted(uuids or ())) or None},
         words={"variant": "claim" if by == "claim" else None},
-        remedy=(
-            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
-            "NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES overrides from its env"
+        remedy=remedy(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml", "remove-visible-devices"
         ),
         node=node.name,
         gpu_uuid=gpu.uuid,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger.models import GpuFacts
-from app.domain.findings.catalogue import finding
+from app.domain.findings.catalogue import gpu_finding
+from app.domain.findings.remedies import Remedy, remedy
 from app.domain.findings.shell import sh
 from app.domain.health import (
     GpuHealthReading,
@@ -19,6 +20,9 @@ from app.domain.health import (
     unhealthy_reasons,
 )
 from app.domain.snapshot import EvidenceValue, Finding
+
+_MEMORY_ERRORS = ("ecc_volatile_uncorrected", "ecc_aggregate_uncorrected", "remapping_failed")
+_THROTTLE_READINGS = ("temperature_c", "power_draw_w", "power_limit_w")
 
 
 def health_findings(node: NodeFacts) -> list[Finding]:
@@ -72,15 +76,20 @@ def _drain(node: NodeFacts) -> str:
     return f"kubectl cordon {sh(node.name)}; kubectl drain {sh(node.name)} --ignore-daemonsets"
 
 
+def _readings(health: GpuHealthReading, names: tuple[str, ...]) -> dict[str, EvidenceValue]:
+    return {name: getattr(health, name) for name in names}
+
+
+def _health_finding(
+    code: str, node: NodeFacts, gpu: GpuFacts, evidence: dict[str, EvidenceValue], fix: Remedy
+) -> Finding:
+    return gpu_finding(code, evidence, fix, node=node.name, gpu=gpu.uuid)
+
+
 def _fallen_off_bus(node: NodeFacts, gpu: GpuFacts, health: GpuHealthReading, held: int) -> Finding:
     evidence = {**_slots_evidence(gpu, held), "lost": health.lost, "xids": _xids(health)}
-    return finding(
-        "gpu-fallen-off-bus",
-        evidence=evidence,
-        remedy=f"{_drain(node)}  # then reboot the node (a lost GPU needs a cold reset); "
-        "if it repeats, reseat or replace the GPU",
-        node=node.name,
-        gpu_uuid=gpu.uuid,
+    return _health_finding(
+        "gpu-fallen-off-bus", node, gpu, evidence, remedy(_drain(node), "gpu-reboot")
     )
 
 
@@ -90,23 +99,13 @@ def _unhealthy(
     evidence: dict[str, EvidenceValue] = {
         **_slots_evidence(gpu, held),
         "reasons": ", ".join(reasons),
-        "ecc_volatile_uncorrected": health.ecc_volatile_uncorrected,
-        "ecc_aggregate_uncorrected": health.ecc_aggregate_uncorrected,
-        "remapping_failed": health.remapping_failed,
+        **_readings(health, _MEMORY_ERRORS),
         "reset_pending": bool(health.remapping_pending or health.retired_pages_pending),
         "xids": _xids(health),
     }
-    remedy = (
-        f"{_drain(node)}; on {sh(node.name)}: nvidia-smi -r -i {gpu.reading.index}  "
-        "# reset the GPU; replace it if uncorrected errors return or a remap failed"
-    )
-    return finding(
-        "gpu-unhealthy",
-        evidence=evidence,
-        remedy=remedy,
-        node=node.name,
-        gpu_uuid=gpu.uuid,
-    )
+    command = f"{_drain(node)}; nvidia-smi -r -i {gpu.reading.index}"
+    fix = remedy(command, "gpu-reset", node=node.name)
+    return _health_finding("gpu-unhealthy", node, gpu, evidence, fix)
 
 
 def _throttled(
@@ -115,18 +114,11 @@ def _throttled(
     evidence: dict[str, EvidenceValue] = {
         **_slots_evidence(gpu, held),
         "throttle_reasons": ", ".join(reasons),
-        "temperature_c": health.temperature_c,
-        "power_draw_w": health.power_draw_w,
-        "power_limit_w": health.power_limit_w,
+        **_readings(health, _THROTTLE_READINGS),
     }
-    return finding(
-        "gpu-throttled-hard",
-        evidence=evidence,
-        remedy=f"on {sh(node.name)}: nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i "
-        f"{gpu.reading.index}  # check cooling, fans and the power supply",
-        node=node.name,
-        gpu_uuid=gpu.uuid,
-    )
+    command = f"nvidia-smi -q -d PERFORMANCE,TEMPERATURE,POWER -i {gpu.reading.index}"
+    fix = remedy(command, "gpu-cooling", node=node.name)
+    return _health_finding("gpu-throttled-hard", node, gpu, evidence, fix)
 
 
 def _xids(health: GpuHealthReading) -> str | None:

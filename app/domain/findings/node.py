@@ -7,6 +7,7 @@ from app.domain.cluster import Manifest
 from app.domain.findings.advertised import advertised_findings
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import ds_ref
+from app.domain.findings.remedies import remedy
 from app.domain.findings.resources import resource_findings
 from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import ConfigManagerRef, PluginSpec, StaticConfigRef
@@ -33,16 +34,13 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
     if not node.gpu_node:
         return []
     ns = facts.spec.namespace if facts.spec else facts.options.plugin.namespace
+    pods = f"kubectl get pods -A -o wide --field-selector {sh('spec.nodeName=' + node.name)}"
     if node.agent is None:
         return [
             finding(
                 "agent-report-missing",
                 evidence={"node": node.name, "report": None},
-                remedy=(
-                    "deploy the gpu-slots agent on this node (chart value agent.enabled=true) "
-                    "and check: kubectl get pods -A -o wide "
-                    f"--field-selector {sh('spec.nodeName=' + node.name)}"
-                ),
+                remedy=remedy(pods, "deploy-agent"),
                 node=node.name,
             )
         ]
@@ -57,11 +55,7 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
                     "received_at": node.agent.received_at.isoformat(),
                 },
                 words={"age": int(node.agent.age_s)},
-                remedy=(
-                    f"check the agent pod on {sh(node.name)}: kubectl get pods -A -o wide "
-                    f"--field-selector {sh('spec.nodeName=' + node.name)}  "
-                    f"# (plugin namespace: {sh(ns)})"
-                ),
+                remedy=remedy(pods, "check-agent", node=node.name, namespace=ns),
                 node=node.name,
             )
         )
@@ -70,7 +64,7 @@ def _agent(facts: ClusterFacts, node: NodeFacts) -> list[Finding]:
             finding(
                 "agent-report-error",
                 evidence={"source": "none", "error": node.agent.error or "unknown"},
-                remedy="check the NVIDIA driver on the node: nvidia-smi; and the logs of the agent",
+                remedy=remedy("nvidia-smi", "check-driver", node=node.name),
                 node=node.name,
             )
         )
@@ -98,10 +92,11 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                     "desired": spec.desired,
                 },
                 words={"name": spec.name},
-                remedy=(
+                remedy=remedy(
                     f"kubectl -n {sh(spec.namespace)} get daemonset {sh(spec.name)} -o "
-                    "jsonpath='{.spec.template.spec.nodeSelector}'  # and compare with: "
-                    f"kubectl get node {sh(node.name)} --show-labels"
+                    "jsonpath='{.spec.template.spec.nodeSelector}'; "
+                    f"kubectl get node {sh(node.name)} --show-labels",
+                    "compare-node-selector",
                 ),
                 node=node.name,
             )
@@ -134,10 +129,10 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
                 "config-namespace-not-read",
                 evidence={"daemonset": spec.ref, "source": config.source, "error": config.error},
                 words={"namespace": spec.namespace},
-                remedy=(
-                    f"helm upgrade gpu-slots chart/ --reuse-values --set "
-                    f"'plugin.configNamespaces={{{spec.namespace}}}'  "
-                    "# or GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES"
+                remedy=remedy(
+                    "helm upgrade gpu-slots chart/ --reuse-values --set "
+                    f"'plugin.configNamespaces={{{spec.namespace}}}'",
+                    "config-namespaces-setting",
                 ),
                 node=node.name,
             )
@@ -169,8 +164,8 @@ def _config(spec: PluginSpec, node: NodeFacts, *, main: bool) -> list[Finding]:
                 "plugin_version": rules_version_text(spec),
             },
             remedy=(
-                f"kubectl -n {sh(spec.namespace)} edit configmap {sh(ref.configmap)}  "
-                f"# then: kubectl rollout restart {ds_ref(spec)}"
+                f"kubectl -n {sh(spec.namespace)} edit configmap {sh(ref.configmap)}; "
+                f"kubectl rollout restart {ds_ref(spec)}"
             ),
             node=node.name,
         )
@@ -199,9 +194,9 @@ def _labels(node: NodeFacts) -> list[Finding]:
                 "label_sharing_strategy": strategy,
                 "config_sharing_strategy": want_strategy,
             },
-            remedy=(
-                "restart gpu-feature-discovery so it reloads the config: kubectl rollout "
-                "restart -n <gfd namespace> daemonset/gpu-feature-discovery"
+            remedy=remedy(
+                "kubectl rollout restart -n <gfd-namespace> daemonset/gpu-feature-discovery",
+                "restart-gfd",
             ),
             node=node.name,
         )

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.pods import TERMINAL_PHASES, PodFacts
 from app.domain.findings.catalogue import finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.plugin.config import PluginConfig
 from app.domain.snapshot import EvidenceValue, Finding, Mode
@@ -68,10 +69,8 @@ def _sets_visible(key: str, node: str | None, value: str) -> Finding:
     return finding(
         "pod-sets-visible-devices",
         evidence={"pod": key, "NVIDIA_VISIBLE_DEVICES": value},
-        remedy=(
-            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml  # remove "
-            "NVIDIA_VISIBLE_DEVICES from its env and request nvidia.com/gpu in "
-            "resources.limits instead"
+        remedy=remedy(
+            f"kubectl -n {sh(namespace)} get pod {sh(name)} -o yaml", "visible-devices-to-limits"
         ),
         node=node,
         pod=key,
@@ -101,9 +100,10 @@ def _multi_slot(
         return finding(
             "multi-slot-request-rejected",
             evidence=evidence,
-            remedy=(
-                f"kubectl -n {sh(namespace)} delete pod {sh(name)}  "
-                f"# and request {sh(resource)}: 1 (2 slots are not 2 GPUs)"
+            remedy=remedy(
+                f"kubectl -n {sh(namespace)} delete pod {sh(name)}",
+                "request-one-slot",
+                resource=resource,
             ),
             node=node,
             pod=key,
@@ -111,10 +111,7 @@ def _multi_slot(
     return finding(
         "multi-slot-request-shared",
         evidence=evidence,
-        remedy=(
-            f"request {sh(resource)}: 1 in pod {sh(key)}, or set failRequestsGreaterThanOne: true "
-            "in the plugin config to refuse such pods"
-        ),
+        remedy=remedy("", "multi-slot-refuse", resource=resource, pod=key),
         node=node,
         pod=key,
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
 from app.domain.findings.cluster import ds_ref
+from app.domain.findings.remedies import Remedy, remedy
 from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.snapshot import Finding, Mode, PendingDemand
@@ -33,17 +34,30 @@ def mps_daemon_missing(node: NodeFacts) -> bool:
     )
 
 
+def _pods_on(node: NodeFacts) -> str:
+    return f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}"
+
+
+def drain_old_pods(node: NodeFacts) -> Remedy:
+    """Pods over allocatable started before a config change: drain and reschedule them."""
+    return remedy(_pods_on(node), "drain-old-pods")
+
+
+def restart_after_cause(spec: PluginSpec) -> Remedy:
+    return remedy(f"kubectl rollout restart {ds_ref(spec)}", "restart-after-cause")
+
+
 def _stranded(node: NodeFacts) -> list[Finding]:
     stranded = {n: r.stranded for n, r in node.resources.items() if r.stranded}
     if not stranded or node.unschedulable_reason is None:
         return []
     reason = node.unschedulable_reason
-    remedy = (
-        f"kubectl uncordon {sh(node.name)}"
+    fix = (
+        Remedy(f"kubectl uncordon {sh(node.name)}")
         if reason == "cordoned"
-        else f"kubectl describe node {sh(node.name)}  # fix the Ready condition of the node"
+        else remedy(f"kubectl describe node {sh(node.name)}", "node-not-ready")
         if reason == "NotReady"
-        else f"kubectl describe node {sh(node.name)}  # then remove the taint or tolerate it"
+        else remedy(f"kubectl describe node {sh(node.name)}", "node-tainted")
     )
     return [
         finding(
@@ -53,7 +67,7 @@ def _stranded(node: NodeFacts) -> list[Finding]:
                 **{name: count for name, count in sorted(stranded.items())},
             },
             words={"free": sum(stranded.values())},
-            remedy=remedy,
+            remedy=fix,
             node=node.name,
         )
     ]
@@ -86,10 +100,7 @@ def _double_booked(node: NodeFacts) -> list[Finding]:
                     "advertised_as": now_as[0],
                     "pods": pods,
                 },
-                remedy=(
-                    f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}  "
-                    f"# restart the pods holding {name} so they request {now_as[0]}"
-                ),
+                remedy=remedy(_pods_on(node), "restart-holders", old=name, new=now_as[0]),
                 node=node.name,
             )
         )
@@ -110,10 +121,7 @@ def _other_overcommit(node: NodeFacts) -> list[Finding]:
                         "allocatable": state.allocatable,
                         "resource": name,
                     },
-                    remedy=(
-                        f"kubectl get pods -A --field-selector {sh('spec.nodeName=' + node.name)}  "
-                        "# drain and reschedule the pods started before the config change"
-                    ),
+                    remedy=drain_old_pods(node),
                     node=node.name,
                 )
             )
@@ -133,7 +141,7 @@ def _mig_mismatch(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
             finding(
                 "allocatable-mismatch",
                 evidence={"allocatable": allocatable, "expected_slots": expected, "resource": name},
-                remedy=f"kubectl rollout restart {ds_ref(spec)}  # after fixing the cause above",
+                remedy=restart_after_cause(spec),
                 node=node.name,
             )
         )
@@ -150,10 +158,11 @@ def _mps_daemon_missing(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "capacity": node.gpu_capacity_total,
             MPS_CAPABLE_LABEL: node.labels.get(MPS_CAPABLE_LABEL),
         },
-        remedy=(
-            f"kubectl get node {sh(node.name)} -L {MPS_CAPABLE_LABEL}  # the MPS control daemon "
-            "DaemonSet selects nodes labelled true (set by GFD from the same config); check: "
-            f"kubectl -n {sh(spec.namespace)} get daemonset | grep mps-control-daemon"
+        remedy=remedy(
+            f"kubectl get node {sh(node.name)} -L {MPS_CAPABLE_LABEL}; "
+            f"kubectl -n {sh(spec.namespace)} get daemonset | grep mps-control-daemon",
+            "mps-daemon-selects",
+            label=MPS_CAPABLE_LABEL,
         ),
         node=node.name,
     )
@@ -174,9 +183,8 @@ def demand_findings(demand: list[PendingDemand]) -> list[Finding]:
                 "largest": item.largest,
             },
             words={"count": item.pods},
-            remedy=(
-                "kubectl get pods -A --field-selector status.phase=Pending  "
-                "# then: kubectl describe pod <pod> for the scheduler's events"
+            remedy=remedy(
+                "kubectl get pods -A --field-selector status.phase=Pending", "pending-events"
             ),
         )
         for item in demand

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from app.domain.bounds import SetAside
 from app.domain.findings.catalogue import finding
+from app.domain.findings.remedies import Remedy, remedy
 from app.domain.findings.shell import sh
 from app.domain.snapshot import EvidenceValue, Finding
 
@@ -42,8 +43,10 @@ def _one(item: SetAside, *, more: int) -> Finding:
     )
 
 
-def _remedy(item: SetAside) -> str:
+def _remedy(item: SetAside) -> Remedy:
     resource = _RESOURCES.get(item.kind, item.kind.lower())
     namespace, _, name = item.key.rpartition("/")
     where = f"-n {sh(namespace)} " if namespace else ""
-    return f"kubectl {where}get {resource} {sh(name)} -o yaml  # fix {item.field}"
+    return remedy(
+        f"kubectl {where}get {resource} {sh(name)} -o yaml", "fix-field", field=item.field
+    )

@@ -14,6 +14,11 @@ import shlex
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
+def one_line(value: object) -> str:
+    """`value` with its control characters replaced: it cannot end a `# comment`."""
+    return _CONTROL.sub("?", str(value))
+
+
 def sh(value: object) -> str:
     """`value` as one shell word (left bare when it needs no quotes, like `gpu-1`)."""
     return shlex.quote(_CONTROL.sub("?", str(value)))

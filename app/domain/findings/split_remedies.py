@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.domain.changes.split_models import NODE_LABEL, editor_path, own_name
+from app.domain.findings.remedies import Remedy, remedy
 from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import PluginSpec
 from app.domain.plugin_target import PluginTarget
@@ -30,30 +31,33 @@ def set_devices(spec: PluginSpec, uuids: Sequence[str]) -> str:
     )
 
 
-def per_node_remedy(spec: PluginSpec, node: str, uuids: Sequence[str]) -> str:
+def per_node_remedy(spec: PluginSpec, node: str, uuids: Sequence[str]) -> Remedy:
     """Give `node` its own device list: the editor, or the per-node objects by hand."""
     own = own_name(spec.name, node)
-    devices = ",".join(uuids) if uuids else "<UUIDs of the GPUs of the node for Kubernetes>"
-    return (
-        f"choose the GPUs of {sh(node)} in the GPU editor {sh(editor_path(node))} or with PUT "
-        f"{sh(f'/api/v1/nodes/{node}/gpu-split')}: it gives the node its own plugin DaemonSet. "
-        f"By hand: copy daemonset {sh(spec.namespace + '/' + spec.name)} as {sh(own)} with "
-        f"selector, pod label and nodeSelector {sh(NODE_LABEL + '=' + own)} and "
-        f"{sh('NVIDIA_VISIBLE_DEVICES=' + devices)}, add the required node-affinity term "
-        f"{NODE_LABEL} DoesNotExist to {sh(spec.name)}, then label the node: kubectl label node "
-        f"{sh(node)} {sh(NODE_LABEL + '=' + own)} ; never put the UUIDs of one node into "
-        f"{sh(spec.name)}: it runs on other nodes too"
+    selector = f"{NODE_LABEL}={own}"
+    return remedy(
+        f"kubectl label node {sh(node)} {sh(selector)}",
+        "split-per-node",
+        node=node,
+        editor=editor_path(node),
+        api=f"/api/v1/nodes/{node}/gpu-split",
+        source=f"{spec.namespace}/{spec.name}",
+        copy=own,
+        selector=selector,
+        devices="NVIDIA_VISIBLE_DEVICES=" + (",".join(uuids) or "<UUID,...>"),
+        label=NODE_LABEL,
+        daemonset=spec.name,
     )
 
 
-def per_node_list(spec: PluginSpec, nodes: Sequence[str]) -> str:
+def per_node_list(spec: PluginSpec, nodes: Sequence[str]) -> Remedy:
     """For a cluster-wide finding: one editor per node, no DaemonSet-wide device list."""
-    pages = " ".join(sh(editor_path(n)) for n in nodes) or "/admin/nodes/NODE/gpus"
-    return (
-        f"give each node its own device list in the GPU editor: {pages} ; each gets its own "
-        f"plugin DaemonSet. Do not write the UUIDs of one node into {sh(spec.name)}: it runs on "
-        f"{spec.desired or 'several'} nodes and the plugin would stop on every node whose "
-        "GPUs the list does not name"
+    return remedy(
+        "",
+        "split-per-node-list",
+        editors=" ".join(editor_path(n) for n in nodes) or editor_path("NODE"),
+        daemonset=spec.name,
+        nodes=spec.desired or len(nodes),
     )
 
 
@@ -73,27 +77,18 @@ def editor_edits(spec: PluginSpec | None, node: str, target: PluginTarget) -> bo
     )
 
 
-def keep_for_host(spec: PluginSpec | None, node: str, target: PluginTarget) -> str:
-    """Where to keep a GPU of `node` for the host: the editor, or the install's own way."""
+def keep_for_host(spec: PluginSpec | None, node: str, target: PluginTarget, pid: int) -> Remedy:
+    """Move host process `pid` off a GPU of `node`, or keep the GPU for the host: in the
+    editor, or the install's own way."""
     if editor_edits(spec, node, target) or spec is None:
-        return f"keep this GPU for the host in the GPU editor {sh(editor_path(node))}"
+        return remedy("", "host-process-editor", pid=pid, editor=editor_path(node))
     if spec.operator_managed:
-        return "keep this GPU for the host through the ClusterPolicy's spec.devicePlugin.env"
-    return (
-        f"keep this GPU for the host in the config of {sh(spec.ref)} "
-        "(NVIDIA_VISIBLE_DEVICES for this node), with the tools that installed it"
-    )
+        return remedy("", "host-process-operator", pid=pid)
+    return remedy("", "host-process-install", pid=pid, install=spec.ref)
 
 
-def elsewhere_remedy(spec: PluginSpec, node: str, target: PluginTarget) -> str:
+def elsewhere_remedy(spec: PluginSpec, node: str, target: PluginTarget) -> Remedy:
     """A device-list remedy for a node whose plugin is not the configured install's."""
-    owner = (
-        "the ClusterPolicy's spec.devicePlugin.env"
-        if spec.operator_managed
-        else (f"the values of {sh(spec.ref)}, with the tools that installed it")
-    )
-    return (
-        f"set the device list for {sh(node)} in {owner}; the GPU editor changes only "
-        f"{sh(target.ref)}'s nodes, and one node's UUIDs must never go into a DaemonSet that "
-        "runs on other nodes too"
-    )
+    if spec.operator_managed:
+        return remedy("", "devices-operator", node=node, configured=target.ref)
+    return remedy("", "devices-install", node=node, install=spec.ref, configured=target.ref)

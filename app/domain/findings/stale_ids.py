@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from app.domain.accounting.facts import NodeFacts
 from app.domain.findings.catalogue import finding
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.snapshot import EvidenceValue, Finding, Mode
 
@@ -38,9 +39,9 @@ def stale_id_findings(node: NodeFacts) -> list[Finding]:
             finding(
                 "device-id-from-before-switch",
                 evidence=evidence,
-                remedy=(
-                    f"kubectl -n {sh(item.namespace)} delete pod {sh(item.pod)}  # its "
-                    "controller recreates it on a device of the current mode"
+                remedy=remedy(
+                    f"kubectl -n {sh(item.namespace)} delete pod {sh(item.pod)}",
+                    "recreate-on-current-mode",
                 ),
                 node=node.name,
                 words={"variant": None if shared else "replica", "device_id": stale[0]},

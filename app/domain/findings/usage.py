@@ -11,6 +11,7 @@ from collections import defaultdict
 from datetime import datetime
 
 from app.domain.findings.catalogue import finding, sort_key
+from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Snapshot
 from app.domain.usage.idle import IdleHolder, LowGpu, UsageHistory
@@ -50,7 +51,7 @@ def idle_holder_finding(item: IdleHolder) -> Finding:
             "gpu_processes_of_pod": 0,
             "watched_since": item.watched_since.isoformat(),
         },
-        remedy=f"kubectl -n {namespace} delete pod {name}  # once its owner agrees",
+        remedy=remedy(f"kubectl -n {namespace} delete pod {name}", "delete-once-owner-agrees"),
         node=item.node,
         gpu_uuid=item.gpu_uuid,
         pod=item.pod,
@@ -69,11 +70,13 @@ def low_gpu_finding(item: LowGpu) -> Finding:
             "utilization_below_pct": 1,
         },
         remedy=(
-            " && ".join(
-                "kubectl -n {} get pod {} -o wide".format(*_pod_command(pod))
-                for pod in item.holders
+            remedy(
+                " && ".join(
+                    "kubectl -n {} get pod {} -o wide".format(*_pod_command(pod))
+                    for pod in item.holders
+                ),
+                "ask-holders",
             )
-            + "  # ask the holders to release the GPU"
             if item.holders
             else "nvidia-smi -q -d UTILIZATION"
         ),

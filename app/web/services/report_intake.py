@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import AwareDatetime, TypeAdapter, ValidationError
 
-from app.domain.report import AgentReport, too_far_ahead
+from app.domain.report import MAX_CLOCK_SKEW, AgentReport, seconds_ahead
 from app.errors import GpuSlotsError
 from app.web.services.report_digest import Cut, cut_time
 from app.web.services.reports import Outcome, ReportStore
@@ -42,6 +42,18 @@ class ReportRefused(GpuSlotsError):
         self.status_code = status_code
         self.message = message
         self.errors = errors
+
+
+def too_far_ahead(report: AgentReport, *, now: datetime) -> str | None:
+    """Why `collected_at` cannot be accepted at `now` (too far in the future), or None."""
+    ahead_s = seconds_ahead(report, now=now)
+    if ahead_s is None:
+        return None
+    limit_s = int(MAX_CLOCK_SKEW.total_seconds())
+    return (
+        f"collected_at is {ahead_s} s ahead of the dashboard's clock (at most {limit_s} s "
+        "allowed); check the node's clock (NTP)"
+    )
 
 
 @dataclass(frozen=True)

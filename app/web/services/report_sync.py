@@ -24,9 +24,10 @@ from datetime import UTC, datetime
 import httpx
 from pydantic import BaseModel, ValidationError
 
-from app.domain.report import ReceivedReport, too_far_ahead
+from app.domain.report import ReceivedReport
 from app.replicas import Resolver, resolve_all, targets
 from app.settings import Settings
+from app.web.services.report_intake import too_far_ahead
 from app.web.services.reports import ReportStore
 
 log = logging.getLogger(__name__)

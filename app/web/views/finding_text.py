@@ -3,7 +3,9 @@
 The domain emits a code and `params`; the catalog of each language holds, per code,
 `finding.<code>.summary`, `finding.<code>.title` (a template over the params; a rule that
 has several titles sets `params["variant"]`, worded by `finding.<code>.title.<variant>`)
-and `finding.<code>.remedy` (what to do, in words, above the copyable command).
+and `finding.<code>.remedy` (what to do, in words, above the copyable command). A remedy
+carries its command and a `remedy_code`: `remedy.<code>` words what to do with that command
+as its `# ...` comment, so the box stays one pasteable line in the page's language.
 A title whose placeholder a finding lacks falls back to the summary, so nothing shows blank.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 import string
 from collections.abc import Mapping
 
+from app.domain.findings.shell import one_line
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
 from app.web.i18n.translate import CATALOGS, PLURAL_IDS, TRANSLATIONS
@@ -90,6 +93,33 @@ def finding_explanation(code: str, lang: str) -> str | None:
     return CATALOGS[lang].get(f"finding.{code}.remedy")
 
 
+def remedy_words(item: Finding, lang: str) -> str | None:
+    """What to do with the remedy's command, in `lang` (None when it has no code).
+
+    Values come from the cluster and stand in a shell comment: none keeps a control
+    character (`one_line`), so none can end the comment and start a command.
+    """
+    template = CATALOGS[lang].get(f"remedy.{item.remedy_code}") if item.remedy_code else None
+    if template is None:
+        return None
+    params: dict[str, object] = {
+        k: one_line(v) if isinstance(v, str) else v for k, v in item.remedy_params.items()
+    }
+    return _fill(template, params)
+
+
+def remedy_text(item: Finding, lang: str) -> str:
+    """The remedy a person copies: the command with what to do as its comment, in `lang`
+    (the comment alone where nothing can be pasted, so pasting it runs nothing)."""
+    words = remedy_words(item, lang)
+    command = item.remedy_command or item.remedy
+    if not words:
+        return command
+    return f"{command}  # {words}" if command else f"# {words}"
+
+
 def worded(item: Finding, lang: str) -> Finding:
-    """The finding with its `title` worded in `lang` (for JSON answers)."""
-    return item.model_copy(update={"title": finding_title(item, lang)})
+    """The finding with its `title` and `remedy` worded in `lang` (for JSON answers)."""
+    return item.model_copy(
+        update={"title": finding_title(item, lang), "remedy": remedy_text(item, lang)}
+    )

@@ -27,6 +27,7 @@ from app.web.views.finding_text import (
     finding_explanation,
     finding_summary,
     finding_title,
+    remedy_text,
 )
 from app.web.views.health_view import health_items
 from app.web.views.node_window import slot_bar
@@ -274,6 +275,7 @@ views = SimpleNamespace(
     **{helper.__name__: helper for helper in _BY_NAME},
     title=finding_title,
     explanation=finding_explanation,
+    remedy=remedy_text,
     summary=finding_summary,
     duration=duration_text,
 )
