@@ -33,6 +33,7 @@ from app.web.http.errors import add_error_handlers
 from app.web.http.headers import SecurityHeaders
 from app.web.http.openapi import add_docs, add_report_schema
 from app.web.http.problems import add_problem_handlers
+from app.web.i18n.coded import coded_markup
 from app.web.routes import (
     admin_api,
     admin_gpus,
@@ -75,6 +76,7 @@ def _templates(assets_dir: Path) -> Jinja2Templates:
     templates = Jinja2Templates(directory=str(assets_dir / "templates"))
     templates.env.filters["diff_lines"] = diffs.diff_lines
     templates.env.filters["changed_count"] = diffs.changed_count
+    templates.env.filters["coded"] = coded_markup  # a domain code, worded (i18n/coded.py)
     return templates
 
 

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
+from app.web.i18n.coded import worded_values
 from app.web.i18n.translate import CATALOGS, PLURAL_IDS, TRANSLATIONS
 
 _FORMATTER = string.Formatter()
@@ -91,5 +92,7 @@ def finding_explanation(code: str, lang: str) -> str | None:
 
 
 def worded(item: Finding, lang: str) -> Finding:
-    """The finding with its `title` worded in `lang` (for JSON answers)."""
-    return item.model_copy(update={"title": finding_title(item, lang)})
+    """The finding with its `title`, and coded evidence (a plugin's refusal), worded in `lang`
+    (for JSON answers)."""
+    evidence = worded_values(item.evidence, lang)
+    return item.model_copy(update={"title": finding_title(item, lang), "evidence": evidence})
