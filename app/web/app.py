@@ -71,7 +71,7 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     )
 
 
-def _templates(assets_dir: Path) -> Jinja2Templates:
+def page_templates(assets_dir: Path) -> Jinja2Templates:
     """The one autoescaping environment, with the diff helpers the admin preview uses."""
     templates = Jinja2Templates(directory=str(assets_dir / "templates"))
     templates.env.filters["diff_lines"] = diffs.diff_lines
@@ -174,7 +174,7 @@ def build_runtime(
         snapshot_ready=lambda: snapshots.current() is not None,
         on_copied=snapshots.poke,
     )
-    templates = _templates(assets_dir)
+    templates = page_templates(assets_dir)
     return Runtime(
         settings=settings,
         source=source,

@@ -39,8 +39,8 @@ def duration_ko(seconds: float) -> str:
 
 
 def _params(item: Finding, lang: str) -> dict[str, object]:
-    """The finding's params, durations worded in `lang` where the seconds are known."""
-    params: dict[str, object] = dict(item.params)
+    """The finding's params, durations and coded values (a plugin's refusal) worded in `lang`."""
+    params: dict[str, object] = worded_values(item.params, lang)
     for name in ("idle_for", "low_for"):
         seconds = params.get(f"{name}_s")
         if isinstance(seconds, int | float):
