@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import PlanRefused, PluginSettings, RefusalCode
 from app.domain.coded import Coded, parse_coded
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
 from app.domain.quantity import QuantityError, quantity_count
+from app.domain.snapshot import Mode
 from app.simulator.plugin.sharing import PluginConfigError as SimulatorRefused
 from app.simulator.plugin.sharing import parse_sharing
+from app.upstream import described
 from app.web.i18n.coded import coded_markup, coded_text, upstream_text, worded_values
 from app.web.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.finding_text import placeholders
@@ -154,3 +156,11 @@ def test_the_korean_findings_page_shows_the_refusal_in_korean_and_the_plugins_en
     english = get(app, "/findings?lang=en").text
     assert "<code>number of replicas must be &gt;= 2</code>" in english
     assert "replicas-below-two" not in korean + english  # never the bare code
+
+
+def test_the_audit_log_and_events_say_the_plugins_english() -> None:
+    error = _refusal(REPLICAS_ONE).message
+    settings = PluginSettings(Mode.UNKNOWN, 1, "nvidia.com/gpu", False, False, error)
+    assert described(settings) == "unusable config (number of replicas must be >= 2)"
+    fine = PluginSettings(Mode.BASIC, 1, "nvidia.com/gpu", False, False)
+    assert described(fine) == fine.describe()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from app.domain.plugin.config import PluginConfigError as ConfigRefused
 from app.domain.plugin.config import parse_plugin_config
 from app.domain.snapshot import Mode
-from app.simulator.plugin.upstream import plugin_says
+from app.upstream import plugin_says
 
 _STRATEGIES = {Mode.MPS: "mps", Mode.TIME_SLICING: "time-slicing"}
 
