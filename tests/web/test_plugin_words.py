@@ -21,6 +21,7 @@ from app.simulator.plugin.sharing import parse_sharing
 from app.upstream import described
 from app.web.i18n.coded import coded_markup, coded_text, upstream_text, worded_values
 from app.web.i18n.translate import CATALOGS, LANGUAGES
+from app.web.services.plugin_admin import settings_out
 from app.web.views.finding_text import placeholders
 from app.web.views.refusal_text import refusal_markup, refusal_text
 from tests import factories as f
@@ -164,3 +165,10 @@ def test_the_audit_log_and_events_say_the_plugins_english() -> None:
     assert described(settings) == "unusable config (number of replicas must be >= 2)"
     fine = PluginSettings(Mode.BASIC, 1, "nvidia.com/gpu", False, False)
     assert described(fine) == fine.describe()
+
+
+def test_a_previews_json_settings_carry_the_plugins_english() -> None:
+    error = _refusal(REPLICAS_ONE).message
+    settings = PluginSettings(Mode.UNKNOWN, 1, "nvidia.com/gpu", False, False, error)
+    assert settings_out(settings.as_json()).error == "number of replicas must be >= 2"
+    assert settings_out(PluginSettings(Mode.BASIC, 1, "g", False, False).as_json()).error is None

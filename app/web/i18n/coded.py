@@ -57,7 +57,7 @@ def coded_markup(text: object, lang: str) -> Markup:
     return escape(own) + Markup(" (") + upstream + Markup(")")
 
 
-def worded_values(values: Mapping[str, object], lang: str) -> dict[str, object]:
+def worded_values(values: Mapping[str, object], lang: str = DEFAULT_LANGUAGE) -> dict[str, object]:
     """A mapping (a finding's evidence) with every coded value worded in `lang`."""
     return {
         name: coded_text(value, lang) if parse_coded(value) is not None else value

@@ -24,6 +24,7 @@ from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
+from app.web.i18n.coded import worded_values
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
@@ -128,7 +129,8 @@ class Applied:
 
 
 def settings_out(data: Mapping[str, Any]) -> PluginSettingsOut:
-    return PluginSettingsOut.model_validate(dict(data))
+    """The settings for JSON: an unusable config's reason worded (the plugin's English)."""
+    return PluginSettingsOut.model_validate(worded_values(data))
 
 
 def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
