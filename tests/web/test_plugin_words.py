@@ -21,6 +21,7 @@ from app.simulator.plugin.sharing import parse_sharing
 from app.upstream import described
 from app.web.i18n.coded import coded_markup, coded_text, upstream_text, worded_values
 from app.web.i18n.translate import CATALOGS, LANGUAGES
+from app.web.services import plugin_admin
 from app.web.services.plugin_admin import settings_out
 from app.web.views.finding_text import placeholders
 from app.web.views.refusal_text import refusal_markup, refusal_text
@@ -172,3 +173,14 @@ def test_a_previews_json_settings_carry_the_plugins_english() -> None:
     settings = PluginSettings(Mode.UNKNOWN, 1, "nvidia.com/gpu", False, False, error)
     assert settings_out(settings.as_json()).error == "number of replicas must be >= 2"
     assert settings_out(PluginSettings(Mode.BASIC, 1, "g", False, False).as_json()).error is None
+
+
+def test_the_config_api_carries_the_plugins_english(monkeypatch: pytest.MonkeyPatch) -> None:
+    error = _refusal(REPLICAS_ONE).message
+    settings = PluginSettings(Mode.UNKNOWN, 1, "nvidia.com/gpu", False, False, error).as_json()
+    view = {**settings, "previous": settings, "daemonset": {"name": "nvidia-device-plugin"}}
+    monkeypatch.setattr(plugin_admin, "config_view", lambda ctx: view)
+    answer = plugin_admin.config_json(None)  # type: ignore[arg-type]
+    assert answer["error"] == answer["previous"]["error"] == "number of replicas must be >= 2"
+    assert answer["daemonset"] == {"name": "nvidia-device-plugin"}
+    assert view["error"] == error  # the page's view keeps the code: worded per language there

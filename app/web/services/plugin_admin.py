@@ -341,6 +341,14 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
     return view
 
 
+def config_json(ctx: ChangeContext) -> dict[str, Any]:
+    """`config_view` for the API: an unusable config's reason worded (the plugin's English)."""
+    view = worded_values(config_view(ctx))
+    if isinstance(view["previous"], dict):
+        view["previous"] = worded_values(view["previous"])
+    return view
+
+
 def _rv(obj: Manifest | None) -> str | None:
     if obj is None:
         return None
