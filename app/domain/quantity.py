@@ -10,6 +10,8 @@ where Go keeps it), so `canonical()` is what the API server stores and `count()`
 
 Bounded, unlike Go: a text over 64 characters or an exponent beyond +/-64 is refused with
 `QuantityError` rather than computed with thousand-digit numbers (Go would accept them).
+Errors are coded (`quantity.*`, see app.domain.coded): the English catalog words them as
+apimachinery does ("quantities must match the regular expression").
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
+
+from app.domain.coded import Coded, Param
 
 Format = Literal["DecimalSI", "BinarySI", "DecimalExponent"]
 
@@ -48,11 +52,16 @@ class QuantityError(ValueError):
 
     code = "not-a-quantity"  # the reason an object set aside for it shows
 
-    def __init__(self, value: object, reason: str, *, field: str = "") -> None:
-        where = f"{field}: " if field else ""
-        super().__init__(f"{where}{value!r} is not a valid quantity ({reason})")
+    def __init__(self, value: object, reason: str, *, field: str = "", **params: Param) -> None:
+        self.reason = Coded(f"quantity.{reason}", **params)
+        self.message = Coded(
+            "quantity.invalid-at" if field else "quantity.invalid",
+            field=field,
+            value=repr(value),
+            reason=self.reason,
+        )
+        super().__init__(self.message)
         self.value = value
-        self.reason = reason
         self.field = field
 
 
@@ -95,9 +104,9 @@ def parse_quantity(value: object, *, field: str = "") -> Quantity:
     """A quantity from what a manifest holds: a string, or a JSON number."""
     text = _text_of(value, field)
     if len(text) > MAX_TEXT_CHARS:
-        raise QuantityError(value, f"longer than {MAX_TEXT_CHARS} characters", field=field)
+        raise QuantityError(value, "too-long", field=field, limit=MAX_TEXT_CHARS)
     if not text:
-        raise QuantityError(value, "quantities must match the regular expression", field=field)
+        raise QuantityError(value, "format", field=field)
     if text == "0":
         return Quantity(Fraction(0), "DecimalSI", "0")
     negative, mantissa, num, denom, suffix = _split(text, value, field)
@@ -124,7 +133,7 @@ def quantity_count(value: object, *, field: str = "") -> int:
     """
     count = parse_quantity(value, field=field).count()
     if count > INT64_MAX:
-        raise QuantityError(value, "larger than the largest int64", field=field)
+        raise QuantityError(value, "beyond-int64", field=field)
     return max(count, 0)
 
 
@@ -135,16 +144,16 @@ def canonical_quantity(value: object, *, field: str = "") -> str:
 
 def _text_of(value: object, field: str) -> str:
     if isinstance(value, bool) or value is None:
-        raise QuantityError(value, "not a string or a number", field=field)
+        raise QuantityError(value, "type", field=field)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
-            raise QuantityError(value, "not a finite number", field=field)
+            raise QuantityError(value, "not-finite", field=field)
         return repr(value)  # the JSON text Python writes for it
     if isinstance(value, str):
         return value.strip()
-    raise QuantityError(value, "not a string or a number", field=field)
+    raise QuantityError(value, "type", field=field)
 
 
 def _split(text: str, value: object, field: str) -> tuple[bool, bool, str, str, str]:
@@ -176,7 +185,7 @@ def _split(text: str, value: object, field: str) -> tuple[bool, bool, str, str, 
     while pos < end and text[pos] in _DIGITS:
         pos += 1
     if pos < end:
-        raise QuantityError(value, "quantities must match the regular expression", field=field)
+        raise QuantityError(value, "format", field=field)
     return negative, True, num, denom, text[suffix_start:]
 
 
@@ -191,9 +200,9 @@ def _interpret(suffix: str, value: object, field: str) -> tuple[int, int, Format
         if body and body.isdigit() and body.isascii():
             exponent = int(rest)
             if abs(exponent) > MAX_EXPONENT:
-                raise QuantityError(value, f"exponent beyond +/-{MAX_EXPONENT}", field=field)
+                raise QuantityError(value, "exponent", field=field, limit=MAX_EXPONENT)
             return 10, exponent, "DecimalExponent"
-    raise QuantityError(value, "unable to parse quantity's suffix", field=field)
+    raise QuantityError(value, "suffix", field=field)
 
 
 def _kept_text(

@@ -21,6 +21,7 @@ from app.errors import ClusterError
 from app.kube.calls import TIMEOUT_S
 from app.kube.client import translate
 from app.kube.history import ChangeHistory
+from app.upstream import described
 
 log = logging.getLogger(__name__)
 audit_log = logging.getLogger("gpu_slots.audit")
@@ -61,8 +62,8 @@ class AuditTrail:
         """Log the mode change, keep it in the history, announce it; False: not in the history."""
         verb = "rolled back" if plan.kind == "rollback" else "changed"
         message = (
-            f"{record.user} {verb} the device plugin config: {plan.before.describe()} -> "
-            f"{plan.after.describe()} (ConfigMap {plan.configmap_action.value})"
+            f"{record.user} {verb} the device plugin config: {described(plan.before)} -> "
+            f"{described(plan.after)} (ConfigMap {plan.configmap_action.value})"
         )
         audit_log.info(
             message,

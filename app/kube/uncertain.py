@@ -16,6 +16,7 @@ from app.domain.changes.outcome import Found, configmap_found, daemonset_found, 
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError, ClusterUnavailableError
+from app.upstream import described
 
 audit_log = logging.getLogger("gpu_slots.audit")
 
@@ -163,8 +164,8 @@ class Settle:
 def audit_failure(plan: ChangePlan, failed: ApplyFailed, *, user: str, daemonset: str) -> None:
     """The audit log records failed changes too, with the state the cluster was left in."""
     audit_log.warning(
-        f"{user} tried to change the device plugin config: {plan.before.describe()} -> "
-        f"{plan.after.describe()}; it failed, {failed.state or 'state unknown'}",
+        f"{user} tried to change the device plugin config: {described(plan.before)} -> "
+        f"{described(plan.after)}; it failed, {failed.state or 'state unknown'}",
         extra={
             "user": user,
             "kind": plan.kind,

@@ -33,6 +33,7 @@ from app.web.http.errors import add_error_handlers
 from app.web.http.headers import SecurityHeaders
 from app.web.http.openapi import add_docs, add_report_schema
 from app.web.http.problems import add_problem_handlers
+from app.web.i18n.coded import coded_markup
 from app.web.routes import (
     admin_api,
     admin_gpus,
@@ -70,11 +71,12 @@ def accounting_options(settings: Settings) -> AccountingOptions:
     )
 
 
-def _templates(assets_dir: Path) -> Jinja2Templates:
+def page_templates(assets_dir: Path) -> Jinja2Templates:
     """The one autoescaping environment, with the diff helpers the admin preview uses."""
     templates = Jinja2Templates(directory=str(assets_dir / "templates"))
     templates.env.filters["diff_lines"] = diffs.diff_lines
     templates.env.filters["changed_count"] = diffs.changed_count
+    templates.env.filters["coded"] = coded_markup  # a domain code, worded (i18n/coded.py)
     return templates
 
 
@@ -172,7 +174,7 @@ def build_runtime(
         snapshot_ready=lambda: snapshots.current() is not None,
         on_copied=snapshots.poke,
     )
-    templates = _templates(assets_dir)
+    templates = page_templates(assets_dir)
     return Runtime(
         settings=settings,
         source=source,

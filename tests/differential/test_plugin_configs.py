@@ -16,6 +16,7 @@ import pytest
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
 from app.simulator.plugin.sharing import PluginConfigError as SimulatorRefused
 from app.simulator.plugin.sharing import parse_sharing
+from app.web.i18n.coded import upstream_text
 from tests.differential.build import Oracles
 from tests.differential.corpus import (
     Case,
@@ -105,3 +106,48 @@ def test_adversarial_configs_agree(oracle: Oracles) -> None:
 
 def test_generated_configs_agree(oracle: Oracles) -> None:
     assert _disagreements(oracle, generated_cases()) == {}
+
+
+# Codes whose English (the .po catalog's) is the plugin's own check's message, word for word:
+# a refusal's evidence an admin finds in the plugin's log. The Go decoding errors (`plugin.json.*`,
+# `plugin.yaml.*`) follow encoding/json's wording but name fields by their YAML path.
+VERBATIM = {
+    "plugin.devices.count",
+    "plugin.devices.item",
+    "plugin.devices.string",
+    "plugin.devices.type",
+    "plugin.flag.device-discovery-strategy",
+    "plugin.flag.device-id-strategy",
+    "plugin.flag.device-list-strategy",
+    "plugin.flag.mig-strategy",
+    "plugin.mps.mixed-mig",
+    "plugin.mps.no-root",
+    "plugin.resource.format",
+    "plugin.resource.too-long",
+    "plugin.resources.no-pattern",
+    "plugin.sharing.no-name",
+    "plugin.sharing.no-replicas",
+    "plugin.sharing.no-resources",
+    "plugin.sharing.replicas-below-two",
+}
+
+
+def test_our_english_is_the_plugins_own_message(oracle: Oracles) -> None:
+    cases = project_cases() + adversarial_cases()
+    answers = oracle.ask_plugin([case.request() for case in cases])
+    checked: set[str] = set()
+    differ: dict[str, tuple[str, str]] = {}
+    for case, answer in zip(cases, answers, strict=True):
+        try:
+            parse_plugin_config(case.text, env=case.env)
+            continue
+        except PluginConfigError as exc:
+            refused = exc
+        if refused.code not in VERBATIM or not answer.get("error"):
+            continue
+        checked.add(refused.code)
+        ours = upstream_text(refused.message)
+        if ours not in answer["error"]:
+            differ[case.id] = (ours, answer["error"])
+    assert differ == {}
+    assert len(checked) >= 12  # most of the plugin's own checks are met by the corpus

@@ -29,10 +29,10 @@ RUN = 3
 # validation errors. Finding titles and remedies (a command plus a `remedy.<code>`), report
 # validation, the rollout's waits, pending-demand reasons and the planners' refusals are
 # done: a module not listed fails on one sentence.
-# app/domain/plugin/* stays listed for good: its errors quote what the device plugin itself
-# says of a config it refuses (the same message the plugin logs), so an admin can match them
-# against the plugin's log; they are evidence, not our words, and pages show them in <code>
-# (`refusal_markup`, `setting_unusable`, `admin_config_unusable`), never translated.
+# app/domain/plugin/* and quantity.py raise codes too (app.domain.coded, `plugin.*` and
+# `quantity.*`): the English catalog reproduces what the device plugin or apimachinery itself
+# says, so an admin can match it against the plugin's log, and a Korean page shows the Korean
+# sentence with that English beside it in <code> (app/web/i18n/coded.py).
 REMAINING: dict[str, int] = {
     "app/domain/changes/durable.py": 10,
     "app/domain/changes/edits.py": 4,
@@ -42,14 +42,6 @@ REMAINING: dict[str, int] = {
     "app/domain/changes/signing.py": 1,
     "app/domain/changes/split_config.py": 1,
     "app/domain/changes/split_scope.py": 1,
-    "app/domain/plugin/config.py": 11,
-    "app/domain/plugin/daemonset.py": 4,
-    "app/domain/plugin/effective.py": 8,
-    "app/domain/plugin/flags.py": 4,
-    "app/domain/plugin/gojson.py": 7,
-    "app/domain/plugin/goyaml.py": 8,
-    "app/domain/plugin/replicated.py": 16,
-    "app/domain/quantity.py": 8,
 }
 
 

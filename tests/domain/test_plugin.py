@@ -13,6 +13,7 @@ from app.domain.plugin.daemonset import (
 )
 from app.domain.plugin.effective import resolve_config
 from app.domain.snapshot import Mode
+from app.web.i18n.coded import upstream_text
 from tests import factories as f
 from tests.domain.worlds import config_manager_daemonset
 
@@ -165,4 +166,4 @@ def test_resolve_config_missing_configmap_is_key_missing() -> None:
     spec = read_plugin_spec(f.plugin_daemonset(configmap="cm", config_file="/config/c.yaml"))
     result = resolve_config(spec, {})
     assert result.error_code == "config-key-missing"
-    assert result.error is not None and "not found" in result.error
+    assert result.error is not None and "not found" in upstream_text(result.error)

@@ -6,6 +6,7 @@ import pytest
 
 from app.domain.plugin.config import PluginConfigError, config_hash, parse_plugin_config
 from app.domain.snapshot import Mode
+from app.web.i18n.coded import upstream_text
 
 TS = """
 version: v1
@@ -222,13 +223,13 @@ def test_parse_plugin_config_invalid_raises_plugin_message(
 ) -> None:
     with pytest.raises(PluginConfigError) as caught:
         parse_plugin_config(text, env=env)
-    assert message in caught.value.message
+    assert message in upstream_text(caught.value.message)
 
 
 def test_parse_plugin_config_ignored_fields_are_warned() -> None:
     config = parse_plugin_config(ts() + "      rename: foo\n      devices: 2\n")
     assert len(config.warnings) == 2
-    assert "Ignoring" in config.warnings[0]
+    assert "Ignoring" in upstream_text(config.warnings[0])
 
 
 def test_parse_plugin_config_fail_on_init_error_env_beats_file() -> None:

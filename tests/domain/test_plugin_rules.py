@@ -10,8 +10,10 @@ import pytest
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
 from app.domain.plugin.goyaml import GoYamlError, load_first_document
 from app.domain.snapshot import Mode
+from app.web.i18n.coded import upstream_text
 from tests import factories as f
 from tests.domain.worlds import snap, ts_world
+from tests.upstream import refused_saying
 
 V19, V20 = (0, 19, 3), (0, 20, 0)
 
@@ -64,7 +66,7 @@ def test_plugin_accepts_and_counts(text: str, replicas: int) -> None:
     ],
 )
 def test_plugin_refuses_with_its_reason(text: str, reason: str) -> None:
-    with pytest.raises(PluginConfigError, match=reason.replace(".", r"\.").replace("[", r"\[")):
+    with refused_saying(PluginConfigError, reason.replace(".", r"\.").replace("[", r"\[")):
         parse_plugin_config(text)
 
 
@@ -80,7 +82,7 @@ def test_pattern_may_be_empty() -> None:
 def test_allocation_policy_is_a_v020_field() -> None:
     text = "flags:\n  plugin:\n    sharedDevicesAllocationPolicy: ''\n"
     assert parse_plugin_config(text, version=V19).allocation_policy == "distributed"
-    with pytest.raises(PluginConfigError, match="shared-devices-allocation-policy"):
+    with refused_saying(PluginConfigError, "shared-devices-allocation-policy"):
         parse_plugin_config(text, version=V20)
     packed = "flags:\n  plugin:\n    sharedDevicesAllocationPolicy: packed\n"
     assert parse_plugin_config(packed, version=V20).allocation_policy == "packed"
@@ -96,10 +98,10 @@ def test_mps_fail_requests_forced_before_v020_honoured_after() -> None:
 
 
 def test_env_empty_values_count_as_set() -> None:
-    with pytest.raises(PluginConfigError, match="unknown MIG strategy"):
+    with refused_saying(PluginConfigError, "unknown MIG strategy"):
         parse_plugin_config("", env={"MIG_STRATEGY": ""})
     assert parse_plugin_config("", env={"FAIL_ON_INIT_ERROR": ""}).fail_on_init_error is False
-    with pytest.raises(PluginConfigError, match="could not parse"):
+    with refused_saying(PluginConfigError, "could not parse"):
         parse_plugin_config("", env={"FAIL_ON_INIT_ERROR": "tRUE"})
 
 
@@ -128,17 +130,17 @@ def test_alias_bomb_is_refused_quickly() -> None:
         bomb += f"{level}: &{level} [" + ",".join([f"*{previous}"] * 9) + "]\n"
     assert len(bomb) < 700
     started = time.perf_counter()
-    with pytest.raises(GoYamlError, match="excessive aliasing"):
+    with refused_saying(GoYamlError, "excessive aliasing"):
         load_first_document(bomb)
     assert time.perf_counter() - started < 0.5
-    with pytest.raises(PluginConfigError, match="excessive aliasing"):
+    with refused_saying(PluginConfigError, "excessive aliasing"):
         parse_plugin_config(bomb)
 
 
 def test_size_and_depth_are_bounded() -> None:
-    with pytest.raises(GoYamlError, match="larger than"):
+    with refused_saying(GoYamlError, "larger than"):
         load_first_document("a: " + "x" * 70_000)
-    with pytest.raises(GoYamlError, match="nested deeper"):
+    with refused_saying(GoYamlError, "nested deeper"):
         load_first_document("a: " + "[" * 100 + "]" * 100)
 
 
@@ -146,7 +148,8 @@ def test_rejected_config_is_a_finding_with_reason_and_version_and_slots_unknown(
     state = ts_world(4, configmaps=[f.configmap({"config.yaml": f.time_slicing_yaml(1)})])
     snapshot = snap(state)
     [rejected] = [x for x in snapshot.findings if x.code == "plugin-config-rejected"]
-    assert rejected.evidence["error"] == "number of replicas must be >= 2"
+    assert rejected.evidence["error"] == "plugin.sharing.replicas-below-two" + '{"replicas":1}'
+    assert upstream_text(rejected.evidence["error"]) == "number of replicas must be >= 2"
     assert str(rejected.evidence["plugin_version"]).startswith("v0.")
     node = snapshot.nodes[0]
     assert (node.mode, node.expected_slots) == (Mode.UNKNOWN, None)

@@ -17,6 +17,7 @@ from app.domain.quantity import (
     parse_quantity,
     quantity_count,
 )
+from tests.upstream import refused_saying
 
 
 @pytest.mark.parametrize(
@@ -61,16 +62,16 @@ def test_quantity_refuses_what_is_no_quantity(text: object) -> None:
 
 
 def test_quantity_error_names_field_and_value() -> None:
-    with pytest.raises(QuantityError, match=r"^spec.x: 'abc' is not a valid quantity"):
+    with refused_saying(QuantityError, r"^spec.x: 'abc' is not a valid quantity"):
         quantity_count("abc", field="spec.x")
 
 
 def test_quantity_refuses_absurd_sizes_quickly() -> None:
-    with pytest.raises(QuantityError, match="longer than"):
+    with refused_saying(QuantityError, "longer than"):
         parse_quantity("9" * 5000)
-    with pytest.raises(QuantityError, match="exponent"):
+    with refused_saying(QuantityError, "exponent"):
         parse_quantity("1e5000")
-    with pytest.raises(QuantityError, match="int64"):
+    with refused_saying(QuantityError, "int64"):
         quantity_count("1e30")
 
 

@@ -29,6 +29,7 @@ from app.domain.snapshot import (
 )
 from app.domain.usage.idle import UsageHistory
 from app.settings import Settings
+from app.web.app import page_templates
 from app.web.auth.state import AuthState
 from app.web.routes import pages
 from app.web.services.fragments import Pages
@@ -344,7 +345,7 @@ def page_app(
     app = FastAPI()
     runtime = FakeRuntime(
         snapshots=FakeSnapshots(snapshot),
-        templates=Jinja2Templates(directory=str(ASSETS / "templates")),
+        templates=page_templates(ASSETS),
         assets_dir=assets_dir,
     )
     app.state.runtime = runtime

@@ -9,12 +9,12 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
-from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from app.domain.changes.models import ConfigMapAction, RefusalCode
 from app.domain.changes.rollout import RolloutStatus, Waiting
 from app.domain.snapshot import Mode
+from app.web.app import page_templates
 from app.web.http import admin_forms
 from app.web.i18n import translate as i18n
 from tests.conftest import ADMIN_TOKEN, Stack
@@ -191,7 +191,7 @@ def test_preview_and_rollout_render_in_korean(stack: Stack) -> None:
 
 
 def test_rollout_in_progress_names_the_state_and_words_what_it_waits_for() -> None:
-    templates = Jinja2Templates(directory=str(ROOT / "app" / "web" / "assets" / "templates"))
+    templates = page_templates(ROOT / "app" / "web" / "assets")
     status = RolloutStatus(
         generation=2,
         observed_generation=2,

@@ -2,7 +2,8 @@
 
 The real plugin reads the file with non-strict YAML (unknown keys ignored, struct keys matched
 case-insensitively) but its sharing blocks look up exact keys; a config it refuses makes it exit,
-so `parse_plugin_config` raises `PluginConfigError` with the message the plugin would log.
+so `parse_plugin_config` raises `PluginConfigError` with the code (and params) of the message
+the plugin would log; the web layer words it, in English as the plugin logs it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from app.domain.bounds import READ_ERRORS, cut
+from app.domain.coded import Coded
 from app.domain.plugin.flags import (
     ALLOCATION_POLICIES,
     DEFAULT_ALLOCATION_POLICY,
@@ -76,7 +78,7 @@ class PluginConfig:
     mig_strategy: str
     fail_on_init_error: bool
     sharing_resources: tuple[SharingResource, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[Coded, ...] = ()
     raw: Mapping[str, Any] = field(default_factory=dict)
     allocation_policy: str = DEFAULT_ALLOCATION_POLICY
 
@@ -107,22 +109,22 @@ def parse_plugin_config(
     """
     key = tuple(sorted((env or {}).items()))
     outcome = _parse_cached(text, key, version or DEFAULT_RULES_VERSION)
-    if isinstance(outcome, str):
-        raise PluginConfigError(outcome)
+    if isinstance(outcome, Coded):
+        raise PluginConfigError(outcome.code, **outcome.params)
     return outcome
 
 
 @lru_cache(maxsize=256)
 def _parse_cached(
     text: str, env_items: tuple[tuple[str, str], ...], version: Version
-) -> PluginConfig | str:
+) -> PluginConfig | Coded:
     """The config, or the reason the plugin (or our bounded reader) refuses the text."""
     try:
         return _parse(text, dict(env_items), version)
     except PluginConfigError as exc:
         return exc.message
     except READ_ERRORS as exc:
-        return f"unreadable ({type(exc).__name__}: {cut(str(exc))})"
+        return Coded("plugin.unreadable", error=f"{type(exc).__name__}: {cut(str(exc))}")
 
 
 def _parse(text: str, env: dict[str, str], version: Version) -> PluginConfig:
@@ -136,20 +138,20 @@ def _parse(text: str, env: dict[str, str], version: Version) -> PluginConfig:
         _check_resources(fields.get("resources", []))
         sharing = merged_struct(fields.get("sharing", []), ("timeSlicing", "mps"), "v1.Sharing")
     except GoJsonError as exc:
-        raise PluginConfigError(exc.message) from exc
+        raise PluginConfigError.of(exc) from exc
     time_slicing = _last_block(sharing.get("timeSlicing", []), "timeSlicing", pointer=False)
     mps = _last_block(sharing.get("mps", []), "mps", pointer=True)
     written = versions[-1] if versions else None
     if written not in (None, "", "v1"):
-        raise PluginConfigError(f"unknown version: {written}")
+        raise PluginConfigError("plugin.version", version=written)
     flags = read_flags(fields.get("flags", []), env, version=version)
     imex = merged_struct(fields.get("imex", []), ("channelIDs", "required"), "v1.Imex")
     mode, block = _sharing_mode(time_slicing, mps)
     if mode is Mode.MPS:
         if flags.mig_strategy == "mixed":
-            raise PluginConfigError("using --mig-strategy=mixed is not supported with MPS")
+            raise PluginConfigError("plugin.mps.mixed-mig")
         if not flags.mps_root:
-            raise PluginConfigError("using MPS requires --mps-root to be specified")
+            raise PluginConfigError("plugin.mps.no-root")
     check_mig_strategy(flags)
     imex_ids(imex.get("channelIDs", []))
     return _config(raw, mode, block, flags=flags, version=version, has_mps=mps is not None)
@@ -195,24 +197,17 @@ def _union(entries: tuple[SharingResource, ...]) -> tuple[SharingResource, ...]:
     return tuple(SharingResource(name, replicas) for name, replicas in largest.items())
 
 
-def _warnings(raw: dict[str, Any], block: Replicated | None, mode: Mode) -> tuple[str, ...]:
-    found: list[str] = []
+def _warnings(raw: dict[str, Any], block: Replicated | None, mode: Mode) -> tuple[Coded, ...]:
+    """What the plugin logs and ignores (its own warnings, worded by the web layer)."""
+    found: list[Coded] = []
     resources = struct_fields(raw, _CONFIG_FIELDS, "v1.Config").get("resources", [])
     if any(_has_entries(value) for value in resources):
-        found.append(
-            "Customizing the 'resources' field is not yet supported in the config. Ignoring..."
-        )
+        found.append(Coded("plugin.warning.resources-ignored"))
     name = "mps" if mode is Mode.MPS else "timeSlicing"
     if block is not None and block.renames_ignored:
-        found.append(
-            f"Setting the 'rename' field in sharing.{name}.resources is not yet supported "
-            "in the config. Ignoring..."
-        )
+        found.append(Coded("plugin.warning.rename-ignored", block=name))
     if block is not None and block.devices_ignored:
-        found.append(
-            f"Customizing the 'devices' field in sharing.{name}.resources is not yet "
-            "supported in the config. Ignoring..."
-        )
+        found.append(Coded("plugin.warning.devices-ignored", block=name))
     return tuple(found)
 
 
@@ -228,12 +223,12 @@ def _load(text: str) -> dict[Any, Any]:
         data = load_first_document(text)
         check_json_safe(data)
     except (GoYamlError, GoJsonError) as exc:
-        raise PluginConfigError(exc.message) from exc
+        raise PluginConfigError.of(exc) from exc
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise PluginConfigError(
-            f"json: cannot unmarshal {json_kind(data).split()[0]} into Go value of type v1.Config"
+            "plugin.json.value-type", kind=json_kind(data).split()[0], type="v1.Config"
         )
     return data
 
@@ -268,7 +263,7 @@ def _check_resources(values: list[Any]) -> None:
             if entries is None:
                 continue
             if not isinstance(entries, list):
-                raise GoJsonError(f"json: cannot unmarshal {json_kind(entries)} into {kind}")
+                raise GoJsonError("plugin.json.into", kind=json_kind(entries), target=kind)
             for entry in entries:
                 _check_resource(entry)
 
@@ -277,14 +272,14 @@ def _check_resource(entry: Any) -> None:
     if entry is None:
         entry = {}
     if not isinstance(entry, dict):
-        raise GoJsonError(f"json: cannot unmarshal {json_kind(entry)} into v1.Resource")
+        raise GoJsonError("plugin.json.into", kind=json_kind(entry), target="v1.Resource")
     keys = {str(k): v for k, v in entry.items()}
     if "pattern" not in keys:
-        raise PluginConfigError("resources must have a 'pattern' field set")
+        raise PluginConfigError("plugin.resources.no-pattern")
     if "name" not in keys:
-        raise PluginConfigError("resources must have a 'name' field set")
+        raise PluginConfigError("plugin.resources.no-name")
     if keys["pattern"] is not None and not isinstance(keys["pattern"], str):
-        raise GoJsonError(f"json: cannot unmarshal {json_kind(keys['pattern'])} into pattern")
+        raise GoJsonError("plugin.json.into", kind=json_kind(keys["pattern"]), target="pattern")
     resource_name("" if keys["name"] is None else keys["name"])
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.cluster import Manifest
+from app.domain.coded import Coded
 
 NODE_CONFIG_LABEL = "nvidia.com/device-plugin.config"
 UNIFIED_MEMORY_FIX = (0, 17, 4)
@@ -64,7 +65,7 @@ class UnresolvedConfigRef:
     """CONFIG_FILE names a path no ConfigMap provides (the plugin cannot open it)."""
 
     path: str
-    reason: str
+    reason: Coded  # `plugin.path.*`: why the path does not lead to a ConfigMap key
 
 
 ConfigRef = StaticConfigRef | ConfigManagerRef | UnresolvedConfigRef
@@ -273,7 +274,7 @@ def _resolve_config(
 ) -> ConfigRef:
     mount, rest = _mount_for(path, container)
     if mount is None:
-        return UnresolvedConfigRef(path, "no volume is mounted at this path")
+        return UnresolvedConfigRef(path, Coded("plugin.path.no-volume"))
     volume = volumes.get(mount.get("name")) or {}
     source = volume.get("configMap")
     if source is not None:
@@ -281,10 +282,10 @@ def _resolve_config(
         sub_path = mount.get("subPath")
         relative = f"{sub_path}/{rest}".strip("/") if sub_path else rest
         if not relative:
-            return UnresolvedConfigRef(path, "CONFIG_FILE names the mount directory, not a file")
+            return UnresolvedConfigRef(path, Coded("plugin.path.directory"))
         key = items.get(relative) if items else relative
         if key is None:
-            return UnresolvedConfigRef(path, f"the volume's items do not project {relative}")
+            return UnresolvedConfigRef(path, Coded("plugin.path.not-projected", file=relative))
         return StaticConfigRef(configmap=str(source.get("name", "")), key=key)
     for other in all_containers:
         env = container_env(other)
@@ -301,7 +302,7 @@ def _resolve_config(
                     default_config=env.get("DEFAULT_CONFIG", ""),
                     fallback_strategies=tuple(s for s in fallback.split(",") if s),
                 )
-    return UnresolvedConfigRef(path, "the file does not come from a ConfigMap")
+    return UnresolvedConfigRef(path, Coded("plugin.path.not-configmap"))
 
 
 def _mount_for(path: str, container: Mapping[str, Any]) -> tuple[Manifest | None, str]:

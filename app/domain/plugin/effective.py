@@ -1,4 +1,8 @@
-"""Which config a node's plugin runs with: follow CONFIG_FILE to a ConfigMap key and parse it."""
+"""Which config a node's plugin runs with: follow CONFIG_FILE to a ConfigMap key and parse it.
+
+`EffectiveConfig.error` is a `Coded` (`plugin.*`): what the plugin would log, worded by the web
+layer; `error_code` names the kind of problem (the finding it becomes).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from app.domain.cluster import Manifest
+from app.domain.coded import Coded
 from app.domain.plugin.config import (
     DEFAULT_RULES_VERSION,
     PluginConfig,
@@ -35,7 +40,7 @@ class EffectiveConfig:
     configmap: str | None = None
     key: str | None = None
     text: str | None = None
-    error: str | None = None
+    error: Coded | None = None
     error_code: str | None = None
 
 
@@ -60,8 +65,7 @@ def resolve_config(
     ):
         return _error(
             CONFIG_NAMESPACE_NOT_READ,
-            f"ConfigMaps of namespace {spec.namespace} are not read: add it to "
-            "GEO_MLOPS_PLUGIN_CONFIG_NAMESPACES (chart plugin.configNamespaces)",
+            Coded("plugin.namespace-not-read", namespace=spec.namespace),
             source=f"configmap/{ref.configmap} (namespace {spec.namespace})",
         )
     if ref is None:
@@ -69,7 +73,7 @@ def resolve_config(
     if isinstance(ref, UnresolvedConfigRef):
         return _error(
             CONFIG_KEY_MISSING,
-            f"unable to read config file {ref.path}: {ref.reason}",
+            Coded("plugin.file.unresolved", path=ref.path, reason=ref.reason),
             source=f"file:{ref.path}",
         )
     data = _data(
@@ -79,13 +83,19 @@ def resolve_config(
         source = f"configmap/{ref.configmap}#{ref.key}"
         if data is None:
             return _error(
-                CONFIG_KEY_MISSING, f'configmap "{ref.configmap}" not found', source=source
+                CONFIG_KEY_MISSING,
+                Coded("plugin.configmap.not-found", configmap=ref.configmap),
+                source=source,
             )
         if ref.key not in data:
             return _error(
                 CONFIG_KEY_MISSING,
-                f"unable to read config file {spec.config_file}: no such file or directory "
-                f"(key {ref.key} missing from configmap {ref.configmap})",
+                Coded(
+                    "plugin.file.key-missing",
+                    path=spec.config_file,
+                    key=ref.key,
+                    configmap=ref.configmap,
+                ),
                 source=source,
             )
         return _parsed(spec, ref.configmap, ref.key, data[ref.key])
@@ -98,22 +108,28 @@ def _per_node(
     data: Mapping[str, str] | None,
     node_labels: Mapping[str, str] | None,
 ) -> EffectiveConfig:
-    source = f"configmap/{ref.configmap} (per node: label {ref.node_label})"
+    source = f"configmap/{ref.configmap} (label {ref.node_label})"
     if data is None:
-        return _error(CONFIG_KEY_MISSING, f'configmap "{ref.configmap}" not found', source=source)
+        return _error(
+            CONFIG_KEY_MISSING,
+            Coded("plugin.configmap.not-found", configmap=ref.configmap),
+            source=source,
+        )
     keys = [k for k in data if not k.startswith("..")]
     label = (node_labels or {}).get(ref.node_label) if node_labels is not None else None
     if label:
         if label not in keys:
             return _error(
-                CONFIG_LABEL_UNKNOWN, f"specified config {label} does not exist", source=source
+                CONFIG_LABEL_UNKNOWN,
+                Coded("plugin.named-config.missing", name=label),
+                source=source,
             )
         return _parsed(spec, ref.configmap, label, data[label])
     if ref.default_config:
         if ref.default_config not in keys:
             return _error(
                 CONFIG_KEY_MISSING,
-                f"specified config {ref.default_config} does not exist",
+                Coded("plugin.named-config.missing", name=ref.default_config),
                 source=source,
             )
         return _parsed(spec, ref.configmap, ref.default_config, data[ref.default_config])
@@ -126,7 +142,7 @@ def _per_node(
             return _parsed(spec, None, None, None)
     return _error(
         CONFIG_KEY_MISSING,
-        "unable to select a default configuration: no fallback strategy applies",
+        Coded("plugin.named-config.no-fallback"),
         source=source,
     )
 
@@ -147,7 +163,7 @@ def _parsed(
 
 
 def _invalid(
-    source: str | None, configmap: str | None, key: str | None, text: str | None, message: str
+    source: str | None, configmap: str | None, key: str | None, text: str | None, message: Coded
 ) -> EffectiveConfig:
     return EffectiveConfig(
         config=None,
@@ -161,13 +177,14 @@ def _invalid(
 
 
 def rules_version_text(spec: PluginSpec) -> str:
-    """The plugin version whose rules judge a config (the default's when the image has none)."""
+    """The plugin version whose rules judge a config (the default's, coded, when the image has
+    none: `plugin.rules-version.default`)."""
     if spec.version_text is not None:
         return spec.version_text
-    return "v{}.{}.{}".format(*DEFAULT_RULES_VERSION) + " (image version unknown)"
+    return Coded("plugin.rules-version.default", version="v{}.{}.{}".format(*DEFAULT_RULES_VERSION))
 
 
-def _error(code: str, message: str, *, source: str | None) -> EffectiveConfig:
+def _error(code: str, message: Coded, *, source: str | None) -> EffectiveConfig:
     return EffectiveConfig(config=None, source=source, error=message, error_code=code)
 
 

@@ -100,20 +100,17 @@ def read_flags(
                 DEFAULT_ALLOCATION_POLICY,
             )
     except GoJsonError as exc:
-        raise PluginConfigError(exc.message) from exc
+        raise PluginConfigError.of(exc) from exc
     for strategy in list_strategy:
         if strategy not in DEVICE_LIST_STRATEGIES:
-            raise PluginConfigError(
-                f"invalid --device-list-strategy option: invalid strategy: {strategy}"
-            )
+            raise PluginConfigError("plugin.flag.device-list-strategy", value=strategy)
     if id_strategy not in DEVICE_ID_STRATEGIES:
-        raise PluginConfigError(f"invalid --device-id-strategy option: {id_strategy}")
+        raise PluginConfigError("plugin.flag.device-id-strategy", value=id_strategy)
     if discovery not in DISCOVERY_STRATEGIES:
-        raise PluginConfigError(f"invalid --device-discovery-strategy option {discovery}")
+        raise PluginConfigError("plugin.flag.device-discovery-strategy", value=discovery)
     if policy not in ALLOCATION_POLICIES:
         raise PluginConfigError(
-            f"invalid --shared-devices-allocation-policy option: {policy} "
-            f"(v0.20 accepts {' | '.join(ALLOCATION_POLICIES)})"
+            "plugin.flag.allocation-policy", value=policy, accepted=" | ".join(ALLOCATION_POLICIES)
         )
     return Flags(mig, fail_on_init, mps_root, policy)
 
@@ -121,7 +118,7 @@ def read_flags(
 def check_mig_strategy(flags: Flags) -> None:
     """validateFlags checks the MIG strategy after the MPS rules."""
     if flags.mig_strategy not in MIG_STRATEGIES:
-        raise PluginConfigError(f"unknown MIG strategy: {flags.mig_strategy}")
+        raise PluginConfigError("plugin.flag.mig-strategy", value=flags.mig_strategy)
 
 
 def _plugin_fields(version: tuple[int, int, int] | None) -> tuple[str, ...]:
@@ -168,9 +165,9 @@ def _check_gfd(gfd: Mapping[str, list[Any]]) -> None:
         if value is None or (isinstance(value, int | float) and not isinstance(value, bool)):
             continue
         if not isinstance(value, str):
-            raise GoJsonError("invalid duration")
+            raise GoJsonError("plugin.flag.duration-type")
         if value != "infinite" and not _DURATION.match(value):
-            raise GoJsonError(f'time: invalid duration "{value}"')
+            raise GoJsonError("plugin.flag.duration", value=value)
 
 
 def _list_value(value: Any) -> list[str] | None:
@@ -181,7 +178,7 @@ def _list_value(value: Any) -> list[str] | None:
         return [value]
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
         return list(value)
-    raise GoJsonError(f"invalid deviceListStrategy: {json_kind(value)}")
+    raise GoJsonError("plugin.flag.device-list-type", kind=json_kind(value))
 
 
 def _list_strategy(env: Mapping[str, str], value: Any) -> list[str]:
@@ -208,8 +205,10 @@ def _bool(env: Mapping[str, str], env_name: str, value: Any, default: bool) -> b
         if text in _FALSE:
             return False
         raise PluginConfigError(
-            f'could not parse "{text}" as bool value from env {env_name} for flag '
-            f"{env_name.lower().replace('_', '-')}"
+            "plugin.flag.env-bool",
+            value=text,
+            env=env_name,
+            flag=env_name.lower().replace("_", "-"),
         )
     found = go_bool(value, env_name)
     return default if found is None else found
@@ -222,13 +221,11 @@ def imex_ids(values: list[Any]) -> list[int]:
         if value is None:
             continue
         if not isinstance(value, list):
-            raise PluginConfigError(f"json: cannot unmarshal {json_kind(value)} into channelIDs")
+            raise PluginConfigError("plugin.json.into", kind=json_kind(value), target="channelIDs")
         try:
             ids = [go_int(item, "channelIDs") or 0 for item in value]
         except GoJsonError as exc:
-            raise PluginConfigError(exc.message) from exc
+            raise PluginConfigError.of(exc) from exc
     if ids not in ([], [0]):
-        raise PluginConfigError(
-            f"invalid IMEX channel IDs: channelIDs must be [] or [0]; found {ids}"
-        )
+        raise PluginConfigError("plugin.imex.channel-ids", ids=str(ids))
     return ids

@@ -13,16 +13,14 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from app.domain.coded import CodedError
+
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1
 
 
-class GoJsonError(ValueError):
-    """A value encoding/json would not decode into its Go field."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+class GoJsonError(CodedError):
+    """A value encoding/json would not decode into its Go field (`plugin.json.*` codes)."""
 
 
 def json_kind(value: Any) -> str:
@@ -59,13 +57,13 @@ def key_text(key: Any) -> str:
         return str(key)
     if isinstance(key, float):
         return repr(key)
-    raise GoJsonError(f"error converting YAML to JSON: unsupported map key of type: {key!r}")
+    raise GoJsonError("plugin.yaml.map-key", key=repr(key))
 
 
 def check_json_safe(value: Any) -> None:
     """json.Marshal refuses NaN and infinities anywhere (even under a key nobody reads)."""
     if isinstance(value, float) and not math.isfinite(value):
-        raise GoJsonError(f"error converting YAML to JSON: json: unsupported value: {value}")
+        raise GoJsonError("plugin.yaml.unsupported-value", value=str(value))
     if isinstance(value, list):
         for item in value:
             check_json_safe(item)
@@ -84,7 +82,7 @@ def struct_fields(obj: Any, names: tuple[str, ...], where: str) -> dict[str, lis
     if obj is None:
         return {}
     if not isinstance(obj, dict):
-        raise GoJsonError(f"json: cannot unmarshal {json_kind(obj)} into Go value of type {where}")
+        raise GoJsonError("plugin.json.value-type", kind=json_kind(obj), type=where)
     found: dict[str, list[Any]] = {}
     by_fold = {_fold(name): name for name in names}
     for text, value in sorted((key_text(k), v) for k, v in obj.items()):
@@ -125,13 +123,13 @@ def go_string(value: Any, where: str, *, from_yaml_scalar: bool = False) -> str 
     if not from_yaml_scalar:
         check_json_safe(value)
         raise GoJsonError(
-            f"json: cannot unmarshal {json_kind(value)} into Go struct field {where} of type string"
+            "plugin.json.field-type", kind=json_kind(value), field=where, type="string"
         )
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
         return number_text(value) if math.isfinite(value) else str(value)
-    raise GoJsonError(f"json: cannot unmarshal {json_kind(value)} into Go struct field {where}")
+    raise GoJsonError("plugin.json.field", kind=json_kind(value), field=where)
 
 
 def go_bool(value: Any, where: str) -> bool | None:
@@ -139,7 +137,7 @@ def go_bool(value: Any, where: str) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     check_json_safe(value)
-    raise GoJsonError(f"json: cannot unmarshal {json_kind(value)} into Go struct field {where}")
+    raise GoJsonError("plugin.json.field", kind=json_kind(value), field=where)
 
 
 def go_int(value: Any, where: str, *, unsigned: bool = False) -> int | None:
@@ -155,6 +153,4 @@ def go_int(value: Any, where: str, *, unsigned: bool = False) -> int | None:
             if low <= number <= high:
                 return number
     kind = "uint64" if unsigned else "int"
-    raise GoJsonError(
-        f"json: cannot unmarshal {json_kind(value)} into Go struct field {where} of type {kind}"
-    )
+    raise GoJsonError("plugin.json.field-type", kind=json_kind(value), field=where, type=kind)

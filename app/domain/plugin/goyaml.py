@@ -23,6 +23,8 @@ from yaml.reader import Reader
 from yaml.resolver import BaseResolver
 from yaml.scanner import Scanner
 
+from app.domain.coded import CodedError
+
 MAX_TEXT_BYTES = 64 * 1024
 MAX_DEPTH = 64
 MAX_NODES = 20_000
@@ -52,12 +54,8 @@ _GO_FLOAT = re.compile(r"^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$")
 _MERGE_KEY = object()
 
 
-class GoYamlError(ValueError):
+class GoYamlError(CodedError):
     """Text the plugin could not read as YAML, or one past our bounds (the plugin refuses too)."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
 
 
 class _Loader(Reader, Scanner, Parser, Composer, BaseResolver):
@@ -79,17 +77,17 @@ class _Loader(Reader, Scanner, Parser, Composer, BaseResolver):
 def load_first_document(text: str) -> Any:
     """The first YAML document of `text` as go-yaml v2 decodes it (None when empty)."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        raise GoYamlError(f"config larger than {MAX_TEXT_BYTES} bytes")
+        raise GoYamlError("plugin.bound.size", limit=MAX_TEXT_BYTES)
     if _flow_depth(text) > MAX_DEPTH:
-        raise GoYamlError(f"config nested deeper than {MAX_DEPTH} levels")
+        raise GoYamlError("plugin.bound.depth", limit=MAX_DEPTH)
     try:
         node = _first_node(text)
     except yaml.YAMLError as exc:
         if text.lstrip().startswith(("{", "[")):
             return _json_document(text, exc)
-        raise GoYamlError(f"error converting YAML to JSON: yaml: {_short(exc)}") from exc
+        raise GoYamlError("plugin.yaml.syntax", error=_short(exc)) from exc
     except RecursionError as exc:
-        raise GoYamlError(f"config nested deeper than {MAX_DEPTH} levels") from exc
+        raise GoYamlError("plugin.bound.depth", limit=MAX_DEPTH) from exc
     if node is None:
         return None
     return _Builder().value(node, 0)
@@ -108,7 +106,7 @@ def _json_document(text: str, error: yaml.YAMLError) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        raise GoYamlError(f"error converting YAML to JSON: yaml: {_short(error)}") from None
+        raise GoYamlError("plugin.yaml.syntax", error=_short(error)) from None
 
 
 def _short(exc: yaml.YAMLError) -> str:
@@ -143,16 +141,16 @@ class _Builder:
     def value(self, node: Node, depth: int) -> Any:
         self.visited += 1
         if self.visited > MAX_NODES:
-            raise GoYamlError(f"document contains excessive aliasing (over {MAX_NODES} nodes)")
+            raise GoYamlError("plugin.bound.aliases", limit=MAX_NODES)
         if depth > MAX_DEPTH:
-            raise GoYamlError(f"config nested deeper than {MAX_DEPTH} levels")
+            raise GoYamlError("plugin.bound.depth", limit=MAX_DEPTH)
         if isinstance(node, ScalarNode):
             return go_scalar(node.tag, node.value)
         if isinstance(node, SequenceNode):
             return [self.value(item, depth + 1) for item in node.value]
         if isinstance(node, MappingNode):
             return self.mapping(node, depth)
-        raise GoYamlError(f"unsupported YAML node {type(node).__name__}")
+        raise GoYamlError("plugin.yaml.node", kind=type(node).__name__)
 
     def mapping(self, node: MappingNode, depth: int) -> dict[Any, Any]:
         out: dict[Any, Any] = {}
@@ -162,7 +160,7 @@ class _Builder:
                 self.merge(value_node, out, depth)
                 continue
             if isinstance(key, list | dict):
-                raise GoYamlError("yaml: invalid map key: a list or mapping")
+                raise GoYamlError("plugin.yaml.collection-key")
             out[key] = self.value(value_node, depth + 1)
         return out
 
@@ -172,7 +170,7 @@ class _Builder:
         for source in reversed(sources):
             merged = self.value(source, depth + 1)
             if not isinstance(merged, dict):
-                raise GoYamlError("yaml: map merge requires map or sequence of maps as the value")
+                raise GoYamlError("plugin.yaml.merge")
             out.update(merged)
 
 
@@ -193,7 +191,7 @@ def go_scalar(tag: str, text: str) -> Any:
     if wanted is float and isinstance(resolved, int) and not isinstance(resolved, bool):
         return float(resolved)
     if not isinstance(resolved, wanted) or (wanted is int and isinstance(resolved, bool)):
-        raise GoYamlError(f"yaml: cannot decode `{text}` as a {tag.rsplit(':', 1)[-1]}")
+        raise GoYamlError("plugin.yaml.tag", text=text, tag=tag.rsplit(":", 1)[-1])
     return resolved
 
 

@@ -11,20 +11,23 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.coded import CodedError
 from app.domain.plugin.gojson import GoJsonError, check_json_safe, go_int, json_kind, key_text
 
 RESOURCE_PREFIX = "nvidia.com/"
 MAX_RESOURCE_NAME = 63
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
+_RAW_MAP = "map[string]json.RawMessage"
 
 
-class PluginConfigError(ValueError):
-    """The plugin would refuse this config and exit (its pod crash-loops)."""
+class PluginConfigError(CodedError):
+    """The plugin would refuse this config and exit (its pod crash-loops); `plugin.*` codes."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    @classmethod
+    def of(cls, error: CodedError) -> PluginConfigError:
+        """The same code and params, as the plugin's refusal of the whole config."""
+        return cls(error.code, **error.params)
 
 
 @dataclass(frozen=True)
@@ -55,17 +58,13 @@ def resource_name(value: Any) -> str:
     """NewResourceName: prefix nvidia.com/, at most 63 characters, a DNS subdomain after it."""
     if not isinstance(value, str):
         check_json_safe(value)
-        raise PluginConfigError(
-            f"json: cannot unmarshal {json_kind(value)} into Go value of type string"
-        )
+        raise PluginConfigError("plugin.json.value-type", kind=json_kind(value), type="string")
     name = value if value.startswith(RESOURCE_PREFIX) else RESOURCE_PREFIX + value
     if len(name) > MAX_RESOURCE_NAME:
-        raise PluginConfigError(
-            f"fully-qualified resource name must be {MAX_RESOURCE_NAME} characters or less: {name}"
-        )
+        raise PluginConfigError("plugin.resource.too-long", limit=MAX_RESOURCE_NAME, name=name)
     suffix = name.split("/", 1)[1]
     if len(suffix) > 253 or not _DNS_SUBDOMAIN.match(suffix):
-        raise PluginConfigError(f"incorrect format for resource name '{name}'")
+        raise PluginConfigError("plugin.resource.format", name=name)
     return name
 
 
@@ -74,26 +73,25 @@ def parse_replicated(value: Any, block: str) -> Replicated:
     if not isinstance(value, dict):
         if value is not None:
             check_json_safe(value)
-            raise PluginConfigError(
-                f"json: cannot unmarshal {json_kind(value)} into Go value of type "
-                "map[string]json.RawMessage"
-            )
+            raise PluginConfigError("plugin.json.value-type", kind=json_kind(value), type=_RAW_MAP)
         value = {}
     obj = _exact_keys(value)
     rename = _bool(obj.get("renameByDefault"))
     fail_gt_one = _bool(obj.get("failRequestsGreaterThanOne"))
     entries = obj.get("resources")
     if "resources" not in obj:
-        raise PluginConfigError("no resources specified")
+        raise PluginConfigError("plugin.sharing.no-resources")
     if entries is not None and not isinstance(entries, list):
         check_json_safe(entries)
         raise PluginConfigError(
-            f"json: cannot unmarshal {json_kind(entries)} into Go struct field "
-            f"sharing.{block}.resources of type []v1.ReplicatedResource"
+            "plugin.json.field-type",
+            kind=json_kind(entries),
+            field=f"sharing.{block}.resources",
+            type="[]v1.ReplicatedResource",
         )
     parsed = [_entry(entry) for entry in entries or []]
     if not parsed:
-        raise PluginConfigError("no resources specified")
+        raise PluginConfigError("plugin.sharing.no-resources")
     renames = any(
         (rename and r not in ("", f"{n}.shared")) or (not rename and r) for n, _, r, _ in parsed
     )
@@ -118,7 +116,7 @@ def _exact_keys(obj: dict[Any, Any]) -> dict[str, Any]:
 def _bool(value: Any) -> bool:
     if value is None or isinstance(value, bool):
         return bool(value)
-    raise PluginConfigError(f"json: cannot unmarshal {json_kind(value)} into Go value of type bool")
+    raise PluginConfigError("plugin.json.value-type", kind=json_kind(value), type="bool")
 
 
 def _entry(entry: Any) -> tuple[str, int, str, bool]:
@@ -126,23 +124,20 @@ def _entry(entry: Any) -> tuple[str, int, str, bool]:
     if entry is None:
         entry = {}
     if not isinstance(entry, dict):
-        raise PluginConfigError(
-            f"json: cannot unmarshal {json_kind(entry)} into Go value of type "
-            "map[string]json.RawMessage"
-        )
+        raise PluginConfigError("plugin.json.value-type", kind=json_kind(entry), type=_RAW_MAP)
     obj = _exact_keys(entry)
     if "name" not in obj:
-        raise PluginConfigError("no resource name specified")
+        raise PluginConfigError("plugin.sharing.no-name")
     name = resource_name("" if obj["name"] is None else obj["name"])
     every = _devices(obj.get("devices", "all"))
     if "replicas" not in obj:
-        raise PluginConfigError("no replicas specified")
+        raise PluginConfigError("plugin.sharing.no-replicas")
     try:
         replicas = go_int(obj["replicas"], "replicas") or 0
     except GoJsonError as exc:
-        raise PluginConfigError(exc.message) from exc
+        raise PluginConfigError.of(exc) from exc
     if replicas < 2:
-        raise PluginConfigError("number of replicas must be >= 2")
+        raise PluginConfigError("plugin.sharing.replicas-below-two", replicas=replicas)
     rename = ""
     if "rename" in obj:
         rename = resource_name("" if obj["rename"] is None else obj["rename"])
@@ -154,9 +149,7 @@ def _devices(value: Any) -> bool:
     if value is None or isinstance(value, str):
         text = value or ""
         if text != "all":
-            raise PluginConfigError(
-                f"devices set as '{text}' but the only valid string input is 'all'"
-            )
+            raise PluginConfigError("plugin.devices.string", text=text)
         return True
     if isinstance(value, int | float) and not isinstance(value, bool):
         try:
@@ -165,15 +158,13 @@ def _devices(value: Any) -> bool:
             count = None
         if count is not None:
             if count <= 0:
-                raise PluginConfigError(
-                    f"devices set as '{count}' but a count of devices must be > 0"
-                )
+                raise PluginConfigError("plugin.devices.count", count=count)
             return False
     if isinstance(value, list):
         for item in value:
             _device_ref(item)
         return False
-    raise PluginConfigError(f"unrecognized type for devices spec: {value}")
+    raise PluginConfigError("plugin.devices.type", value=str(value))
 
 
 def _device_ref(item: Any) -> None:
@@ -186,7 +177,7 @@ def _device_ref(item: Any) -> None:
     if isinstance(item, str) and (_gpu_index(item) or _mig_index(item) or _is_uuid_ref(item)):
         return
     text = item if isinstance(item, str) else ""
-    raise PluginConfigError(f"unsupported type for device in devices list: {text}, string")
+    raise PluginConfigError("plugin.devices.item", text=text)
 
 
 def _gpu_index(text: str) -> bool:

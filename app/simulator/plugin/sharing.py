@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from app.domain.plugin.config import PluginConfigError as ConfigRefused
 from app.domain.plugin.config import parse_plugin_config
 from app.domain.snapshot import Mode
+from app.upstream import plugin_says
 
 _STRATEGIES = {Mode.MPS: "mps", Mode.TIME_SLICING: "time-slicing"}
 
@@ -42,7 +43,7 @@ def parse_sharing(text: str, *, env: Mapping[str, str] | None = None) -> Sharing
     try:
         config = parse_plugin_config(text, env=env)
     except ConfigRefused as exc:
-        raise PluginConfigError(exc.message) from exc
+        raise PluginConfigError(plugin_says(exc.message)) from exc
     strategy = _STRATEGIES.get(config.mode)
     if strategy is None:
         return NO_SHARING

@@ -14,7 +14,7 @@ from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.auth.requests import AdminDep
 from app.web.deps import DryRun, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.services.plugin_admin import change_mode, config_view
+from app.web.services.plugin_admin import change_mode, config_json
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
@@ -79,7 +79,7 @@ class RollbackIn(BaseModel):
 @router.get("/config", responses={401: problem("Reads need a login")})
 def get_config(runtime: RuntimeDep) -> dict[str, Any]:
     """The plugin's current mode and settings, resourceVersions, and what rollback offers."""
-    return config_view(runtime.changes)
+    return config_json(runtime.changes)
 
 
 ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut

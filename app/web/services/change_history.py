@@ -20,6 +20,7 @@ from app.domain.changes.models import (
 )
 from app.domain.changes.split_models import SplitRequest
 from app.web.auth.principal import Admin, Principal
+from app.web.i18n.coded import worded_values
 from app.web.services.change_pipeline import (
     ChangeContext,
     check_token,
@@ -54,7 +55,9 @@ def list_changes(ctx: ChangeContext) -> list[ChangeRecord]:
 
 
 def change_out(record: ChangeRecord, *, verified: bool) -> ChangeOut:
-    return ChangeOut.model_validate({**record.as_json(), "verified": verified})
+    data = record.as_json()
+    settings = {side: worded_values(data[side]) for side in ("before", "after")}
+    return ChangeOut.model_validate({**data, **settings, "verified": verified})
 
 
 def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:

@@ -24,6 +24,7 @@ from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
+from app.web.i18n.coded import worded_values
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
@@ -128,7 +129,8 @@ class Applied:
 
 
 def settings_out(data: Mapping[str, Any]) -> PluginSettingsOut:
-    return PluginSettingsOut.model_validate(dict(data))
+    """The settings for JSON: an unusable config's reason worded (the plugin's English)."""
+    return PluginSettingsOut.model_validate(worded_values(data))
 
 
 def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
@@ -336,6 +338,14 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
     view.update(current_settings(daemonset, configmap).as_json())
     previous = previous_settings(daemonset)
     view["previous"] = previous.as_json() if previous is not None else None
+    return view
+
+
+def config_json(ctx: ChangeContext) -> dict[str, Any]:
+    """`config_view` for the API: an unusable config's reason worded (the plugin's English)."""
+    view = worded_values(config_view(ctx))
+    if isinstance(view["previous"], dict):
+        view["previous"] = worded_values(view["previous"])
     return view
 
 

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from app.domain.findings.shell import one_line
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
+from app.web.i18n.coded import worded_values
 from app.web.i18n.translate import CATALOGS, PLURAL_IDS, TRANSLATIONS
 
 _FORMATTER = string.Formatter()
@@ -41,8 +42,8 @@ def duration_ko(seconds: float) -> str:
 
 
 def _params(item: Finding, lang: str) -> dict[str, object]:
-    """The finding's params, durations worded in `lang` where the seconds are known."""
-    params: dict[str, object] = dict(item.params)
+    """The finding's params, durations and coded values (a plugin's refusal) worded in `lang`."""
+    params: dict[str, object] = worded_values(item.params, lang)
     for name in ("idle_for", "low_for"):
         seconds = params.get(f"{name}_s")
         if isinstance(seconds, int | float):
@@ -119,7 +120,11 @@ def remedy_text(item: Finding, lang: str) -> str:
 
 
 def worded(item: Finding, lang: str) -> Finding:
-    """The finding with its `title` and `remedy` worded in `lang` (for JSON answers)."""
-    return item.model_copy(
-        update={"title": finding_title(item, lang), "remedy": remedy_text(item, lang)}
-    )
+    """The finding with its `title`, `remedy` and coded evidence (a plugin's refusal) worded
+    in `lang` (for JSON answers)."""
+    update = {
+        "title": finding_title(item, lang),
+        "remedy": remedy_text(item, lang),
+        "evidence": worded_values(item.evidence, lang),
+    }
+    return item.model_copy(update=update)

@@ -11,16 +11,20 @@ from __future__ import annotations
 from markupsafe import Markup, escape
 
 from app.domain.changes.models import Phrase, PlanRefused
+from app.web.i18n.coded import coded_markup, coded_text
 from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
 
 # Params that quote the plugin's own words (its config parser's error, why a path does not
-# resolve): evidence, shown in <code> on pages, never worded.
+# resolve): codes (app.domain.coded) worded in the reader's language, and on pages the
+# plugin's own English beside them in <code> (i18n/coded.py).
 EVIDENCE = ("error", "reason")
 
 
 def _value(value: object, lang: str) -> object:
     if isinstance(value, tuple) and value and all(isinstance(v, Phrase) for v in value):
         return "; ".join(CATALOGS[lang][f"phrase.{p.code}"].format(**p.params) for p in value)
+    if isinstance(value, str):
+        return coded_text(value, lang)
     return value
 
 
@@ -38,7 +42,7 @@ def refusal_markup(refused: PlanRefused, lang: str) -> Markup:
     if template is None:
         return escape(refused.why)
     params = {
-        name: Markup("<code>{}</code>").format(value) if name in EVIDENCE else _value(value, lang)
+        name: coded_markup(value, lang) if name in EVIDENCE else _value(value, lang)
         for name, value in refused.params.items()
     }
     return escape(template).format(**params)
