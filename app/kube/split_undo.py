@@ -21,7 +21,7 @@ from app.kube.uncertain import is_uncertain
 audit_log = logging.getLogger("gpu_slots.audit")
 
 Read = Callable[[ObjectWrite], Manifest | None]
-Write = Callable[[ObjectWrite], None]
+Write = Callable[[ObjectWrite], object]  # its answer is not read
 
 
 class SplitFailed(ClusterError):

@@ -31,6 +31,7 @@ from app.web.services.change_pipeline import (
     check_token,
     iso,
     or_no_change,
+    settle,
     token_of,
     writer_for,
 )
@@ -332,6 +333,7 @@ def apply_split(
             rolls_back=rolls_back,
         )
         applied = writer.apply(plan, record=record)
+    settle(ctx, applied.written)
     ctx.snapshots.poke()
     return plan, applied
 

@@ -270,7 +270,7 @@ def write_mode(
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json()},
     )
-    settle(ctx, {"daemonsets": result.daemonset, "configmaps": result.configmap})
+    settle(ctx, (result.daemonset, result.configmap))
     restore_when_done(ctx, get_writer(ctx), rollout)
     ctx.snapshots.poke()
     return Applied(plan, result, result.change_id, rollout)
