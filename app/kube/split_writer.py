@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from app.domain.changes.history import ChangeRecord
+from app.domain.changes.models import ChangeWarning
 from app.domain.changes.records import stamped
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
@@ -68,7 +69,7 @@ class SplitObjects:
 class SplitApplied:
     change_id: str | None
     applied_at: datetime
-    warnings: tuple[str, ...]
+    warnings: tuple[ChangeWarning, ...]
     written: tuple[Manifest, ...] = ()  # the objects as the API server answered each write
 
 
@@ -103,7 +104,7 @@ class SplitWriter:
 
     def apply(self, plan: SplitPlan, *, record: ChangeRecord) -> SplitApplied:
         """Make the writes in order (on a failure undo those made); keep `record`."""
-        warnings: list[str] = []
+        warnings: list[ChangeWarning] = []
         plan = with_change_id(plan, record.id)  # a concurrent loser can name this change
         written = self._write_all(plan, user=record.user, warnings=warnings)
         at = self._writer.clock()
@@ -122,7 +123,7 @@ class SplitWriter:
         return SplitApplied(record.id if recorded else None, at, tuple(warnings), written)
 
     def _write_all(
-        self, plan: SplitPlan, *, user: str, warnings: list[str]
+        self, plan: SplitPlan, *, user: str, warnings: list[ChangeWarning]
     ) -> tuple[Manifest, ...]:
         """Make the writes in order, keeping the answers; SplitFailed after undoing those made."""
         done: list[ObjectWrite] = []

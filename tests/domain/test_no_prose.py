@@ -25,24 +25,16 @@ _COMMANDS = {"kubectl", "helm"}
 RUN = 3
 
 # Still worded in the domain (issue 32's remaining work): remedies (a command, often with an
-# English comment; the catalogs word what to do above it), change plans' warnings and the
-# stale-token refusal's list of what moved, the apply outcome's words, stored-record and
-# report validation errors. Finding titles, the rollout's waits, pending-demand reasons and
-# the planners' refusals are done: a module not listed fails on one sentence.
+# English comment; the catalogs word what to do above it) and report validation errors.
+# Finding titles, the rollout's waits, pending-demand reasons, the planners' refusals, change
+# warnings, the apply outcome and stored-record errors (app/domain/changes) are done: a module
+# not listed fails on one sentence.
 # app/domain/plugin/* stays listed for good: its errors quote what the device plugin itself
 # says of a config it refuses (the same message the plugin logs), so an admin can match them
 # against the plugin's log; they are evidence, not our words, and pages show them in <code>
 # (`refusal_markup`, `setting_unusable`, `admin_config_unusable`), never translated.
 REMAINING: dict[str, int] = {
     "app/domain/accounting/states.py": 1,
-    "app/domain/changes/durable.py": 10,
-    "app/domain/changes/edits.py": 4,
-    "app/domain/changes/history.py": 5,
-    "app/domain/changes/outcome.py": 3,
-    "app/domain/changes/preview.py": 1,
-    "app/domain/changes/signing.py": 1,
-    "app/domain/changes/split_config.py": 1,
-    "app/domain/changes/split_scope.py": 1,
     "app/domain/findings/advertised.py": 4,
     "app/domain/findings/catalogue.py": 1,
     "app/domain/findings/cluster.py": 2,

@@ -55,7 +55,7 @@ class PluginConfigIn(BaseModel):
 
     def to_request(self) -> ChangeRequest:
         if self.mode == "time-slicing" and self.replicas is None:
-            raise PlanRefused(RefusalCode.OUT_OF_RANGE, "replicas is required for time-slicing.")
+            raise PlanRefused(RefusalCode.OUT_OF_RANGE, "replicas-required")
         return ChangeRequest(
             mode=self.mode,
             replicas=self.replicas if self.replicas is not None else 1,

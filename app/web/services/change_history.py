@@ -20,6 +20,7 @@ from app.domain.changes.models import (
 )
 from app.domain.changes.split_models import SplitRequest
 from app.web.auth.principal import Admin, Principal
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     check_token,
@@ -38,6 +39,7 @@ from app.web.views.admin_schemas import (
     SplitPreviewOut,
     UnreadableChangeOut,
 )
+from app.web.views.change_words import unreadable_text, warning_texts
 
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
 
@@ -53,15 +55,18 @@ def list_changes(ctx: ChangeContext) -> list[ChangeRecord]:
     return list(change_listing(ctx).records)
 
 
-def change_out(record: ChangeRecord, *, verified: bool) -> ChangeOut:
-    return ChangeOut.model_validate({**record.as_json(), "verified": verified})
+def change_out(record: ChangeRecord, *, verified: bool, lang: str = DEFAULT_LANGUAGE) -> ChangeOut:
+    warnings = warning_texts(record.warnings, lang)
+    return ChangeOut.model_validate(
+        {**record.as_json(), "warnings": warnings, "verified": verified}
+    )
 
 
-def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
+def unreadable_out(entry: UnreadableRecord, lang: str = DEFAULT_LANGUAGE) -> UnreadableChangeOut:
     at = entry.created_at
     return UnreadableChangeOut(
         name=entry.name,
-        reason=entry.reason,
+        reason=unreadable_text(entry, lang),
         createdAt=at.strftime("%Y-%m-%dT%H:%M:%SZ") if at is not None else None,
     )
 
@@ -71,11 +76,10 @@ def find_change(ctx: ChangeContext, change: str) -> StoredRecord:
     found = store.find(change) if store is not None else None
     if isinstance(found, UnreadableRecord):
         raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"The record of change {change} is unreadable ({found.reason}): it cannot be undone.",
+            RefusalCode.NOT_REVERSIBLE, "record-unreadable", change=change, unreadable=found
         )
     if found is None:
-        raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, f"No change {change} in the history.")
+        raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, "change-not-found", change=change)
     return found
 
 
@@ -86,11 +90,7 @@ def _trusted(stored: StoredRecord, *, dry_run: bool, confirm_unverified: bool) -
     ConfigMaps in its namespace: it is never replayed in one click (issue 33).
     """
     if not stored.verified and not dry_run and not confirm_unverified:
-        raise PlanRefused(
-            RefusalCode.UNVERIFIED,
-            f"The record of change {stored.record.id} is not signed by this dashboard: preview "
-            "its rollback and confirm it as unverified (confirmUnverified) to apply it.",
-        )
+        raise PlanRefused(RefusalCode.UNVERIFIED, "unverified-record", change=stored.record.id)
     return stored.record
 
 
@@ -130,10 +130,7 @@ def preview_rollback(ctx: ChangeContext, principal: Principal, change: str) -> S
     """The preview of undoing split change `change` (the editor shows it before applying)."""
     record = find_change(ctx, change).record
     if record.kind != "split":
-        raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"Change {change} is a mode change: roll it back on the plugin page.",
-        )
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "mode-change-elsewhere", change=change)
     return preview_split(ctx, principal, split_request(record, False), rollback=True)
 
 
@@ -178,7 +175,7 @@ def _undo_mode(
 def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
     before = record.before
     if not record.node:
-        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, f"Change {record.id} names no node.")
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "record-names-no-node", change=record.id)
     config_manager = "config_key" in before  # a config-manager install: the node label goes back
     if not config_manager and not before.get("own"):
         return SplitRequest(record.node, None, confirm_host_processes=confirm)
@@ -198,8 +195,7 @@ def mode_request(record: ChangeRecord) -> ChangeRequest:
     mode = before.get("mode")
     if mode not in ("basic", "time-slicing") or before.get("error"):
         raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"Change {record.id} started from a config GPU Slots cannot write back ({mode}).",
+            RefusalCode.NOT_REVERSIBLE, "config-not-writable", change=record.id, mode=str(mode)
         )
     return ChangeRequest(
         mode="basic" if mode == "basic" else "time-slicing",

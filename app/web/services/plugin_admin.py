@@ -52,6 +52,7 @@ from app.web.views.admin_schemas import (
     PodOverOut,
     ServerDryRunOut,
 )
+from app.web.views.change_words import warning_texts
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class Preview:
             failingNodes=sorted(self.failing.nodes),
             maxUnavailable=self.failing.max_unavailable,
             holdsAtMaxUnavailable=self.failing.holds,
-            warnings=list(self.plan.warnings),
+            warnings=warning_texts(self.plan.warnings),
         )
 
 
@@ -118,7 +119,7 @@ class Applied:
                 "daemonset": _rv(result.daemonset),
                 "configmap": _rv(result.configmap),
             },
-            warnings=list(plan.warnings) + list(result.warnings),
+            warnings=warning_texts(plan.warnings + result.warnings),
             changeId=self.change_id,
             maxUnavailable=budget.as_json() if (budget := self._budget()) is not None else None,
         )
