@@ -64,7 +64,7 @@ class RecordInvalid(ValueError):
     layer as `unreadable.<why>`), `params` its values (an `error` param quotes a parser)."""
 
     def __init__(self, why: str, /, **params: object) -> None:
-        super().__init__(why, params) if params else super().__init__(why)
+        super().__init__(why, params)
         self.why = why
         self.params = params
 
