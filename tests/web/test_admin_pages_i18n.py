@@ -345,3 +345,10 @@ def test_a_change_warning_on_the_preview_is_korean(stack: Stack) -> None:
     assert parse(english.text).text("plan-warning") == (
         "The existing config.yaml is not valid YAML; it is replaced."
     )
+    dry_run = stack.client.put(
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        params={"dryRun": "true", "lang": "ko"},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+    )
+    assert dry_run.json()["warnings"] == ["기존 config.yaml이 올바른 YAML이 아니어서 새로 씁니다."]

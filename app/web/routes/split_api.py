@@ -111,6 +111,7 @@ def put_gpu_split(
     body: GpuSplitIn,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
@@ -121,7 +122,10 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return change_split(runtime.changes, admin, change, body.expectedToken, dry_run=dry_run)
+    lang = language_of(request)
+    return change_split(
+        runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
+    )
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -129,13 +133,17 @@ def delete_gpu_split(
     name: NodeName,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     body: ReturnIn | None = None,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
-    return change_split(runtime.changes, admin, change, body.expectedToken, dry_run=dry_run)
+    lang = language_of(request)
+    return change_split(
+        runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
+    )
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
@@ -143,6 +151,7 @@ def post_change_rollback(
     change: ChangeId,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     body: RollbackIn | None = None,
     dry_run: DryRun = False,
 ) -> RollbackOut:
@@ -157,4 +166,5 @@ def post_change_rollback(
         expected=body.expectedToken,
         pass_failing=body.passFailingNodes,
         confirm_unverified=body.confirmUnverified,
+        lang=language_of(request),
     )

@@ -104,6 +104,7 @@ def rollback_change(
     expected: str | None = None,
     pass_failing: bool = False,
     confirm_unverified: bool = False,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
     stored = find_change(ctx, change)
@@ -118,12 +119,19 @@ def rollback_change(
                 dry_run=dry_run,
                 confirm=confirm_host_processes,
                 expected=expected,
+                lang=lang,
             )
         return _undo_mode(
-            ctx, admin, record, dry_run=dry_run, expected=expected, pass_failing=pass_failing
+            ctx,
+            admin,
+            record,
+            dry_run=dry_run,
+            expected=expected,
+            pass_failing=pass_failing,
+            lang=lang,
         )
 
-    return or_no_change(answer, dry_run=dry_run)
+    return or_no_change(answer, dry_run=dry_run, lang=lang)
 
 
 def preview_rollback(ctx: ChangeContext, principal: Principal, change: str) -> SplitPreview:
@@ -142,14 +150,15 @@ def _undo_split(
     dry_run: bool,
     confirm: bool,
     expected: str | None,
+    lang: str,
 ) -> SplitPreviewOut | SplitAppliedOut:
     request = split_request(record, confirm)
     if dry_run:
-        return preview_split(ctx, admin.principal, request, rollback=True).out()
+        return preview_split(ctx, admin.principal, request, rollback=True).out(lang)
     split_plan, applied = apply_split(
         ctx, admin, request, expected, rollback=True, rolls_back=record.id
     )
-    return applied_out(split_plan, applied)
+    return applied_out(split_plan, applied, lang)
 
 
 def _undo_mode(
@@ -160,16 +169,17 @@ def _undo_mode(
     dry_run: bool,
     expected: str | None,
     pass_failing: bool,
+    lang: str,
 ) -> ModePreviewOut | ModeAppliedOut:
     mode = mode_request(record)
     with writer_for(ctx, admin.principal) as writer:
         plan = dataclasses.replace(make_plan(ctx, writer, mode), kind="rollback")
         check_token(expected, mode_objects(ctx, plan))
         if dry_run:
-            return build_preview(ctx, writer, plan).out()
+            return build_preview(ctx, writer, plan).out(lang)
         return write_mode(
             ctx, writer, admin, plan, pass_failing=pass_failing, rolls_back=record.id
-        ).out()
+        ).out(lang)
 
 
 def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:

@@ -23,6 +23,7 @@ from app.errors import WritesDisabledError
 from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.principal import Principal
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.snapshot_builder import ClusterSource
 from app.web.services.snapshots import SnapshotService
 from app.web.views.admin_schemas import NoChangeOut
@@ -127,13 +128,15 @@ def check_token(expected: str | None, objects: ReadObjects) -> None:
         check_fresh(expected, objects)
 
 
-def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
-    """`answer()`, or NoChangeOut when the planner finds nothing to change."""
+def or_no_change(
+    answer: Callable[[], T], *, dry_run: bool, lang: str = DEFAULT_LANGUAGE
+) -> T | NoChangeOut:
+    """`answer()`, or NoChangeOut (worded in `lang`) when the planner finds nothing to change."""
     try:
         return answer()
     except PlanRefused as refused:
         if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refusal_text(refused))
+            return NoChangeOut(dryRun=dry_run, detail=refusal_text(refused, lang))
         raise
 
 

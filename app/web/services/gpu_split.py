@@ -64,7 +64,7 @@ class SplitPreview:
     def ok(self) -> bool:
         return all(v is None for v in self.dry_run.values())
 
-    def out(self) -> SplitPreviewOut:
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> SplitPreviewOut:
         plan = self.plan
         return SplitPreviewOut(
             kind=plan.kind,
@@ -90,7 +90,7 @@ class SplitPreview:
             restarts=[RestartOut(code=r.code, params=r.params) for r in plan.restarts],
             resourceVersions=plan.resource_versions,
             token=self.token,
-            warnings=warning_texts(plan.warnings),
+            warnings=warning_texts(plan.warnings, lang),
         )
 
 
@@ -98,7 +98,9 @@ def state_out(state: SplitState) -> SplitStateOut:
     return SplitStateOut.model_validate(state.as_json())
 
 
-def applied_out(plan: SplitPlan, applied: SplitApplied) -> SplitAppliedOut:
+def applied_out(
+    plan: SplitPlan, applied: SplitApplied, lang: str = DEFAULT_LANGUAGE
+) -> SplitAppliedOut:
     return SplitAppliedOut(
         kind=plan.kind,
         node=plan.node,
@@ -107,7 +109,7 @@ def applied_out(plan: SplitPlan, applied: SplitApplied) -> SplitAppliedOut:
         slotsAfter=plan.after.slots,
         appliedAt=iso(applied.applied_at),
         changeId=applied.change_id,
-        warnings=warning_texts(plan.warnings + applied.warnings),
+        warnings=warning_texts(plan.warnings + applied.warnings, lang),
     )
 
 
@@ -346,13 +348,14 @@ def change_split(
     expected: str | None,
     *,
     dry_run: bool,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> SplitPreviewOut | SplitAppliedOut:
         if dry_run:
-            return preview_split(ctx, admin.principal, change).out()
+            return preview_split(ctx, admin.principal, change).out(lang)
         plan, applied = apply_split(ctx, admin, change, expected)
-        return applied_out(plan, applied)
+        return applied_out(plan, applied, lang)
 
-    return or_no_change(answer, dry_run=dry_run)
+    return or_no_change(answer, dry_run=dry_run, lang=lang)

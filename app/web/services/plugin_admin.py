@@ -24,6 +24,7 @@ from app.domain.dra_models import DraInstall
 from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
@@ -69,7 +70,7 @@ class Preview:
     token: str
     failing: FailingNodes
 
-    def out(self) -> ModePreviewOut:
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> ModePreviewOut:
         return ModePreviewOut(
             kind=self.plan.kind,
             before=settings_out(self.plan.before.as_json()),
@@ -88,7 +89,7 @@ class Preview:
             failingNodes=sorted(self.failing.nodes),
             maxUnavailable=self.failing.max_unavailable,
             holdsAtMaxUnavailable=self.failing.holds,
-            warnings=warning_texts(self.plan.warnings),
+            warnings=warning_texts(self.plan.warnings, lang),
         )
 
 
@@ -105,7 +106,7 @@ class Applied:
     def generation(self) -> int:
         return int((self.result.daemonset.get("metadata") or {}).get("generation") or 0)
 
-    def out(self) -> ModeAppliedOut:
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> ModeAppliedOut:
         plan, result = self.plan, self.result
         return ModeAppliedOut(
             kind=plan.kind,
@@ -119,7 +120,7 @@ class Applied:
                 "daemonset": _rv(result.daemonset),
                 "configmap": _rv(result.configmap),
             },
-            warnings=warning_texts(plan.warnings + result.warnings),
+            warnings=warning_texts(plan.warnings + result.warnings, lang),
             changeId=self.change_id,
             maxUnavailable=budget.as_json() if (budget := self._budget()) is not None else None,
         )
@@ -285,15 +286,16 @@ def change_mode(
     *,
     dry_run: bool,
     pass_failing: bool = False,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> ModePreviewOut | ModeAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> ModePreviewOut | ModeAppliedOut:
         if dry_run:
-            return preview_mode(ctx, admin.principal, change, expected).out()
-        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out()
+            return preview_mode(ctx, admin.principal, change, expected).out(lang)
+        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out(lang)
 
-    return or_no_change(answer, dry_run=dry_run)
+    return or_no_change(answer, dry_run=dry_run, lang=lang)
 
 
 # reading the current mode ----------------------------------------------------------------
