@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes import client
 
 from app.domain.changes.history import ChangeRecord, record_event
-from app.domain.changes.models import ChangePlan
+from app.domain.changes.models import ChangePlan, ChangeWarning
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError
@@ -57,7 +57,11 @@ class AuditTrail:
         self.history = history
 
     def mode_change(
-        self, plan: ChangePlan, daemonset: Manifest, record: ChangeRecord, warnings: list[str]
+        self,
+        plan: ChangePlan,
+        daemonset: Manifest,
+        record: ChangeRecord,
+        warnings: list[ChangeWarning],
     ) -> bool:
         """Log the mode change, keep it in the history, announce it; False: not in the history."""
         verb = "rolled back" if plan.kind == "rollback" else "changed"
@@ -84,7 +88,9 @@ class AuditTrail:
         event["reportingInstance"] = socket.gethostname()[:128]
         return self.record_change(record, event, warnings)
 
-    def record_change(self, record: ChangeRecord, event: Manifest, warnings: list[str]) -> bool:
+    def record_change(
+        self, record: ChangeRecord, event: Manifest, warnings: list[ChangeWarning]
+    ) -> bool:
         """Keep `record` in the history, then announce it; False: it is not in the history.
 
         Failures are warnings, not a failed change: the change is made either way.
@@ -97,14 +103,11 @@ class AuditTrail:
         except ClusterError as error:
             kept = False
             log.warning("%s", error)
-            warnings.append(
-                f"The change is applied, but {error}: it is not in the change history, so it "
-                "cannot be rolled back from there; see the dashboard's log."
-            )
+            warnings.append(ChangeWarning("not-in-history", {"error": str(error)}))
         self.notify(event, warnings)
         return kept
 
-    def notify(self, event: Manifest, warnings: list[str]) -> bool:
+    def notify(self, event: Manifest, warnings: list[ChangeWarning]) -> bool:
         """Create an audit Event as the dashboard; a failure is a warning, not a failed change."""
         body: Any = event
         try:
@@ -114,6 +117,6 @@ class AuditTrail:
         except Exception as exc:  # the change is made: report, don't fail it
             error = translate(exc, action="recording the audit Event")
             log.warning("%s", error)
-            warnings.append(f"The change is applied, but {error}; see the dashboard's log.")
+            warnings.append(ChangeWarning("event-not-written", {"error": str(error)}))
             return False
         return True

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from app.domain.changes.models import ChangeWarning
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.changes.split_undo import inverse, landed, unchanged
 from app.domain.cluster import Manifest
@@ -21,7 +22,7 @@ from app.kube.uncertain import is_uncertain
 audit_log = logging.getLogger("gpu_slots.audit")
 
 Read = Callable[[ObjectWrite], Manifest | None]
-Write = Callable[[ObjectWrite], None]
+Write = Callable[[ObjectWrite], object]  # its answer is not read
 
 
 class SplitFailed(ClusterError):
@@ -42,7 +43,7 @@ class LostAnswer(Exception):
 
 
 def settle_failed(
-    write: ObjectWrite, exc: ClusterError, read: Read, warnings: list[str]
+    write: ObjectWrite, exc: ClusterError, read: Read, warnings: list[ChangeWarning]
 ) -> tuple[str, bool]:
     """Re-read after an uncertain failure: LostAnswer when made; else (state, untouched)."""
     if not is_uncertain(exc):
@@ -53,8 +54,9 @@ def settle_failed(
         return f"{write.key} unknown (the answer was lost and re-reading failed: {error})", False
     if landed(write, current):
         warnings.append(
-            f"The answer to {write.action} {write.key} was lost ({exc}); re-reading shows it "
-            "was made."
+            ChangeWarning(
+                "answer-lost-made", {"action": write.action, "key": write.key, "error": str(exc)}
+            )
         )
         raise LostAnswer
     if unchanged(write, current):

@@ -18,6 +18,7 @@ from typing import Any
 from kubernetes import client
 
 from app.domain.changes.history import ChangeRecord
+from app.domain.changes.models import ChangeWarning
 from app.domain.changes.records import stamped
 from app.domain.changes.split_models import ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
@@ -68,7 +69,8 @@ class SplitObjects:
 class SplitApplied:
     change_id: str | None
     applied_at: datetime
-    warnings: tuple[str, ...]
+    warnings: tuple[ChangeWarning, ...]
+    written: tuple[Manifest, ...] = ()  # the objects as the API server answered each write
 
 
 class SplitWriter:
@@ -102,9 +104,9 @@ class SplitWriter:
 
     def apply(self, plan: SplitPlan, *, record: ChangeRecord) -> SplitApplied:
         """Make the writes in order (on a failure undo those made); keep `record`."""
-        warnings: list[str] = []
+        warnings: list[ChangeWarning] = []
         plan = with_change_id(plan, record.id)  # a concurrent loser can name this change
-        self._write_all(plan, user=record.user, warnings=warnings)
+        written = self._write_all(plan, user=record.user, warnings=warnings)
         at = self._writer.clock()
         record = stamped(record, at=at, warnings=warnings)
         # About a DaemonSet of the plugin namespace, not the Node: the API server refuses an
@@ -118,14 +120,17 @@ class SplitWriter:
         )
         recorded = self._writer.trail.record_change(record, event, warnings)
         _audit(plan, record)
-        return SplitApplied(record.id if recorded else None, at, tuple(warnings))
+        return SplitApplied(record.id if recorded else None, at, tuple(warnings), written)
 
-    def _write_all(self, plan: SplitPlan, *, user: str, warnings: list[str]) -> None:
-        """Make the plan's writes in order; SplitFailed after undoing those made."""
+    def _write_all(
+        self, plan: SplitPlan, *, user: str, warnings: list[ChangeWarning]
+    ) -> tuple[Manifest, ...]:
+        """Make the writes in order, keeping the answers; SplitFailed after undoing those made."""
         done: list[ObjectWrite] = []
+        written: list[Manifest] = []
         for write in plan.writes:
             try:
-                self._write(write, dry_run=False)
+                answer = self._write(write, dry_run=False)
             except ClusterError as exc:
                 try:
                     failed = settle_failed(write, exc, self._read_object, warnings)
@@ -146,6 +151,9 @@ class SplitWriter:
                     raise concurrent_change(write, self._current(write), undone) from exc
                 raise undone from exc
             done.append(write)
+            if answer is not None and write.action != "delete":
+                written.append(answer)
+        return tuple(written)
 
     def _current(self, write: ObjectWrite) -> Manifest | None:
         try:
@@ -163,15 +171,15 @@ class SplitWriter:
             return self._calls.read_daemonset(write.name)
         return self._calls.read_configmap(write.name)
 
-    def _write(self, write: ObjectWrite, *, dry_run: bool) -> None:
+    def _write(self, write: ObjectWrite, *, dry_run: bool) -> Manifest | None:
+        """Make `write`; the object as the API server answered (None: no body)."""
         action = f"{write.action} {write.kind} {write.name}"
         if write.kind == "DaemonSet" and write.action not in ("create", "delete"):
             assert write.after is not None and write.before is not None
-            self._calls.replace_daemonset(
+            return self._calls.replace_daemonset(
                 write.name, write.after, seen=write.before, dry_run=dry_run, action=action
             )
-            return
-        call_json(self._call(write, raw(dry_run)), action=action)
+        return call_json(self._call(write, raw(dry_run)), action=action)
 
     def _call(self, write: ObjectWrite, kwargs: dict[str, Any]) -> Callable[[], Any]:
         """The client call that makes `write` (all but the DaemonSet replace)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from app.domain.changes.models import ChangePlan
+from app.domain.changes.models import ChangePlan, ChangeWarning
 from app.domain.changes.outcome import Found, configmap_found, daemonset_found, describe
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
@@ -61,15 +61,14 @@ class Settle:
         self._read_daemonset = read_daemonset
         self.plugin = plugin  # the DaemonSet, for messages
 
-    def configmap_write(self, exc: ClusterError, warnings: list[str]) -> Manifest | None:
+    def configmap_write(self, exc: ClusterError, warnings: list[ChangeWarning]) -> Manifest | None:
         """The ConfigMap as written despite `exc`, or the error to raise."""
         if self.plan.configmap is None or not is_uncertain(exc):
             raise exc
         found, current = self._configmap(exc)
         if found is Found.NEW:
             warnings.append(
-                f"The answer to the ConfigMap write was lost ({exc}); re-reading shows it "
-                "was written."
+                ChangeWarning("answer-lost-written", {"kind": "ConfigMap", "error": str(exc)})
             )
             return current
         if found is Found.OLD:
@@ -80,14 +79,14 @@ class Settle:
             ) from exc
         state = describe(configmap=found, daemonset=Found.OLD)
         raise ApplyFailed(
-            f"{exc}. Re-reading the ConfigMap found neither the old nor the new config: "
-            f"{state}. Check it with kubectl before retrying.",
+            f"{exc}. Re-reading the ConfigMap found neither the old nor the new config "
+            f"(state {state}). Check it with kubectl before retrying.",
             cause=exc,
             restored=False,
             state=state,
         ) from exc
 
-    def daemonset_write(self, exc: ClusterError, warnings: list[str]) -> Manifest:
+    def daemonset_write(self, exc: ClusterError, warnings: list[ChangeWarning]) -> Manifest:
         """The DaemonSet as written despite `exc`; NotWritten when untouched; else ApplyFailed."""
         if not is_uncertain(exc):
             raise NotWritten from exc
@@ -98,8 +97,7 @@ class Settle:
         found = daemonset_found(current, self.plan)
         if found is Found.NEW and current is not None:
             warnings.append(
-                f"The answer to the DaemonSet write was lost ({exc}); re-reading shows it "
-                "was written."
+                ChangeWarning("answer-lost-written", {"kind": "DaemonSet", "error": str(exc)})
             )
             return current
         if found is Found.OLD:
@@ -107,7 +105,7 @@ class Settle:
         configmap = None if self.plan.configmap is None else Found.NEW
         state = describe(configmap=configmap, daemonset=found)
         raise ApplyFailed(
-            f"{exc}. Re-reading the DaemonSet found a change that is not ours: {state}. "
+            f"{exc}. Re-reading the DaemonSet found a change that is not ours (state {state}). "
             "Nothing was undone; check both objects with kubectl.",
             cause=exc,
             restored=False,
@@ -137,7 +135,11 @@ class Settle:
         restored = found is Found.OLD
         return ApplyFailed(
             f"{cause}. Undoing the ConfigMap lost its answer ({undo_error}); re-reading shows "
-            + ("it was undone: the cluster is as before the change." if restored else state),
+            + (
+                "it was undone: the cluster is as before the change."
+                if restored
+                else f"state {state}"
+            ),
             cause=cause,
             restored=restored,
             state=state,

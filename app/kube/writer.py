@@ -25,7 +25,7 @@ from typing import Any
 from kubernetes import client
 
 from app.domain.changes.history import ChangeRecord
-from app.domain.changes.models import ChangePlan, ConfigMapAction
+from app.domain.changes.models import ChangePlan, ChangeWarning, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
 from app.domain.changes.records import stamped
 from app.domain.cluster import Manifest
@@ -69,7 +69,7 @@ class ApplyResult:
     daemonset: Manifest
     configmap: Manifest | None
     applied_at: datetime
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[ChangeWarning, ...] = ()
     change_id: str | None = None  # the entry in the change history (None: not recorded)
 
 
@@ -149,7 +149,7 @@ class PluginWriter:
         The service built `record` (app.domain.changes.records); it is stamped here with
         the moment of the writes and their warnings, then kept and announced.
         """
-        warnings: list[str] = []
+        warnings: list[ChangeWarning] = []
         settle = self._settle(plan)
         try:
             written_cm, written_ds = self._write_both(plan, settle, warnings)
@@ -174,7 +174,7 @@ class PluginWriter:
         return Settle(plan, self._read_configmap, self._read_daemonset, self.plugin)
 
     def _write_both(
-        self, plan: ChangePlan, settle: Settle, warnings: list[str]
+        self, plan: ChangePlan, settle: Settle, warnings: list[ChangeWarning]
     ) -> tuple[Manifest | None, Manifest]:
         """The ConfigMap and the DaemonSet as written; the ConfigMap undone if the second fails."""
         try:
@@ -190,22 +190,18 @@ class PluginWriter:
                 raise self._undo_configmap(plan, written_cm, exc) from exc
         return written_cm, written_ds
 
-    def _deleted_after(self, plan: ChangePlan, settle: Settle, warnings: list[str]) -> bool:
+    def _deleted_after(
+        self, plan: ChangePlan, settle: Settle, warnings: list[ChangeWarning]
+    ) -> bool:
         """Delete the ConfigMap the DaemonSet no longer uses; whether it is gone."""
         try:
             self._delete_configmap(plan, dry_run=False)
             return True
         except ClusterError as exc:
             if settle.deleted(exc):
-                warnings.append(
-                    f"The answer to the ConfigMap deletion was lost ({exc}); re-reading "
-                    "shows it was deleted."
-                )
+                warnings.append(ChangeWarning("answer-lost-deleted", {"error": str(exc)}))
                 return True
-            warnings.append(
-                f"The DaemonSet is updated, but the ConfigMap could not be deleted "
-                f"({exc}); it is left behind, unused."
-            )
+            warnings.append(ChangeWarning("configmap-left-behind", {"error": str(exc)}))
             return False
 
     def replace_daemonset(self, body: Manifest, *, seen: Manifest, action: str) -> Manifest:

@@ -74,12 +74,7 @@ def test_configmap_found_old_new_or_other() -> None:
 
 
 def test_describe_names_the_state() -> None:
-    assert describe(configmap=Found.OLD, daemonset=Found.OLD) == (
-        "the cluster is as before the change (old state)"
-    )
-    assert describe(configmap=None, daemonset=Found.NEW) == (
-        "the change is fully applied (new state)"
-    )
-    assert describe(configmap=Found.NEW, daemonset=Found.OLD) == (
-        "half applied: the ConfigMap holds the NEW config, the DaemonSet the OLD one"
-    )
+    assert describe(configmap=Found.OLD, daemonset=Found.OLD) == "old"
+    assert describe(configmap=None, daemonset=Found.NEW) == "new"
+    assert describe(configmap=Found.NEW, daemonset=Found.OLD) == "half-new-old"
+    assert describe(configmap=Found.OTHER, daemonset=Found.OLD) == "half-other-old"

@@ -14,6 +14,7 @@ from app.domain.changes.models import (
     PREVIOUS_ANNOTATION,
     ChangePlan,
     ChangeRequest,
+    ChangeWarning,
     ConfigMapAction,
     PlanRefused,
     RefusalCode,
@@ -293,7 +294,10 @@ def test_plan_rewrites_every_entry_of_the_gpu_resource_so_the_plugin_gets_the_as
         {"name": "nvidia.com/mig-1g.10gb", "replicas": 3},
     ]
     assert plan.after.replicas == 3
-    assert any("gpu (replicas 8) is merged into the first" in w for w in plan.warnings)
+    assert (
+        ChangeWarning("time-slicing-entry-merged", {"name": "gpu", "replicas": "8"})
+        in plan.warnings
+    )
 
 
 def test_plan_removes_an_mps_block_with_a_warning() -> None:
@@ -311,7 +315,7 @@ def test_plan_removes_an_mps_block_with_a_warning() -> None:
 
     assert plan.before.mode is Mode.MPS
     assert plan.after.mode is Mode.TIME_SLICING
-    assert any("mps" in warning for warning in plan.warnings)
+    assert ChangeWarning("mps-removed") in plan.warnings
 
 
 def test_plan_configmap_mounted_without_config_file_reuses_the_mount() -> None:
@@ -336,7 +340,7 @@ def test_plan_invalid_existing_config_is_replaced_with_a_warning() -> None:
 
     assert plan.before.error is not None
     assert plan.after.replicas == 3
-    assert any("not valid YAML" in warning for warning in plan.warnings)
+    assert ChangeWarning("config-not-yaml-replaced") in plan.warnings
 
 
 def test_plan_operator_managed_daemonset_is_refused() -> None:

@@ -20,6 +20,7 @@ from app.domain.changes.durable import (
     record_name,
 )
 from app.domain.changes.history import ChangeRecord, change_id
+from app.domain.changes.models import ChangeWarning
 
 AT = datetime(2026, 3, 1, 14, 30, 5, tzinfo=UTC)
 
@@ -36,7 +37,9 @@ def record(minutes: int = 0, *, kind: str = "mode", salt: str = "abc123") -> Cha
         before={"mode": "basic", "replicas": 1},
         after={"mode": "time-slicing", "replicas": 4},
         node="gpu-1" if kind == "split" else None,
-        warnings=("answer lost",) if minutes == 99 else (),
+        warnings=(ChangeWarning("event-not-written", {"error": "timeout"}),)
+        if minutes == 99
+        else (),
     )
 
 
@@ -73,8 +76,27 @@ def test_record_configmap_round_trip_returns_the_same_record() -> None:
 def test_record_configmap_with_warnings_says_so_in_its_outcome() -> None:
     configmap = record_configmap(record(99), namespace="gpu-slots")
 
-    assert configmap["data"]["outcome"] == "applied, with warnings"
-    assert json.loads(configmap["data"][RECORD_KEY])["warnings"] == ["answer lost"]
+    assert configmap["data"]["outcome"] == "applied-with-warnings"
+    assert json.loads(configmap["data"][RECORD_KEY])["warnings"] == [
+        {"code": "event-not-written", "params": {"error": "timeout"}}
+    ]
+    read = read_record(stored(configmap))
+    assert isinstance(read, StoredRecord)
+    assert read.record.warnings == (ChangeWarning("event-not-written", {"error": "timeout"}),)
+
+
+def test_a_record_kept_before_warnings_were_codes_reads_its_english_warning() -> None:
+    configmap = stored(record_configmap(record(), namespace="gpu-slots"))
+    kept = json.loads(configmap["data"][RECORD_KEY])
+    kept["warnings"] = ["The change is applied, but the Event was refused."]
+    configmap["data"][RECORD_KEY] = json.dumps(kept)
+
+    read = read_record(configmap)
+
+    assert isinstance(read, StoredRecord)
+    assert read.record.warnings == (
+        ChangeWarning("recorded", {"text": "The change is applied, but the Event was refused."}),
+    )
 
 
 def test_read_record_without_the_label_returns_none() -> None:
@@ -85,24 +107,38 @@ def test_read_record_without_the_label_returns_none() -> None:
 
 
 @pytest.mark.parametrize(
-    ("data", "reason"),
+    ("data", "why"),
     [
-        (None, "no record.json in its data"),
-        ({"other": "x"}, "no record.json in its data"),
-        ({RECORD_KEY: "{not json"}, "record.json is not JSON"),
-        ({RECORD_KEY: "[1, 2]"}, "the record is not a JSON object"),
-        ({RECORD_KEY: json.dumps({"id": "x"})}, "the record has no 'at'"),
-        (
-            {RECORD_KEY: json.dumps({"id": "x", "at": "yesterday", "kind": "mode"})},
-            "does not match format",
-        ),
+        ({RECORD_KEY: "{not json"}, "not-json"),
+        ({RECORD_KEY: json.dumps({"id": "x", "at": "yesterday", "kind": "mode"})}, "malformed"),
+    ],
+)
+def test_a_record_a_parser_refuses_quotes_the_parser(data: object, why: str) -> None:
+    read = read_record(labelled("gpu-slots-change-x", data))
+
+    assert isinstance(read, UnreadableRecord)
+    assert read.why == why
+    assert read.params["error"]  # the parser's own words, shown as evidence
+
+
+@pytest.mark.parametrize(
+    ("data", "why", "params"),
+    [
+        (None, "no-record", {"key": "record.json"}),
+        ({"other": "x"}, "no-record", {"key": "record.json"}),
+        ({RECORD_KEY: "[1, 2]"}, "not-an-object", {}),
+        ({RECORD_KEY: json.dumps({"id": "x"})}, "missing-field", {"field": "at"}),
+        ({RECORD_KEY: "[NaN]"}, "number-constant", {"name": "NaN"}),
+        ({RECORD_KEY: "[" + "1" * 30 + "]"}, "number-too-long", {"digits": 30}),
+        ({RECORD_KEY: "[" * 40 + "]" * 40}, "too-deep", {"key": "record.json", "levels": 16}),
         (
             {
                 RECORD_KEY: json.dumps(
                     {"id": "x", "at": "2026-03-01T00:00:00Z", "kind": "reboot", "action": "change"}
                 )
             },
-            "unknown kind or action",
+            "unknown-kind",
+            {"kind": "reboot", "action": "change"},
         ),
         (
             {
@@ -116,18 +152,19 @@ def test_read_record_without_the_label_returns_none() -> None:
                     }
                 )
             },
-            "before/after are not JSON objects",
+            "before-after-not-objects",
+            {},
         ),
     ],
 )
 def test_read_record_with_garbage_data_returns_unreadable_with_reason(
-    data: object, reason: str
+    data: object, why: str, params: dict[str, object]
 ) -> None:
     read = read_record(labelled("gpu-slots-change-x", data))
 
     assert isinstance(read, UnreadableRecord)
     assert read.name == "gpu-slots-change-x"
-    assert reason in read.reason
+    assert (read.why, read.params) == (why, params)
     assert read.created_at == datetime(2026, 3, 1, tzinfo=UTC)
 
 
@@ -139,7 +176,7 @@ def test_read_record_under_another_name_returns_unreadable() -> None:
     read = read_record(configmap)
 
     assert isinstance(read, UnreadableRecord)
-    assert "would be named otherwise" in read.reason
+    assert (read.why, read.params) == ("misnamed", {"change": "20260301-143005-000-abc123"})
 
 
 def test_read_record_labelled_with_another_kind_returns_unreadable() -> None:

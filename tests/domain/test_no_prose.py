@@ -5,8 +5,7 @@ schema's `description=` aside: those are for developers) and calls one *prose* w
 a run of three Latin-script words of a sentence ("is not ready", "the plugin runs") outside
 a `kubectl`/`helm` command. Names, codes, units and numbers never make such a run.
 
-Prose that is still in the domain is listed in REMAINING per module with its count: the
-list may only shrink (a new sentence anywhere fails, so does one more in a listed module).
+Not one such string is left: a new sentence anywhere in the domain fails.
 """
 
 from __future__ import annotations
@@ -24,25 +23,14 @@ _WORD = re.compile(r"^[(\"'`]*([A-Z]?[a-z]+)[)\"'`,.:;!?]*$")
 _COMMANDS = {"kubectl", "helm"}
 RUN = 3
 
-# Still worded in the domain (issue 32's remaining work): change plans' warnings and the
-# stale-token refusal's list of what moved, the apply outcome's words, stored-record
-# validation errors. Finding titles and remedies (a command plus a `remedy.<code>`), report
-# validation, the rollout's waits, pending-demand reasons and the planners' refusals are
-# done: a module not listed fails on one sentence.
+# Every module of app/domain is clear: finding titles and remedies (a command plus a
+# `remedy.<code>`), report and stored-record validation, change warnings, the apply outcome,
+# the rollout's waits, pending-demand reasons and the planners' refusals are codes and params,
+# worded in the web layer; one sentence anywhere fails.
 # app/domain/plugin/* and quantity.py raise codes too (app.domain.coded, `plugin.*` and
 # `quantity.*`): the English catalog reproduces what the device plugin or apimachinery itself
 # says, so an admin can match it against the plugin's log, and a Korean page shows the Korean
 # sentence with that English beside it in <code> (app/web/i18n/coded.py).
-REMAINING: dict[str, int] = {
-    "app/domain/changes/durable.py": 10,
-    "app/domain/changes/edits.py": 4,
-    "app/domain/changes/history.py": 5,
-    "app/domain/changes/outcome.py": 3,
-    "app/domain/changes/preview.py": 1,
-    "app/domain/changes/signing.py": 1,
-    "app/domain/changes/split_config.py": 1,
-    "app/domain/changes/split_scope.py": 1,
-}
 
 
 def prose(text: str) -> bool:
@@ -173,9 +161,5 @@ def test_finding_rules_emit_codes_and_values_never_a_title() -> None:
     assert bad == {}
 
 
-def test_no_new_prose_in_the_domain_and_the_remaining_list_only_shrinks() -> None:
-    found = prose_by_module()
-    grown = {m: n for m, n in found.items() if n > REMAINING.get(m, 0)}
-    assert grown == {}, "the domain emits codes; word new text in the .po catalogs"
-    shrunk = {m: n for m, n in REMAINING.items() if found.get(m, 0) < n}
-    assert shrunk == {}, "less prose left: lower REMAINING to what the scan finds"
+def test_the_domain_holds_no_prose() -> None:
+    assert prose_by_module() == {}, "the domain emits codes; word the text in the .po catalogs"

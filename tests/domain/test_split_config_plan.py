@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import ChangeWarning, PlanRefused, RefusalCode
 from app.domain.changes.split import plan_split
 from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest
 from app.domain.cluster import Manifest
@@ -80,8 +80,7 @@ def test_a_new_mode_adds_one_key_and_sets_the_node_label() -> None:
     assert result.writes[1].after == {"labels": {LABEL: "gpu-slots-ts-2"}}
     assert (result.before.slots, result.after.slots) == (8, 4)
     assert result.warnings == (
-        "Slots go from 8 to 4 while pods hold slots here (ml/a-0): running pods keep "
-        "running, new ones may wait.",
+        ChangeWarning("slots-shrink-under-pods", {"before": 8, "after": 4, "pods": "ml/a-0"}),
     )
     assert result.describe() == (
         "node gpu-ts-3: shared DaemonSet nvidia-device-plugin, time-slicing x4 (config ts4), "

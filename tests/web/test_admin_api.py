@@ -144,6 +144,20 @@ def test_admin_api_no_change_says_so(admin: Stack) -> None:
     assert response.status_code == 200
     assert response.json()["changed"] is False
     assert "Nothing to change" in response.json()["detail"]
+    korean = admin.client.put(
+        "/api/v1/plugin/config", json={"mode": "basic"}, params={"lang": "ko"}, headers=BEARER
+    )
+    assert korean.json()["detail"].startswith("변경할 내용이 없습니다: 플러그인이 이미")
+    missing = admin.client.put(
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing"},
+        params={"lang": "ko"},
+        headers=BEARER,
+    )
+    assert (missing.status_code, missing.json()["detail"]) == (
+        422,
+        "시분할에는 replicas가 필요합니다.",
+    )
 
 
 def test_admin_api_conflict_between_preview_and_apply_writes_nothing(admin: Stack) -> None:

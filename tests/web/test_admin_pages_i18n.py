@@ -9,12 +9,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
+from kubernetes import client
 from markupsafe import Markup
 
 from app.domain.changes.models import ConfigMapAction, RefusalCode
 from app.domain.changes.rollout import RolloutStatus, Waiting
 from app.domain.snapshot import Mode
 from app.web.app import page_templates
+from app.kube.client import make_api_client
 from app.web.http import admin_forms
 from app.web.i18n import translate as i18n
 from tests.conftest import ADMIN_TOKEN, Stack
@@ -316,3 +318,37 @@ def test_allocation_policy_in_the_form_is_refused_for_an_older_plugin_with_the_r
     page = parse(refused.text)
     assert page.text("admin-error").startswith("허용 범위를 벗어난 값이 있습니다.")
     assert "디바이스 플러그인 v0.20.0 이상이 필요하지만" in page.text("admin-error-detail")
+
+
+def test_a_change_warning_on_the_preview_is_korean(stack: Stack) -> None:
+    """The plan's warnings are worded from the catalog, like the rest of the preview."""
+    api = make_api_client(host=stack.simulator.url)
+    try:
+        client.CoreV1Api(api).create_namespaced_config_map(
+            "kube-system",
+            {
+                "metadata": {"name": "nvidia-device-plugin-config"},
+                "data": {"config.yaml": "version: v1\nsharing: [unclosed"},
+            },
+        )
+    finally:
+        api.close()
+    log_in(stack)
+    csrf = csrf_of(stack.client.get("/admin/plugin").text)
+    preview = stack.client.post("/admin/plugin/preview?lang=ko", data={**TS4, "csrf_token": csrf})
+    english = stack.client.post("/admin/plugin/preview?lang=en", data={**TS4, "csrf_token": csrf})
+
+    assert preview.status_code == 200, preview.text
+    assert parse(preview.text).text("plan-warning") == (
+        "기존 config.yaml이 올바른 YAML이 아니어서 새로 씁니다."
+    )
+    assert parse(english.text).text("plan-warning") == (
+        "The existing config.yaml is not valid YAML; it is replaced."
+    )
+    dry_run = stack.client.put(
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        params={"dryRun": "true", "lang": "ko"},
+        headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+    )
+    assert dry_run.json()["warnings"] == ["기존 config.yaml이 올바른 YAML이 아니어서 새로 씁니다."]

@@ -205,6 +205,15 @@ def test_nodes_of_another_install_and_dra_are_refused_up_front_on_the_demo(
 
     dra = stack.client.get("/api/v1/nodes/gpu-dra-9/gpu-split").json()
     assert (dra["editable"], dra["refusal"]["code"]) == (False, "dra-node")
+    # the editor's refusal in the asked language: Korean words, not the English sentence
+    ko = stack.client.get("/api/v1/nodes/gpu-ts-7/gpu-split", params={"lang": "ko"}).json()
+    assert ko["refusal"]["reason"].startswith(f"노드 {node}")
+    assert view["refusal"]["reason"].startswith(f"Node {node} runs the plugin of")
+    ko_page = stack.client.get("/admin/nodes/gpu-dra-9/gpus?lang=ko").text
+    assert "노드 gpu-dra-9의 GPU는 디바이스 플러그인이 아니라 DRA 드라이버" in ko_page
+    missing = stack.client.get("/api/v1/nodes/no-such-node/gpu-split", params={"lang": "ko"})
+    assert missing.status_code == 404
+    assert missing.json()["detail"] == "노드 no-such-node이(가) 클러스터에 없습니다."
     put_dra = stack.client.put(
         "/api/v1/nodes/gpu-dra-9/gpu-split",
         params={"dryRun": "true"},

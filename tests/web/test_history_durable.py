@@ -177,6 +177,13 @@ def test_history_with_a_garbage_record_lists_it_unreadable_and_refuses_its_rollb
     assert "kubectl -n gpu-slots get configmap gpu-slots-change-garbage -o yaml" in page.text
     assert refused.status_code == 409, refused.text
     assert "unreadable" in refused.json()["detail"]
+    # in Korean, the reason and the refusal are Korean; the parser's own words stay as quoted
+    ko_body = dashboard.get("/api/v1/changes", params={"lang": "ko"}).json()
+    assert ko_body["unreadable"][0]["reason"].startswith("record.json이(가) JSON이 아닙니다 (")
+    assert "record.json이(가) JSON이 아닙니다" in dashboard.get("/admin/changes?lang=ko").text
+    ko_refused = dashboard.post("/api/v1/changes/garbage/rollback?lang=ko", headers=BEARER)
+    assert ko_refused.status_code == 409
+    assert ko_refused.json()["detail"].startswith("변경 garbage의 기록을 읽을 수 없어 (record.json")
 
 
 def test_history_not_writable_warns_and_the_change_stays_applied(

@@ -82,6 +82,11 @@ def test_forged_record_is_unverified_and_needs_preview_and_confirmation(stack: S
     refused = stack.client.post("/api/v1/changes/forged-1/rollback", headers=BEARER)
     assert refused.status_code == 409, refused.text
     assert "not signed by this dashboard" in refused.json()["detail"]
+    refused_ko = stack.client.post(
+        "/api/v1/changes/forged-1/rollback", params={"lang": "ko"}, headers=BEARER
+    )
+    assert refused_ko.status_code == 409
+    assert "이 대시보드가 서명하지 않았습니다" in refused_ko.json()["detail"]
     assert _mode(stack) == "time-slicing"  # nothing written
 
     preview = stack.client.post("/api/v1/changes/forged-1/rollback?dryRun=true", headers=BEARER)

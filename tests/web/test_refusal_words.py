@@ -28,9 +28,11 @@ _BUILT = {
 
 
 def literal_args(callee: str, position: int) -> set[str]:
-    """The literal string at `position` of every `callee(...)` call in app/domain."""
+    """The literal string at `position` of every `callee(...)` call in app/domain and app/web
+    (the web services' own refusals: a change or node not found, an unverified record)."""
     found: set[str] = set()
-    for path in sorted((ROOT / "app" / "domain").rglob("*.py")):
+    paths = [*(ROOT / "app" / "domain").rglob("*.py"), *(ROOT / "app" / "web").rglob("*.py")]
+    for path in sorted(paths):
         for node in ast.walk(ast.parse(path.read_text())):
             if not (isinstance(node, ast.Call) and getattr(node.func, "id", None) == callee):
                 continue
@@ -48,6 +50,7 @@ def raised_whys() -> set[str]:
 
 def test_the_scan_sees_the_planners_refusals() -> None:
     assert {"no-change", "config-invalid", "dra-node", "host-processes"} <= raised_whys()
+    assert {"change-not-found", "unverified-record", "replicas-required"} <= raised_whys()
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)

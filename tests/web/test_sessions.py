@@ -46,6 +46,10 @@ def test_changing_the_admin_token_ends_the_sessions_made_with_the_old_one(
         assert login(client, "first-admin-token-0123456789") == 303
         token = csrf(client)
         assert write_status(client, token) == 503
+        disabled = client.put(
+            "/api/v1/plugin/config?dryRun=true&lang=ko", json=TS4, headers={"X-CSRF-Token": token}
+        )
+        assert disabled.json()["detail"] == "이 서버에서는 플러그인 변경이 켜져 있지 않습니다."
 
         token_file.write_text("second-admin-token-0123456789\n")
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from app.domain.changes.history import ChangeRecord, history, record_from_json
+from app.domain.changes.history import ChangeRecord, RecordInvalid, history, record_from_json
 from app.domain.cluster import Manifest
 
 RECORD_LABEL = "gpu-slots.io/change-record"
@@ -45,7 +45,8 @@ class UnreadableRecord:
     """A ConfigMap with the history's label whose data is not a record GPU Slots wrote."""
 
     name: str
-    reason: str
+    why: str  # what is wrong, a code (RecordInvalid.why), worded as `unreadable.<why>`
+    params: dict[str, object] = field(default_factory=dict)
     created_at: datetime | None = None
 
 
@@ -73,8 +74,8 @@ def record_configmap(record: ChangeRecord, *, namespace: str) -> Manifest:
     """The ConfigMap that keeps `record` (kubectl shows who and what in its data)."""
     name = record_name(record.id)
     if name is None:
-        raise ValueError(f"change id {record.id!r} is not a valid object name")
-    outcome = "applied, with warnings" if record.warnings else "applied"
+        raise ValueError("change-id-not-an-object-name", record.id)
+    outcome = "applied-with-warnings" if record.warnings else "applied"
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -100,29 +101,30 @@ def read_record(configmap: Manifest) -> StoredRecord | UnreadableRecord | None:
     created = _created_at(meta.get("creationTimestamp"))
     try:
         record = _parse(configmap.get("data"))
-    except ValueError as exc:
-        return UnreadableRecord(name, str(exc), created)
+    except RecordInvalid as exc:
+        return UnreadableRecord(name, exc.why, exc.params, created)
     if record_name(record.id) != name:
-        reason = f"holds change {record.id!r}, but a record of it would be named otherwise"
-        return UnreadableRecord(name, reason, created)
+        return UnreadableRecord(name, "misnamed", {"change": record.id[:253]}, created)
     if labels.get(RECORD_LABEL) != record.kind:
-        reason = f"labelled {labels.get(RECORD_LABEL)!r}, holds a {record.kind!r} change"
-        return UnreadableRecord(name, reason, created)
+        label = str(labels.get(RECORD_LABEL))[:64]
+        return UnreadableRecord(name, "mislabelled", {"label": label, "kind": record.kind}, created)
     return StoredRecord(name, str(meta.get("uid") or ""), record)
 
 
 def _parse(data: Any) -> ChangeRecord:
     if not isinstance(data, dict) or not isinstance(data.get(RECORD_KEY), str):
-        raise ValueError(f"no {RECORD_KEY} in its data")
+        raise RecordInvalid("no-record", key=RECORD_KEY)
     raw: str = data[RECORD_KEY]
     if len(raw) > MAX_RECORD_BYTES:
-        raise ValueError(f"{RECORD_KEY} is larger than {MAX_RECORD_BYTES} bytes")
+        raise RecordInvalid("too-large", key=RECORD_KEY, limit=MAX_RECORD_BYTES)
     try:
         parsed = json.loads(raw, parse_constant=_no_constant, parse_int=_short_int)
     except RecursionError as exc:
-        raise ValueError(f"{RECORD_KEY} is nested too deeply") from exc
+        raise RecordInvalid("too-deep", key=RECORD_KEY, levels=MAX_DEPTH) from exc
+    except RecordInvalid:
+        raise
     except ValueError as exc:
-        raise ValueError(f"{RECORD_KEY} is not JSON ({str(exc)[:120]})") from exc
+        raise RecordInvalid("not-json", key=RECORD_KEY, error=str(exc)[:120]) from exc
     _check_depth(parsed)
     return record_from_json(parsed)
 
@@ -132,24 +134,24 @@ MAX_INT_DIGITS = 18
 
 
 def _no_constant(name: str) -> float:
-    raise ValueError(f"{name} is not a number a record holds")
+    raise RecordInvalid("number-constant", name=name)
 
 
 def _short_int(text: str) -> int:
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"a number of {len(text)} digits")
+        raise RecordInvalid("number-too-long", digits=len(text))
     return int(text)
 
 
 def _check_depth(value: Any) -> None:
-    """ValueError when `value` nests deeper than MAX_DEPTH or holds a float out of range."""
+    """RecordInvalid when `value` nests deeper than MAX_DEPTH or holds a float out of range."""
     stack: list[tuple[Any, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         if depth > MAX_DEPTH:
-            raise ValueError(f"{RECORD_KEY} is nested deeper than {MAX_DEPTH} levels")
+            raise RecordInvalid("too-deep", key=RECORD_KEY, levels=MAX_DEPTH)
         if isinstance(item, float) and not math.isfinite(item):
-            raise ValueError(f"{RECORD_KEY} holds a number out of range")
+            raise RecordInvalid("number-out-of-range", key=RECORD_KEY)
         if isinstance(item, dict):
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):

@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from app.domain.changes.models import ChangeWarning
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
 
@@ -73,7 +74,7 @@ def time_slicing_text(
     replicas: int,
     rename_by_default: bool,
     fail_requests_greater_than_one: bool,
-    warnings: list[str],
+    warnings: list[ChangeWarning],
     allocation_policy: str | None = None,
 ) -> str:
     """config.yaml with sharing.timeSlicing set as asked and every other key kept."""
@@ -83,17 +84,17 @@ def time_slicing_text(
             loaded = yaml.safe_load(old_text)
         except yaml.YAMLError:
             loaded = None
-            warnings.append("The existing config.yaml is not valid YAML; it is replaced.")
+            warnings.append(ChangeWarning("config-not-yaml-replaced"))
         if isinstance(loaded, dict):
             base = loaded
         elif loaded is not None:
-            warnings.append("The existing config.yaml is not a mapping; it is replaced.")
+            warnings.append(ChangeWarning("config-not-mapping-replaced"))
     config: dict[str, Any] = dict(base) if base else {"version": "v1"}
     # The plugin matches these struct keys case-insensitively: fold every variant into one.
     old_sharing = _pop_ci(config, "sharing")
     sharing: dict[str, Any] = dict(old_sharing) if isinstance(old_sharing, dict) else {}
     if _pop_ci(sharing, "mps") is not None:
-        warnings.append("The sharing.mps block is removed: it would take precedence.")
+        warnings.append(ChangeWarning("mps-removed"))
     old_block = _pop_ci(sharing, "timeSlicing")
     block: dict[str, Any] = dict(old_block) if isinstance(old_block, dict) else {}
     block["renameByDefault"] = rename_by_default
@@ -106,8 +107,10 @@ def time_slicing_text(
         if _is_gpu(entry.get("name")):
             if updated:  # the plugin would serve this later entry: merged into the first
                 warnings.append(
-                    f"A second time-slicing entry for {entry.get('name')} "
-                    f"(replicas {entry.get('replicas')}) is merged into the first."
+                    ChangeWarning(
+                        "time-slicing-entry-merged",
+                        {"name": str(entry.get("name")), "replicas": str(entry.get("replicas"))},
+                    )
                 )
                 continue
             entry["replicas"] = replicas

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from app.domain.changes.models import ChangeWarning, warning_from_json
 from app.domain.cluster import Manifest
 
 CHANGE_LABEL = "gpu-slots.io/change"
@@ -36,7 +37,7 @@ class ChangeRecord:
     after: dict[str, Any]
     node: str | None = None
     rolls_back: str | None = None  # the id of the change this one undid
-    warnings: tuple[str, ...] = ()  # what the apply warned about (a lost answer, ...)
+    warnings: tuple[ChangeWarning, ...] = ()  # what the apply warned about (a lost answer, ...)
     # the rollout's facts (app.domain.changes.rollout_record): nodes already failing, the
     # maxUnavailable raised to pass them; None for changes that roll out no DaemonSet
     rollout: dict[str, Any] | None = None
@@ -53,9 +54,19 @@ class ChangeRecord:
             "before": self.before,
             "after": self.after,
             "rollsBack": self.rolls_back,
-            "warnings": list(self.warnings),
+            "warnings": [w.as_json() for w in self.warnings],
             "rollout": self.rollout,
         }
+
+
+class RecordInvalid(ValueError):
+    """A stored record GPU Slots cannot read: `why` names what is wrong (worded by the web
+    layer as `unreadable.<why>`), `params` its values (an `error` param quotes a parser)."""
+
+    def __init__(self, why: str, /, **params: object) -> None:
+        super().__init__(why, params)
+        self.why = why
+        self.params = params
 
 
 def change_id(at: datetime, salt: str) -> str:
@@ -99,38 +110,44 @@ def record_event(
 
 
 def record_from_json(data: Any) -> ChangeRecord:
-    """The record `as_json` wrote; ValueError saying what is wrong when it is not one."""
+    """The record `as_json` wrote; RecordInvalid saying what is wrong when it is not one."""
     if not isinstance(data, dict):
-        raise ValueError("the record is not a JSON object")
+        raise RecordInvalid("not-an-object")
     try:
-        at = datetime.strptime(str(data["at"]), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-        kind, action = data["kind"], data["action"]
-        if kind not in ("mode", "split") or action not in ("change", "rollback"):
-            raise ValueError(f"unknown kind or action ({kind!r}, {action!r})")
-        before, after = data.get("before") or {}, data.get("after") or {}
-        if not isinstance(before, dict) or not isinstance(after, dict):
-            raise ValueError("before/after are not JSON objects")
-        warnings = data.get("warnings") or []
-        if not isinstance(warnings, list):
-            raise ValueError("warnings is not a list")
-        return ChangeRecord(
-            id=str(data["id"]),
-            kind=kind,
-            action=action,
-            at=at,
-            user=str(data.get("user", "")),
-            summary=str(data.get("summary", "")),
-            before=dict(before),
-            after=dict(after),
-            node=_optional_str(data.get("node")),
-            rolls_back=_optional_str(data.get("rollsBack")),
-            warnings=tuple(str(w) for w in warnings),
-            rollout=data["rollout"] if isinstance(data.get("rollout"), dict) else None,
-        )
+        return _record(data)
     except KeyError as exc:
-        raise ValueError(f"the record has no {exc.args[0]!r}") from exc
-    except TypeError as exc:
-        raise ValueError(f"the record is malformed ({exc})") from exc
+        raise RecordInvalid("missing-field", field=str(exc.args[0])) from exc
+    except RecordInvalid:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise RecordInvalid("malformed", error=str(exc)[:200]) from exc
+
+
+def _record(data: dict[str, Any]) -> ChangeRecord:
+    at = datetime.strptime(str(data["at"]), "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    kind, action = data["kind"], data["action"]
+    if kind not in ("mode", "split") or action not in ("change", "rollback"):
+        raise RecordInvalid("unknown-kind", kind=str(kind)[:64], action=str(action)[:64])
+    before, after = data.get("before") or {}, data.get("after") or {}
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        raise RecordInvalid("before-after-not-objects")
+    warnings = data.get("warnings") or []
+    if not isinstance(warnings, list):
+        raise RecordInvalid("warnings-not-list")
+    return ChangeRecord(
+        id=str(data["id"]),
+        kind=kind,
+        action=action,
+        at=at,
+        user=str(data.get("user", "")),
+        summary=str(data.get("summary", "")),
+        before=dict(before),
+        after=dict(after),
+        node=_optional_str(data.get("node")),
+        rolls_back=_optional_str(data.get("rollsBack")),
+        warnings=tuple(warning_from_json(w) for w in warnings),
+        rollout=data["rollout"] if isinstance(data.get("rollout"), dict) else None,
+    )
 
 
 def _optional_str(value: object) -> str | None:

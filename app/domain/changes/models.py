@@ -59,6 +59,34 @@ class Phrase:
     params: dict[str, Any] = field(default_factory=dict)
 
 
+RECORDED_WARNING = "recorded"
+
+
+@dataclass(frozen=True)
+class ChangeWarning:
+    """What a change warns about (before or while it is applied), as a code and values; the
+    web layer words it as `warning.<code>`. Kept in the change record as `{code, params}`.
+
+    Records written before the warnings were codes hold an English sentence: it reads back
+    as code `recorded` with the sentence as `text`, shown as it is.
+    """
+
+    code: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        return {"code": self.code, "params": dict(self.params)}
+
+
+def warning_from_json(value: object) -> ChangeWarning:
+    """A stored warning: `{code, params}`, or an old record's sentence (bounded either way)."""
+    if isinstance(value, dict) and isinstance(value.get("code"), str):
+        params = value.get("params")
+        kept = {str(k)[:64]: v for k, v in params.items()} if isinstance(params, dict) else {}
+        return ChangeWarning(value["code"][:64], kept)
+    return ChangeWarning(RECORDED_WARNING, {"text": str(value)[:2000]})
+
+
 class PlanRefused(GpuSlotsError):
     """The requested change cannot (or need not) be made; `code` says which refusal.
 
@@ -76,6 +104,15 @@ class PlanRefused(GpuSlotsError):
         self.why = why
         self.params = params
         self.details = details
+
+
+def require_replicas(replicas: int, why: str) -> int:
+    """`replicas` when MIN_REPLICAS..MAX_REPLICAS; else refused as `why` (out of range)."""
+    if not MIN_REPLICAS <= replicas <= MAX_REPLICAS:
+        raise PlanRefused(
+            RefusalCode.OUT_OF_RANGE, why, min=MIN_REPLICAS, max=MAX_REPLICAS, got=replicas
+        )
+    return replicas
 
 
 class ConfigMapAction(StrEnum):
@@ -150,7 +187,7 @@ class ChangePlan:
     after: PluginSettings
     config_hash: str | None
     rolls_pods: bool
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[ChangeWarning, ...] = field(default_factory=tuple)
 
     @property
     def resource_versions(self) -> dict[str, str | None]:

@@ -63,18 +63,12 @@ def daemonset_found(found: Manifest | None, plan: ChangePlan) -> Found:
 
 
 def describe(*, configmap: Found | None, daemonset: Found) -> str:
-    """The state found, in words an admin can act on; `configmap` None: not written by the plan."""
+    """The state found, as a code: `old`, `new`, or `half-<configmap>-<daemonset>` (each
+    old, new or other); the web layer words it (`outcome.*`). `configmap` None: not written."""
     if configmap is None:
         configmap = daemonset
     if configmap is Found.OLD and daemonset is Found.OLD:
-        return "the cluster is as before the change (old state)"
+        return "old"
     if configmap is Found.NEW and daemonset is Found.NEW:
-        return "the change is fully applied (new state)"
-    return (
-        f"half applied: the ConfigMap holds the {_word(configmap)} config, the DaemonSet the "
-        f"{_word(daemonset)} one"
-    )
-
-
-def _word(found: Found) -> str:
-    return {Found.OLD: "OLD", Found.NEW: "NEW", Found.OTHER: "someone else's (or no)"}[found]
+        return "new"
+    return f"half-{configmap.value}-{daemonset.value}"

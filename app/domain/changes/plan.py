@@ -28,16 +28,16 @@ from app.domain.changes.edits import (
 from app.domain.changes.models import (
     DEFAULT_KEY,
     MANAGED_BY_LABEL,
-    MAX_REPLICAS,
-    MIN_REPLICAS,
     PREVIOUS_ANNOTATION,
     ChangePlan,
     ChangeRequest,
+    ChangeWarning,
     ConfigMapAction,
     PlanRefused,
     PluginSettings,
     RefusalCode,
     json_annotation,
+    require_replicas,
 )
 from app.domain.changes.policy import check_policy, dra_only
 from app.domain.cluster import Manifest
@@ -105,7 +105,7 @@ def plan_change(
     check_policy(request, spec.version)
     container = _container(ds, spec.container)
     before = current_settings(ds, configmap)
-    warnings: list[str] = []
+    warnings: list[ChangeWarning] = []
     if "CONFIG_FILE" in spec.env and not config_file_entries(container):
         raise PlanRefused(RefusalCode.CONFIG_FILE_FLAG, "config-file-flag")
     ref = spec.config_ref
@@ -191,14 +191,7 @@ def _check_request(request: ChangeRequest) -> None:
     if request.mode not in ("basic", "time-slicing"):
         raise PlanRefused(RefusalCode.OUT_OF_RANGE, "mode-unknown")
     if request.mode == "time-slicing":
-        if not MIN_REPLICAS <= request.replicas <= MAX_REPLICAS:
-            raise PlanRefused(
-                RefusalCode.OUT_OF_RANGE,
-                "replicas-range",
-                min=MIN_REPLICAS,
-                max=MAX_REPLICAS,
-                got=request.replicas,
-            )
+        require_replicas(request.replicas, "replicas-range")
         if request.delete_configmap:
             raise PlanRefused(RefusalCode.OUT_OF_RANGE, "delete-configmap-time-slicing")
 
@@ -244,7 +237,7 @@ def _to_time_slicing(
     configmap: Manifest | None,
     request: ChangeRequest,
     configmap_name: str,
-    warnings: list[str],
+    warnings: list[ChangeWarning],
 ) -> tuple[Manifest, ConfigMapAction, Manifest | None, str | None]:
     spec = read_plugin_spec(ds)
     data = _data(configmap) if configmap is not None else {}
@@ -303,7 +296,7 @@ def _finish(
     action: ConfigMapAction,
     text: str | None,
     before: PluginSettings,
-    warnings: list[str],
+    warnings: list[ChangeWarning],
     configmap_name: str,
 ) -> ChangePlan:
     template_changed = template_of(ds) != template_of(new_ds)

@@ -98,7 +98,7 @@ def _clean(obj: Manifest | None) -> Manifest:
     annotations = meta.get("annotations") or {}
     if PREVIOUS_ANNOTATION in annotations:
         size = len(str(annotations[PREVIOUS_ANNOTATION]))
-        annotations[PREVIOUS_ANNOTATION] = f"<the config before this change, {size} bytes>"
+        annotations[PREVIOUS_ANNOTATION] = f"<{size} bytes>"
     return cleaned
 
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from app.domain.changes.history import ChangeRecord
-from app.domain.changes.models import ChangePlan
+from app.domain.changes.models import ChangePlan, ChangeWarning
 from app.domain.changes.split_models import SplitPlan
 
 
@@ -58,6 +58,6 @@ def split_record(
     )
 
 
-def stamped(record: ChangeRecord, *, at: datetime, warnings: list[str]) -> ChangeRecord:
+def stamped(record: ChangeRecord, *, at: datetime, warnings: list[ChangeWarning]) -> ChangeRecord:
     """`record` as applied: the moment of the writes and what they warned about."""
     return dataclasses.replace(record, at=at, warnings=tuple(warnings))

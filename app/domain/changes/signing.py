@@ -53,7 +53,7 @@ def signed(configmap: Manifest, key: bytes) -> Manifest:
     """`configmap` (a record as record_configmap wrote it) with its signature annotation."""
     signature = _signature(key, configmap)
     if signature is None:
-        raise ValueError("not a change record: nothing to sign")
+        raise ValueError("not-a-change-record")
     meta = dict(configmap.get("metadata") or {})
     meta["annotations"] = {**(meta.get("annotations") or {}), SIGNATURE_ANNOTATION: signature}
     return {**configmap, "metadata": meta}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
+from app.domain.changes.models import PlanRefused, RefusalCode, require_replicas
 from app.domain.changes.split_models import NodeGpu, SplitRequest
 
 
@@ -32,12 +32,4 @@ def wanted_replicas(request: SplitRequest) -> int:
     """The replicas of the requested mode (1 unless time-slicing); refused out of range."""
     if request.mode != "time-slicing":
         return 1
-    if not MIN_REPLICAS <= request.replicas <= MAX_REPLICAS:
-        raise PlanRefused(
-            RefusalCode.OUT_OF_RANGE,
-            "replicas-range-split",
-            min=MIN_REPLICAS,
-            max=MAX_REPLICAS,
-            got=request.replicas,
-        )
-    return request.replicas
+    return require_replicas(request.replicas, "replicas-range-split")

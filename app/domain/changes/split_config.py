@@ -15,7 +15,7 @@ import copy
 from collections.abc import Mapping, Sequence
 
 from app.domain.changes.edits import time_slicing_text
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import ChangeWarning, PlanRefused, RefusalCode
 from app.domain.changes.split_checks import require_inventory, require_known_gpus, wanted_replicas
 from app.domain.changes.split_models import (
     NodeGpu,
@@ -182,15 +182,17 @@ def _wanted(
 
 def _warnings(
     before: SplitState, after: SplitState, by_uuid: Mapping[str, NodeGpu]
-) -> tuple[str, ...]:
+) -> tuple[ChangeWarning, ...]:
     if after.slots >= before.slots:
         return ()
     pods = sorted({p for u in before.kubernetes_gpus for p in by_uuid[u].pods})
     if not pods:
         return ()
     return (
-        f"Slots go from {before.slots} to {after.slots} while pods hold slots here "
-        f"({', '.join(pods)}): running pods keep running, new ones may wait.",
+        ChangeWarning(
+            "slots-shrink-under-pods",
+            {"before": before.slots, "after": after.slots, "pods": ", ".join(pods)},
+        ),
     )
 
 

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from app.domain.changes.models import ChangeWarning
 from app.domain.cluster import Manifest
 
 NODE_LABEL = "gpu-slots.io/plugin-daemonset"  # on a node: the name of its own DaemonSet
@@ -155,7 +156,7 @@ class SplitPlan:
     host_processes: tuple[str, ...]  # on GPUs going to Kubernetes: the admin must confirm
     pods_on_host_gpus: tuple[str, ...]  # holding slots on GPUs going to the host
     restarts: tuple[Restart, ...]  # plugin pods that restart
-    warnings: tuple[str, ...] = field(default_factory=tuple)
+    warnings: tuple[ChangeWarning, ...] = field(default_factory=tuple)
 
     @property
     def resource_versions(self) -> dict[str, str | None]:

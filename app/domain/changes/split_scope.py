@@ -44,9 +44,7 @@ def split_refusal(node: NodeState, *, target: str) -> PlanRefused | None:
             node=node.name,
             daemonset=owner,
             target=target,
-            details=(
-                instead or f"daemonset {owner} and its config, with the tools that installed it",
-            ),
+            details=(instead,) if instead else (),
         )
     return None
 

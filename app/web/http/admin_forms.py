@@ -23,6 +23,7 @@ from app.web.http.errors import cluster_status, refusal_status
 from app.web.http.html import html_response, translator
 from app.web.i18n.translate import CATALOGS, Translator, language_of
 from app.web.runtime import Runtime
+from app.web.views.change_words import outcome_text
 from app.web.views.refusal_text import refusal_markup
 
 LOGIN_REFUSALS = {401: "auth_wrong_token", 403: "auth_no_token", 429: "auth_too_many"}
@@ -160,6 +161,8 @@ def cluster_alert(request: Request, error: ClusterError, status_code: int) -> Al
     t = translator(request)
     if isinstance(error, ApplyFailed):
         key = "apply_failed_restored" if error.restored else "apply_failed_not_restored"
+        if error.state and not error.restored:  # what the re-read found, in words
+            return Alert(f"{t(key)} {outcome_text(error.state, t.lang)}", str(error))
     else:
         key = f"cluster_error_{status_code if status_code in CLUSTER_ERRORS else 502}"
     return Alert(t(key), str(error))

@@ -23,7 +23,7 @@ from app.errors import (
     WritesDisabledError,
 )
 from app.kube.writer import ApplyFailed
-from app.web.i18n.translate import language_of
+from app.web.i18n.translate import CATALOGS, language_of
 from app.web.views.refusal_text import refusal_text
 from app.web.views.schemas import ProblemOut
 
@@ -88,5 +88,6 @@ def add_error_handlers(app: FastAPI) -> None:
         return JSONResponse({"detail": str(exc)}, status_code=cluster_status(exc))
 
     @app.exception_handler(WritesDisabledError)
-    async def disabled(_: Request, exc: WritesDisabledError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)
+    async def disabled(request: Request, _: WritesDisabledError) -> JSONResponse:
+        detail = CATALOGS[language_of(request)]["gpus_no_writes"]
+        return JSONResponse({"detail": detail}, status_code=status.HTTP_503_SERVICE_UNAVAILABLE)

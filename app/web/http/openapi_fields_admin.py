@@ -60,7 +60,7 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "diff": "What the writes change",
         "serverDryRun": "The API server's verdict on the writes",
         "nodes": "Every node's slots before and after",
-        "warnings": "What to know before applying (English)",
+        "warnings": "What to know before applying, in the asked language (?lang=, Accept-Language)",
     },
     "ModeAppliedOut": {
         **_CHANGE,
@@ -72,7 +72,7 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "appliedAt": "When it was written (UTC, ISO 8601)",
         "generation": "The DaemonSet's metadata.generation after the write",
         "resourceVersions": "resourceVersions of the objects as written",
-        "warnings": "What the apply warned about (English)",
+        "warnings": "What the apply warned about, in the asked language (?lang=, Accept-Language)",
     },
     "NoChangeOut": {**_CHANGE, "detail": "Why nothing is written"},
     "GpuProcessOut": {
@@ -144,7 +144,7 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "podsOnHostGpus": "Pods on GPUs going to the host (namespace/name)",
         "restarts": "Pods the change restarts",
         "resourceVersions": _RESOURCE_VERSIONS,
-        "warnings": "What to know before applying (English)",
+        "warnings": "What to know before applying, in the asked language (?lang=, Accept-Language)",
     },
     "SplitAppliedOut": {
         **_CHANGE,
@@ -155,7 +155,7 @@ ADMIN_FIELDS: dict[str, dict[str, str]] = {
         "slotsAfter": "Slots the node will advertise",
         "appliedAt": "When it was written (UTC, ISO 8601)",
         "changeId": "The entry in /api/v1/changes",
-        "warnings": "What the apply warned about (English)",
+        "warnings": "What the apply warned about, in the asked language (?lang=, Accept-Language)",
     },
     "ChangeOut": {
         "id": "The change's id (its record's name)",

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.auth.requests import AdminDep
 from app.web.deps import DryRun, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
+from app.web.i18n.translate import language_of
 from app.web.services.plugin_admin import change_mode, config_json
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
@@ -55,7 +56,7 @@ class PluginConfigIn(BaseModel):
 
     def to_request(self) -> ChangeRequest:
         if self.mode == "time-slicing" and self.replicas is None:
-            raise PlanRefused(RefusalCode.OUT_OF_RANGE, "replicas is required for time-slicing.")
+            raise PlanRefused(RefusalCode.OUT_OF_RANGE, "replicas-required")
         return ChangeRequest(
             mode=self.mode,
             replicas=self.replicas if self.replicas is not None else 1,
@@ -90,6 +91,7 @@ def put_config(
     body: PluginConfigIn,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     dry_run: DryRun = False,
 ) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
@@ -101,6 +103,7 @@ def put_config(
         body.expectedToken,
         dry_run=dry_run,
         pass_failing=body.passFailingNodes,
+        lang=language_of(request),
     )
 
 
@@ -108,6 +111,7 @@ def put_config(
 def post_rollback(
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     body: RollbackIn | None = None,
     dry_run: DryRun = False,
 ) -> ModeOut:
@@ -120,4 +124,5 @@ def post_rollback(
         body.expectedToken,
         dry_run=dry_run,
         pass_failing=body.passFailingNodes,
+        lang=language_of(request),
     )

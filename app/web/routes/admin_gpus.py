@@ -60,7 +60,7 @@ def _page(
 ) -> HTMLResponse:
     view: GpuSplitOut | None = None
     try:
-        view = split_view(runtime.changes, name)
+        view = split_view(runtime.changes, name, translator(request).lang)
     except (PlanRefused, ClusterError) as error:
         code, refused = refusal(request, error)
         alert = alert or refused

@@ -15,7 +15,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, ChangeRequest, PlanRefused
+from app.domain.changes.models import (
+    MAX_REPLICAS,
+    MIN_REPLICAS,
+    ChangeRequest,
+    ChangeWarning,
+    PlanRefused,
+)
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import acting_admin, get_auth
@@ -317,7 +323,7 @@ def _rollout_context(runtime: Runtime, lang: str) -> dict[str, Any]:
 
 
 def _rollout_page(
-    request: Request, runtime: Runtime, *, warnings: list[str] | None = None
+    request: Request, runtime: Runtime, *, warnings: list[ChangeWarning] | None = None
 ) -> HTMLResponse:
     return render_admin(
         request,

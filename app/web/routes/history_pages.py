@@ -20,6 +20,7 @@ from app.web.deps import RuntimeDep
 from app.web.http.html import html_response
 from app.web.i18n.translate import CATALOGS, Translator, language_of
 from app.web.services.change_history import change_listing
+from app.web.views.change_words import unreadable_text
 
 router = APIRouter(include_in_schema=False)
 CHANGES_PATH = "/admin/changes"
@@ -49,7 +50,11 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "records": listing.records,
             "unverified": listing.unverified,
             "unreadable": [
-                (entry, _inspect_command(runtime.settings.history_namespace, entry.name))
+                (
+                    entry,
+                    unreadable_text(entry, lang),
+                    _inspect_command(runtime.settings.history_namespace, entry.name),
+                )
                 for entry in listing.unreadable
             ],
             "history_namespace": runtime.settings.history_namespace,

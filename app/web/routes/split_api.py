@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from app.domain.changes.split_models import SplitRequest
 from app.web.auth.requests import AdminDep
 from app.web.deps import DryRun, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
+from app.web.i18n.translate import language_of
 from app.web.services.change_history import (
     RollbackOut,
     change_listing,
@@ -85,20 +86,21 @@ class RollbackIn(BaseModel):
 
 
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
-def get_gpu_split(name: NodeName, runtime: RuntimeDep) -> GpuSplitOut:
+def get_gpu_split(name: NodeName, runtime: RuntimeDep, request: Request) -> GpuSplitOut:
     """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
-    return split_view(runtime.changes, name)
+    return split_view(runtime.changes, name, language_of(request))
 
 
 @router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
-def get_changes(runtime: RuntimeDep) -> ChangesOut:
+def get_changes(runtime: RuntimeDep, request: Request) -> ChangesOut:
     """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
     if runtime.writer is None:
         return ChangesOut(changes=[], available=False)
     listing = change_listing(runtime.changes)
+    lang = language_of(request)
     return ChangesOut(
-        changes=[change_out(r, verified=listing.verified(r)) for r in listing.records],
-        unreadable=[unreadable_out(u) for u in listing.unreadable],
+        changes=[change_out(r, verified=listing.verified(r), lang=lang) for r in listing.records],
+        unreadable=[unreadable_out(u, lang) for u in listing.unreadable],
         available=True,
     )
 
@@ -109,6 +111,7 @@ def put_gpu_split(
     body: GpuSplitIn,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
@@ -119,7 +122,10 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return change_split(runtime.changes, admin, change, body.expectedToken, dry_run=dry_run)
+    lang = language_of(request)
+    return change_split(
+        runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
+    )
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -127,13 +133,17 @@ def delete_gpu_split(
     name: NodeName,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     body: ReturnIn | None = None,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
-    return change_split(runtime.changes, admin, change, body.expectedToken, dry_run=dry_run)
+    lang = language_of(request)
+    return change_split(
+        runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
+    )
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
@@ -141,6 +151,7 @@ def post_change_rollback(
     change: ChangeId,
     runtime: RuntimeDep,
     admin: AdminDep,
+    request: Request,
     body: RollbackIn | None = None,
     dry_run: DryRun = False,
 ) -> RollbackOut:
@@ -155,4 +166,5 @@ def post_change_rollback(
         expected=body.expectedToken,
         pass_failing=body.passFailingNodes,
         confirm_unverified=body.confirmUnverified,
+        lang=language_of(request),
     )

@@ -21,6 +21,7 @@ from app.domain.changes.models import (
 from app.domain.changes.split_models import SplitRequest
 from app.web.auth.principal import Admin, Principal
 from app.web.i18n.coded import worded_values
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     check_token,
@@ -39,6 +40,7 @@ from app.web.views.admin_schemas import (
     SplitPreviewOut,
     UnreadableChangeOut,
 )
+from app.web.views.change_words import unreadable_text, warning_texts
 
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
 
@@ -54,17 +56,20 @@ def list_changes(ctx: ChangeContext) -> list[ChangeRecord]:
     return list(change_listing(ctx).records)
 
 
-def change_out(record: ChangeRecord, *, verified: bool) -> ChangeOut:
+def change_out(record: ChangeRecord, *, verified: bool, lang: str = DEFAULT_LANGUAGE) -> ChangeOut:
     data = record.as_json()
     settings = {side: worded_values(data[side]) for side in ("before", "after")}
-    return ChangeOut.model_validate({**data, **settings, "verified": verified})
+    warnings = warning_texts(record.warnings, lang)
+    return ChangeOut.model_validate(
+        {**data, **settings, "warnings": warnings, "verified": verified}
+    )
 
 
-def unreadable_out(entry: UnreadableRecord) -> UnreadableChangeOut:
+def unreadable_out(entry: UnreadableRecord, lang: str = DEFAULT_LANGUAGE) -> UnreadableChangeOut:
     at = entry.created_at
     return UnreadableChangeOut(
         name=entry.name,
-        reason=entry.reason,
+        reason=unreadable_text(entry, lang),
         createdAt=at.strftime("%Y-%m-%dT%H:%M:%SZ") if at is not None else None,
     )
 
@@ -74,11 +79,10 @@ def find_change(ctx: ChangeContext, change: str) -> StoredRecord:
     found = store.find(change) if store is not None else None
     if isinstance(found, UnreadableRecord):
         raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"The record of change {change} is unreadable ({found.reason}): it cannot be undone.",
+            RefusalCode.NOT_REVERSIBLE, "record-unreadable", change=change, unreadable=found
         )
     if found is None:
-        raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, f"No change {change} in the history.")
+        raise PlanRefused(RefusalCode.CHANGE_NOT_FOUND, "change-not-found", change=change)
     return found
 
 
@@ -89,11 +93,7 @@ def _trusted(stored: StoredRecord, *, dry_run: bool, confirm_unverified: bool) -
     ConfigMaps in its namespace: it is never replayed in one click (issue 33).
     """
     if not stored.verified and not dry_run and not confirm_unverified:
-        raise PlanRefused(
-            RefusalCode.UNVERIFIED,
-            f"The record of change {stored.record.id} is not signed by this dashboard: preview "
-            "its rollback and confirm it as unverified (confirmUnverified) to apply it.",
-        )
+        raise PlanRefused(RefusalCode.UNVERIFIED, "unverified-record", change=stored.record.id)
     return stored.record
 
 
@@ -107,6 +107,7 @@ def rollback_change(
     expected: str | None = None,
     pass_failing: bool = False,
     confirm_unverified: bool = False,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
     stored = find_change(ctx, change)
@@ -121,22 +122,26 @@ def rollback_change(
                 dry_run=dry_run,
                 confirm=confirm_host_processes,
                 expected=expected,
+                lang=lang,
             )
         return _undo_mode(
-            ctx, admin, record, dry_run=dry_run, expected=expected, pass_failing=pass_failing
+            ctx,
+            admin,
+            record,
+            dry_run=dry_run,
+            expected=expected,
+            pass_failing=pass_failing,
+            lang=lang,
         )
 
-    return or_no_change(answer, dry_run=dry_run)
+    return or_no_change(answer, dry_run=dry_run, lang=lang)
 
 
 def preview_rollback(ctx: ChangeContext, principal: Principal, change: str) -> SplitPreview:
     """The preview of undoing split change `change` (the editor shows it before applying)."""
     record = find_change(ctx, change).record
     if record.kind != "split":
-        raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"Change {change} is a mode change: roll it back on the plugin page.",
-        )
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "mode-change-elsewhere", change=change)
     return preview_split(ctx, principal, split_request(record, False), rollback=True)
 
 
@@ -148,14 +153,15 @@ def _undo_split(
     dry_run: bool,
     confirm: bool,
     expected: str | None,
+    lang: str,
 ) -> SplitPreviewOut | SplitAppliedOut:
     request = split_request(record, confirm)
     if dry_run:
-        return preview_split(ctx, admin.principal, request, rollback=True).out()
+        return preview_split(ctx, admin.principal, request, rollback=True).out(lang)
     split_plan, applied = apply_split(
         ctx, admin, request, expected, rollback=True, rolls_back=record.id
     )
-    return applied_out(split_plan, applied)
+    return applied_out(split_plan, applied, lang)
 
 
 def _undo_mode(
@@ -166,22 +172,23 @@ def _undo_mode(
     dry_run: bool,
     expected: str | None,
     pass_failing: bool,
+    lang: str,
 ) -> ModePreviewOut | ModeAppliedOut:
     mode = mode_request(record)
     with writer_for(ctx, admin.principal) as writer:
         plan = dataclasses.replace(make_plan(ctx, writer, mode), kind="rollback")
         check_token(expected, mode_objects(ctx, plan))
         if dry_run:
-            return build_preview(ctx, writer, plan).out()
+            return build_preview(ctx, writer, plan).out(lang)
         return write_mode(
             ctx, writer, admin, plan, pass_failing=pass_failing, rolls_back=record.id
-        ).out()
+        ).out(lang)
 
 
 def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
     before = record.before
     if not record.node:
-        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, f"Change {record.id} names no node.")
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "record-names-no-node", change=record.id)
     config_manager = "config_key" in before  # a config-manager install: the node label goes back
     if not config_manager and not before.get("own"):
         return SplitRequest(record.node, None, confirm_host_processes=confirm)
@@ -201,8 +208,7 @@ def mode_request(record: ChangeRecord) -> ChangeRequest:
     mode = before.get("mode")
     if mode not in ("basic", "time-slicing") or before.get("error"):
         raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE,
-            f"Change {record.id} started from a config GPU Slots cannot write back ({mode}).",
+            RefusalCode.NOT_REVERSIBLE, "config-not-writable", change=record.id, mode=str(mode)
         )
     return ChangeRequest(
         mode="basic" if mode == "basic" else "time-slicing",

@@ -10,7 +10,7 @@ change" answer exist once. docs/ADMIN.md, "The change pipeline", describes it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,6 +23,7 @@ from app.errors import WritesDisabledError
 from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.principal import Principal
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.snapshot_builder import ClusterSource
 from app.web.services.snapshots import SnapshotService
 from app.web.views.admin_schemas import NoChangeOut
@@ -78,25 +79,28 @@ def cached_objects(ctx: ChangeContext) -> tuple[Manifest | None, Manifest | None
     return daemonset, configmap
 
 
-def settle(ctx: ChangeContext, written: Mapping[str, Manifest | None], wait_s: float = 2.0) -> None:
+# the watch cache's collection of each kind a change writes
+_COLLECTIONS = {"DaemonSet": "daemonsets", "ConfigMap": "configmaps", "Node": "nodes"}
+
+
+def settle(ctx: ChangeContext, written: Iterable[Manifest | None], wait_s: float = 2.0) -> None:
     """Read your writes: wait, a bounded while, until the watch cache holds the objects a change
-    just wrote (by collection), so the next read (the config view, the next plan) sees them.
+    just wrote (as the API server answered each write), so the next read (the config view, the
+    plan of the next change, the editor) sees them. Every change's write step calls it.
 
     Past `wait_s` (a cache that lags or another writer that moved on) reads go on as before.
+    An object written twice is waited for in its last version only.
     """
-    wanted = {
-        (collection, _identity(obj), _version(obj))
-        for collection, obj in written.items()
-        if obj is not None and _version(obj)
-    }
+    last: dict[tuple[str, tuple[str, str]], str] = {}
+    for obj in written:
+        collection = _COLLECTIONS.get(str((obj or {}).get("kind")))
+        if obj is not None and collection is not None and _version(obj):
+            last[(collection, _identity(obj))] = _version(obj)
+    wanted = set(last.items())
     deadline = time.monotonic() + wait_s
     while wanted and time.monotonic() < deadline:
-        wanted = {
-            (collection, identity, version)
-            for collection, identity, version in wanted
-            if (identity, version)
-            not in {(_identity(o), _version(o)) for o in ctx.source.items(collection)}
-        }
+        held = {c: {(_identity(o), _version(o)) for o in ctx.source.items(c)} for c, _ in last}
+        wanted = {((c, ident), v) for (c, ident), v in wanted if (ident, v) not in held[c]}
         if wanted:
             time.sleep(0.02)
 
@@ -124,13 +128,15 @@ def check_token(expected: str | None, objects: ReadObjects) -> None:
         check_fresh(expected, objects)
 
 
-def or_no_change(answer: Callable[[], T], *, dry_run: bool) -> T | NoChangeOut:
-    """`answer()`, or NoChangeOut when the planner finds nothing to change."""
+def or_no_change(
+    answer: Callable[[], T], *, dry_run: bool, lang: str = DEFAULT_LANGUAGE
+) -> T | NoChangeOut:
+    """`answer()`, or NoChangeOut (worded in `lang`) when the planner finds nothing to change."""
     try:
         return answer()
     except PlanRefused as refused:
         if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refusal_text(refused))
+            return NoChangeOut(dryRun=dry_run, detail=refusal_text(refused, lang))
         raise
 
 

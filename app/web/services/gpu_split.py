@@ -10,6 +10,7 @@ DaemonSet. The planner is app.domain.changes.split; the writes app.kube.split_wr
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.domain.changes.history import change_id
@@ -21,9 +22,10 @@ from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, Sp
 from app.domain.changes.split_scope import dra_held, split_refusal
 from app.domain.cluster import Manifest
 from app.domain.plugin.daemonset import is_operator_managed
-from app.domain.snapshot import NodeState
+from app.domain.snapshot import GpuState, NodeState
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.web.auth.principal import Admin, Principal
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
@@ -31,12 +33,12 @@ from app.web.services.change_pipeline import (
     check_token,
     iso,
     or_no_change,
+    settle,
     token_of,
     writer_for,
 )
 from app.web.views.admin_schemas import (
     GoverningOut,
-    GpuProcessOut,
     GpuSplitOut,
     NoChangeOut,
     RestartOut,
@@ -47,6 +49,7 @@ from app.web.views.admin_schemas import (
     SplitStateOut,
     SplitWriteOut,
 )
+from app.web.views.change_words import warning_texts
 from app.web.views.refusal_text import change_instead, refusal_text
 
 
@@ -61,7 +64,7 @@ class SplitPreview:
     def ok(self) -> bool:
         return all(v is None for v in self.dry_run.values())
 
-    def out(self) -> SplitPreviewOut:
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> SplitPreviewOut:
         plan = self.plan
         return SplitPreviewOut(
             kind=plan.kind,
@@ -87,7 +90,7 @@ class SplitPreview:
             restarts=[RestartOut(code=r.code, params=r.params) for r in plan.restarts],
             resourceVersions=plan.resource_versions,
             token=self.token,
-            warnings=list(plan.warnings),
+            warnings=warning_texts(plan.warnings, lang),
         )
 
 
@@ -95,7 +98,9 @@ def state_out(state: SplitState) -> SplitStateOut:
     return SplitStateOut.model_validate(state.as_json())
 
 
-def applied_out(plan: SplitPlan, applied: SplitApplied) -> SplitAppliedOut:
+def applied_out(
+    plan: SplitPlan, applied: SplitApplied, lang: str = DEFAULT_LANGUAGE
+) -> SplitAppliedOut:
     return SplitAppliedOut(
         kind=plan.kind,
         node=plan.node,
@@ -104,7 +109,7 @@ def applied_out(plan: SplitPlan, applied: SplitApplied) -> SplitAppliedOut:
         slotsAfter=plan.after.slots,
         appliedAt=iso(applied.applied_at),
         changeId=applied.change_id,
-        warnings=list(plan.warnings) + list(applied.warnings),
+        warnings=warning_texts(plan.warnings + applied.warnings, lang),
     )
 
 
@@ -116,7 +121,7 @@ def node_state(ctx: ChangeContext, node: str) -> NodeState:
     for state in snapshot.nodes if snapshot is not None else []:
         if state.name == node:
             return state
-    raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {node} is not in the cluster.")
+    raise PlanRefused(RefusalCode.NODE_NOT_FOUND, "node-not-in-cluster", node=node)
 
 
 def node_gpus(state: NodeState) -> list[NodeGpu]:
@@ -139,12 +144,32 @@ def node_gpus(state: NodeState) -> list[NodeGpu]:
     return gpus
 
 
+_GPU_FIELDS = {"uuid", "index", "name", "memory_total_mib", "processes"}
+
+
+def gpus_out(state: NodeState, role: Callable[[GpuState], tuple[bool, int]]) -> list[SplitGpuOut]:
+    """The node's GPUs as the agent reports them, by index; `role`: (given to Kubernetes, slots)."""
+    shown = []
+    for g in sorted(state.gpus, key=lambda g: g.index):
+        kubernetes, slots = role(g)
+        found = g.model_dump(include=_GPU_FIELDS)
+        shown.append(
+            SplitGpuOut.model_validate(
+                {**found, "role": "kubernetes" if kubernetes else "host", "slots": slots}
+            )
+        )
+    return shown
+
+
 def _shared_name(ctx: ChangeContext) -> str:
     return ctx.settings.plugin_target.name
 
 
-def refused_view(ctx: ChangeContext, state: NodeState, refused: PlanRefused) -> GpuSplitOut:
-    """A node GPU Slots does not change: who governs it, its GPUs as they are, and why."""
+def refused_view(
+    ctx: ChangeContext, state: NodeState, refused: PlanRefused, lang: str = DEFAULT_LANGUAGE
+) -> GpuSplitOut:
+    """A node GPU Slots does not change: who governs it, its GPUs as they are, and why (in
+    `lang`)."""
     owner = (state.config.daemonset if state.config is not None else None) or "-/-"
     namespace, _, name = owner.partition("/")
     return GpuSplitOut(
@@ -153,40 +178,31 @@ def refused_view(ctx: ChangeContext, state: NodeState, refused: PlanRefused) -> 
         mode=state.mode.value,
         replicas=state.replicas,
         allocatable=state.allocatable,
-        gpus=[
-            SplitGpuOut(
-                uuid=g.uuid,
-                index=g.index,
-                name=g.name,
-                memory_total_mib=g.memory_total_mib,
-                role="kubernetes" if g.role in ("advertised", "dra") else "host",
-                slots=sum(h.slots for h in g.holders),
-                processes=[
-                    GpuProcessOut.model_validate(p, from_attributes=True) for p in g.processes
-                ],
-            )
-            for g in sorted(state.gpus, key=lambda g: g.index)
-        ],
+        gpus=gpus_out(
+            state,
+            lambda g: (g.role in ("advertised", "dra"), sum(h.slots for h in g.holders)),
+        ),
         writesEnabled=ctx.writer is not None,
         operatorManaged=refused.code is RefusalCode.OPERATOR_MANAGED,
         editable=False,
         refusal=SplitRefusalOut(
             code=refused.code.value,
-            reason=refusal_text(refused),
-            changeInstead=change_instead(refused),
+            reason=refusal_text(refused, lang),
+            changeInstead=change_instead(refused, lang),
         ),
     )
 
 
-def split_view(ctx: ChangeContext, node: str) -> GpuSplitOut:
+def split_view(ctx: ChangeContext, node: str, lang: str = DEFAULT_LANGUAGE) -> GpuSplitOut:
     """GET: each GPU's role (from the DaemonSet that governs the node), slots and processes.
 
-    A node GPU Slots may not change is described as it is, with the refusal, and no API read.
+    A node GPU Slots may not change is described as it is, with the refusal (in `lang`), and
+    no API read.
     """
     state = node_state(ctx, node)
     refused = split_refusal(state, target=ctx.settings.plugin_target.ref)
     if refused is not None:
-        return refused_view(ctx, state, refused)
+        return refused_view(ctx, state, refused, lang)
     gpus = node_gpus(state)
     name = own_name(_shared_name(ctx), node)
     if ctx.writer is not None:
@@ -195,7 +211,7 @@ def split_view(ctx: ChangeContext, node: str) -> GpuSplitOut:
         shared, configmap = cached_objects(ctx)
         objects = SplitObjects(None, shared, configmap, None, None)
     if objects.shared is None:
-        raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "The plugin DaemonSet was not found.")
+        raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "plugin-not-found")
     governing = _governing(objects)
     current = split_state(
         governing,
@@ -203,7 +219,7 @@ def split_view(ctx: ChangeContext, node: str) -> GpuSplitOut:
         gpus,
         objects.node,
     )
-    by_index = {g.index: g for g in state.gpus}
+    given = set(current.kubernetes_gpus)
     return GpuSplitOut(
         node=node,
         daemonset=GoverningOut(
@@ -216,21 +232,9 @@ def split_view(ctx: ChangeContext, node: str) -> GpuSplitOut:
         mode=current.mode,
         replicas=current.replicas,
         allocatable=state.allocatable,
-        gpus=[
-            SplitGpuOut(
-                uuid=g.uuid,
-                index=g.index,
-                name=g.name,
-                memory_total_mib=g.memory_total_mib,
-                role="kubernetes" if g.uuid in current.kubernetes_gpus else "host",
-                slots=current.slots_per_gpu if g.uuid in current.kubernetes_gpus else 0,
-                processes=[
-                    GpuProcessOut.model_validate(p, from_attributes=True)
-                    for p in by_index[g.index].processes
-                ],
-            )
-            for g in sorted(gpus, key=lambda g: g.index)
-        ],
+        gpus=gpus_out(
+            state, lambda g: (g.uuid in given, current.slots_per_gpu * (g.uuid in given))
+        ),
         writesEnabled=ctx.writer is not None,
         operatorManaged=is_operator_managed(objects.shared),
     )
@@ -274,7 +278,7 @@ def _plan(
         raise refused  # before any read: nothing of another install is planned
     objects = writer.read(request.node, own_name(_shared_name(ctx), request.node))
     if objects.node is None:
-        raise PlanRefused(RefusalCode.NODE_NOT_FOUND, f"Node {request.node} is not in the cluster.")
+        raise PlanRefused(RefusalCode.NODE_NOT_FOUND, "node-not-in-cluster", node=request.node)
     shared_status = (objects.shared or {}).get("status") or {}
     plan = plan_split(
         request,
@@ -332,6 +336,7 @@ def apply_split(
             rolls_back=rolls_back,
         )
         applied = writer.apply(plan, record=record)
+    settle(ctx, applied.written)
     ctx.snapshots.poke()
     return plan, applied
 
@@ -343,13 +348,14 @@ def change_split(
     expected: str | None,
     *,
     dry_run: bool,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> SplitPreviewOut | SplitAppliedOut:
         if dry_run:
-            return preview_split(ctx, admin.principal, change).out()
+            return preview_split(ctx, admin.principal, change).out(lang)
         plan, applied = apply_split(ctx, admin, change, expected)
-        return applied_out(plan, applied)
+        return applied_out(plan, applied, lang)
 
-    return or_no_change(answer, dry_run=dry_run)
+    return or_no_change(answer, dry_run=dry_run, lang=lang)

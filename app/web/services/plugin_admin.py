@@ -25,6 +25,7 @@ from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.i18n.coded import worded_values
+from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
@@ -53,6 +54,7 @@ from app.web.views.admin_schemas import (
     PodOverOut,
     ServerDryRunOut,
 )
+from app.web.views.change_words import warning_texts
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class Preview:
     token: str
     failing: FailingNodes
 
-    def out(self) -> ModePreviewOut:
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> ModePreviewOut:
         return ModePreviewOut(
             kind=self.plan.kind,
             before=settings_out(self.plan.before.as_json()),
@@ -88,7 +90,7 @@ class Preview:
             failingNodes=sorted(self.failing.nodes),
             maxUnavailable=self.failing.max_unavailable,
             holdsAtMaxUnavailable=self.failing.holds,
-            warnings=list(self.plan.warnings),
+            warnings=warning_texts(self.plan.warnings, lang),
         )
 
 
@@ -105,7 +107,7 @@ class Applied:
     def generation(self) -> int:
         return int((self.result.daemonset.get("metadata") or {}).get("generation") or 0)
 
-    def out(self) -> ModeAppliedOut:
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> ModeAppliedOut:
         plan, result = self.plan, self.result
         return ModeAppliedOut(
             kind=plan.kind,
@@ -119,7 +121,7 @@ class Applied:
                 "daemonset": _rv(result.daemonset),
                 "configmap": _rv(result.configmap),
             },
-            warnings=list(plan.warnings) + list(result.warnings),
+            warnings=warning_texts(plan.warnings + result.warnings, lang),
             changeId=self.change_id,
             maxUnavailable=budget.as_json() if (budget := self._budget()) is not None else None,
         )
@@ -272,7 +274,7 @@ def write_mode(
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json()},
     )
-    settle(ctx, {"daemonsets": result.daemonset, "configmaps": result.configmap})
+    settle(ctx, (result.daemonset, result.configmap))
     restore_when_done(ctx, get_writer(ctx), rollout)
     ctx.snapshots.poke()
     return Applied(plan, result, result.change_id, rollout)
@@ -286,15 +288,16 @@ def change_mode(
     *,
     dry_run: bool,
     pass_failing: bool = False,
+    lang: str = DEFAULT_LANGUAGE,
 ) -> ModePreviewOut | ModeAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> ModePreviewOut | ModeAppliedOut:
         if dry_run:
-            return preview_mode(ctx, admin.principal, change, expected).out()
-        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out()
+            return preview_mode(ctx, admin.principal, change, expected).out(lang)
+        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out(lang)
 
-    return or_no_change(answer, dry_run=dry_run)
+    return or_no_change(answer, dry_run=dry_run, lang=lang)
 
 
 # reading the current mode ----------------------------------------------------------------

@@ -2,17 +2,19 @@
 
 The domain raises `PlanRefused(code, why, **params)`; the sentence is `refused.<why>` filled
 with the params. A param holding `Phrase`s (what moved since a preview) is worded as their
-`phrase.<code>` sentences joined by "; ". A `why` with no catalog id is shown as it is: the
-refusals still worded where they are raised (the web layer's own, a few).
+`phrase.<code>` sentences joined by "; ". Every `why`, the domain's and the web services',
+has a catalog id (tests/web/test_refusal_words.py); one without would be shown as it is.
 """
 
 from __future__ import annotations
 
 from markupsafe import Markup, escape
 
+from app.domain.changes.durable import UnreadableRecord
 from app.domain.changes.models import Phrase, PlanRefused
 from app.web.i18n.coded import coded_markup, coded_text
 from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
+from app.web.views.change_words import unreadable_text
 
 # Params that quote the plugin's own words (its config parser's error, why a path does not
 # resolve): codes (app.domain.coded) worded in the reader's language, and on pages the
@@ -23,6 +25,8 @@ EVIDENCE = ("error", "reason")
 def _value(value: object, lang: str) -> object:
     if isinstance(value, tuple) and value and all(isinstance(v, Phrase) for v in value):
         return "; ".join(CATALOGS[lang][f"phrase.{p.code}"].format(**p.params) for p in value)
+    if isinstance(value, UnreadableRecord):
+        return unreadable_text(value, lang)
     if isinstance(value, str):
         return coded_text(value, lang)
     return value
@@ -51,4 +55,5 @@ def refusal_markup(refused: PlanRefused, lang: str) -> Markup:
 def change_instead(refused: PlanRefused, lang: str = DEFAULT_LANGUAGE) -> str:
     """What to change instead: the objects the refusal names, else its code's words."""
     named = "; ".join(refused.details)
-    return named or CATALOGS[lang].get(f"gpus_instead_{refused.code.value}", "")
+    words = CATALOGS[lang].get(f"gpus_instead_{refused.code.value}", "")
+    return named or words.format(**{k: v for k, v in refused.params.items() if k != "details"})
