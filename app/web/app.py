@@ -223,6 +223,7 @@ def _include_routers(app: FastAPI, reader: Any) -> None:
     walks every route): reads follow GEO_MLOPS_PUBLIC_READS, writes need an admin."""
     page_reader, admin_writes = Depends(require_page_reader), Depends(require_admin_writes)
     admin_form = Depends(require_admin_form)
+    app.router.routes.insert(0, agent_api.plain_route)  # the agents' POSTs, matched first
     app.include_router(ops.router)  # /healthz and /readyz: always open (probes)
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])

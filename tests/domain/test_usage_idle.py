@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shlex
 from datetime import UTC, datetime, timedelta
 
@@ -272,3 +273,48 @@ def test_idle_kai_reservation_pod_busy_while_its_fraction_pods_run() -> None:
     assert [(f.code, f.pod, f.evidence["idle_for"]) for f in found] == [
         ("slot-held-idle", reservation, "20 min")
     ]
+
+
+def _history_view(history: UsageHistory, now: datetime) -> object:
+    series = {u: (list(s.points), s.low_since, s.node) for u, s in history.gpus.items()}
+    holders = {
+        u: {p: (w.slots, w.held_since, w.busy_at, w.seen_at) for p, w in by_pod.items()}
+        for u, by_pod in history.holders.items()
+    }
+    return (
+        series,
+        holders,
+        history.idle_holders(now=now, after_s=60),
+        history.low_gpus(now=now, after_s=60),
+    )
+
+
+def test_a_report_with_the_very_same_gpus_is_taken_in_as_a_new_one() -> None:
+    # A renewed report (the same readings) hands the history the very GPU list it saw: it
+    # is then replayed cheaply. Random report sequences, renewals and changes mixed, must
+    # leave the same history as when every report is taken in whole (a new, equal list).
+    rng = random.Random(30)
+    other = UUID.replace("1111", "7777")
+    variants = [
+        gpu(holders=["ml/a"], running=["ml/a"], util=40),
+        gpu(holders=["ml/a"], running=[], util=0),
+        gpu(holders=["ml/a", "ml/b"], running=["ml/b"], util=0),
+        gpu(holders=[], running=[], util=0),
+    ]
+    for _ in range(40):
+        fast, whole = UsageHistory(), UsageHistory()
+        at = T0
+        gpus = [rng.choice(variants)]
+        base = snapshot(at, gpus[0])
+        for _step in range(30):
+            at += timedelta(seconds=rng.choice([1, 4, 15, 29, 31, 95]))
+            if rng.random() < 0.3:
+                picked = rng.choice(variants)
+                gpus = [picked, picked.model_copy(update={"uuid": other, "index": 4})][
+                    : rng.choice([1, 2])
+                ]
+            agent = base.nodes[0].agent.model_copy(update={"collected_at": at})  # type: ignore[union-attr]
+            for history, listed in ((fast, gpus), (whole, list(gpus))):
+                node = base.nodes[0].model_copy(update={"agent": agent, "gpus": listed})
+                history.observe(base.model_copy(update={"nodes": [node]}), now=at)
+            assert _history_view(fast, at) == _history_view(whole, at)

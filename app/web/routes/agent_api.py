@@ -6,6 +6,7 @@ import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Header, HTTPException, Request, Response, status
+from starlette.routing import Route
 
 from app.web.auth.agent_auth import AgentIdentity, AgentRefused
 from app.web.auth.tokens import bearer_token
@@ -18,10 +19,27 @@ from app.web.views.schemas import ProblemOut, ReportAcceptedOut
 
 router = APIRouter(prefix="/api/v1/agent", tags=["agent"])
 log = logging.getLogger(__name__)
+PATH = "/reports"
+
+
+async def take_report(request: Request) -> Response:
+    """The report POST as served: a plain route, matched before the documented one below.
+
+    Every agent posts every 15 s (667 requests a second at 10,000 nodes): FastAPI's
+    dependency solving and response-model encoding were ~40 % of such a request's CPU.
+    The rules are the same ones (`_take`); refusals are the same HTTPExceptions.
+    """
+    runtime: Runtime = request.app.state.runtime
+    code, accepted = await _take(request, runtime, request.headers.get("authorization"))
+    return Response(accepted.model_dump_json(), code, media_type="application/json")
+
+
+# The app lists it first (app.web.app); the documented route below stays in OpenAPI.
+plain_route = Route(router.prefix + PATH, take_report, methods=["POST"], include_in_schema=False)
 
 
 @router.post(
-    "/reports",
+    PATH,
     status_code=status.HTTP_202_ACCEPTED,
     response_model=ReportAcceptedOut,
     openapi_extra={
@@ -52,6 +70,14 @@ async def post_report(
     authorization: Annotated[str | None, Header()] = None,
 ) -> ReportAcceptedOut:
     """Store an agent report if it is authentic, for the agent's node, valid and newer."""
+    response.status_code, accepted = await _take(request, runtime, authorization)
+    return accepted
+
+
+async def _take(
+    request: Request, runtime: Runtime, authorization: str | None
+) -> tuple[int, ReportAcceptedOut]:
+    """The answer's status and body to one report POST; raises HTTPException for refusals."""
     identity = await _identify(request, runtime, authorization)
     intake = runtime.intake
     try:
@@ -67,9 +93,8 @@ async def post_report(
             detail = describe_errors(refused.message, refused.errors)
         raise HTTPException(refused.status_code, detail) from refused
     if taken.outcome is Outcome.DUPLICATE:
-        response.status_code = status.HTTP_200_OK
-        return ReportAcceptedOut(status="duplicate", node=taken.node)
-    return ReportAcceptedOut(status="stored", node=taken.node)
+        return status.HTTP_200_OK, ReportAcceptedOut(status="duplicate", node=taken.node)
+    return status.HTTP_202_ACCEPTED, ReportAcceptedOut(status="stored", node=taken.node)
 
 
 async def _identify(request: Request, runtime: Runtime, authorization: str | None) -> AgentIdentity:

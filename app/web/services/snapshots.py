@@ -12,7 +12,10 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
 - reports that only renew an agent (the same readings, newer times: most reports of a
   quiet cluster) do not ask for a build of their own: they are in the next one, at the
-  latest `SOON_S` later (`poke_soon`); reports with new readings ask at once (`poke`);
+  latest `SOON_S` later, or `RENEW_SHARE` times the latest build's time when that is
+  longer (`poke_soon`: at 10,000 nodes a build is due every second otherwise, and
+  renewals alone then use at most a fifth of the process); reports with new readings ask
+  at once (`poke`);
 - pacing: after a build, report-driven builds wait as long as that build (and its
   renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
   about half of the process's time while reports stream in (more on a cluster whose
@@ -58,7 +61,8 @@ log = logging.getLogger(__name__)
 # nodes and 333 reports/s, builds and delays grew without bound).
 MAX_HOLD_S = 0.15
 STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
-SOON_S = 1.0  # a report whose readings did not change is in a build within this time
+SOON_S = 1.0  # a report whose readings did not change is in a build within this time ...
+RENEW_SHARE = 5.0  # ... or within this many times the latest build's time, when longer
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ class SnapshotService:
         self._wake = threading.Event()
         self._slow_wake = threading.Event()
         self._soon_at: float | None = None  # time.monotonic() by which a build is due
+        self._build_s = 0.0  # how long the latest build (and its renders) took
         self._threads: list[threading.Thread] = []
         self.builds = 0
         runs, wake = self._rendering_slow, self._slow_wake.set
@@ -139,7 +144,7 @@ class SnapshotService:
         """Ask for a recompute within SOON_S (a report that only renews a node's agent: its
         age and `collected_at` move, no figure does; ages are whole seconds anyway)."""
         if self._soon_at is None:
-            self._soon_at = time.monotonic() + SOON_S
+            self._soon_at = time.monotonic() + max(SOON_S, RENEW_SHARE * self._build_s)
 
     def current(self) -> Snapshot | None:
         return self._current
@@ -244,6 +249,7 @@ class SnapshotService:
                 except Exception:
                     log.exception("snapshot computation failed; serving the previous one")
                 work_s = time.monotonic() - started
+                self._build_s = work_s
             seen = generation
             hold_s = min(max(work_s, self._min_interval_s), MAX_HOLD_S)
             self._pace(seen, hold_s)
