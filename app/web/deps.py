@@ -11,6 +11,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Query, Request, status
 
 from app.domain.snapshot import Snapshot
+from app.web.i18n.translate import language_of
 from app.web.runtime import Runtime
 
 
@@ -37,3 +38,6 @@ SnapshotDep = Annotated[Snapshot, Depends(get_snapshot)]
 
 DryRun = Annotated[bool, Query(alias="dryRun")]
 """`?dryRun=true`: the server's dry run of a write, shown as a preview."""
+
+Lang = Annotated[str, Depends(language_of)]
+"""The language the request is answered in (`?lang=`, the cookie, then Accept-Language)."""

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.auth.requests import AdminDep
-from app.web.deps import DryRun, RuntimeDep
+from app.web.deps import DryRun, Lang, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.i18n.translate import language_of
 from app.web.services.plugin_admin import change_mode, config_json
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
@@ -91,7 +90,7 @@ def put_config(
     body: PluginConfigIn,
     runtime: RuntimeDep,
     admin: AdminDep,
-    request: Request,
+    lang: Lang,
     dry_run: DryRun = False,
 ) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
@@ -103,7 +102,7 @@ def put_config(
         body.expectedToken,
         dry_run=dry_run,
         pass_failing=body.passFailingNodes,
-        lang=language_of(request),
+        lang=lang,
     )
 
 
@@ -111,7 +110,7 @@ def put_config(
 def post_rollback(
     runtime: RuntimeDep,
     admin: AdminDep,
-    request: Request,
+    lang: Lang,
     body: RollbackIn | None = None,
     dry_run: DryRun = False,
 ) -> ModeOut:
@@ -124,5 +123,5 @@ def post_rollback(
         body.expectedToken,
         dry_run=dry_run,
         pass_failing=body.passFailingNodes,
-        lang=language_of(request),
+        lang=lang,
     )

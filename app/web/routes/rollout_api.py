@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.web.deps import RuntimeDep
-from app.web.i18n.translate import Translator, language_of
+from app.web.deps import Lang, RuntimeDep
+from app.web.i18n.translate import Translator
 from app.web.services.rollout_view import RolloutView, rollout_view
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
@@ -95,6 +95,6 @@ def rollout_out(view: RolloutView, lang: str = "en") -> RolloutOut:
 
 
 @router.get("/rollout", response_model=RolloutOut)
-def get_rollout(request: Request, runtime: RuntimeDep) -> RolloutOut:
+def get_rollout(runtime: RuntimeDep, lang: Lang) -> RolloutOut:
     """The latest plugin change's rollout: done when every node that should advertise does."""
-    return rollout_out(rollout_view(runtime.changes), language_of(request))
+    return rollout_out(rollout_view(runtime.changes), lang)

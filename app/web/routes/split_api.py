@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from app.domain.changes.split_models import SplitRequest
 from app.web.auth.requests import AdminDep
-from app.web.deps import DryRun, RuntimeDep
+from app.web.deps import DryRun, Lang, RuntimeDep
 from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.i18n.translate import language_of
 from app.web.services.change_history import (
     RollbackOut,
     change_listing,
@@ -86,18 +85,17 @@ class RollbackIn(BaseModel):
 
 
 @router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
-def get_gpu_split(name: NodeName, runtime: RuntimeDep, request: Request) -> GpuSplitOut:
+def get_gpu_split(name: NodeName, runtime: RuntimeDep, lang: Lang) -> GpuSplitOut:
     """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
-    return split_view(runtime.changes, name, language_of(request))
+    return split_view(runtime.changes, name, lang)
 
 
 @router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
-def get_changes(runtime: RuntimeDep, request: Request) -> ChangesOut:
+def get_changes(runtime: RuntimeDep, lang: Lang) -> ChangesOut:
     """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
     if runtime.writer is None:
         return ChangesOut(changes=[], available=False)
     listing = change_listing(runtime.changes)
-    lang = language_of(request)
     return ChangesOut(
         changes=[change_out(r, verified=listing.verified(r), lang=lang) for r in listing.records],
         unreadable=[unreadable_out(u, lang) for u in listing.unreadable],
@@ -111,7 +109,7 @@ def put_gpu_split(
     body: GpuSplitIn,
     runtime: RuntimeDep,
     admin: AdminDep,
-    request: Request,
+    lang: Lang,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
@@ -122,7 +120,6 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    lang = language_of(request)
     return change_split(
         runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
     )
@@ -133,14 +130,13 @@ def delete_gpu_split(
     name: NodeName,
     runtime: RuntimeDep,
     admin: AdminDep,
-    request: Request,
+    lang: Lang,
     body: ReturnIn | None = None,
     dry_run: DryRun = False,
 ) -> SplitOut:
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
-    lang = language_of(request)
     return change_split(
         runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
     )
@@ -151,7 +147,7 @@ def post_change_rollback(
     change: ChangeId,
     runtime: RuntimeDep,
     admin: AdminDep,
-    request: Request,
+    lang: Lang,
     body: RollbackIn | None = None,
     dry_run: DryRun = False,
 ) -> RollbackOut:
@@ -166,5 +162,5 @@ def post_change_rollback(
         expected=body.expectedToken,
         pass_failing=body.passFailingNodes,
         confirm_unverified=body.confirmUnverified,
-        lang=language_of(request),
+        lang=lang,
     )
