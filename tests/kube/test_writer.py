@@ -258,7 +258,8 @@ def test_writer_configmap_delete_failure_leaves_a_warning_not_an_error(
 
     result = apply_as(writer, plan, "alice")
 
-    assert any("left behind" in warning for warning in result.warnings)
+    assert [warning.code for warning in result.warnings] == ["configmap-left-behind"]
+    assert "deleting ConfigMap" in result.warnings[0].params["error"]
     assert writer.read().configmap is not None
 
 
