@@ -196,12 +196,14 @@ def _unavailable_functions(go_nvml_dir: Path, implemented: set[str]) -> str:
 def _mock_nvml(into: Path) -> None:
     source = into.parent / "mocknvml"
     shutil.copytree(HERE / "mocknvml", source)
+    # `go mod download` fetches go-nvml when no other build did and names its folder
+    # (`go list -m` names it only when the module is already in the cache).
     module = json.loads(
         _run(
-            [_go(), "list", "-m", "-json", GO_NVML],
+            [_go(), "mod", "download", "-json", GO_NVML],
             cwd=source,
             env=_env(cgo=True),
-            what="go list go-nvml",
+            what="go mod download go-nvml",
         )
     )
     implemented = set(
