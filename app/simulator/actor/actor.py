@@ -53,6 +53,7 @@ K3S_RUNTIME_CLASS = {
 }
 LEASE_NAMESPACE = "kube-node-lease"
 LEASE_RENEW_S = 10.0
+REFUSED_GRACE_S = 12.0  # a refused pod may still be bound after the scheduler's backoff (<= 10 s)
 
 
 def object_path(obj: Mapping[str, Any], *, named: bool = False) -> str:
@@ -135,17 +136,22 @@ class NodeActor:
         """Pods reach the scheduler in the scenario's order: each is bound (or refused) first.
 
         A scheduler takes pods in the order they arrive; created all at once, which pod gets
-        which device would depend on timing.
+        which device would depend on timing. A refusal may be the scheduler not having seen
+        the objects created just before (a ResourceSlice, a claim): it tries again after its
+        backoff (1 s, doubling to 10 s), so a refused pod gets `REFUSED_GRACE_S` to be bound
+        before the next one is created.
         """
         path = object_path(pod, named=True)
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             current = self.rest.get(path) or {}
+            if (current.get("spec") or {}).get("nodeName"):
+                return
             conditions = (current.get("status") or {}).get("conditions") or []
-            if (current.get("spec") or {}).get("nodeName") or any(
+            if any(
                 c.get("type") == "PodScheduled" and c.get("status") == "False" for c in conditions
             ):
-                return
+                deadline = min(deadline, time.monotonic() + REFUSED_GRACE_S)
             time.sleep(0.1)
 
     def _create_missing(self, obj: Mapping[str, Any]) -> None:
