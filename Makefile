@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: demo test check lint bench chromium prometheus node-runtime image-tools tools screenshots
+.PHONY: demo test check lint style bench chromium prometheus node-runtime image-tools tools screenshots
 
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
@@ -34,15 +34,16 @@ chromium:
 	  else echo "fonts-noto-cjk missing and not root: Korean shows empty boxes in screenshots"; fi; \
 	fi
 
-## The real-node tier (tests/node) runs Debian's containerd, runc and CNI plugins; installed
-## here when running as root (the tier skips, saying why, where they are missing).
+## The real-node tier (tests/node) runs Debian's containerd, runc and CNI plugins, and nft
+## (the kubelet and kube-proxy write nftables tables, which the tier lists and removes);
+## installed here when running as root (the tier skips, saying why, where they are missing).
 node-runtime:
-	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ]; then \
+	@if ! command -v containerd >/dev/null || ! command -v runc >/dev/null || [ ! -x /usr/lib/cni/bridge ] || ! command -v nft >/dev/null; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
 	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-	      containerd runc containernetworking-plugins >/dev/null; \
-	  else echo "containerd/runc missing and not root: the real-node tier will be skipped"; fi; \
+	      containerd runc containernetworking-plugins nftables >/dev/null; \
+	  else echo "containerd/runc/nft missing and not root: the real-node tier will be skipped"; fi; \
 	fi
 
 ## The offline image build (scripts/build-image-offline.sh, tests/node/test_image.py) needs
@@ -85,16 +86,26 @@ tools: $(STAMP) node-runtime image-tools
 	  scripts/build-image-offline.sh base && PYTHON=$(BIN)/python scripts/build-image-offline.sh wheels; \
 	else echo "not root or no podman/debootstrap: the offline image test will be skipped"; fi
 
-lint: $(STAMP)
+## Style (ruff's lint and format) and the import contracts: seconds; `lint` adds the types.
+style: $(STAMP)
 	$(BIN)/ruff check app tests
 	$(BIN)/ruff format --check app tests
-	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-## The inner loop: lint, types, import contracts, unit and API tests; no tier that needs
-## built tools, a browser or a real Prometheus (tests/conftest.py marks those `tier`).
-check: lint
-	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest -q -m "not tier" -n auto --maxprocesses 4
+lint: style
+	$(BIN)/mypy
+
+# The unit and API tests: every test but the tiers (tests/conftest.py marks those `tier`).
+UNIT_TESTS := -q -m "not tier"
+
+## The inner loop: style, import contracts, then types (mypy) beside the unit and API
+## tests, four workers even on two cores (many tests wait on sockets and threads, not
+## the CPU); no tier that needs built tools, a browser or a real Prometheus.
+check: style
+	@$(BIN)/mypy > $(VENV)/mypy.out 2>&1 & types=$$!; \
+	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest $(UNIT_TESTS) -n 4; tests=$$?; \
+	wait $$types; typed=$$?; cat $(VENV)/mypy.out; \
+	test $$tests = 0 -a $$typed = 0
 
 ## Run every test (lint, types, import contracts, unit, API, browser, chart with real
 ## Helm, kubectl 1.35 against the simulator, the package installed without extras, the
@@ -104,7 +115,7 @@ check: lint
 ## scheduler and controllers; and the real-node tier: a real kubelet, containerd and NVIDIA
 ## device plugin, no GPU, where our image, built offline, runs the chart).
 test: $(STAMP) chromium prometheus lint tools
-	$(BIN)/pytest -q -m "not tier" -n auto --maxprocesses 4
+	$(BIN)/pytest $(UNIT_TESTS) -n auto --maxprocesses 4
 	$(BIN)/pytest -q -m tier
 
 ## Refresh docs/screenshots/ from the demo (English, Korean, phone, dark).

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from app.settings import Settings
 from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
-from tests.live import LiveServer, wait_for
+from tests.live import LiveServer, stop_together, wait_for
 
 AGENT_TOKEN = "test-agent-token"
 ADMIN_TOKEN = "test-admin-token"
@@ -88,10 +88,9 @@ def make_stack() -> Iterator[Callable[..., Stack]]:
         return stack
 
     yield start
-    for simulator, server, client in reversed(started):
+    for _simulator, _server, client in started:
         client.close()
-        server.stop()
-        simulator.stop()
+    stop_together(*(stop for sim, server, _ in started for stop in (server.stop, sim.stop)))
 
 
 @pytest.fixture
@@ -120,8 +119,7 @@ def demo_stack() -> Iterator[Stack]:
     wait_for(lambda: client.get("/readyz").status_code == 200, what="dashboard ready")
     yield Stack(simulator=simulator, app=app, dashboard_url=url, client=client)
     client.close()
-    server.stop()
-    simulator.stop()
+    stop_together(server.stop, simulator.stop)
 
 
 # The tiers `make check` leaves out (docs/TESTING.md): folders that need built tools, a

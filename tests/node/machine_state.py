@@ -40,7 +40,7 @@ GLOBAL_DIRS = (
     Path("/run/netns"),
     Path("/etc/kubernetes"),
 )
-TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "openssl")
+TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "openssl", "nft")
 
 
 class NodeSkipped(RuntimeError):
@@ -54,8 +54,8 @@ def missing_requirements() -> str | None:
     for tool in TOOLS:
         if shutil.which(tool) is None:
             return (
-                f"{tool} not found: the real-node tier needs Debian's containerd, runc and "
-                "containernetworking-plugins (`make tools` installs them as root)"
+                f"{tool} not found: the real-node tier needs Debian's containerd, runc, "
+                "containernetworking-plugins and nftables (`make tools` installs them as root)"
             )
     if not Path("/usr/lib/cni/bridge").exists():
         return "no CNI bridge plugin at /usr/lib/cni (package containernetworking-plugins)"
