@@ -6,13 +6,17 @@ request that these (which never block) do not need.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request, status
 
 from app.domain.snapshot import Snapshot
+from app.web.auth.principal import Admin
+from app.web.auth.requests import AdminDep
 from app.web.i18n.translate import language_of
 from app.web.runtime import Runtime
+from app.web.services.change_pipeline import ChangeContext
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -41,3 +45,23 @@ DryRun = Annotated[bool, Query(alias="dryRun")]
 
 Lang = Annotated[str, Depends(language_of)]
 """The language the request is answered in (`?lang=`, the cookie, then Accept-Language)."""
+
+
+@dataclass(frozen=True)
+class Write:
+    """What every JSON write takes: who changes what, whether it only previews, the language."""
+
+    changes: ChangeContext
+    admin: Admin
+    dry_run: bool
+    lang: str
+
+
+async def get_write(
+    runtime: RuntimeDep, admin: AdminDep, lang: Lang, dry_run: DryRun = False
+) -> Write:
+    return Write(runtime.changes, admin, dry_run, lang)
+
+
+WriteDep = Annotated[Write, Depends(get_write)]
+"""A JSON write: the admin (refused otherwise), `?dryRun=`, and the answer's language."""

@@ -167,3 +167,12 @@ def test_resolve_config_missing_configmap_is_key_missing() -> None:
     result = resolve_config(spec, {})
     assert result.error_code == "config-key-missing"
     assert result.error is not None and "not found" in upstream_text(result.error)
+    assert result.source == "configmap/cm#c.yaml"
+
+
+def test_resolve_config_missing_configmap_per_node_names_the_label() -> None:
+    spec = read_plugin_spec(config_manager_daemonset(default_config="", fallback="named"))
+    result = resolve_config(spec, {}, node_labels={})
+    assert result.error_code == "config-key-missing"
+    assert result.error is not None and "not found" in upstream_text(result.error)
+    assert result.source == f"configmap/{f.CONFIGMAP} (label nvidia.com/device-plugin.config)"

@@ -30,6 +30,27 @@ def test_overview_filter_keeps_matching_nodes_and_polls_with_the_same_filter() -
     assert 'data-testid="node-gpu-server-1"' not in fragment
 
 
+def test_findings_bad_filter_is_400_and_its_live_fragment_shows_all_instead() -> None:
+    app, _ = page_app(demo_like(host_process_on_advertised=True))
+    response = get(app, "/findings?severity=loud&lang=en")
+    assert response.status_code == 400
+    assert "&#39;loud&#39;" in response.text
+    fragment = get(app, "/fragments/findings?severity=loud&lang=en")
+    assert fragment.status_code == 200
+    assert re.findall(r'<li class="finding sev-(\w+)"', fragment.text) == re.findall(
+        r'<li class="finding sev-(\w+)"', get(app, "/fragments/findings?lang=en").text
+    )
+    assert "error" in re.findall(r'<li class="finding sev-(\w+)"', fragment.text)
+
+
+def test_overview_live_fragment_with_a_bad_filter_shows_every_node() -> None:
+    app, _ = page_app(demo_like())
+    fragment = get(app, "/fragments/overview?sort=price&q=server-2")
+    assert fragment.status_code == 200
+    assert 'data-testid="node-gpu-server-1"' in fragment.text
+    assert 'data-testid="node-gpu-server-2"' in fragment.text
+
+
 def test_overview_filter_without_match_says_so() -> None:
     app, _ = page_app(demo_like())
     html = get(app, "/?q=nothing-like-this").text

@@ -27,6 +27,7 @@ from app.domain.changes.split_models import (
     NodeGpu,
     ObjectWrite,
     Restart,
+    SplitMove,
     SplitPlan,
     SplitRequest,
     SplitState,
@@ -99,17 +100,55 @@ def plan_split(
     """The writes for `request`; PlanRefused says why it cannot (or need not) be made."""
     if config_manager_install(shared):
         assert shared is not None
-        return plan_config_label(
+        move = plan_config_label(
             request,
             node=node,
             shared=shared,
             configmap=shared_configmap,
             visible=visible_uuids(shared, gpus),
             gpus=gpus,
-            slots_before=slots_before,
-            rollback=rollback,
         )
-    shared = _writable(shared)
+    else:
+        move = _own_daemonset_move(
+            request,
+            node,
+            _writable(shared),
+            shared_configmap,
+            own=own,
+            own_configmap=own_configmap,
+            gpus=gpus,
+            shared_nodes=shared_nodes,
+        )
+    by_uuid = {g.uuid: g for g in gpus}
+    gaining = [u for u in move.after.kubernetes_gpus if u not in move.before.kubernetes_gpus]
+    losing = [u for u in move.before.kubernetes_gpus if u not in move.after.kubernetes_gpus]
+    # host processes on gaining GPUs are shown as blocking; refused at apply (check_confirmed)
+    return SplitPlan(
+        kind="rollback" if rollback else "split",
+        node=request.node,
+        before=move.before,
+        after=move.after,
+        writes=move.writes,
+        slots_before=slots_before,
+        host_processes=tuple(p for u in gaining for p in by_uuid[u].host_processes),
+        pods_on_host_gpus=tuple(p for u in losing for p in by_uuid[u].pods),
+        restarts=move.restarts,
+        warnings=move.warnings,
+    )
+
+
+def _own_daemonset_move(
+    request: SplitRequest,
+    node: Manifest,
+    shared: Manifest,
+    shared_configmap: Manifest | None,
+    *,
+    own: Manifest | None,
+    own_configmap: Manifest | None,
+    gpus: Sequence[NodeGpu],
+    shared_nodes: int,
+) -> SplitMove:
+    """The node's own DaemonSet made or changed, or deleted to give the node back."""
     require_inventory(request, gpus)
     own_label = (own or {}).get("metadata", {}).get("name")
     current = own if own is not None and _labelled(node) == own_label else None
@@ -124,21 +163,8 @@ def plan_split(
         if before == after:
             raise PlanRefused(RefusalCode.NO_CHANGE, "no-change-split")
         writes = _split_writes(request, after, node, shared, own, own_configmap)
-    by_uuid = {g.uuid: g for g in gpus}
-    gaining = [u for u in after.kubernetes_gpus if u not in before.kubernetes_gpus]
-    losing = [u for u in before.kubernetes_gpus if u not in after.kubernetes_gpus]
-    # host processes on gaining GPUs are shown as blocking; refused at apply (check_confirmed)
-    return SplitPlan(
-        kind="rollback" if rollback else "split",
-        node=request.node,
-        before=before,
-        after=after,
-        writes=tuple(writes),
-        slots_before=slots_before,
-        host_processes=tuple(p for u in gaining for p in by_uuid[u].host_processes),
-        pods_on_host_gpus=tuple(p for u in losing for p in by_uuid[u].pods),
-        restarts=_restarts(request, shared, writes, shared_nodes=shared_nodes),
-    )
+    restarts = _restarts(request, shared, writes, shared_nodes=shared_nodes)
+    return SplitMove(before, after, tuple(writes), restarts)
 
 
 def _restarts(

@@ -21,7 +21,7 @@ from app.domain.changes.split_models import (
     NodeGpu,
     ObjectWrite,
     Restart,
-    SplitPlan,
+    SplitMove,
     SplitRequest,
     SplitState,
 )
@@ -66,9 +66,7 @@ def plan_config_label(
     configmap: Manifest | None,
     visible: Sequence[str],
     gpus: Sequence[NodeGpu],
-    slots_before: int | None,
-    rollback: bool = False,
-) -> SplitPlan:
+) -> SplitMove:
     """The writes that give the node the requested mode through its config label."""
     ref = read_plugin_spec(shared).config_ref
     assert isinstance(ref, ConfigManagerRef)
@@ -91,15 +89,10 @@ def plan_config_label(
             "label", "Node", request.node, node, {"labels": {ref.node_label: after.config_key}}
         )
     )
-    return SplitPlan(
-        kind="rollback" if rollback else "split",
-        node=request.node,
-        before=before,
-        after=after,
-        writes=tuple(writes),
-        slots_before=slots_before,
-        host_processes=(),
-        pods_on_host_gpus=(),
+    return SplitMove(
+        before,
+        after,
+        tuple(writes),
         restarts=(
             Restart(
                 "config-manager" if after.config_key else "config-manager-fallback",

@@ -176,3 +176,14 @@ class SplitPlan:
             return f"{shared} {state.daemonset}, {sharing}, GPUs {gpus}"
 
         return f"node {self.node}: {one(self.before)} -> {one(self.after)}"
+
+
+@dataclass(frozen=True)
+class SplitMove:
+    """What a split changes on one kind of install: the states, the writes and the restarts."""
+
+    before: SplitState
+    after: SplitState
+    writes: tuple[ObjectWrite, ...]
+    restarts: tuple[Restart, ...]  # plugin pods that restart
+    warnings: tuple[ChangeWarning, ...] = ()

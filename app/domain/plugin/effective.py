@@ -79,14 +79,14 @@ def resolve_config(
     data = _data(
         configmaps.get(f"{spec.namespace}/{ref.configmap}") or configmaps.get(ref.configmap)
     )
+    source = _source(ref)
+    if data is None:
+        return _error(
+            CONFIG_KEY_MISSING,
+            Coded("plugin.configmap.not-found", configmap=ref.configmap),
+            source=source,
+        )
     if isinstance(ref, StaticConfigRef):
-        source = f"configmap/{ref.configmap}#{ref.key}"
-        if data is None:
-            return _error(
-                CONFIG_KEY_MISSING,
-                Coded("plugin.configmap.not-found", configmap=ref.configmap),
-                source=source,
-            )
         if ref.key not in data:
             return _error(
                 CONFIG_KEY_MISSING,
@@ -99,22 +99,23 @@ def resolve_config(
                 source=source,
             )
         return _parsed(spec, ref.configmap, ref.key, data[ref.key])
-    return _per_node(spec, ref, data, node_labels)
+    return _per_node(spec, ref, data, node_labels, source)
+
+
+def _source(ref: StaticConfigRef | ConfigManagerRef) -> str:
+    """Where the config is read from, as findings name it."""
+    if isinstance(ref, StaticConfigRef):
+        return f"configmap/{ref.configmap}#{ref.key}"
+    return f"configmap/{ref.configmap} (label {ref.node_label})"
 
 
 def _per_node(
     spec: PluginSpec,
     ref: ConfigManagerRef,
-    data: Mapping[str, str] | None,
+    data: Mapping[str, str],
     node_labels: Mapping[str, str] | None,
+    source: str,
 ) -> EffectiveConfig:
-    source = f"configmap/{ref.configmap} (label {ref.node_label})"
-    if data is None:
-        return _error(
-            CONFIG_KEY_MISSING,
-            Coded("plugin.configmap.not-found", configmap=ref.configmap),
-            source=source,
-        )
     keys = [k for k in data if not k.startswith("..")]
     label = (node_labels or {}).get(ref.node_label) if node_labels is not None else None
     if label:

@@ -11,8 +11,7 @@ from fastapi import APIRouter
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
-from app.web.auth.requests import AdminDep
-from app.web.deps import DryRun, Lang, RuntimeDep
+from app.web.deps import RuntimeDep, Write, WriteDep
 from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.plugin_admin import change_mode, config_json
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
@@ -86,42 +85,27 @@ ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
 
 
 @router.put("/config", responses=WRITE_ERRORS, response_model=ModeOut)
-def put_config(
-    body: PluginConfigIn,
-    runtime: RuntimeDep,
-    admin: AdminDep,
-    lang: Lang,
-    dry_run: DryRun = False,
-) -> ModeOut:
+def put_config(body: PluginConfigIn, write: WriteDep) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
-    change = body.to_request()
-    return change_mode(
-        runtime.changes,
-        admin,
-        change,
-        body.expectedToken,
-        dry_run=dry_run,
-        pass_failing=body.passFailingNodes,
-        lang=lang,
-    )
+    return _change_mode(write, body.to_request(), body.expectedToken, body.passFailingNodes)
 
 
 @router.post("/config/rollback", responses=WRITE_ERRORS, response_model=ModeOut)
-def post_rollback(
-    runtime: RuntimeDep,
-    admin: AdminDep,
-    lang: Lang,
-    body: RollbackIn | None = None,
-    dry_run: DryRun = False,
-) -> ModeOut:
+def post_rollback(write: WriteDep, body: RollbackIn | None = None) -> ModeOut:
     """Restore the config kept from before the last mode change."""
     body = body or RollbackIn()
+    return _change_mode(write, None, body.expectedToken, body.passFailingNodes)
+
+
+def _change_mode(
+    write: Write, change: ChangeRequest | None, expected: str | None, pass_failing: bool
+) -> ModeOut:
     return change_mode(
-        runtime.changes,
-        admin,
-        None,
-        body.expectedToken,
-        dry_run=dry_run,
-        pass_failing=body.passFailingNodes,
-        lang=lang,
+        write.changes,
+        write.admin,
+        change,
+        expected,
+        dry_run=write.dry_run,
+        pass_failing=pass_failing,
+        lang=write.lang,
     )

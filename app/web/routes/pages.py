@@ -7,6 +7,7 @@ what htmx polls.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Annotated
 
@@ -23,6 +24,7 @@ from app.web.http.html import REVALIDATE, html_response, safe_next
 from app.web.i18n.translate import CATALOGS, LANG_COOKIE, Translator, language_of, supported
 from app.web.runtime import Runtime
 from app.web.services.fragments import (
+    Pages,
     find_node,
     findings_fragment,
     node_fragment,
@@ -33,8 +35,6 @@ from app.web.views import docs_page
 from app.web.views.figures import seconds
 from app.web.views.filters import (
     FilterError,
-    FindingFilter,
-    NodeFilter,
     parse_finding_filter,
     parse_node_filter,
 )
@@ -138,33 +138,54 @@ def _live(path: str, query: str) -> str:
     return f"{path}?{query}" if query else path
 
 
-@router.get("/", response_class=HTMLResponse)
-def overview(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
-    lang = language_of(request)
-    try:
-        spec = parse_node_filter(request.query_params)
-        page = parse_page(request.query_params)
-    except FilterError as error:
-        return _filter_error(request, runtime, error)
-    return _page(
-        request,
-        runtime,
-        page="overview",
-        title=Translator(lang)("title_overview"),
-        body=overview_fragment(runtime.pages, lang, spec, page),
-        live_url=_live("/fragments/overview", _with_page(spec.query(), page)),
-        refresh_s=refresh_s,
+# A filtered page's view: its body and the query its live fragment polls with, from the
+# request's query (FilterError on a bad value) in a language.
+FilteredView = Callable[[Pages, Mapping[str, str], str], tuple[Markup, str]]
+
+
+def _filtered_routes(path: str, page: str, view: FilteredView) -> None:
+    """A page its query filters, at `path`, and the fragment it polls, `/fragments/<page>`.
+
+    A bad filter value is a 400 page that says which; the fragment (polled with the page's
+    own query, or a hand-edited one) shows the page unfiltered instead.
+    """
+
+    def full(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
+        lang = language_of(request)
+        try:
+            body, live_query = view(runtime.pages, request.query_params, lang)
+        except FilterError as error:
+            return _filter_error(request, runtime, error)
+        return _page(
+            request,
+            runtime,
+            page=page,
+            title=Translator(lang)(f"title_{page}"),
+            body=body,
+            live_url=_live(f"/fragments/{page}", live_query),
+            refresh_s=refresh_s,
+        )
+
+    def live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+        lang = language_of(request)
+        try:
+            body, _ = view(runtime.pages, request.query_params, lang)
+        except FilterError:
+            body, _ = view(runtime.pages, {}, lang)
+        return _fragment_response(body)
+
+    router.add_api_route(path, full, response_class=HTMLResponse, name=page)
+    router.add_api_route(
+        f"/fragments/{page}", live, response_class=HTMLResponse, name=f"{page}_live"
     )
 
 
-@router.get("/fragments/overview", response_class=HTMLResponse)
-def overview_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    try:
-        spec = parse_node_filter(request.query_params)
-        page = parse_page(request.query_params)
-    except FilterError:
-        spec, page = NodeFilter(), 1
-    return _fragment_response(overview_fragment(runtime.pages, language_of(request), spec, page))
+def _overview_view(pages: Pages, params: Mapping[str, str], lang: str) -> tuple[Markup, str]:
+    spec, page = parse_node_filter(params), parse_page(params)
+    return overview_fragment(pages, lang, spec, page), _with_page(spec.query(), page)
+
+
+_filtered_routes("/", "overview", _overview_view)
 
 
 # ---------------------------------------------------------------- node detail
@@ -197,31 +218,12 @@ async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep
 # ---------------------------------------------------------------- findings
 
 
-@router.get("/findings", response_class=HTMLResponse)
-def findings(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
-    lang = language_of(request)
-    try:
-        spec = parse_finding_filter(request.query_params)
-    except FilterError as error:
-        return _filter_error(request, runtime, error)
-    return _page(
-        request,
-        runtime,
-        page="findings",
-        title=Translator(lang)("title_findings"),
-        body=findings_fragment(runtime.pages, lang, spec),
-        live_url=_live("/fragments/findings", spec.query()),
-        refresh_s=refresh_s,
-    )
+def _findings_view(pages: Pages, params: Mapping[str, str], lang: str) -> tuple[Markup, str]:
+    spec = parse_finding_filter(params)
+    return findings_fragment(pages, lang, spec), spec.query()
 
 
-@router.get("/fragments/findings", response_class=HTMLResponse)
-def findings_live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    try:
-        spec = parse_finding_filter(request.query_params)
-    except FilterError:
-        spec = FindingFilter()
-    return _fragment_response(findings_fragment(runtime.pages, language_of(request), spec))
+_filtered_routes("/findings", "findings", _findings_view)
 
 
 # ---------------------------------------------------------------- usage

@@ -12,8 +12,7 @@ from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 
 from app.domain.changes.split_models import SplitRequest
-from app.web.auth.requests import AdminDep
-from app.web.deps import DryRun, Lang, RuntimeDep
+from app.web.deps import Lang, RuntimeDep, Write, WriteDep
 from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.change_history import (
     RollbackOut,
@@ -104,14 +103,7 @@ def get_changes(runtime: RuntimeDep, lang: Lang) -> ChangesOut:
 
 
 @write_router.put("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
-def put_gpu_split(
-    name: NodeName,
-    body: GpuSplitIn,
-    runtime: RuntimeDep,
-    admin: AdminDep,
-    lang: Lang,
-    dry_run: DryRun = False,
-) -> SplitOut:
+def put_gpu_split(name: NodeName, body: GpuSplitIn, write: WriteDep) -> SplitOut:
     """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
     change = SplitRequest(
         name,
@@ -120,47 +112,37 @@ def put_gpu_split(
         body.replicas,
         body.confirmHostProcesses,
     )
-    return change_split(
-        runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
-    )
+    return _change_split(write, change, body.expectedToken)
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
-def delete_gpu_split(
-    name: NodeName,
-    runtime: RuntimeDep,
-    admin: AdminDep,
-    lang: Lang,
-    body: ReturnIn | None = None,
-    dry_run: DryRun = False,
-) -> SplitOut:
+def delete_gpu_split(name: NodeName, write: WriteDep, body: ReturnIn | None = None) -> SplitOut:
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
-    return change_split(
-        runtime.changes, admin, change, body.expectedToken, dry_run=dry_run, lang=lang
-    )
+    return _change_split(write, change, body.expectedToken)
 
 
 @write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
 def post_change_rollback(
-    change: ChangeId,
-    runtime: RuntimeDep,
-    admin: AdminDep,
-    lang: Lang,
-    body: RollbackIn | None = None,
-    dry_run: DryRun = False,
+    change: ChangeId, write: WriteDep, body: RollbackIn | None = None
 ) -> RollbackOut:
     """Undo one change of the history (`?dryRun=true`: its preview)."""
     body = body or RollbackIn()
     return rollback_change(
-        runtime.changes,
-        admin,
+        write.changes,
+        write.admin,
         change,
-        dry_run=dry_run,
+        dry_run=write.dry_run,
         confirm_host_processes=body.confirmHostProcesses,
         expected=body.expectedToken,
         pass_failing=body.passFailingNodes,
         confirm_unverified=body.confirmUnverified,
-        lang=lang,
+        lang=write.lang,
+    )
+
+
+def _change_split(write: Write, change: SplitRequest, expected: str | None) -> SplitOut:
+    return change_split(
+        write.changes, write.admin, change, expected, dry_run=write.dry_run, lang=write.lang
     )
