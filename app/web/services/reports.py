@@ -21,6 +21,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from app.domain.accounting.facts import next_stale_at
 from app.domain.report import AgentReport, ReceivedReport
 from app.web.services.model_memory import share_fields_sets
 from app.web.services.node_roster import NodeRoster
@@ -152,6 +153,13 @@ class ReportStore:
         """How many nodes have a stored report."""
         with self._lock:
             return len(self._reports)
+
+    def next_stale_at(self, *, now: datetime) -> datetime | None:
+        """The earliest moment after `now` at which a stored report's agent turns stale (the
+        engine's rule, `stale_after_s` being the engine's limit); None when none will."""
+        with self._lock:
+            received = list(self._reports.values())
+        return next_stale_at(received, now=now, stale_after_s=self._stale_after.total_seconds())
 
     def latest(self, *, now: datetime | None = None) -> dict[str, ReceivedReport]:
         """Every stored report; given `now`, first sorted out by the roster's nodes."""
