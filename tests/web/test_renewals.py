@@ -77,19 +77,19 @@ def test_a_renewed_report_asks_no_build_and_new_readings_ask_one(
 def test_an_agent_that_stops_reporting_is_flagged_stale_when_the_threshold_passes() -> None:
     clock = Clock()
     app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
+    snapshots = _runtime(app).snapshots
+    _post(TestClient(app), clock)  # before the loop starts: its first build takes it in
     with TestClient(app) as client:  # the snapshot loop runs; its periodic build is an hour off
-        snapshots = _runtime(app).snapshots
-        _post(client, clock)
-        wait_for(lambda: _agent(client).get("collected_at"), what="the first report built")
+        wait_for(lambda: snapshots.builds == 2, what="the loop's first build")
+        assert _agent(client)["fresh"] is True
         clock.now += timedelta(seconds=15)
         _post(client, clock)  # renewed: the agent is stale 90 s after this one, not the first
         renewed_at = clock.now
-        builds = snapshots.builds
-        assert _agent(client)["fresh"] is True
 
-        clock.now = renewed_at.replace(microsecond=0) + timedelta(seconds=STALE_AFTER_S + 1)
+        clock.now = renewed_at + timedelta(seconds=STALE_AFTER_S + 1)  # its stale moment
         wait_for(lambda: _agent(client)["fresh"] is False, what="the stale agent in a build")
-        assert snapshots.builds == builds + 1  # that build, and none for the renewal
+        wait_for(lambda: snapshots.builds >= 3, what="that build counted")
+        assert snapshots.builds == 3  # that build alone: none for the renewal
         nodes = client.get("/api/v1/nodes").json()["nodes"]
         [stale] = [f for f in nodes[0]["findings"] if f["code"] == "agent-report-stale"]
         assert stale["title"] == "Agent report from gpu-1 is 91 s old"
