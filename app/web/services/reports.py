@@ -12,6 +12,8 @@ report's reading objects, so the engine sees the very same readings and only ren
 node's agent times (app.domain.engine.memo.same_readings) instead of recomputing the node.
 The store also remembers how each node's newest report was posted (a digest of its bytes
 but the time, app.web.services.report_digest), so the intake knows such a body unread.
+Such a report asks for no build; `next_stale_at` tells the snapshot loop when a stored
+agent will turn stale, the one moment a renewal's absence shows.
 """
 
 from __future__ import annotations
