@@ -192,7 +192,6 @@ def build_runtime(
             max_bytes=settings.max_report_bytes,
             clock=clock,
             on_stored=snapshots.poke,
-            on_renewed=snapshots.poke_soon,
         ),
         clock=clock,
         writer=writer,

@@ -10,6 +10,8 @@ from fastapi import FastAPI
 
 from app.domain.cluster import Manifest
 from app.web.app import create_app
+from app.web.runtime import utc_now
+from app.web.services.snapshot_builder import Clock
 from tests.conftest import stack_settings
 from tests.domain.worlds import world
 
@@ -61,7 +63,9 @@ class FakeSource:
             return self.generation
 
 
-def app_with_world(**settings: object) -> FastAPI:
+def app_with_world(
+    *, clock: Clock = utc_now, refresh_interval_s: float = 5.0, **settings: object
+) -> FastAPI:
     """The real app over a FakeSource holding a healthy one-node world, snapshot built."""
     state = world()
     source = FakeSource(
@@ -69,6 +73,11 @@ def app_with_world(**settings: object) -> FastAPI:
         pods=list(state.pods),
         daemonsets=[state.daemonset] if state.daemonset else [],
     )
-    app = create_app(stack_settings(**settings), source=source)
+    app = create_app(
+        stack_settings(**settings),
+        source=source,
+        clock=clock,
+        refresh_interval_s=refresh_interval_s,
+    )
     app.state.runtime.snapshots.rebuild()
     return app

@@ -1,5 +1,5 @@
 """The intake rules as a service (issue 32) and what a stored report asks of the snapshot
-side (issue 30): new readings a build now, the same readings a build within a second."""
+side (issue 30): new readings a build now, the same readings none (tests/web/test_renewals.py)."""
 
 from __future__ import annotations
 
@@ -7,42 +7,33 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from fastapi.testclient import TestClient
 
 from app.domain.report import AgentReport
 from app.web.services.node_roster import NodeRoster
 from app.web.services.report_digest import cut_time
 from app.web.services.report_intake import ReportIntake, ReportRefused
 from app.web.services.reports import Outcome, ReportStore
-from app.web.services.snapshots import SOON_S
-from tests.live import wait_for
-from tests.web.fakes import app_with_world
-from tests.web.test_agent_reports import AUTH, URL, report
+from tests.web.test_agent_reports import report
 
 NOW = datetime(2026, 12, 4, 1, 0, tzinfo=UTC)
 
 
 class Pokes:
     def __init__(self) -> None:
-        self.now = self.soon = 0
+        self.now = 0
 
     def intake(self, store: ReportStore, *, max_bytes: int = 8192) -> ReportIntake:
         def now() -> None:
             self.now += 1
 
-        def soon() -> None:
-            self.soon += 1
-
-        return ReportIntake(
-            store, max_bytes=max_bytes, clock=lambda: NOW, on_stored=now, on_renewed=soon
-        )
+        return ReportIntake(store, max_bytes=max_bytes, clock=lambda: NOW, on_stored=now)
 
 
 def _body(at: datetime, *, node: str = "gpu-1", used: int = 100) -> bytes:
     return json.dumps(report(node=node, at=at.isoformat(), used=used)).encode()
 
 
-def test_intake_new_readings_ask_now_same_readings_ask_soon_older_is_refused() -> None:
+def test_intake_new_readings_ask_a_build_same_readings_none_older_is_refused() -> None:
     pokes, store = Pokes(), ReportStore()
     intake = pokes.intake(store)
     first = intake.take(_body(NOW), token_node="gpu-1", client="test")
@@ -55,7 +46,7 @@ def test_intake_new_readings_ask_now_same_readings_ask_soon_older_is_refused() -
     )
     changed = intake.take(_body(NOW + timedelta(seconds=2), used=200), token_node=None, client="t")
     assert changed.outcome is Outcome.STORED
-    assert (pokes.now, pokes.soon) == (2, 1)
+    assert pokes.now == 2  # the first report and the changed one; not the renewal
     with pytest.raises(ReportRefused) as older:
         intake.take(_body(NOW - timedelta(seconds=5)), token_node="gpu-1", client="test")
     assert older.value.status_code == 409
@@ -79,7 +70,7 @@ def test_intake_refuses_with_the_status_and_stores_nothing(
         pokes.intake(store).take(body, token_node=token_node, client="test")
     assert refused.value.status_code == status
     assert words in refused.value.message
-    assert store.latest() == {} and pokes.now == pokes.soon == 0
+    assert store.latest() == {} and pokes.now == 0
 
 
 def test_declared_length_over_the_cap_is_refused_before_reading() -> None:
@@ -104,29 +95,6 @@ def test_the_store_learns_which_nodes_exist_from_the_roster_only() -> None:
     assert store.unknown_nodes == 1
     later = NOW + timedelta(seconds=91)
     assert sorted(store.latest(now=later)) == ["gpu-1", "made-up-3"]  # stale and unknown: gone
-
-
-def test_a_renewed_report_reaches_the_snapshot_within_a_second() -> None:
-    app = app_with_world()
-    with TestClient(app) as client:
-        at = datetime.now(UTC).replace(microsecond=0)
-        assert client.post(URL, json=report(at=at.isoformat()), headers=AUTH).status_code == 202
-
-        def collected() -> str | None:
-            node = client.get("/api/v1/nodes/gpu-1").json()["node"]
-            return (node.get("agent") or {}).get("collected_at")
-
-        wait_for(lambda: collected() is not None, what="the first report in the snapshot")
-        later = at + timedelta(seconds=1)
-        posted = client.post(URL, json=report(at=later.isoformat()), headers=AUTH)
-        assert posted.status_code == 202
-        assert app.state.runtime.reports.latest()["gpu-1"].report.collected_at == later
-        seen = wait_for(
-            lambda: collected() == later.isoformat().replace("+00:00", "Z"),
-            timeout_s=SOON_S + 5,
-            what="the renewed report in the snapshot",
-        )
-        assert seen
 
 
 # ------------------------------------------------- a body known but for its time (issue 30)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from app.domain.accounting.ledger.models import GpuFacts, Visibility
 from app.domain.accounting.pods import PodFacts, is_ready, parse_count, pod_phase
@@ -133,6 +133,40 @@ def ages_clock(now: datetime) -> datetime:
     return now.replace(microsecond=0) if now.microsecond else now
 
 
+def is_stale(received: ReceivedReport, now: datetime, stale_after_s: float) -> bool:
+    """Whether the agent behind `received` is stale at `now`."""
+    return stale_age(agent_age(received, now), stale_after_s)
+
+
+def stale_age(age_s: float, stale_after_s: float) -> bool:
+    """The stale rule: an agent whose report is more than `stale_after_s` old is stale."""
+    return age_s > stale_after_s
+
+
+def stale_from(received: ReceivedReport, stale_after_s: float) -> datetime:
+    """The first moment `is_stale` holds for `received`: the age on the whole-second clock
+    passes `stale_after_s` at the first whole second after `received_at + stale_after_s`."""
+    return _stale_from(received.received_at, stale_after_s)
+
+
+def next_stale_at(
+    received: Iterable[ReceivedReport], *, now: datetime, stale_after_s: float
+) -> datetime | None:
+    """The earliest moment after `now` at which one of the agents behind `received` turns
+    stale (those already stale at `now` are left out); None when none will.
+
+    An agent is fresh at `now` exactly when it was received at or after `oldest` (the
+    age rule solved for `received_at`, so the walk over every node compares times only).
+    """
+    oldest = ages_clock(now) - timedelta(seconds=stale_after_s)
+    first = min((r.received_at for r in received if r.received_at >= oldest), default=None)
+    return None if first is None else _stale_from(first, stale_after_s)
+
+
+def _stale_from(received_at: datetime, stale_after_s: float) -> datetime:
+    return ages_clock(received_at + timedelta(seconds=stale_after_s)) + timedelta(seconds=1)
+
+
 def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float) -> AgentState:
     report = received.report
     age_s = agent_age(received, now)
@@ -140,7 +174,7 @@ def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float
         collected_at=report.collected_at,
         received_at=received.received_at,
         age_s=age_s,
-        fresh=age_s <= stale_after_s,
+        fresh=not stale_age(age_s, stale_after_s),
         source=report.source,
         driver_version=report.driver_version,
         error=report.error,

@@ -9,7 +9,13 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from app.domain.accounting.facts import NodeFacts, agent_age, agent_state, ages_clock
+from app.domain.accounting.facts import (
+    NodeFacts,
+    agent_age,
+    agent_state,
+    ages_clock,
+    stale_age,
+)
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
 from app.domain.accounting.pods import PodFacts, PodMemo
 from app.domain.bounds import SetAside
@@ -73,7 +79,7 @@ class NodeEntry:
             return  # the same second: every age is as it was
         self.ages_at = ages_clock(now)
         age_s = agent_age(self.report, now)
-        agent = replaced(self.facts.agent, age_s=age_s, fresh=age_s <= stale_after_s)
+        agent = replaced(self.facts.agent, age_s=age_s, fresh=not stale_age(age_s, stale_after_s))
         self.facts.agent = agent
         self.state = replaced(self.state, agent=agent)
 

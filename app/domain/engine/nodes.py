@@ -6,7 +6,7 @@ from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from app.domain.accounting.facts import ClusterFacts, NodeFacts, NodeInputs, agent_age, ages_clock
+from app.domain.accounting.facts import ClusterFacts, NodeFacts, NodeInputs, ages_clock, is_stale
 from app.domain.accounting.nodes import build_node_facts, node_name
 from app.domain.accounting.pod_index import PodIndex
 from app.domain.accounting.states import build_node_state
@@ -91,7 +91,7 @@ def _node_key(
         return None
     received = inputs.state.reports.get(name)
     # a stale agent's age is in its finding: such a node is recomputed every time
-    if received is not None and agent_age(received, clock) > inputs.options.agent_stale_after_s:
+    if received is not None and is_stale(received, clock, inputs.options.agent_stale_after_s):
         return None
     return node_key(manifest, index.plugin_by_node.get(name), context)
 

@@ -169,7 +169,10 @@ async def get_node(
 
 
 def _worded(node: NodeState) -> NodeState:
-    """The node with its findings' titles worded (in English: the node answers are cached)."""
+    """The node with its findings' titles worded (in English: the node answers are cached);
+    a node without findings as it is (most nodes: no copy)."""
+    if not node.findings:
+        return node
     return node.model_copy(update={"findings": [worded(f, "en") for f in node.findings]})
 
 

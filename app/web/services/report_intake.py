@@ -5,10 +5,12 @@ live here, without FastAPI: the size cap (GEO_MLOPS_MAX_REPORT_BYTES, checked on
 declared length before reading and on the bytes read), the schema, the node the agent's
 token is for, the date (a report dated ahead of the dashboard's clock would outrank every
 true one), and the store's own rule (an older or repeated report never replaces a newer
-one). A report that passes asks the snapshot side for a build: at once when its readings
-are new, within a second when only its times are (`on_renewed`): such a report changes no
-figure, only the agent's age and `collected_at`, and builds are the dashboard's biggest
-cost (every agent of a quiet cluster reports readings it already reported).
+one). A report that passes with new readings asks the snapshot side for a build at once
+(`on_stored`). A report that only renews its agent (the same readings, newer times: every
+agent of a quiet cluster) asks for none: it changes no figure, only the agent's age and
+`collected_at`, and builds are the dashboard's biggest cost. The periodic refresh build
+takes it in, and the snapshot loop builds at the moment an agent turns stale
+(`ReportStore.next_stale_at`), the one time a renewal's absence shows.
 """
 
 from __future__ import annotations
@@ -74,13 +76,11 @@ class ReportIntake:
         max_bytes: int,
         clock: Callable[[], datetime],
         on_stored: Callable[[], None],
-        on_renewed: Callable[[], None],
     ) -> None:
         self._store = store
         self.max_bytes = max_bytes
         self._clock = clock
         self._on_stored = on_stored
-        self._on_renewed = on_renewed
 
     def check_declared(self, content_length: str | None) -> None:
         """Refuse a body whose declared length is over the cap, before reading it."""
@@ -128,8 +128,6 @@ class ReportIntake:
             )
         if outcome is Outcome.STORED:
             self._on_stored()
-        elif outcome is Outcome.RENEWED:
-            self._on_renewed()
         return Intake(node=report.node, outcome=outcome)
 
     def _renewal(self, cut: Cut) -> AgentReport | None:

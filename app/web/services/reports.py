@@ -12,6 +12,8 @@ report's reading objects, so the engine sees the very same readings and only ren
 node's agent times (app.domain.engine.memo.same_readings) instead of recomputing the node.
 The store also remembers how each node's newest report was posted (a digest of its bytes
 but the time, app.web.services.report_digest), so the intake knows such a body unread.
+Such a report asks for no build; `next_stale_at` tells the snapshot loop when a stored
+agent will turn stale, the one moment a renewal's absence shows.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 
+from app.domain.accounting.facts import next_stale_at
 from app.domain.report import AgentReport, ReceivedReport
 from app.web.services.model_memory import share_fields_sets
 from app.web.services.node_roster import NodeRoster
@@ -152,6 +155,13 @@ class ReportStore:
         """How many nodes have a stored report."""
         with self._lock:
             return len(self._reports)
+
+    def next_stale_at(self, *, now: datetime) -> datetime | None:
+        """The earliest moment after `now` at which a stored report's agent turns stale (the
+        engine's rule, `stale_after_s` being the engine's limit); None when none will."""
+        with self._lock:
+            received = list(self._reports.values())
+        return next_stale_at(received, now=now, stale_after_s=self._stale_after.total_seconds())
 
     def latest(self, *, now: datetime | None = None) -> dict[str, ReceivedReport]:
         """Every stored report; given `now`, first sorted out by the roster's nodes."""

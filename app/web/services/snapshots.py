@@ -1,7 +1,8 @@
 """The build loop: the current snapshot, recomputed off the request path on every change.
 
 Requests only read `current()`; the engine runs in one background thread, at most once per
-`min_interval_s`, and again every `refresh_interval_s` so agent ages stay true. Rendered
+`min_interval_s`, again every `refresh_interval_s` so agent ages stay true, and at the
+moment an agent's report turns stale (`ReportStore.next_stale_at`). Rendered
 forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per snapshot
 in one typed cache per kind (app.web.services.render_cache); the build itself is
 app.web.services.snapshot_builder.
@@ -11,11 +12,11 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
 - reports that only renew an agent (the same readings, newer times: most reports of a
-  quiet cluster) do not ask for a build of their own: they are in the next one, at the
-  latest `SOON_S` later, or `RENEW_SHARE` times the latest build's time when that is
-  longer (`poke_soon`: at 10,000 nodes a build is due every second otherwise, and
-  renewals alone then use at most a fifth of the process); reports with new readings ask
-  at once (`poke`);
+  quiet cluster) ask for no build: they change no figure, only the agent's age and
+  `collected_at`, which the next periodic build takes in; their absence shows only when
+  an agent crosses the stale threshold, and a build is scheduled at that moment (the
+  earliest one after the latest build, asked of the store again when it comes, since a
+  renewal meanwhile puts it off); reports with new readings ask at once (`poke`);
 - pacing: after a build, report-driven builds wait as long as that build (and its
   renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
   about half of the process's time while reports stream in (more on a cluster whose
@@ -61,8 +62,6 @@ log = logging.getLogger(__name__)
 # nodes and 333 reports/s, builds and delays grew without bound).
 MAX_HOLD_S = 0.15
 STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
-SOON_S = 1.0  # a report whose readings did not change is in a build within this time ...
-RENEW_SHARE = 5.0  # ... or within this many times the latest build's time, when longer
 
 
 @dataclass(frozen=True)
@@ -102,8 +101,7 @@ class SnapshotService:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._slow_wake = threading.Event()
-        self._soon_at: float | None = None  # time.monotonic() by which a build is due
-        self._build_s = 0.0  # how long the latest build (and its renders) took
+        self._built_at: datetime | None = None  # the clock's time the latest build read
         self._threads: list[threading.Thread] = []
         self.builds = 0
         runs, wake = self._rendering_slow, self._slow_wake.set
@@ -139,12 +137,6 @@ class SnapshotService:
     def poke(self) -> None:
         """Ask for a recompute now (a report with new readings arrived)."""
         self._wake.set()
-
-    def poke_soon(self) -> None:
-        """Ask for a recompute within SOON_S (a report that only renews a node's agent: its
-        age and `collected_at` move, no figure does; ages are whole seconds anyway)."""
-        if self._soon_at is None:
-            self._soon_at = time.monotonic() + max(SOON_S, RENEW_SHARE * self._build_s)
 
     def current(self) -> Snapshot | None:
         return self._current
@@ -183,6 +175,7 @@ class SnapshotService:
         reason (`stale_reason`), and /readyz degraded, until a build succeeds again.
         """
         now = self._clock()
+        self._built_at = now
         generation = self._source.generation
         try:
             built = self._builder.build(self._source, now=now)
@@ -240,7 +233,6 @@ class SnapshotService:
         while not self._stop.is_set():
             generation = self._source.generation
             self._wake.clear()  # a report from now on asks for the next build
-            self._soon_at = None
             work_s = 0.0
             if self._source.health().synced:
                 started = time.monotonic()
@@ -249,7 +241,6 @@ class SnapshotService:
                 except Exception:
                     log.exception("snapshot computation failed; serving the previous one")
                 work_s = time.monotonic() - started
-                self._build_s = work_s
             seen = generation
             hold_s = min(max(work_s, self._min_interval_s), MAX_HOLD_S)
             self._pace(seen, hold_s)
@@ -270,12 +261,19 @@ class SnapshotService:
                 return
 
     def _wait(self, seen: int, deadline_s: float) -> None:
-        """Until a report arrives (at once), the cache changes (within `STEP_S`), or
-        `deadline_s` passes."""
+        """Until a report with new readings arrives (at once), the cache changes or an agent
+        turns stale (within `STEP_S`), or `deadline_s` passes."""
         deadline = time.monotonic() + deadline_s
+        stale_at = self._next_stale_at()
         while time.monotonic() < deadline and not self._stop.is_set():
             if self._wake.wait(STEP_S) or self._source.generation != seen:
                 return
-            soon_at = self._soon_at
-            if soon_at is not None and time.monotonic() >= soon_at:
-                return
+            if stale_at is not None and self._clock() >= stale_at:
+                stale_at = self._next_stale_at()  # a renewal since may have put it off
+                if stale_at is not None and self._clock() >= stale_at:
+                    return
+
+    def _next_stale_at(self) -> datetime | None:
+        """When the next agent turns stale that was fresh at the latest build."""
+        built_at = self._built_at
+        return None if built_at is None else self._reports.next_stale_at(now=built_at)

@@ -1,0 +1,106 @@
+"""Reports that only renew an agent ask for no build (issue 30); the moment an agent turns
+stale is built all the same, with no report arriving.
+
+A renewed report (the same readings, newer times) changes no figure, only the agent's age
+and `collected_at`: the periodic build takes it in. Its absence shows when the agent crosses
+the stale threshold, and the snapshot loop builds at that very moment.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.web.runtime import Runtime
+from app.web.services.snapshots import SnapshotService
+from tests.live import wait_for
+from tests.web.fakes import app_with_world
+from tests.web.test_agent_reports import AUTH, URL, report
+
+NOW = datetime(2026, 12, 4, 1, 0, tzinfo=UTC)
+STALE_AFTER_S = 90.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _runtime(app: FastAPI) -> Runtime:
+    value: Runtime = app.state.runtime
+    return value
+
+
+def _post(client: TestClient, clock: Clock, *, used: int = 100) -> None:
+    body = report(at=clock.now.isoformat(), used=used)
+    assert client.post(URL, json=body, headers=AUTH).status_code == 202
+
+
+def _agent(client: TestClient) -> dict[str, Any]:
+    agent: dict[str, Any] = client.get("/api/v1/nodes/gpu-1").json()["node"]["agent"] or {}
+    return agent
+
+
+def test_a_renewed_report_asks_no_build_and_new_readings_ask_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr(SnapshotService, "poke", lambda self: asked.append("build"))
+    clock = Clock()
+    app = app_with_world(clock=clock, agent_stale_after_s=STALE_AFTER_S)  # no lifespan
+    client = TestClient(app)
+    snapshots = _runtime(app).snapshots
+    _post(client, clock)  # a node's first report: built at once
+    assert asked == ["build"]
+    snapshots.rebuild()
+    first = _agent(client)["collected_at"]
+
+    clock.now += timedelta(seconds=15)
+    _post(client, clock)  # the same readings, newer times
+    assert asked == ["build"]
+    assert _agent(client)["collected_at"] == first  # no build took it in
+    snapshots.rebuild()  # the periodic build does
+    assert _agent(client)["collected_at"] != first
+
+    clock.now += timedelta(seconds=15)
+    _post(client, clock, used=200)  # new readings
+    assert asked == ["build", "build"]
+
+
+def test_an_agent_that_stops_reporting_is_flagged_stale_when_the_threshold_passes() -> None:
+    clock = Clock()
+    app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
+    snapshots = _runtime(app).snapshots
+    _post(TestClient(app), clock)  # before the loop starts: its first build takes it in
+    with TestClient(app) as client:  # the snapshot loop runs; its periodic build is an hour off
+        wait_for(lambda: snapshots.builds == 2, what="the loop's first build")
+        assert _agent(client)["fresh"] is True
+        clock.now += timedelta(seconds=15)
+        _post(client, clock)  # renewed: the agent is stale 90 s after this one, not the first
+        renewed_at = clock.now
+
+        clock.now = renewed_at + timedelta(seconds=STALE_AFTER_S + 1)  # its stale moment
+        wait_for(lambda: _agent(client)["fresh"] is False, what="the stale agent in a build")
+        wait_for(lambda: snapshots.builds >= 3, what="that build counted")
+        assert snapshots.builds == 3  # that build alone: none for the renewal
+        nodes = client.get("/api/v1/nodes").json()["nodes"]
+        [stale] = [f for f in nodes[0]["findings"] if f["code"] == "agent-report-stale"]
+        assert stale["title"] == "Agent report from gpu-1 is 91 s old"
+        assert _agent(client)["collected_at"] == renewed_at.isoformat().replace("+00:00", "Z")
+
+
+def test_findings_are_worded_in_the_node_list_and_the_node_answer() -> None:
+    app = app_with_world(clock=Clock(), agent_stale_after_s=STALE_AFTER_S)
+    client = TestClient(app)
+    _runtime(app).snapshots.rebuild()
+    [node] = client.get("/api/v1/nodes").json()["nodes"]
+    [missing] = [f for f in node["findings"] if f["code"] == "agent-report-missing"]
+    assert missing["title"].startswith("No agent report from gpu-1:")
+    assert client.get("/api/v1/nodes/gpu-1").json()["node"]["findings"] == node["findings"]
