@@ -99,11 +99,11 @@ lint: style
 UNIT_TESTS := -q -m "not tier"
 
 ## The inner loop: style, import contracts, then types (mypy) beside the unit and API
-## tests, four workers even on two cores (many tests wait on sockets and threads, not
+## tests, eight workers even on two cores (most tests wait on sockets and threads, not
 ## the CPU); no tier that needs built tools, a browser or a real Prometheus.
 check: style
 	@$(BIN)/mypy > $(VENV)/mypy.out 2>&1 & types=$$!; \
-	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest $(UNIT_TESTS) -n 4; tests=$$?; \
+	GPU_SLOTS_CHECK_ONLY=1 $(BIN)/pytest $(UNIT_TESTS) -n 8; tests=$$?; \
 	wait $$types; typed=$$?; cat $(VENV)/mypy.out; \
 	test $$tests = 0 -a $$typed = 0
 
