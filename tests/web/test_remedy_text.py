@@ -85,8 +85,9 @@ def test_a_hostile_value_cannot_end_the_comment_and_start_a_command() -> None:
         assert shlex.split(text, comments=True) == []
 
 
-def test_a_command_keeps_its_words_as_a_trailing_comment_in_the_asked_language() -> None:
-    item = finding(
+def _plugin_restart() -> Finding:
+    """A finding whose remedy is a command: restart gpu-1's plugin pod."""
+    return finding(
         "allocatable-mismatch",
         evidence={"allocatable": 0},
         remedy=remedy(
@@ -94,6 +95,10 @@ def test_a_command_keeps_its_words_as_a_trailing_comment_in_the_asked_language()
         ),
         node="gpu-1",
     )
+
+
+def test_a_command_keeps_its_words_as_a_trailing_comment_in_the_asked_language() -> None:
+    item = _plugin_restart()
     assert item.remedy == item.remedy_command == "kubectl -n kube-system delete pod plugin-x"
     assert item.remedy_params == {"node": "gpu-1"}
     assert remedy_text(item, "en") == (
@@ -109,14 +114,7 @@ def test_a_command_keeps_its_words_as_a_trailing_comment_in_the_asked_language()
 
 def test_korean_findings_page_shows_the_command_with_its_korean_comment() -> None:
     snapshot = demo_like()
-    item = finding(
-        "allocatable-mismatch",
-        evidence={"allocatable": 0},
-        remedy=remedy(
-            "kubectl -n kube-system delete pod plugin-x", "restart-plugin-pod", node="gpu-1"
-        ),
-        node="gpu-1",
-    )
+    item = _plugin_restart()
     app, _ = page_app(snapshot.model_copy(update={"findings": [item]}))
     html = get(app, "/findings?lang=ko").text
     assert parse(html).text("remedy").split() == remedy_text(item, "ko").split()
