@@ -41,7 +41,13 @@ class PodResourcesClient:
 
     def _call(self, method: str, request: str, response: str) -> Any:
         if self._channel is None:
-            self._channel = grpc.insecure_channel(self._target)
+            # A channel of its own subchannels: after close() (the kubelet stopped answering)
+            # the next channel connects afresh, instead of sharing the process-wide pool's
+            # subchannel that is still backing off from the old socket (its calls would fail
+            # UNAVAILABLE at once although a restarted kubelet is listening).
+            self._channel = grpc.insecure_channel(
+                self._target, options=[("grpc.use_local_subchannel_pool", 1)]
+            )
         stub: Callable[..., Any] = self._channel.unary_unary(
             method,
             request_serializer=lambda m: m.SerializeToString(),
