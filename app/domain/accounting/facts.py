@@ -146,7 +146,8 @@ def stale_age(age_s: float, stale_after_s: float) -> bool:
 def stale_from(received: ReceivedReport, stale_after_s: float) -> datetime:
     """The first moment `is_stale` holds for `received`: the age on the whole-second clock
     passes `stale_after_s` at the first whole second after `received_at + stale_after_s`."""
-    return _stale_from(received.received_at, stale_after_s)
+    moment = received.received_at + timedelta(seconds=stale_after_s)
+    return ages_clock(moment) + timedelta(seconds=1)
 
 
 def next_stale_at(
@@ -159,12 +160,9 @@ def next_stale_at(
     age rule solved for `received_at`, so the walk over every node compares times only).
     """
     oldest = ages_clock(now) - timedelta(seconds=stale_after_s)
-    first = min((r.received_at for r in received if r.received_at >= oldest), default=None)
-    return None if first is None else _stale_from(first, stale_after_s)
-
-
-def _stale_from(received_at: datetime, stale_after_s: float) -> datetime:
-    return ages_clock(received_at + timedelta(seconds=stale_after_s)) + timedelta(seconds=1)
+    fresh = (r for r in received if r.received_at >= oldest)
+    first = min(fresh, key=lambda r: r.received_at, default=None)
+    return None if first is None else stale_from(first, stale_after_s)
 
 
 def agent_state(received: ReceivedReport, *, now: datetime, stale_after_s: float) -> AgentState:
