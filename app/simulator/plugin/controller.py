@@ -134,12 +134,13 @@ class PluginController:
     def _plugin_pods(
         self, node: str | None = None, ds: JsonObject | None = None
     ) -> list[JsonObject]:
+        # the node first: it is one lookup, and this runs once per node of a rollout
         return [
             p
             for p in self.registry.store.objects(POD)
-            if self._is_plugin_pod(p)
-            and (node is None or p["spec"].get("nodeName") == node)
+            if (node is None or p["spec"].get("nodeName") == node)
             and (ds is None or owned_by(p, ds))
+            and self._is_plugin_pod(p)
         ]
 
     def sync_all(self) -> None:
