@@ -74,6 +74,9 @@ def accounting_options(settings: Settings) -> AccountingOptions:
 def page_templates(assets_dir: Path) -> Jinja2Templates:
     """The one autoescaping environment, with the diff helpers the admin preview uses."""
     templates = Jinja2Templates(directory=str(assets_dir / "templates"))
+    # The templates ship with the package: no stat of the file on every render (a GIL
+    # hand-off each, while a build runs)
+    templates.env.auto_reload = False
     templates.env.filters["diff_lines"] = diffs.diff_lines
     templates.env.filters["changed_count"] = diffs.changed_count
     templates.env.filters["coded"] = coded_markup  # a domain code, worded (i18n/coded.py)

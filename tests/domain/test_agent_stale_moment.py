@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from app.domain.accounting.facts import is_stale, next_stale_at, stale_from
+from app.domain.accounting.facts import fresh_from, is_stale, next_stale_at, stale_from
 from tests import factories as f
 
 NOW = f.NOW
@@ -46,3 +46,16 @@ def test_an_agent_is_left_out_exactly_when_the_engine_finds_it_stale_at_now(age_
         assert found is None
     else:
         assert found == stale_from(received, 90.0) and found > now
+
+
+@pytest.mark.parametrize("now_us", [0, 1, 300_000, 999_999])
+@pytest.mark.parametrize("stale_after_s", [90.0, 90.5, 0.3, 15.0])
+@pytest.mark.parametrize("offset_us", [-1_000_001, -1, 0, 1, 499_999, 1_000_000])
+def test_fresh_from_is_the_stale_rule_solved_for_the_report(
+    now_us: int, stale_after_s: float, offset_us: int
+) -> None:
+    """The engine compares `received_at` with `fresh_from` where `is_stale` reckons an age."""
+    now = NOW + timedelta(microseconds=now_us)
+    border = fresh_from(now, stale_after_s)
+    received = f.report(received_at=border + timedelta(microseconds=offset_us))
+    assert is_stale(received, now, stale_after_s) == (received.received_at < border)

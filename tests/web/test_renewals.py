@@ -104,3 +104,39 @@ def test_findings_are_worded_in_the_node_list_and_the_node_answer() -> None:
     [missing] = [f for f in node["findings"] if f["code"] == "agent-report-missing"]
     assert missing["title"].startswith("No agent report from gpu-1:")
     assert client.get("/api/v1/nodes/gpu-1").json()["node"]["findings"] == node["findings"]
+
+
+def test_a_build_for_a_change_keeps_the_ages_reckoned_by_the_latest_periodic_one() -> None:
+    """Agents' ages are reckoned again once the refresh interval has passed: a build for a
+    change in between renews no agent's age (at 10,000 nodes that was most of its work)."""
+    clock = Clock()
+    app = app_with_world(clock=clock, refresh_interval_s=5.0, agent_stale_after_s=STALE_AFTER_S)
+    client = TestClient(app)
+    snapshots = _runtime(app).snapshots
+    _post(client, clock)
+    snapshots.rebuild()
+    assert _agent(client)["age_s"] == 0
+    clock.now += timedelta(seconds=3)
+    snapshots.rebuild(keep_ages=True)  # a change 3 s later
+    assert _agent(client)["age_s"] == 0
+    assert client.get("/api/v1/summary").json()["generated_at"].startswith("2026-12-04T01:00:03")
+    clock.now += timedelta(seconds=2)  # the refresh interval since the ages were reckoned
+    snapshots.rebuild(keep_ages=True)
+    assert _agent(client)["age_s"] == 5
+
+
+def test_a_build_for_a_change_reckons_the_ages_again_once_an_agent_turned_stale() -> None:
+    clock = Clock()
+    app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
+    client = TestClient(app)
+    snapshots = _runtime(app).snapshots
+    _post(client, clock)
+    clock.now += timedelta(seconds=80)
+    snapshots.rebuild()
+    assert (_agent(client)["age_s"], _agent(client)["fresh"]) == (80, True)
+    clock.now += timedelta(seconds=5)
+    snapshots.rebuild(keep_ages=True)
+    assert (_agent(client)["age_s"], _agent(client)["fresh"]) == (80, True)
+    clock.now += timedelta(seconds=6)  # 91 s: past the threshold
+    snapshots.rebuild(keep_ages=True)
+    assert (_agent(client)["age_s"], _agent(client)["fresh"]) == (91, False)

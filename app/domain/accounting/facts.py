@@ -84,6 +84,7 @@ class NodeInputs:
     state: ClusterState
     options: AccountingOptions
     now: datetime
+    ages_at: datetime  # the moment agents' ages are reckoned at (at or before `now`)
     slots_by_uid: Mapping[str, Mapping[str, int]]
     pods_by_uid: Mapping[str, Manifest]
 
@@ -143,6 +144,13 @@ def stale_age(age_s: float, stale_after_s: float) -> bool:
     return age_s > stale_after_s
 
 
+def fresh_from(now: datetime, stale_after_s: float) -> datetime:
+    """The stale rule solved for the report: an agent is fresh at `now` exactly when its
+    report was received at or after this moment (a time comparison per node, where
+    `is_stale` reckons an age)."""
+    return ages_clock(now) - timedelta(seconds=stale_after_s)
+
+
 def stale_from(received: ReceivedReport, stale_after_s: float) -> datetime:
     """The first moment `is_stale` holds for `received`: the age on the whole-second clock
     passes `stale_after_s` at the first whole second after `received_at + stale_after_s`."""
@@ -156,10 +164,9 @@ def next_stale_at(
     """The earliest moment after `now` at which one of the agents behind `received` turns
     stale (those already stale at `now` are left out); None when none will.
 
-    An agent is fresh at `now` exactly when it was received at or after `oldest` (the
-    age rule solved for `received_at`, so the walk over every node compares times only).
+    The walk over every node compares times only (`fresh_from`).
     """
-    oldest = ages_clock(now) - timedelta(seconds=stale_after_s)
+    oldest = fresh_from(now, stale_after_s)
     fresh = (r for r in received if r.received_at >= oldest)
     first = min(fresh, key=lambda r: r.received_at, default=None)
     return None if first is None else stale_from(first, stale_after_s)

@@ -154,7 +154,9 @@ def _slot_figures(
 def _agent(received: ReceivedReport | None, inputs: NodeInputs) -> AgentState | None:
     if received is None:
         return None
-    return agent_state(received, now=inputs.now, stale_after_s=inputs.options.agent_stale_after_s)
+    return agent_state(
+        received, now=inputs.ages_at, stale_after_s=inputs.options.agent_stale_after_s
+    )
 
 
 FAILING_STATES = frozenset(

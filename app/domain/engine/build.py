@@ -39,16 +39,19 @@ def build_snapshot(
     options: AccountingOptions,
     now: datetime,
     memo: EngineMemo | None = None,
+    ages_at: datetime | None = None,
 ) -> Snapshot:
     """Compute every figure and finding of the dashboard from one consistent cluster view.
 
     `memo` (kept by the caller from one snapshot to the next) saves re-reading pods and
     recomputing nodes that did not change (see EngineMemo); the result is the same with or
-    without it.
+    without it. Agents' ages and freshness are reckoned at `ages_at` (`now` when None; a
+    caller may keep an earlier moment so that a build for a change does not renew every
+    node's agent: see app.web.services.snapshots).
     """
     index = _index_pods(state, plugin_specs(state), memo)
     dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
-    facts = _cluster_facts(state, index, options=options, now=now)
+    facts = _cluster_facts(state, index, options=options, now=now, ages_at=ages_at or now)
     facts.nodes, entries, reused = all_node_facts(facts, index, memo, dra)
     findings = list(cluster_findings(facts)) + cluster_pod_findings(facts, index, memo)
     findings += dra_cluster_findings(dra, facts)
@@ -74,7 +77,12 @@ def build_snapshot(
 
 
 def _cluster_facts(
-    state: ClusterState, index: PodIndex, *, options: AccountingOptions, now: datetime
+    state: ClusterState,
+    index: PodIndex,
+    *,
+    options: AccountingOptions,
+    now: datetime,
+    ages_at: datetime,
 ) -> ClusterFacts:
     """The facts every node reads, before any node's own (the engine fills `nodes` in)."""
     specs = index.specs  # the index's own objects: a node's owner is one of them
@@ -85,6 +93,7 @@ def _cluster_facts(
         state=state,
         options=options,
         now=now,
+        ages_at=ages_at,
         slots_by_uid=index.slots_by_uid,
         pods_by_uid=index.pods_by_uid,
         plugin_pods=index.plugin_pods,

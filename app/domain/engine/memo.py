@@ -30,6 +30,7 @@ class NodeEntry:
     """One node's facts, findings and state from an earlier snapshot, with what they read."""
 
     key: Hashable  # versions of the node, DaemonSet, ConfigMaps, plugin pod; options
+    read: tuple[Hashable, Manifest, Manifest | None]  # the very context, node, plugin pod
     report: ReceivedReport | None  # the very report object read
     pods: Sequence[PodFacts]  # the very PodFacts of the pods holding resources on the node
     process_pods: tuple[PodFacts | None, ...]  # the pods the GPU processes name, by UID
@@ -41,6 +42,12 @@ class NodeEntry:
 
     def __post_init__(self) -> None:
         self.process_uids = frozenset(_process_uids(self.report))
+
+    def read_same(self, context: Hashable, node: Manifest, plugin_pod: Manifest | None) -> bool:
+        """Whether the key was made from these very objects (so it holds without reading
+        their versions again; manifests are never changed in place)."""
+        mine, my_node, my_pod = self.read
+        return mine is context and my_node is node and my_pod is plugin_pod
 
     def reusable(
         self,
@@ -136,6 +143,7 @@ class PodFindingsMemo:
     """The pod findings of the latest build and what they read (see cluster_pod_findings)."""
 
     plugin_pods: Sequence[Manifest]  # the very list
+    plugin_uids: frozenset[str]  # their UIDs
     configs: dict[str, PluginConfig | None]  # each node's config
     default: PluginConfig | None
     by_uid: dict[str, list[Finding]]  # pods with findings only
@@ -160,6 +168,8 @@ class EngineMemo:
         self.pending: dict[str, PodFacts] | None = None  # pods waiting for GPU resources
         self.set_aside: dict[str, SetAside] | None = None  # pods set aside, by UID
         self.nodes: dict[str, NodeEntry] = {}
+        self.node_list: list[Manifest] = []  # the nodes of the latest build, in the cache's order
+        self.named: list[tuple[str, Manifest]] = []  # ... by name, in name order
         self.context: Hashable | None = None  # what every node read besides itself, last time
         self.reused = 0  # nodes reused by the latest build
 

@@ -10,7 +10,12 @@ from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.pod_index import PodIndex
 from app.domain.accounting.pods import PodFacts
 from app.domain.engine.memo import EngineMemo, PodFindingsMemo
-from app.domain.findings.pods import pod_findings, pod_findings_by_uid
+from app.domain.findings.pods import (
+    node_configs,
+    plugin_pod_uids,
+    pod_findings,
+    pod_findings_by_uid,
+)
 from app.domain.snapshot import Finding, PendingDemand
 
 T = TypeVar("T")
@@ -27,7 +32,7 @@ def cluster_pod_findings(
     """
     if memo is None:
         return pod_findings(facts)
-    configs = {n.name: n.config.config for n in facts.nodes}
+    configs = node_configs(facts)
     default = facts.default_config.config
     kept = memo.pod_findings
     if kept is not None and (
@@ -38,13 +43,16 @@ def cluster_pod_findings(
         kept = None  # what every pod's findings read changed: all of them again
     if kept is not None and index.changed == frozenset():
         return kept.findings
+    plugin_uids = kept.plugin_uids if kept is not None else plugin_pod_uids(facts.plugin_pods)
     by_uid = _per_pod(
         kept.by_uid if kept is not None else None,
         index,
-        lambda uids: pod_findings_by_uid(facts, uids),
+        lambda uids: pod_findings_by_uid(facts, uids, configs=configs, plugin_uids=plugin_uids),
     )
     found = [item for items in by_uid.values() for item in items]
-    memo.pod_findings = PodFindingsMemo(facts.plugin_pods, configs, default, by_uid, found)
+    memo.pod_findings = PodFindingsMemo(
+        facts.plugin_pods, plugin_uids, configs, default, by_uid, found
+    )
     return found
 
 

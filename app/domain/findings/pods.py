@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 
 from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.pods import TERMINAL_PHASES, PodFacts
+from app.domain.cluster import Manifest
 from app.domain.findings.catalogue import finding
 from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
@@ -17,15 +18,29 @@ _HARMLESS_VISIBLE = ("", "void", "none")
 
 def pod_findings(facts: ClusterFacts) -> list[Finding]:
     """Every pod's findings."""
-    found = pod_findings_by_uid(facts, facts.pod_facts)
+    found = pod_findings_by_uid(facts, facts.pod_facts, configs=node_configs(facts))
     return [item for items in found.values() for item in items]
 
 
-def pod_findings_by_uid(facts: ClusterFacts, uids: Iterable[str]) -> dict[str, list[Finding]]:
-    """The findings of the pods `uids` names (those the cluster has), by UID; none: absent."""
-    configs = {n.name: n.config.config for n in facts.nodes}
+def node_configs(facts: ClusterFacts) -> dict[str, PluginConfig | None]:
+    """Each node's plugin config, by node name: what its pods' findings read."""
+    return {n.name: n.config.config for n in facts.nodes}
+
+
+def pod_findings_by_uid(
+    facts: ClusterFacts,
+    uids: Iterable[str],
+    *,
+    configs: Mapping[str, PluginConfig | None],
+    plugin_uids: frozenset[str] | None = None,
+) -> dict[str, list[Finding]]:
+    """The findings of the pods `uids` names (those the cluster has), by UID; none: absent.
+
+    `configs` is node_configs(facts); `plugin_uids` the UIDs of `facts.plugin_pods` (worked
+    out here when None)."""
     default = facts.default_config.config
-    plugin_uids = {str((p.get("metadata") or {}).get("uid", "")) for p in facts.plugin_pods}
+    if plugin_uids is None:
+        plugin_uids = plugin_pod_uids(facts.plugin_pods)
     found: dict[str, list[Finding]] = {}
     for uid in uids:
         pod = facts.pod_facts.get(uid)
@@ -36,6 +51,10 @@ def pod_findings_by_uid(facts: ClusterFacts, uids: Iterable[str]) -> dict[str, l
         if own:
             found[uid] = own
     return found
+
+
+def plugin_pod_uids(plugin_pods: Iterable[Manifest]) -> frozenset[str]:
+    return frozenset(str((p.get("metadata") or {}).get("uid", "")) for p in plugin_pods)
 
 
 def _pod_findings(

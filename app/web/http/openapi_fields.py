@@ -13,7 +13,10 @@ READ_FIELDS: dict[str, dict[str, str]] = {
     "AgentState": {
         "collected_at": "When the agent took the readings (UTC, the node's clock)",
         "received_at": "When the dashboard received the report (UTC)",
-        "age_s": "Seconds since received_at, at the snapshot's time",
+        "age_s": (
+            "Seconds since received_at, in whole seconds, reckoned at most 5 s (the refresh "
+            "interval) before the snapshot's time and again whenever an agent turns stale"
+        ),
         "fresh": "False once the report is older than GEO_MLOPS_AGENT_STALE_AFTER_S",
         "source": "The reader that produced the GPUs: nvml | nvidia-smi | none",
         "driver_version": "NVIDIA driver version the agent read; null when unknown",

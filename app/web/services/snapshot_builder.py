@@ -57,11 +57,16 @@ class SnapshotBuilder:
         self.node_names: frozenset[str] = frozenset()  # the nodes of the latest build
         self._shared: dict[str, NodeState] = {}  # node states whose field-name sets are shared
 
-    def build(self, source: ClusterSource, *, now: datetime) -> Snapshot:
-        """The engine's snapshot of now; raises what the engine or the source raises."""
+    def build(
+        self, source: ClusterSource, *, now: datetime, ages_at: datetime | None = None
+    ) -> Snapshot:
+        """The engine's snapshot of now, agents' ages reckoned at `ages_at` (`now` when
+        None); raises what the engine or the source raises."""
         try:
             state = self._state(source, now)
-            snapshot = build_snapshot(state, options=self._options, now=now, memo=self._engine_memo)
+            snapshot = build_snapshot(
+                state, options=self._options, now=now, memo=self._engine_memo, ages_at=ages_at
+            )
         except Exception:
             self._engine_memo = EngineMemo()  # it may hold half of the failed build
             raise
