@@ -212,6 +212,7 @@ def main(argv: list[str]) -> int:
     if memo is not None:
         plain = build_snapshot(state, options=options, now=snapshot.generated_at)
         assert plain == snapshot, "the memo changed the snapshot"
+    from app.domain.accounting.free_gpus import free_by_model
     from app.web.routes.api import summary_of
     from app.web.views.schemas import NodesOut
 
@@ -221,7 +222,7 @@ def main(argv: list[str]) -> int:
     ).model_dump_json()
     nodes_s = time.perf_counter() - started
     started = time.perf_counter()
-    summary_of(snapshot).model_dump_json()
+    summary_of(snapshot, free=free_by_model(snapshot.nodes)).model_dump_json()
     summary_s = time.perf_counter() - started
     print(
         f"{args.nodes} nodes, {len(state.pods)} pods (memo {memo is not None}, frozen "

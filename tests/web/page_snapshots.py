@@ -11,6 +11,7 @@ from typing import TypeVar
 from fastapi import FastAPI
 from fastapi.templating import Jinja2Templates
 
+from app.domain.accounting.free_gpus import FreeByModel, free_by_model
 from app.domain.snapshot import (
     AgentState,
     Finding,
@@ -300,6 +301,9 @@ class FakeSnapshots:
 
     def current(self) -> Snapshot | None:
         return self.snapshot
+
+    def free_gpus(self, snapshot: Snapshot) -> list[FreeByModel]:
+        return free_by_model(snapshot.nodes)
 
     def memo(self, key: str, render: Callable[[Snapshot], T]) -> T | None:
         if self.snapshot is None:

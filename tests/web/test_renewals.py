@@ -8,6 +8,7 @@ the stale threshold, and the snapshot loop builds at that very moment.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -140,3 +141,18 @@ def test_a_build_for_a_change_reckons_the_ages_again_once_an_agent_turned_stale(
     clock.now += timedelta(seconds=6)  # 91 s: past the threshold
     snapshots.rebuild(keep_ages=True)
     assert (_agent(client)["age_s"], _agent(client)["fresh"]) == (91, False)
+
+
+def test_a_lone_report_with_new_readings_is_not_held_back_a_stream_is() -> None:
+    """After a build, report-driven builds wait (a stream is batched) only when reports
+    with new readings came during that build; a lone one is built at once."""
+    app = app_with_world(clock=Clock(), agent_stale_after_s=STALE_AFTER_S)
+    snapshots = _runtime(app).snapshots
+    seen = snapshots._source.generation
+    started = time.monotonic()
+    snapshots._pace(seen, 30.0)  # nothing came during the build
+    assert time.monotonic() - started < 5.0
+    snapshots.poke()  # one came during the build: a stream, held back
+    started = time.monotonic()
+    snapshots._pace(seen, 0.3)
+    assert time.monotonic() - started >= 0.3

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from pydantic_core import to_json
 
-from app.domain.accounting.free_gpus import free_by_model
+from app.domain.accounting.free_gpus import FreeByModel
 from app.domain.snapshot import NodeState, Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
 from app.web.i18n.translate import language_of
@@ -50,7 +50,11 @@ NOT_READY: dict[int | str, dict[str, Any]] = {
 }
 
 
-def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> SummaryOut:
+def summary_of(
+    snapshot: Snapshot, *, free: list[FreeByModel], stale_reason: str | None = None
+) -> SummaryOut:
+    """The summary of `snapshot`; `free` is its free GPUs per model
+    (`SnapshotService.free_gpus`)."""
     plugin = snapshot.plugin
     return SummaryOut(
         mode=snapshot.mode,
@@ -61,10 +65,7 @@ def summary_of(snapshot: Snapshot, *, stale_reason: str | None = None) -> Summar
         totals=snapshot.totals,
         dra=snapshot.dra,
         pending_demand=snapshot.pending_demand,
-        free_gpus=[
-            FreeGpusOut.model_validate(dataclasses.asdict(entry))
-            for entry in free_by_model(snapshot.nodes)
-        ],
+        free_gpus=[FreeGpusOut.model_validate(dataclasses.asdict(entry)) for entry in free],
         findings=snapshot.severity_counts(),
         stale=snapshot.stale,
         stale_age_s=snapshot.stale_age_s,
@@ -82,7 +83,11 @@ async def get_summary(runtime: RuntimeDep, snapshot: SnapshotDep) -> Response:
     """Mode, plugin state, cluster totals and finding counts."""
     body = runtime.snapshots.json_bodies.memo(
         "summary",
-        lambda s: summary_of(s, stale_reason=_reason(runtime, s)).model_dump_json().encode(),
+        lambda s: (
+            summary_of(s, free=runtime.snapshots.free_gpus(s), stale_reason=_reason(runtime, s))
+            .model_dump_json()
+            .encode()
+        ),
     )
     return Response(body, media_type=JSON)
 

@@ -82,11 +82,14 @@ def _fragment(
     return body
 
 
-def _overview_extra(spec: NodeFilter, page: int = 1) -> Callable[[Snapshot], dict[str, Any]]:
+def _overview_extra(
+    pages: Pages, spec: NodeFilter, page: int = 1
+) -> Callable[[Snapshot], dict[str, Any]]:
     def extra(snapshot: Snapshot) -> dict[str, Any]:
         gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
         shown = window(filter_nodes(gpu_nodes, spec), page)
         return {
+            "free_models": pages.snapshots.free_gpus(snapshot),
             "top_findings": most_severe(snapshot.findings, limit=5),
             "nodes": shown.nodes,
             "window": shown,
@@ -107,7 +110,7 @@ def overview_fragment(
         lang,
         key="overview" if page == 1 else f"overview:p{page}",
         template="partials/overview.html",
-        extra=_overview_extra(spec, page),
+        extra=_overview_extra(pages, spec, page),
         memo=not spec.active and page <= MEMO_PAGES,
     )
 

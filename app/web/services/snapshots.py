@@ -22,8 +22,9 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
   an agent crosses the stale threshold, and a build is scheduled at that moment (the
   earliest one after the latest build, asked of the store again when it comes, since a
   renewal meanwhile puts it off); reports with new readings ask at once (`poke`);
-- pacing: after a build, report-driven builds wait as long as that build (and its
-  renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
+- pacing: after a build during which reports with new readings arrived (a stream of
+  them; a lone one is built at once), report-driven builds wait as long as that build
+  (and its renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
   about half of the process's time while reports stream in (more on a cluster whose
   builds take longer than `MAX_HOLD_S`), and reports arriving meanwhile are taken in one
   batch; a change of the cluster itself (a pod, a node) or a node's first report is never
@@ -54,6 +55,7 @@ from datetime import datetime
 
 from markupsafe import Markup
 
+from app.domain.accounting.free_gpus import FreeByModel, NodeFreeMemo, free_by_model
 from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
@@ -114,6 +116,9 @@ class SnapshotService:
         self._ages_at: datetime | None = None  # when the latest build reckoned agents' ages
         self._threads: list[threading.Thread] = []
         self.builds = 0
+        self._free_lock = threading.Lock()
+        self._free: tuple[Snapshot | None, list[FreeByModel]] = (None, [])
+        self._free_memo: NodeFreeMemo = {}
         runs, wake = self._rendering_slow, self._slow_wake.set
         self.json_bodies: RenderCache[bytes] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
         self.metrics_text: RenderCache[str] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
@@ -150,6 +155,16 @@ class SnapshotService:
 
     def current(self) -> Snapshot | None:
         return self._current
+
+    def free_gpus(self, snapshot: Snapshot) -> list[FreeByModel]:
+        """Free GPUs per model of `snapshot` (the summary and the overview show them),
+        worked out once per snapshot, and per node only where its state changed."""
+        with self._free_lock:
+            of, found = self._free
+            if of is not snapshot:
+                found = free_by_model(snapshot.nodes, memo=self._free_memo)
+                self._free = (snapshot, found)
+            return found
 
     @property
     def stale_reason(self) -> str | None:
@@ -276,8 +291,11 @@ class SnapshotService:
         """Hold back report-driven builds for `hold_s` (see the module notes).
 
         A change of the cluster itself (pods, nodes, the plugin) is not held back, nor is
-        the first report of a node (its GPUs were unknown until then).
+        the first report of a node (its GPUs were unknown until then), nor a report with
+        new readings when none came during the build: only a stream of them is batched.
         """
+        if not self._wake.is_set():
+            return
         deadline = time.monotonic() + hold_s
         while not self._stop.is_set():
             left_s = deadline - time.monotonic()

@@ -14,7 +14,6 @@ from types import SimpleNamespace
 
 from markupsafe import Markup, escape
 
-from app.domain.accounting.free_gpus import free_by_model
 from app.domain.changes.split_scope import split_refusal
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Severity, Snapshot
@@ -268,7 +267,7 @@ _BY_NAME = (
     *(worst_finding, plugin_state, plugin_ok, gpus_editable, gpu_severity, unavailable_slots),
     *(figures.mib, figures.seconds, figures.age, spark_svg, finding_key, most_severe),
     *(slot_cells, slot_grid, memory_split, severity_of, gpu_groups, where, unplaced_pods),
-    *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, free_by_model, health_items),
+    *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, health_items),
     demand_reason,
 )
 views = SimpleNamespace(
