@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from app.settings import Settings
+from app.web.http.body_limits import AGENT_REPORTS
 
 if TYPE_CHECKING:
     import uvicorn
@@ -58,6 +59,30 @@ def serve(app: FastAPI, *, host: str, port: int) -> None:
     uvicorn.Server(uvicorn_config(app, host=host, port=port)).run()
 
 
+class AcceptedReportsUnlogged:
+    """Leaves the access line of an accepted agent report out of the log.
+
+    Every node's agent posts every 15 s: at 10,000 nodes that was 667 lines a second
+    (58 million a day) saying "202", and a tenth of the event loop's time spent writing
+    them. A refused or failed report is still logged (its status is 4xx or 5xx), and each
+    node's newest report shows in /metrics (gpu_slots_agent_report_age_seconds).
+    """
+
+    def filter(self, record: object) -> bool:
+        args = getattr(record, "args", None)
+        if (
+            isinstance(args, tuple) and len(args) == 5
+        ):  # uvicorn: client, method, path, http, status
+            _client, method, path, _http, status = args
+            return not (
+                method == "POST"
+                and path == AGENT_REPORTS
+                and isinstance(status, int)
+                and status < 300
+            )
+        return True
+
+
 def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
     """How uvicorn serves the app: it never rewrites the client from forwarded headers.
 
@@ -67,10 +92,13 @@ def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
     forwarded address itself, and only from GEO_MLOPS_TRUSTED_PROXIES (none by default;
     app.web.auth.state), so the login limiter and the proxy-user check see one configured truth.
     """
+    import logging
+
     import uvicorn
 
     from app.web.http.server_limits import KeepAliveOnError, LimitedHttpTools
 
+    logging.getLogger("uvicorn.access").addFilter(ACCEPTED_REPORTS_UNLOGGED)  # once
     return uvicorn.Config(
         KeepAliveOnError(app),
         host=host,
@@ -126,3 +154,6 @@ def build_app(
         writer=writer,
         token_reviewer=TokenReviews(api_client),
     )
+
+
+ACCEPTED_REPORTS_UNLOGGED = AcceptedReportsUnlogged()
