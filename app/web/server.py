@@ -70,17 +70,14 @@ class AcceptedReportsUnlogged:
 
     def filter(self, record: object) -> bool:
         args = getattr(record, "args", None)
-        if (
-            isinstance(args, tuple) and len(args) == 5
-        ):  # uvicorn: client, method, path, http, status
-            _client, method, path, _http, status = args
-            return not (
-                method == "POST"
-                and path == AGENT_REPORTS
-                and isinstance(status, int)
-                and status < 300
-            )
-        return True
+        if not (isinstance(args, tuple) and len(args) == 5):
+            return True  # not uvicorn's access line (client, method, path, http, status)
+        _client, method, path, _http, status = args
+        accepted = isinstance(status, int) and status < 300
+        return not (method == "POST" and path == AGENT_REPORTS and accepted)
+
+
+ACCEPTED_REPORTS_UNLOGGED = AcceptedReportsUnlogged()
 
 
 def uvicorn_config(app: FastAPI, *, host: str, port: int) -> uvicorn.Config:
@@ -154,6 +151,3 @@ def build_app(
         writer=writer,
         token_reviewer=TokenReviews(api_client),
     )
-
-
-ACCEPTED_REPORTS_UNLOGGED = AcceptedReportsUnlogged()

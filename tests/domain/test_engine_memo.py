@@ -11,6 +11,7 @@ from app.domain.accounting.pods import read_pod
 from app.domain.cluster import AccountingOptions, Manifest
 from app.domain.engine.build import build_snapshot, plugin_specs
 from app.domain.engine.memo import EngineMemo
+from app.domain.report import ReceivedReport
 from tests import factories
 from tests.bench.engine_bench import _bump, check_memo, cluster_state
 
@@ -125,3 +126,34 @@ def test_fraction_holders_follow_an_annotation_change_with_the_memo() -> None:
         assert with_memo == build_snapshot(state, options=options, now=factories.NOW)
         shares.append([h.share for h in with_memo.nodes[0].gpus[0].holders])
     assert shares == [[None, 0.5], [None, 0.75]]
+
+
+def test_ages_kept_from_an_earlier_moment_equal_a_plain_build_of_that_moment() -> None:
+    """A build that keeps the ages of the latest reckoning (`ages_at`, issue 30) gives what
+    a plain build gives with the same `ages_at`, a node reporting meanwhile included; an
+    agent stale at `ages_at` is stale in both."""
+    state = cluster_state(60)
+    options = AccountingOptions()
+    memo = EngineMemo()
+    start = datetime.now(UTC)
+    build_snapshot(state, options=options, now=start, memo=memo)
+    reckoned = start + timedelta(seconds=3)
+    later = reckoned + timedelta(seconds=2)
+    reports = dict(state.reports)
+    name = sorted(reports)[5]
+    # renewed after the reckoning
+    reports[name] = ReceivedReport(report=reports[name].report, received_at=later)
+    renewed = replace(state, reports=reports)
+    for now, current in ((reckoned, state), (later, renewed)):
+        with_memo = build_snapshot(current, options=options, now=now, memo=memo, ages_at=reckoned)
+        plain = build_snapshot(current, options=options, now=now, ages_at=reckoned)
+        assert with_memo == plain
+    ages = {n.name: n.agent.age_s for n in with_memo.nodes if n.agent is not None}
+    assert ages[name] == 0  # received after the reckoning: no older than it
+    assert with_memo.generated_at == later
+
+    stale_at = start + timedelta(seconds=options.agent_stale_after_s + 5)
+    with_memo = build_snapshot(state, options=options, now=stale_at, memo=memo, ages_at=stale_at)
+    plain = build_snapshot(state, options=options, now=stale_at, ages_at=stale_at)
+    assert with_memo == plain
+    assert all(n.agent is None or not n.agent.fresh for n in with_memo.nodes)

@@ -57,7 +57,7 @@ def all_node_facts(
         node_facts = _fresh_node(inputs, index, name, manifest, dra)
         if key is not None:
             read = (context, manifest, index.plugin_by_node.get(name))
-            built.entries[name] = _entry(inputs, index, name, (key, read), node_facts)
+            built.entries[name] = _entry(inputs, index, name, key, node_facts, read=read)
         built.nodes.append(node_facts)
     if memo is not None:
         memo.nodes = built.entries
@@ -158,11 +158,12 @@ def _entry(
     inputs: NodeInputs,
     index: PodIndex,
     name: str,
-    keyed: tuple[Hashable, tuple[Hashable, Manifest, Manifest | None]],
+    key: Hashable,
     node_facts: NodeFacts,
+    *,
+    read: tuple[Hashable, Manifest, Manifest | None],
 ) -> NodeEntry:
     received = inputs.state.reports.get(name)
-    key, read = keyed
     return NodeEntry(
         key,
         read,
