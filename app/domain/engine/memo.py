@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -61,11 +62,11 @@ class NodeEntry:
             self.state is None
             or self.key != key
             or not same_readings(self.report, report)
-            or not _same(self.pods, pods)
+            or not same_objects(self.pods, pods)
         ):
             return False
         if index.changed is None:  # every pod was indexed again: compare the very objects
-            return _same(self.process_pods, pod_refs(report, index.facts_by_uid))
+            return same_objects(self.process_pods, pod_refs(report, index.facts_by_uid))
         return self.process_uids.isdisjoint(index.changed)
 
     def renew(
@@ -132,10 +133,11 @@ def same_readings(old: ReceivedReport | None, new: ReceivedReport | None) -> boo
 _READINGS = tuple(name for name in AgentReport.model_fields if name != "collected_at")
 
 
-def _same(old: Sequence[object], new: Sequence[object]) -> bool:
+def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
+    """Whether two sequences hold the very same objects, in order (compared at C speed)."""
     if old is new:
         return True
-    return len(old) == len(new) and all(a is b for a, b in zip(old, new, strict=True))
+    return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
 @dataclass

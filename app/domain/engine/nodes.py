@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,7 +13,14 @@ from app.domain.accounting.states import build_node_state
 from app.domain.cluster import Manifest
 from app.domain.dra.inventory import DraView
 from app.domain.dra.ledger import apply_dra, claimed_gpus, dra_node_state
-from app.domain.engine.memo import EngineMemo, NodeEntry, context_key, node_key, pod_refs
+from app.domain.engine.memo import (
+    EngineMemo,
+    NodeEntry,
+    context_key,
+    node_key,
+    pod_refs,
+    same_objects,
+)
 from app.domain.findings.catalogue import sort_key
 from app.domain.findings.dra_node import dra_node_findings
 from app.domain.findings.gpu import gpu_findings
@@ -69,16 +75,12 @@ def all_node_facts(
 def _named(nodes: Sequence[Manifest], memo: EngineMemo | None) -> list[tuple[str, Manifest]]:
     """The nodes by name, in name order; the memo's while the list holds the very same
     nodes (reading 10,000 names, each in its own cold manifest, was a twentieth of a build)."""
-    if memo is not None and _same_list(memo.node_list, nodes):
+    if memo is not None and same_objects(memo.node_list, nodes):
         return memo.named
     named = sorted(((node_name(n), n) for n in nodes), key=_first)
     if memo is not None:
         memo.node_list, memo.named = list(nodes), named
     return named
-
-
-def _same_list(kept: Sequence[Manifest], nodes: Sequence[Manifest]) -> bool:
-    return len(kept) == len(nodes) and all(map(operator.is_, kept, nodes))
 
 
 def _context(

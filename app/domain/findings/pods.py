@@ -18,7 +18,12 @@ _HARMLESS_VISIBLE = ("", "void", "none")
 
 def pod_findings(facts: ClusterFacts) -> list[Finding]:
     """Every pod's findings."""
-    found = pod_findings_by_uid(facts, facts.pod_facts, configs=node_configs(facts))
+    found = pod_findings_by_uid(
+        facts,
+        facts.pod_facts,
+        configs=node_configs(facts),
+        plugin_uids=plugin_pod_uids(facts.plugin_pods),
+    )
     return [item for items in found.values() for item in items]
 
 
@@ -32,15 +37,13 @@ def pod_findings_by_uid(
     uids: Iterable[str],
     *,
     configs: Mapping[str, PluginConfig | None],
-    plugin_uids: frozenset[str] | None = None,
+    plugin_uids: frozenset[str],
 ) -> dict[str, list[Finding]]:
     """The findings of the pods `uids` names (those the cluster has), by UID; none: absent.
 
-    `configs` is node_configs(facts); `plugin_uids` the UIDs of `facts.plugin_pods` (worked
-    out here when None)."""
+    `configs` is node_configs(facts), `plugin_uids` plugin_pod_uids(facts.plugin_pods):
+    worked out once per build by the caller."""
     default = facts.default_config.config
-    if plugin_uids is None:
-        plugin_uids = plugin_pod_uids(facts.plugin_pods)
     found: dict[str, list[Finding]] = {}
     for uid in uids:
         pod = facts.pod_facts.get(uid)

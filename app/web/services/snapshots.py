@@ -29,7 +29,7 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
   builds take longer than `MAX_HOLD_S`), and reports arriving meanwhile are taken in one
   batch; a change of the cluster itself (a pod, a node) or a node's first report is never
   held back: it is built as soon as the build in progress ends (`gpu-slots serve` sets a
-  1 ms GIL switch interval, so back-to-back builds leave the event loop its share);
+  0.2 ms GIL switch interval, so back-to-back builds leave the event loop its share);
 - the garbage collector: a build runs with the cyclic collector off, and what it keeps
   is frozen out of it after (app.kube.collector.outside_collections): at 10,000 nodes
   young collections walking a build's big containers held the GIL 60-70 ms each;
