@@ -38,6 +38,8 @@ class PodIndex:
     specs: list[PluginSpec] = field(default_factory=list)
     # UIDs whose pods changed since the index before (None: not known, take every pod)
     changed: frozenset[str] | None = field(default=None, compare=False)
+    # nodes whose holding pods changed since the index before (None: not known)
+    touched: frozenset[str] | None = field(default=None, compare=False)
 
 
 class PodIndexMemo:
@@ -149,7 +151,7 @@ def _updated(
     if changes is None or len(old.pods_by_uid) != len(old_list):
         return None  # too many changes, or UIDs not unique
     if not changes:
-        return replace(old, changed=frozenset())
+        return replace(old, changed=frozenset(), touched=frozenset())
     namespaces = {s.namespace for s in specs}
     old_positions = [i for i, _ in changes.replaced] + changes.deleted
     gone = [old.facts_by_uid.get(_uid(old_list[i])) for i in old_positions]
@@ -164,7 +166,7 @@ def _updated(
     # `old`'s dicts are updated in place (copying them was a tenth of a build at 300,000
     # pods): the memo keeps no other index, and drops this one when None is returned below
     # or the build fails. A node's list of pods is replaced, never changed (_regroup).
-    index = replace(old, changed=None)
+    index = replace(old, changed=None, touched=None)
     came_uids = {f.uid for f in came}
     touched: set[str] = set()
     for before in gone:
@@ -188,6 +190,7 @@ def _updated(
         return None
     _regroup(index, old, touched, came_uids)
     index.changed = frozenset({f.uid for f in gone if f is not None} | came_uids)
+    index.touched = frozenset(touched)
     return index
 
 

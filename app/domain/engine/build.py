@@ -9,11 +9,10 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.domain.accounting.facts import ClusterFacts
-from app.domain.accounting.ledger.figures import sum_resources
 from app.domain.accounting.nodes import readable
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo, index_pods
 from app.domain.accounting.pods import read_pod
-from app.domain.accounting.states import cluster_mode, plugin_state, totals_of
+from app.domain.accounting.states import plugin_state
 from app.domain.bounds import SetAside
 from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.dra.install import read_dra_install
@@ -21,8 +20,9 @@ from app.domain.dra.inventory import DraView, read_dra
 from app.domain.dra.ledger import dra_summary
 from app.domain.dra_models import DraInstall
 from app.domain.engine.memo import EngineMemo
-from app.domain.engine.nodes import all_node_facts, node_results, with_pod_findings
+from app.domain.engine.nodes import all_node_facts
 from app.domain.engine.pods import cluster_pod_findings, demand_of
+from app.domain.engine.results import node_results, with_pod_findings
 from app.domain.findings.catalogue import sort_key
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.dra_cluster import dra_cluster_findings
@@ -52,10 +52,12 @@ def build_snapshot(
     index = _index_pods(state, plugin_specs(state), memo)
     dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)
     facts = _cluster_facts(state, index, options=options, now=now, ages_at=ages_at or now)
-    facts.nodes, entries, reused = all_node_facts(facts, index, memo, dra)
-    findings = list(cluster_findings(facts)) + cluster_pod_findings(facts, index, memo)
+    built = all_node_facts(facts, index, memo, dra)
+    facts.nodes = built.nodes
+    own, node_states, sums = node_results(facts, built, dra, memo)
+    findings = list(cluster_findings(facts, sums))
+    findings += cluster_pod_findings(facts, index, memo, configs=built.configs)
     findings += dra_cluster_findings(dra, facts)
-    own, node_states = node_results(facts, entries, reused, dra)
     findings += own
     demand = demand_of(facts, index, memo)
     findings += demand_findings(demand)
@@ -66,12 +68,12 @@ def build_snapshot(
     return Snapshot(
         generated_at=now,
         plugin=plugin,
-        totals=totals_of(node_states, demand),
+        totals=sums.totals(demand),
         nodes=node_states,
         findings=findings,
         dra=dra_summary(dra, state.nodes, install=_dra_install(state, index.specs)),
-        mode=cluster_mode(facts.nodes, default=plugin.mode),
-        resources=sum_resources([n.resources for n in facts.nodes]),
+        mode=sums.mode(default=plugin.mode),
+        resources=sums.resource_states(),
         pending_demand=demand,
     )
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -19,10 +18,12 @@ from app.domain.accounting.facts import (
 )
 from app.domain.accounting.pod_index import PodIndex, PodIndexMemo
 from app.domain.accounting.pods import PodFacts, PodMemo
+from app.domain.accounting.sums import NodeSums
 from app.domain.bounds import SetAside
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.plugin.config import PluginConfig
 from app.domain.report import AgentReport, ReceivedReport
+from app.domain.sequences import same_objects
 from app.domain.snapshot import Finding, NodeState
 
 
@@ -133,11 +134,18 @@ def same_readings(old: ReceivedReport | None, new: ReceivedReport | None) -> boo
 _READINGS = tuple(name for name in AgentReport.model_fields if name != "collected_at")
 
 
-def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
-    """Whether two sequences hold the very same objects, in order (compared at C speed)."""
-    if old is new:
-        return True
-    return len(old) == len(new) and all(map(operator.is_, old, new))
+@dataclass
+class NodeLayout:
+    """The latest build's nodes in name order (the memo's `named`): what a build for a few
+    changes starts from (app.domain.engine.nodes)."""
+
+    nodes: list[NodeFacts]
+    states: list[NodeState]  # before pod findings
+    own: list[list[Finding]]  # each node's own findings
+    configs: dict[str, PluginConfig | None]  # each node's plugin config, by name
+    reports: Mapping[str, ReceivedReport]  # the very reports read
+    clock: datetime  # the agents' ages' clock (ages_clock)
+    unkeyed: set[str]  # nodes without a memo entry: looked at by every build
 
 
 @dataclass
@@ -146,7 +154,7 @@ class PodFindingsMemo:
 
     plugin_pods: Sequence[Manifest]  # the very list
     plugin_uids: frozenset[str]  # their UIDs
-    configs: dict[str, PluginConfig | None]  # each node's config
+    configs: Mapping[str, PluginConfig | None]  # each node's config
     default: PluginConfig | None
     by_uid: dict[str, list[Finding]]  # pods with findings only
     findings: list[Finding]
@@ -172,8 +180,14 @@ class EngineMemo:
         self.nodes: dict[str, NodeEntry] = {}
         self.node_list: list[Manifest] = []  # the nodes of the latest build, in the cache's order
         self.named: list[tuple[str, Manifest]] = []  # ... by name, in name order
+        self.unique = False  # whether their names are unique (nothing is kept otherwise)
+        self.position: dict[str, int] = {}  # each name's position in `named` (unique names)
         self.context: Hashable | None = None  # what every node read besides itself, last time
+        self.layout: NodeLayout | None = None  # the latest build's results, node by node
+        self.sums: NodeSums | None = None  # their sums, by node name (unique names)
+        self.process_nodes: dict[str, set[str]] = {}  # pod UID -> nodes whose processes name it
         self.reused = 0  # nodes reused by the latest build
+        self.delta_builds = 0  # builds that looked only at the nodes a change touched
 
 
 def version_of(obj: Manifest) -> str:

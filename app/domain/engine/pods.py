@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from app.domain.accounting.demand import NodeOffer, is_pending_demand, pending_demand
@@ -11,18 +11,22 @@ from app.domain.accounting.pod_index import PodIndex
 from app.domain.accounting.pods import PodFacts
 from app.domain.engine.memo import EngineMemo, PodFindingsMemo
 from app.domain.findings.pods import (
-    node_configs,
     plugin_pod_uids,
     pod_findings,
     pod_findings_by_uid,
 )
+from app.domain.plugin.config import PluginConfig
 from app.domain.snapshot import Finding, PendingDemand
 
 T = TypeVar("T")
 
 
 def cluster_pod_findings(
-    facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None
+    facts: ClusterFacts,
+    index: PodIndex,
+    memo: EngineMemo | None,
+    *,
+    configs: Mapping[str, PluginConfig | None],
 ) -> list[Finding]:
     """pod_findings(facts), recomputed for the pods that changed only, when that is enough.
 
@@ -31,8 +35,7 @@ def cluster_pod_findings(
     pods the index says changed are looked at again.
     """
     if memo is None:
-        return pod_findings(facts)
-    configs = node_configs(facts)
+        return pod_findings(facts, configs=configs)
     default = facts.default_config.config
     kept = memo.pod_findings
     if kept is not None and (

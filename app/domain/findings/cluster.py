@@ -6,6 +6,7 @@ from datetime import datetime
 
 from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.ledger.devices import listed_devices
+from app.domain.accounting.sums import NodeSums
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
 from app.domain.findings.catalogue import finding
@@ -32,13 +33,14 @@ def ds_ref(spec: PluginSpec) -> str:
     return f"-n {sh(spec.namespace)} {sh('daemonset/' + spec.name)}"
 
 
-def cluster_findings(facts: ClusterFacts) -> list[Finding]:
+def cluster_findings(facts: ClusterFacts, sums: NodeSums) -> list[Finding]:
+    """The findings about the plugin and its config; `sums` are the sums of `facts.nodes`."""
     spec = facts.spec
     if spec is None:
         state = facts.state
         if read_dra_install(state.daemonsets, state.device_classes, device_plugin=False):
             return []  # DRA only (GPUCluster): no plugin to miss; the DRA findings hold
-        return [_missing(facts)]
+        return [_missing(facts, sums)]
     found: list[Finding] = []
     if spec.operator_managed:
         found.append(
@@ -61,16 +63,16 @@ def cluster_findings(facts: ClusterFacts) -> list[Finding]:
         )
     found += _config_errors(facts, spec)
     found += _config_unused(facts, spec)
-    found += _config_changed(facts, spec)
-    found += _left_over(facts, spec)
+    found += _config_changed(facts, spec, sums)
+    found += _left_over(facts, spec, sums)
     found += _serving_resource(facts, spec)
     found += _visible_devices(facts, spec)
     return found
 
 
-def _missing(facts: ClusterFacts) -> Finding:
+def _missing(facts: ClusterFacts, sums: NodeSums) -> Finding:
     options = facts.options
-    gpu_nodes = sum(1 for n in facts.nodes if n.gpu_node)
+    gpu_nodes = sums.gpu_nodes
     return finding(
         "plugin-daemonset-missing",
         evidence={
@@ -164,8 +166,8 @@ def _changed_at(configmap: Manifest) -> datetime | None:
     return max(known) if known else None
 
 
-def _config_changed(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
-    names = {n.config.configmap for n in facts.nodes if n.config.configmap}
+def _config_changed(facts: ClusterFacts, spec: PluginSpec, sums: NodeSums) -> list[Finding]:
+    names = {name for name in sums.configmaps_in_use() if name}
     if facts.default_config.configmap:
         names.add(facts.default_config.configmap)
     found = []
@@ -174,7 +176,7 @@ def _config_changed(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
         if configmap is None:
             continue
         changed = _changed_at(configmap)
-        texts = {n.config.text for n in facts.nodes if n.config.configmap == name}
+        texts = sums.config_texts_of(name)
         texts.add(facts.default_config.text if facts.default_config.configmap == name else None)
         hashes = {config_hash(t) for t in texts if t is not None}
         behind = []
@@ -203,11 +205,11 @@ def _config_changed(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
     return found
 
 
-def _left_over(facts: ClusterFacts, spec: PluginSpec) -> list[Finding]:
+def _left_over(facts: ClusterFacts, spec: PluginSpec, sums: NodeSums) -> list[Finding]:
     name = getattr(facts.options, "plugin_configmap_name", DEFAULT_CONFIGMAP)
     configmap = facts.state.configmaps.get(name)
     config = facts.default_config.config
-    in_use = {n.config.configmap for n in facts.nodes} | {facts.default_config.configmap}
+    in_use = sums.configmaps_in_use() | {facts.default_config.configmap}
     ref = spec.config_ref
     if isinstance(ref, StaticConfigRef | ConfigManagerRef):
         in_use.add(ref.configmap)

@@ -16,20 +16,14 @@ from app.domain.snapshot import EvidenceValue, Finding, Mode
 _HARMLESS_VISIBLE = ("", "void", "none")
 
 
-def pod_findings(facts: ClusterFacts) -> list[Finding]:
-    """Every pod's findings."""
+def pod_findings(
+    facts: ClusterFacts, *, configs: Mapping[str, PluginConfig | None]
+) -> list[Finding]:
+    """Every pod's findings; `configs` is each node's plugin config, by node name."""
     found = pod_findings_by_uid(
-        facts,
-        facts.pod_facts,
-        configs=node_configs(facts),
-        plugin_uids=plugin_pod_uids(facts.plugin_pods),
+        facts, facts.pod_facts, configs=configs, plugin_uids=plugin_pod_uids(facts.plugin_pods)
     )
     return [item for items in found.values() for item in items]
-
-
-def node_configs(facts: ClusterFacts) -> dict[str, PluginConfig | None]:
-    """Each node's plugin config, by node name: what its pods' findings read."""
-    return {n.name: n.config.config for n in facts.nodes}
 
 
 def pod_findings_by_uid(
@@ -41,8 +35,8 @@ def pod_findings_by_uid(
 ) -> dict[str, list[Finding]]:
     """The findings of the pods `uids` names (those the cluster has), by UID; none: absent.
 
-    `configs` is node_configs(facts), `plugin_uids` plugin_pod_uids(facts.plugin_pods):
-    worked out once per build by the caller."""
+    `configs` is each node's plugin config by node name, `plugin_uids`
+    plugin_pod_uids(facts.plugin_pods): worked out once per build by the caller."""
     default = facts.default_config.config
     found: dict[str, list[Finding]] = {}
     for uid in uids:

@@ -9,9 +9,11 @@ history is Prometheus' job: /metrics exposes the same figures. Pure: `now` is an
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from app.domain.sequences import replaced_positions
 from app.domain.snapshot import GpuState, NodeState, Snapshot
 
 LOW_UTILIZATION_PCT = 1
@@ -114,6 +116,7 @@ class UsageHistory:
     started_at: datetime | None = None
     _seen_reports: dict[str, datetime] = field(default_factory=dict)
     _present: frozenset[str] = frozenset()  # the nodes of the latest snapshot
+    _nodes: Sequence[NodeState] = ()  # ... their states (only those replaced are looked at)
     # No holder has been idle since before this (a lower bound: see idle_holders).
     _idle_floor: datetime | None = None
     _trimmed_at: datetime | None = None  # when old points were last dropped
@@ -127,9 +130,15 @@ class UsageHistory:
         """Take in the reports of `snapshot` that are newer than the ones already seen."""
         if self.started_at is None:
             self.started_at = now
-        present: set[str] = set()
-        for node in snapshot.nodes:
-            present.add(node.name)
+        nodes, before = snapshot.nodes, self._nodes
+        self._nodes = nodes
+        replaced = replaced_positions(before, nodes)
+        present: frozenset[str] | None = None  # None: the nodes of the latest snapshot
+        if replaced is not None and all(nodes[i].name == before[i].name for i in replaced):
+            changed: Sequence[NodeState] = [nodes[i] for i in replaced]  # states are immutable
+        else:
+            changed, present = nodes, frozenset(node.name for node in nodes)
+        for node in changed:
             if node.agent is None or not node.agent.fresh:
                 continue
             at = node.agent.collected_at
@@ -138,8 +147,8 @@ class UsageHistory:
             self._seen_reports[node.name] = at
             self._observe_node(node, at=at)
         due = self._trimmed_at is None or (now - self._trimmed_at).total_seconds() >= self.bucket_s
-        if due or present != self._present:
-            self._forget(present, now=now)
+        if due or (present is not None and present != self._present):
+            self._forget(self._present if present is None else present, now=now)
 
     def _observe_node(self, node: NodeState, *, at: datetime) -> None:
         """Take in one node's new report (at 10,000 nodes, 667 a second)."""
@@ -219,13 +228,13 @@ class UsageHistory:
             self.holders.pop(gpu.uuid, None)
         return series
 
-    def _forget(self, present: set[str], *, now: datetime) -> None:
+    def _forget(self, present: frozenset[str], *, now: datetime) -> None:
         """Drop GPUs of nodes gone, and points older than `keep_s`.
 
         Done when the nodes change and once a bucket otherwise: a point is kept at most
         one bucket longer than `keep_s`.
         """
-        self._present, self._trimmed_at = frozenset(present), now
+        self._present, self._trimmed_at = present, now
         oldest = now - timedelta(seconds=self.keep_s)
         for uuid in list(self.gpus):
             series = self.gpus[uuid]

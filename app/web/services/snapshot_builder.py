@@ -9,6 +9,7 @@ from typing import Protocol
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo
+from app.domain.sequences import replaced_positions, same_objects
 from app.domain.snapshot import NodeState, Snapshot
 from app.web.services.model_memory import share_fields_sets
 from app.web.services.node_roster import NodeRoster
@@ -55,7 +56,8 @@ class SnapshotBuilder:
         self._engine_memo = EngineMemo()
         self.reported_nodes = 0  # nodes with a report in the latest build
         self.node_names: frozenset[str] = frozenset()  # the nodes of the latest build
-        self._shared: dict[str, NodeState] = {}  # node states whose field-name sets are shared
+        self._shared_list: list[NodeState] = []  # node states whose field-name sets are shared
+        self._node_list: list[Manifest] = []  # the nodes `node_names` were read from
 
     def build(
         self, source: ClusterSource, *, now: datetime, ages_at: datetime | None = None
@@ -81,24 +83,28 @@ class SnapshotBuilder:
         10,000 nodes the ~37 models of each node state held ~250 MiB of equal sets. A state
         renewed for its agent's age keeps its parts: only its own set is looked at then.
         """
-        shared: dict[str, NodeState] = {}
+        before_list = self._shared_list
+        self._shared_list = nodes
+        replaced = replaced_positions(before_list, nodes)
+        if replaced is not None:  # the same nodes: only those replaced are looked at
+            for i in replaced:
+                _share(before_list[i], nodes[i])
+            return
+        shared = {node.name: node for node in before_list}
         for node in nodes:
-            before = self._shared.get(node.name)
+            before = shared.get(node.name)
             if before is not node:
-                if before is not None and _same_parts(before, node):
-                    _share_own_set(node, like=before)
-                else:
-                    share_fields_sets(node)
-            shared[node.name] = node
-        self._shared = shared
+                _share(before, node)
 
     def _state(self, source: ClusterSource, now: datetime) -> ClusterState:
         """What the engine reads: the cache's collections and the reports of known nodes."""
         daemonsets = source.items("daemonsets")
         nodes = source.items("nodes")
-        self.node_names = frozenset(
-            str((node.get("metadata") or {}).get("name", "")) for node in nodes
-        )
+        if not same_objects(self._node_list, nodes):  # names read once per node list
+            self._node_list = nodes
+            self.node_names = frozenset(
+                str((node.get("metadata") or {}).get("name", "")) for node in nodes
+            )
         self._roster.publish(self.node_names)
         return ClusterState(
             daemonset=configured_daemonset(daemonsets, self._options),
@@ -113,6 +119,15 @@ class SnapshotBuilder:
             resource_claims=source.items("resourceclaims"),
             daemonsets=daemonsets,
         )
+
+
+def _share(before: NodeState | None, node: NodeState) -> None:
+    """`node`, new since `before` (the state of its node the build before, if any), given
+    shared field-name sets."""
+    if before is not None and before.name == node.name and _same_parts(before, node):
+        _share_own_set(node, like=before)
+    else:
+        share_fields_sets(node)
 
 
 def _same_parts(before: NodeState, node: NodeState) -> bool:

@@ -114,6 +114,9 @@ class SnapshotService:
         self._slow_wake = threading.Event()
         self._built_at: datetime | None = None  # the clock's time the latest build read
         self._ages_at: datetime | None = None  # when the latest build reckoned agents' ages
+        # the first moment after `_ages_at` an agent fresh then turns stale, as found at some
+        # moment since: reports received later only put it off (see _ages_hold)
+        self._stale_at: tuple[datetime | None, datetime | None] = (None, None)
         self._threads: list[threading.Thread] = []
         self.builds = 0
         self._free_lock = threading.Lock()
@@ -235,11 +238,20 @@ class SnapshotService:
 
     def _ages_hold(self, now: datetime) -> bool:
         """Whether the latest reckoning of agents' ages may serve a build at `now`: less
-        than `refresh_interval_s` old, and no agent fresh then has turned stale since."""
+        than `refresh_interval_s` old, and no agent fresh then has turned stale since.
+
+        The store is walked (every report) once per reckoning, and again only when the
+        moment found has come: a report received since turns stale after every agent that
+        was fresh at the reckoning (its age was 0 then), and a renewal puts its agent's
+        moment off, so the moment found can only come early, never late. None found (no
+        fresh agent then) is asked again each time: a first report may set one."""
         ages_at = self._ages_at
         if ages_at is None or (now - ages_at).total_seconds() >= self._refresh_interval_s:
             return False
-        stale_at = self._reports.next_stale_at(now=ages_at)
+        at, stale_at = self._stale_at
+        if at != ages_at or stale_at is None or stale_at <= now:
+            stale_at = self._reports.next_stale_at(now=ages_at)
+            self._stale_at = (ages_at, stale_at)
         return stale_at is None or stale_at > now
 
     def _publish(self, snapshot: Snapshot) -> None:

@@ -6,7 +6,7 @@ Every GPU resource a node advertises is accounted on its own (`nvidia.com/gpu`, 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from app.domain.accounting.ledger.devices import uses_mig
 from app.domain.accounting.ledger.models import GpuFacts
@@ -51,22 +51,6 @@ def node_resources(
             stranded=0 if schedulable else spare,
         )
     return resources
-
-
-def sum_resources(per_node: Sequence[Mapping[str, ResourceState]]) -> dict[str, ResourceState]:
-    """Cluster totals per resource: a sum of the per-node figures (each never negative)."""
-    totals: dict[str, list[int]] = {}
-    for resources in per_node:
-        for name, state in resources.items():
-            row = totals.setdefault(name, [0, 0, 0, 0])
-            row[0] += state.allocatable
-            row[1] += state.requested
-            row[2] += state.free
-            row[3] += state.stranded
-    return {
-        name: ResourceState(allocatable=a, requested=r, free=f, stranded=s)
-        for name, (a, r, f, s) in sorted(totals.items())
-    }
 
 
 def held_counts(held: Mapping[str, list[PodSlots]]) -> dict[str, int]:
