@@ -156,3 +156,50 @@ def test_a_lone_report_with_new_readings_is_not_held_back_a_stream_is() -> None:
     started = time.monotonic()
     snapshots._pace(seen, 0.3)
     assert time.monotonic() - started >= 0.3
+
+
+def test_a_build_for_a_change_reads_renewals_at_the_next_reckoning() -> None:
+    """Between two reckonings a renewal is not read (its agent keeps the reckoned report's
+    times): a build for a change costs that change, not every renewal since. New readings
+    are read at once; the next reckoning reads the renewal."""
+    clock = Clock()
+    app = app_with_world(clock=clock, refresh_interval_s=5.0, agent_stale_after_s=STALE_AFTER_S)
+    client = TestClient(app)
+    snapshots = _runtime(app).snapshots
+    _post(client, clock)
+    snapshots.rebuild()
+    first = _agent(client)["collected_at"]
+    clock.now += timedelta(seconds=1)
+    _post(client, clock)  # a renewal
+    snapshots.rebuild(keep_ages=True)
+    assert _agent(client)["collected_at"] == first
+    clock.now += timedelta(seconds=1)
+    _post(client, clock, used=4096)  # new readings
+    snapshots.rebuild(keep_ages=True)
+    assert _agent(client)["collected_at"] != first
+    second = _agent(client)["collected_at"]
+    gpu = client.get("/api/v1/nodes/gpu-1").json()["node"]["gpus"][0]
+    assert gpu["memory_used_mib"] == 4096
+    clock.now += timedelta(seconds=1)
+    _post(client, clock, used=4096)  # a renewal of the new readings
+    snapshots.rebuild(keep_ages=True)
+    assert _agent(client)["collected_at"] == second
+    clock.now += timedelta(seconds=3)  # the refresh interval: reckoned again
+    snapshots.rebuild(keep_ages=True)
+    assert _agent(client)["collected_at"] != second
+    assert _agent(client)["age_s"] == 3  # from the renewal, read now
+
+
+def test_a_stale_agents_renewal_is_read_by_a_build_for_a_change() -> None:
+    clock = Clock()
+    app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
+    client = TestClient(app)
+    snapshots = _runtime(app).snapshots
+    _post(client, clock)
+    clock.now += timedelta(seconds=100)
+    snapshots.rebuild()
+    assert _agent(client)["fresh"] is False
+    clock.now += timedelta(seconds=1)
+    _post(client, clock)  # the same readings, from an agent stale at the reckoning
+    snapshots.rebuild(keep_ages=True)
+    assert _agent(client)["fresh"] is True

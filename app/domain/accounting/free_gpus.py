@@ -9,9 +9,11 @@ a free GPU whatever Kubernetes says; it is listed apart, with the memory that ho
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from app.domain.sequences import replaced_positions
 from app.domain.snapshot import GpuState, NodeState
 
 HOST_HELD_SHARE = 0.5  # host processes use more than half of the GPU's memory
@@ -118,37 +120,85 @@ def node_free(node: NodeState, *, model: str = "") -> tuple[int, int]:
     return sum(found.whole.values()), sum(found.shares.values())
 
 
-NodeFreeMemo = dict[str, tuple[NodeState, _NodeFree]]  # by node name: its state, its free
+def _models(free: _NodeFree) -> set[str]:
+    """The models a node lists: free whole GPUs or shares of them, or host-held ones."""
+    return {*free.whole, *free.shares, *(name for name, _ in free.host_held)}
 
 
-def free_by_model(
-    nodes: Iterable[NodeState], *, memo: NodeFreeMemo | None = None
-) -> list[FreeByModel]:
+class FreeMemo:
+    """What free_by_model keeps from one call to the next: each node's free GPUs, at its
+    position in the node list, and their sums per model, kept by difference.
+
+    At 10,000 nodes adding every node's free GPUs up was most of a summary's rendering, on
+    the path of every change to the summary; now only the node states the list replaced
+    (by identity, at the same position, with the same name) are looked at again, and a
+    model's node list is gathered again only when a node entered or left it.
+    """
+
+    def __init__(self) -> None:
+        self._nodes: Sequence[NodeState] = ()
+        self._frees: list[_NodeFree] = []
+        self._whole: Counter[str] = Counter()
+        self._shares: Counter[str] = Counter()
+        self._members: Counter[str] = Counter()  # nodes listing the model (see _models)
+        self._listed: dict[str, tuple[list[str], list[HostHeldGpu]]] = {}  # nodes, host-held
+
+    def free(self, nodes: Sequence[NodeState]) -> list[FreeByModel]:
+        """free_by_model(nodes), from what the call before left."""
+        replaced = replaced_positions(self._nodes, nodes)
+        before = self._nodes
+        if replaced is None or any(nodes[i].name != before[i].name for i in replaced):
+            self._whole, self._shares, self._members = Counter(), Counter(), Counter()
+            self._listed = {}
+            self._frees = [_node_free(node) for node in nodes]
+            for free in self._frees:
+                self._add(free, 1)
+            again = set(self._members)
+        else:
+            again = set()
+            for i in replaced:
+                old, new = self._frees[i], _node_free(nodes[i])
+                if old != new:
+                    self._add(old, -1)
+                    self._add(new, 1)
+                    self._frees[i] = new
+                    again |= _models(old) | _models(new)
+        self._nodes = nodes
+        for model in again:
+            self._gather(model)
+        return [
+            FreeByModel(model, self._whole[model], self._shares[model], *self._listed[model])
+            for model in sorted(self._members)
+        ]
+
+    def _add(self, free: _NodeFree, sign: int) -> None:
+        for model, count in free.whole.items():
+            self._whole[model] += sign * count
+        for model, count in free.shares.items():
+            self._shares[model] += sign * count
+        for model in _models(free):
+            self._members[model] += sign
+            if not self._members[model]:
+                del self._members[model]
+
+    def _gather(self, model: str) -> None:
+        """The model's nodes with free GPUs and its host-held GPUs, in node order."""
+        if model not in self._members:
+            self._listed.pop(model, None)
+            return
+        pairs = zip(self._nodes, self._frees, strict=True)
+        self._listed[model] = (
+            [node.name for node, free in pairs if model in free.whole or model in free.shares],
+            [held for free in self._frees for name, held in free.host_held if name == model],
+        )
+
+
+def free_by_model(nodes: Sequence[NodeState], *, memo: FreeMemo | None = None) -> list[FreeByModel]:
     """Per GPU model (sorted by name): free whole GPUs, free shares, nodes, host-held GPUs.
 
-    `memo` (kept by the caller) holds each node's free GPUs of the call before: a node
-    whose state is the very same object is not looked at again (at 10,000 nodes looking
-    at every GPU of every node was most of a summary's rendering). It is left holding
-    this call's nodes."""
-    found: dict[str, FreeByModel] = {}
-    kept: NodeFreeMemo = {}
-    for node in nodes:
-        before = memo.get(node.name) if memo is not None else None
-        free = before[1] if before is not None and before[0] is node else _node_free(node)
-        kept[node.name] = (node, free)
-        for name, count in free.whole.items():
-            entry = found.setdefault(name, FreeByModel(name))
-            entry.whole += count
-        for name, count in free.shares.items():
-            found.setdefault(name, FreeByModel(name)).shares += count
-        for name in {*free.whole, *free.shares}:
-            found[name].nodes.append(node.name)
-        for name, held in free.host_held:
-            found.setdefault(name, FreeByModel(name)).host_held.append(held)
-    if memo is not None:
-        memo.clear()
-        memo.update(kept)
-    return [found[name] for name in sorted(found)]
+    `memo` (kept by the caller) saves looking at the nodes that did not change since the
+    call before (see FreeMemo); the result is the same without it."""
+    return (memo if memo is not None else FreeMemo()).free(nodes)
 
 
 def has_free(node: NodeState, *, model: str = "") -> bool:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import StrEnum
 
-from app.domain.accounting.facts import next_stale_at
+from app.domain.accounting.facts import fresh_from, next_stale_at
 from app.domain.report import AgentReport, ReceivedReport
 from app.web.services.model_memory import share_fields_sets
 from app.web.services.node_roster import NodeRoster
@@ -61,6 +61,10 @@ class ReportStore:
         self._roster_seen = self._roster.version
         self._max_unknown = max_unknown
         self._stale_after = timedelta(seconds=stale_after_s)
+        # What builds that keep the agents' ages read (see for_build): each node's report as
+        # of the latest reckoning, or a newer one with new readings or of a stale agent
+        self._shown: dict[str, ReceivedReport] = {}
+        self._shown_fresh_from: datetime | None = None  # received before: a stale agent's
         self.generation = 0
 
     def posted_as(self, digest: bytes) -> ReceivedReport | None:
@@ -95,11 +99,14 @@ class ReportStore:
                 self._unknown[report.node] = None
             self._reports[report.node] = received
             self._remember(report.node, digest)
+            renewed = current is not None and report.gpus is current.report.gpus
+            shown = self._shown.get(report.node)
+            fresh_from = self._shown_fresh_from
+            if not renewed or shown is None or (fresh_from and shown.received_at < fresh_from):
+                self._shown[report.node] = received
             self.generation += 1
         self._on_change()
-        if current is not None and report.gpus is current.report.gpus:
-            return Outcome.RENEWED
-        return Outcome.STORED
+        return Outcome.RENEWED if renewed else Outcome.STORED
 
     def _make_room(self, *, now: datetime) -> None:
         """Drop stale unknown-node reports, then the oldest ones, until one more fits."""
@@ -123,6 +130,7 @@ class ReportStore:
     def _forget(self, name: str) -> None:
         del self._unknown[name]
         del self._reports[name]
+        self._shown.pop(name, None)
         self._remember(name, None)
 
     def _sort_out(self, now: datetime) -> None:
@@ -168,6 +176,25 @@ class ReportStore:
         if now is not None:
             self._sort_out(now)
         with self._lock:
+            return dict(self._reports)
+
+    def for_build(self, *, now: datetime, reckon_at: datetime | None) -> dict[str, ReceivedReport]:
+        """The reports a build at `now` reads, sorted out by the roster's nodes first.
+
+        A build that reckons agents' ages (`reckon_at`) reads every stored report. One that
+        keeps the ages of the latest reckoning (None) reads the reports of that reckoning
+        for agents that only renewed since (the same readings, newer times): what such a
+        report changes is the agent's age and `collected_at`, which the next reckoning takes
+        in, within `refresh_interval_s`; a build for a change then costs the change, not
+        every renewal since (at 10,000 nodes, 667 a second). Reports with new readings, a
+        node's first report and a stale agent's renewal are read at once.
+        """
+        self._sort_out(now)
+        with self._lock:
+            if reckon_at is None:
+                return dict(self._shown)
+            self._shown = dict(self._reports)
+            self._shown_fresh_from = fresh_from(reckon_at, self._stale_after.total_seconds())
             return dict(self._reports)
 
 

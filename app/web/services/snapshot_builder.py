@@ -65,7 +65,8 @@ class SnapshotBuilder:
         """The engine's snapshot of now, agents' ages reckoned at `ages_at` (`now` when
         None); raises what the engine or the source raises."""
         try:
-            state = self._state(source, now)
+            reckon_at = now if ages_at is None or ages_at == now else None
+            state = self._state(source, now, reckon_at=reckon_at)
             snapshot = build_snapshot(
                 state, options=self._options, now=now, memo=self._engine_memo, ages_at=ages_at
             )
@@ -96,8 +97,11 @@ class SnapshotBuilder:
             if before is not node:
                 _share(before, node)
 
-    def _state(self, source: ClusterSource, now: datetime) -> ClusterState:
-        """What the engine reads: the cache's collections and the reports of known nodes."""
+    def _state(
+        self, source: ClusterSource, now: datetime, *, reckon_at: datetime | None
+    ) -> ClusterState:
+        """What the engine reads: the cache's collections and the reports of known nodes
+        (`reckon_at`: ages are reckoned then, else kept; see ReportStore.for_build)."""
         daemonsets = source.items("daemonsets")
         nodes = source.items("nodes")
         if not same_objects(self._node_list, nodes):  # names read once per node list
@@ -113,7 +117,7 @@ class SnapshotBuilder:
             ),
             nodes=nodes,
             pods=source.items("pods"),
-            reports=self._reports.latest(now=now),
+            reports=self._reports.for_build(now=now, reckon_at=reckon_at),
             device_classes=source.items("deviceclasses"),
             resource_slices=source.items("resourceslices"),
             resource_claims=source.items("resourceclaims"),

@@ -55,7 +55,7 @@ from datetime import datetime
 
 from markupsafe import Markup
 
-from app.domain.accounting.free_gpus import FreeByModel, NodeFreeMemo, free_by_model
+from app.domain.accounting.free_gpus import FreeByModel, FreeMemo, free_by_model
 from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
@@ -121,7 +121,7 @@ class SnapshotService:
         self.builds = 0
         self._free_lock = threading.Lock()
         self._free: tuple[Snapshot | None, list[FreeByModel]] = (None, [])
-        self._free_memo: NodeFreeMemo = {}
+        self._free_memo = FreeMemo()
         runs, wake = self._rendering_slow, self._slow_wake.set
         self.json_bodies: RenderCache[bytes] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
         self.metrics_text: RenderCache[str] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
