@@ -52,6 +52,11 @@ def test_only_node_states_that_changed_are_looked_at_again(
     assert free_by_model(after, memo=memo) == expected
     assert seen == [changed.name]
 
+    renewed = [n.model_copy(update={"findings": []}) for n in after]  # e.g. new agent ages
+    seen.clear()
+    assert free_by_model(renewed, memo=memo) == expected
+    assert seen == []  # the very GPUs and resources: nothing looked at again
+
     assert free_by_model(nodes[:1], memo=memo) == free_by_model(nodes[:1])  # nodes gone
     assert free_by_model(nodes, memo=memo) == plain  # and back
 

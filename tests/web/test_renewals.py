@@ -145,14 +145,19 @@ def test_a_build_for_a_change_reckons_the_ages_again_once_an_agent_turned_stale(
 
 def test_a_lone_report_with_new_readings_is_not_held_back_a_stream_is() -> None:
     """After a build, report-driven builds wait (a stream is batched) only when reports
-    with new readings came during that build; a lone one is built at once."""
+    with new readings came during that build; a lone one is built at once (reports posted
+    one after another, each awaited in the summary, came 0.1-0.15 s late at 5,000 nodes)."""
     app = app_with_world(clock=Clock(), agent_stale_after_s=STALE_AFTER_S)
     snapshots = _runtime(app).snapshots
     seen = snapshots._source.generation
     started = time.monotonic()
     snapshots._pace(seen, 30.0)  # nothing came during the build
     assert time.monotonic() - started < 5.0
-    snapshots.poke()  # one came during the build: a stream, held back
+    snapshots.poke()  # one came during the build: built at once
+    started = time.monotonic()
+    snapshots._pace(seen, 30.0)
+    assert time.monotonic() - started < 5.0
+    snapshots.poke()  # a second one: a stream, held back
     started = time.monotonic()
     snapshots._pace(seen, 0.3)
     assert time.monotonic() - started >= 0.3

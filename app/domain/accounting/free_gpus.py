@@ -125,6 +125,18 @@ def _models(free: _NodeFree) -> set[str]:
     return {*free.whole, *free.shares, *(name for name, _ in free.host_held)}
 
 
+def _same_free_inputs(before: NodeState, node: NodeState) -> bool:
+    """Whether `node` reads as `before` for _node_free: the very GPU list and resources
+    (states are immutable), the same flags and resource name."""
+    return (
+        before.gpus is node.gpus
+        and before.resources is node.resources
+        and before.gpu_node == node.gpu_node
+        and before.schedulable == node.schedulable
+        and before.resource == node.resource
+    )
+
+
 class FreeMemo:
     """What free_by_model keeps from one call to the next: each node's free GPUs, at its
     position in the node list, and their sums per model, kept by difference.
@@ -157,6 +169,8 @@ class FreeMemo:
         else:
             again = set()
             for i in replaced:
+                if _same_free_inputs(before[i], nodes[i]):
+                    continue  # e.g. a new agent age: the node's free GPUs are as they were
                 old, new = self._frees[i], _node_free(nodes[i])
                 if old != new:
                     self._add(old, -1)

@@ -50,6 +50,32 @@ class NodeBuild:
     unkeyed: set[str] = field(default_factory=set)  # nodes never kept (no memo key)
     delta: bool = False  # only the nodes a change touched were looked at
 
+    def put(
+        self, position: int, node_facts: NodeFacts, entry: NodeEntry | None, *, reused: bool
+    ) -> None:
+        """A node's facts at `position` (one past the end: appended), with its entry's
+        results if the entry was reused, else to be worked out (`todo`)."""
+        state, own = (entry.state, entry.findings) if reused and entry else (None, [])
+        if position == len(self.nodes):
+            self.nodes.append(node_facts)
+            self.states.append(state)
+            self.own.append(own)
+        else:
+            self.nodes[position], self.states[position], self.own[position] = (
+                node_facts,
+                state,
+                own,
+            )
+        name = node_facts.name
+        self.configs[name] = node_facts.config.config
+        if state is None:
+            self.todo.append(position)
+        if entry is None:
+            self.unkeyed.add(name)
+            self.entries.pop(name, None)
+        else:
+            self.entries[name] = entry
+
 
 @dataclass(frozen=True)
 class _Visit:
@@ -101,19 +127,7 @@ def _every_node(
     built = NodeBuild([], [], [], {}, {})
     for position, (name, manifest) in enumerate(named):
         node_facts, entry, reused = _visit(visit, previous.get(name), name, manifest)
-        built.nodes.append(node_facts)
-        built.configs[name] = node_facts.config.config
-        if reused and entry is not None:
-            built.states.append(entry.state)
-            built.own.append(entry.findings)
-        else:
-            built.states.append(None)
-            built.own.append([])
-            built.todo.append(position)
-        if entry is None:
-            built.unkeyed.add(name)
-        else:
-            built.entries[name] = entry
+        built.put(position, node_facts, entry, reused=reused)
     if memo is not None:
         for name, old in previous.items():
             if built.entries.get(name) is not old:
@@ -143,18 +157,7 @@ def _touched_nodes(
             continue  # not a node: pods or a report of a node the cluster does not list
         old = built.entries.get(name)
         node_facts, entry, reused = _visit(visit, old, name, memo.named[position][1])
-        built.nodes[position] = node_facts
-        built.configs[name] = node_facts.config.config
-        if reused and entry is not None:
-            built.states[position], built.own[position] = entry.state, entry.findings
-        else:
-            built.states[position], built.own[position] = None, []
-            built.todo.append(position)
-        if entry is None:
-            built.unkeyed.add(name)
-            built.entries.pop(name, None)
-        else:
-            built.entries[name] = entry
+        built.put(position, node_facts, entry, reused=reused)
         if entry is not old:
             _track(memo.process_nodes, name, old, entry)
     return built

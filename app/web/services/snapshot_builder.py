@@ -135,10 +135,15 @@ def _share(before: NodeState | None, node: NodeState) -> None:
 
 
 def _same_parts(before: NodeState, node: NodeState) -> bool:
-    """Whether `node` holds the very parts of `before` (a copy with a new agent or findings)."""
-    return all(
-        getattr(before, name) is getattr(node, name)
-        for name in ("gpus", "pods", "plugin_pod", "config", "resources", "dra_devices")
+    """Whether `node` holds the very parts of `before` (a copy with a new agent or findings;
+    every node's after a reckoning of agents' ages, so spelled out, not looped over)."""
+    return (
+        before.gpus is node.gpus
+        and before.pods is node.pods
+        and before.plugin_pod is node.plugin_pod
+        and before.config is node.config
+        and before.resources is node.resources
+        and before.dra_devices is node.dra_devices
     )
 
 

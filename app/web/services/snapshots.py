@@ -13,9 +13,10 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
 - the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
 - agents' ages are reckoned by the periodic build (and by any build once
   `refresh_interval_s` has passed since they were), and at the moment an agent turns
-  stale; a build for a change in between keeps the ages of the latest reckoning, so it
-  renews only the agents that reported since, not every node's (two model copies a node:
-  at 10,000 nodes most of such a build);
+  stale; a build for a change in between keeps the ages of the latest reckoning and reads
+  renewals at the next one (ReportStore.for_build), so it renews no agent (two model
+  copies a node: at 10,000 nodes most of such a build) and the engine looks only at the
+  nodes the change touched (app.domain.engine.nodes);
 - reports that only renew an agent (the same readings, newer times: most reports of a
   quiet cluster) ask for no build: they change no figure, only the agent's age and
   `collected_at`, which the next periodic build takes in; their absence shows only when
@@ -23,7 +24,8 @@ What keeps a big cluster's dashboard responsive while every agent reports (1,000
   earliest one after the latest build, asked of the store again when it comes, since a
   renewal meanwhile puts it off); reports with new readings ask at once (`poke`);
 - pacing: after a build during which reports with new readings arrived (a stream of
-  them; a lone one is built at once), report-driven builds wait as long as that build
+  them: `STREAM_REPORTS` or more; a lone one, say the next of reports posted one after
+  another, each awaited, is built at once), report-driven builds wait as long as that build
   (and its renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
   about half of the process's time while reports stream in (more on a cluster whose
   builds take longer than `MAX_HOLD_S`), and reports arriving meanwhile are taken in one
@@ -73,6 +75,9 @@ log = logging.getLogger(__name__)
 # nodes and 333 reports/s, builds and delays grew without bound).
 MAX_HOLD_S = 0.15
 STEP_S = 0.01  # how often a waiting snapshot thread looks at what it is not woken by
+# Reports with new readings arriving during one build that make a stream (held back, then
+# built in one batch): fewer are built at once (one after another, each waiting to be seen)
+STREAM_REPORTS = 2
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,8 @@ class SnapshotService:
         self._failed_since: datetime | None = None
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._pokes = 0  # asks for a build so far (reports with new readings, admin changes)
+        self._pokes_seen = 0  # ... when the latest build started
         self._slow_wake = threading.Event()
         self._built_at: datetime | None = None  # the clock's time the latest build read
         self._ages_at: datetime | None = None  # when the latest build reckoned agents' ages
@@ -154,6 +161,7 @@ class SnapshotService:
 
     def poke(self) -> None:
         """Ask for a recompute now (a report with new readings arrived)."""
+        self._pokes += 1
         self._wake.set()
 
     def current(self) -> Snapshot | None:
@@ -285,6 +293,7 @@ class SnapshotService:
         while not self._stop.is_set():
             generation = self._source.generation
             self._wake.clear()  # a report from now on asks for the next build
+            self._pokes_seen = self._pokes
             work_s = 0.0
             if self._source.health().synced:
                 started = time.monotonic()
@@ -304,9 +313,9 @@ class SnapshotService:
 
         A change of the cluster itself (pods, nodes, the plugin) is not held back, nor is
         the first report of a node (its GPUs were unknown until then), nor a report with
-        new readings when none came during the build: only a stream of them is batched.
+        new readings when it came alone during the build: only a stream of them is batched.
         """
-        if not self._wake.is_set():
+        if self._pokes - self._pokes_seen < STREAM_REPORTS:
             return
         deadline = time.monotonic() + hold_s
         while not self._stop.is_set():
