@@ -44,6 +44,17 @@ def _post(client: TestClient, clock: Clock, *, used: int = 100) -> None:
     assert client.post(URL, json=body, headers=AUTH).status_code == 202
 
 
+def _reported(*, refresh_interval_s: float) -> tuple[Clock, TestClient, SnapshotService]:
+    """An app (no snapshot loop running) whose node has posted its first report."""
+    clock = Clock()
+    app = app_with_world(
+        clock=clock, refresh_interval_s=refresh_interval_s, agent_stale_after_s=STALE_AFTER_S
+    )
+    client = TestClient(app)
+    _post(client, clock)
+    return clock, client, _runtime(app).snapshots
+
+
 def _agent(client: TestClient) -> dict[str, Any]:
     agent: dict[str, Any] = client.get("/api/v1/nodes/gpu-1").json()["node"]["agent"] or {}
     return agent
@@ -110,11 +121,7 @@ def test_findings_are_worded_in_the_node_list_and_the_node_answer() -> None:
 def test_a_build_for_a_change_keeps_the_ages_reckoned_by_the_latest_periodic_one() -> None:
     """Agents' ages are reckoned again once the refresh interval has passed: a build for a
     change in between renews no agent's age (at 10,000 nodes that was most of its work)."""
-    clock = Clock()
-    app = app_with_world(clock=clock, refresh_interval_s=5.0, agent_stale_after_s=STALE_AFTER_S)
-    client = TestClient(app)
-    snapshots = _runtime(app).snapshots
-    _post(client, clock)
+    clock, client, snapshots = _reported(refresh_interval_s=5.0)
     snapshots.rebuild()
     assert _agent(client)["age_s"] == 0
     clock.now += timedelta(seconds=3)
@@ -127,11 +134,7 @@ def test_a_build_for_a_change_keeps_the_ages_reckoned_by_the_latest_periodic_one
 
 
 def test_a_build_for_a_change_reckons_the_ages_again_once_an_agent_turned_stale() -> None:
-    clock = Clock()
-    app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
-    client = TestClient(app)
-    snapshots = _runtime(app).snapshots
-    _post(client, clock)
+    clock, client, snapshots = _reported(refresh_interval_s=3600)
     clock.now += timedelta(seconds=80)
     snapshots.rebuild()
     assert (_agent(client)["age_s"], _agent(client)["fresh"]) == (80, True)
@@ -167,11 +170,7 @@ def test_a_build_for_a_change_reads_renewals_at_the_next_reckoning() -> None:
     """Between two reckonings a renewal is not read (its agent keeps the reckoned report's
     times): a build for a change costs that change, not every renewal since. New readings
     are read at once; the next reckoning reads the renewal."""
-    clock = Clock()
-    app = app_with_world(clock=clock, refresh_interval_s=5.0, agent_stale_after_s=STALE_AFTER_S)
-    client = TestClient(app)
-    snapshots = _runtime(app).snapshots
-    _post(client, clock)
+    clock, client, snapshots = _reported(refresh_interval_s=5.0)
     snapshots.rebuild()
     first = _agent(client)["collected_at"]
     clock.now += timedelta(seconds=1)
@@ -196,11 +195,7 @@ def test_a_build_for_a_change_reads_renewals_at_the_next_reckoning() -> None:
 
 
 def test_a_stale_agents_renewal_is_read_by_a_build_for_a_change() -> None:
-    clock = Clock()
-    app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
-    client = TestClient(app)
-    snapshots = _runtime(app).snapshots
-    _post(client, clock)
+    clock, client, snapshots = _reported(refresh_interval_s=3600)
     clock.now += timedelta(seconds=100)
     snapshots.rebuild()
     assert _agent(client)["fresh"] is False
