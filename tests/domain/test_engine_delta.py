@@ -170,3 +170,20 @@ def test_a_new_clock_or_node_list_asks_every_node() -> None:
     _compare(replace(state, nodes=list(state.nodes)[1:]), memo, t0 + timedelta(seconds=3), t0)
     assert memo.delta_builds == 0  # a node gone
     assert memo.reused == len(state.nodes) - 1
+
+
+def test_nodes_of_one_name_are_summed_apart_and_the_memo_follows_them() -> None:
+    # A list with two nodes of one name (a hand-made state: the API server refuses it)
+    # keeps nothing by name: both are counted, with the memo as without it, and once the
+    # names are unique again the memo keeps its sums by name from scratch.
+    t0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    state = _fresh(cluster_state(3), t0)
+    twin = _bump(state.nodes[0], 40_000_001)
+    memo = EngineMemo()
+    _compare(state, memo, t0, t0)
+    doubled = _compare(replace(state, nodes=[*state.nodes, twin]), memo, t0, t0)
+    single = build_snapshot(state, options=OPTIONS, now=t0, ages_at=t0)
+    first = next(n for n in single.nodes if n.name == twin["metadata"]["name"])
+    assert doubled.totals.allocatable == single.totals.allocatable + (first.allocatable or 0)
+    assert first.allocatable
+    _compare(state, memo, t0 + timedelta(seconds=0.5), t0)
