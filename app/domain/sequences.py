@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
@@ -13,11 +16,17 @@ def same_objects(old: Sequence[object], new: Sequence[object]) -> bool:
     return len(old) == len(new) and all(map(operator.is_, old, new))
 
 
-def replaced_positions(old: Sequence[object], new: Sequence[object]) -> list[int] | None:
-    """The positions at which `new` holds another object than `old`; None when their
-    lengths differ (an object added or removed: positions say nothing then)."""
+def replaced_in_place(
+    old: Sequence[T], new: Sequence[T], *, key: Callable[[T], object]
+) -> list[int] | None:
+    """The positions at which `new` holds another object than `old` under the same `key`
+    (a node's new state, say, by its name); None when that is not all that changed (an
+    object added or removed, or another key at a position: positions say nothing then)."""
     if same_objects(old, new):
         return []
     if len(old) != len(new):
         return None
-    return [i for i, (mine, theirs) in enumerate(zip(old, new, strict=True)) if mine is not theirs]
+    changed = [
+        i for i, (mine, theirs) in enumerate(zip(old, new, strict=True)) if mine is not theirs
+    ]
+    return changed if all(key(old[i]) == key(new[i]) for i in changed) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.domain.accounting.sums import NodePart, NodeSums
-from app.domain.sequences import replaced_positions, same_objects
+from app.domain.sequences import replaced_in_place, same_objects
 from app.domain.snapshot import Mode
 
 
@@ -60,9 +60,10 @@ def test_no_gpu_node_with_a_known_mode_says_the_default() -> None:
     assert sums.mode(default=Mode.TIME_SLICING) == "time-slicing"
 
 
-def test_replaced_positions_names_only_what_changed_in_place() -> None:
+def test_replaced_in_place_names_only_what_changed_in_place() -> None:
     a, b, c = object(), object(), object()
-    assert replaced_positions([a, b], [a, b]) == []
-    assert replaced_positions([a, b], [a, c]) == [1]
-    assert replaced_positions([a, b], [a, b, c]) is None  # an object added: positions moved
+    assert replaced_in_place([a, b], [a, b], key=id) == []
+    assert replaced_in_place([a, b], [a, c], key=lambda _: "same") == [1]
+    assert replaced_in_place([a, b], [a, b, c], key=id) is None  # added: positions moved
+    assert replaced_in_place([a, b], [a, c], key=id) is None  # another key at a position
     assert same_objects([a, b], [a, b]) and not same_objects([a, b], [b, a])

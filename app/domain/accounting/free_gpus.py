@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 
-from app.domain.sequences import replaced_positions
+from app.domain.sequences import replaced_in_place
 from app.domain.snapshot import GpuState, NodeState
 
 HOST_HELD_SHARE = 0.5  # host processes use more than half of the GPU's memory
@@ -157,9 +158,9 @@ class FreeMemo:
 
     def free(self, nodes: Sequence[NodeState]) -> list[FreeByModel]:
         """free_by_model(nodes), from what the call before left."""
-        replaced = replaced_positions(self._nodes, nodes)
         before = self._nodes
-        if replaced is None or any(nodes[i].name != before[i].name for i in replaced):
+        replaced = replaced_in_place(before, nodes, key=attrgetter("name"))
+        if replaced is None:
             self._whole, self._shares, self._members = Counter(), Counter(), Counter()
             self._listed = {}
             self._frees = [_node_free(node) for node in nodes]

@@ -185,9 +185,8 @@ class EngineMemo:
         self.context: Hashable | None = None  # what every node read besides itself, last time
         self.layout: NodeLayout | None = None  # the latest build's results, node by node
         self.sums: NodeSums | None = None  # their sums, by node name (unique names)
-        self.process_nodes: dict[
-            str, tuple[str, ...]
-        ] = {}  # pod UID -> nodes whose processes name it
+        # pod UID -> the nodes whose GPU processes name it
+        self.process_nodes: dict[str, tuple[str, ...]] = {}
         self.reused = 0  # nodes reused by the latest build
         self.delta_builds = 0  # builds that looked only at the nodes a change touched
 

@@ -31,7 +31,7 @@ from app.domain.engine.memo import (
 )
 from app.domain.plugin.config import PluginConfig
 from app.domain.plugin.daemonset import PluginSpec
-from app.domain.sequences import replaced_positions
+from app.domain.sequences import replaced_in_place
 from app.domain.snapshot import Finding, NodeState
 
 MAX_REPLACED = 200  # more node manifests replaced than this: the node list is read again
@@ -126,15 +126,14 @@ def _every_node(
     previous = memo.nodes if memo is not None else {}
     built = NodeBuild([], [], [], {}, {})
     for position, (name, manifest) in enumerate(named):
-        node_facts, entry, reused = _visit(visit, previous.get(name), name, manifest)
+        old = previous.get(name)
+        node_facts, entry, reused = _visit(visit, old, name, manifest)
         built.put(position, node_facts, entry, reused=reused)
+        if memo is not None and entry is not old:
+            _track(memo.process_nodes, name, old, entry)
     if memo is not None:
-        for name, old in previous.items():
-            if built.entries.get(name) is not old:
-                _track(memo.process_nodes, name, old, None)
-        for name, entry in built.entries.items():
-            if previous.get(name) is not entry:
-                _track(memo.process_nodes, name, None, entry)
+        for gone in previous.keys() - built.configs.keys():  # nodes the list no longer has
+            _track(memo.process_nodes, gone, previous[gone], None)
         memo.nodes = built.entries
     return built
 
@@ -244,18 +243,12 @@ def _replaced(
 ) -> dict[str, Manifest] | None:
     """The manifests `new` holds in place of `old`'s, by name, when that is all that changed
     (each keeps its name, names are unique, at most MAX_REPLACED); else None."""
-    changed = replaced_positions(old, new)
+    changed = replaced_in_place(old, new, key=node_name)
     if changed == []:
         return {}
     if not unique or changed is None or len(changed) > MAX_REPLACED:
         return None
-    found = {}
-    for i in changed:
-        name = node_name(new[i])
-        if name != node_name(old[i]):
-            return None
-        found[name] = new[i]
-    return found
+    return {node_name(new[i]): new[i] for i in changed}
 
 
 def _context(inputs: NodeInputs, memo: EngineMemo | None, dra: DraView | None) -> Hashable | None:

@@ -12,8 +12,9 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from operator import attrgetter
 
-from app.domain.sequences import replaced_positions
+from app.domain.sequences import replaced_in_place
 from app.domain.snapshot import GpuState, NodeState, Snapshot
 
 LOW_UTILIZATION_PCT = 1
@@ -132,9 +133,9 @@ class UsageHistory:
             self.started_at = now
         nodes, before = snapshot.nodes, self._nodes
         self._nodes = nodes
-        replaced = replaced_positions(before, nodes)
+        replaced = replaced_in_place(before, nodes, key=attrgetter("name"))
         present: frozenset[str] | None = None  # None: the nodes of the latest snapshot
-        if replaced is not None and all(nodes[i].name == before[i].name for i in replaced):
+        if replaced is not None:
             changed: Sequence[NodeState] = [nodes[i] for i in replaced]  # states are immutable
         else:
             changed, present = nodes, frozenset(node.name for node in nodes)

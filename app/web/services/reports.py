@@ -101,8 +101,8 @@ class ReportStore:
             self._remember(report.node, digest)
             renewed = current is not None and report.gpus is current.report.gpus
             shown = self._shown.get(report.node)
-            fresh_from = self._shown_fresh_from
-            if not renewed or shown is None or (fresh_from and shown.received_at < fresh_from):
+            stale_before = self._shown_fresh_from
+            if not renewed or shown is None or (stale_before and shown.received_at < stale_before):
                 self._shown[report.node] = received
             self.generation += 1
         self._on_change()

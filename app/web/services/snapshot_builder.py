@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from operator import attrgetter
 from typing import Protocol
 
 from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo
-from app.domain.sequences import replaced_positions, same_objects
+from app.domain.sequences import replaced_in_place, same_objects
 from app.domain.snapshot import NodeState, Snapshot
 from app.web.services.model_memory import share_fields_sets
 from app.web.services.node_roster import NodeRoster
@@ -86,7 +87,7 @@ class SnapshotBuilder:
         """
         before_list = self._shared_list
         self._shared_list = nodes
-        replaced = replaced_positions(before_list, nodes)
+        replaced = replaced_in_place(before_list, nodes, key=attrgetter("name"))
         if replaced is not None:  # the same nodes: only those replaced are looked at
             for i in replaced:
                 _share(before_list[i], nodes[i])
@@ -128,7 +129,7 @@ class SnapshotBuilder:
 def _share(before: NodeState | None, node: NodeState) -> None:
     """`node`, new since `before` (the state of its node the build before, if any), given
     shared field-name sets."""
-    if before is not None and before.name == node.name and _same_parts(before, node):
+    if before is not None and _same_parts(before, node):
         _share_own_set(node, like=before)
     else:
         share_fields_sets(node)
