@@ -4,19 +4,16 @@ scraping the running dashboard and evaluating the shipped rules until an alert f
 from __future__ import annotations
 
 import re
-import socket
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from tests.conftest import Stack
 from tests.live import wait_for
-from tests.monitoring.tools import exported_families, rules_text, run, tool
+from tests.monitoring.tools import api, exported_families, prometheus_server, rules_text, run, tool
 
 GPU_NODES = {
     "gpu-server-1",
@@ -79,13 +76,6 @@ def test_live_metrics_families_are_the_documented_ones(metrics_text: str) -> Non
         assert f"`{family}`" in documented, family
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def prometheus(demo_stack: Stack, tmp_path: Path) -> Iterator[str]:
     """A real Prometheus scraping the demo every second, with the shipped rules at `for: 0s`
@@ -102,36 +92,14 @@ def prometheus(demo_stack: Stack, tmp_path: Path) -> Iterator[str]:
         "rule_files": ["rules.yaml"],
         "scrape_configs": [{"job_name": "gpu-slots", "static_configs": [{"targets": [target]}]}],
     }
-    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    port = _free_port()
-    log = (tmp_path / "prometheus.log").open("w")
-    process = subprocess.Popen(
-        [
-            tool("prometheus"),
-            f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=tmp_path,
-    )
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        log.close()
+    with prometheus_server(config, tmp_path) as url:
+        yield url
 
 
 def _firing(prometheus: str, name: str) -> list[dict[str, Any]]:
-    try:
-        body = httpx.get(f"{prometheus}/api/v1/alerts", timeout=5).json()
-    except httpx.HTTPError:
-        return []
     return [
         alert
-        for alert in body["data"]["alerts"]
+        for alert in api(prometheus, "/api/v1/alerts")["alerts"]
         if alert["labels"]["alertname"] == name and alert["state"] == "firing"
     ]
 
@@ -147,11 +115,7 @@ def test_real_prometheus_scrapes_demo_and_plugin_failing_fires_for_gpu_ws_5(
     assert {a["labels"]["node"] for a in alerts} == {"gpu-ws-5"}
     ws5 = next(a for a in alerts if a["labels"]["code"] == "plugin-pod-not-ready")
     assert ws5["annotations"]["runbook_url"].endswith("/docs/findings#plugin-pod-not-ready")
-    targets = httpx.get(f"{prometheus}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
+    targets = api(prometheus, "/api/v1/targets")["activeTargets"]
     assert [t["health"] for t in targets] == ["up"]
-    query = httpx.get(
-        f"{prometheus}/api/v1/query",
-        params={"query": 'gpu_slots_allocatable{node="gpu-ws-5"}'},
-        timeout=5,
-    ).json()
-    assert [r["value"][1] for r in query["data"]["result"]] == ["0"]
+    query = api(prometheus, "/api/v1/query", query='gpu_slots_allocatable{node="gpu-ws-5"}')
+    assert [r["value"][1] for r in query["result"]] == ["0"]

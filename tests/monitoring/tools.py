@@ -5,13 +5,19 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import socket
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
+
+from tests.live import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES_FILE = ROOT / "chart" / "files" / "gpu-slots.rules.yaml"
@@ -38,6 +44,68 @@ def run(argv: list[str], *, stdin: str | None = None, cwd: Path | None = None) -
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{' '.join(argv)} exited {done.returncode}:\n{output}"
     return output
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _log_tail(log: Path) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")[-4000:]
+
+
+@contextmanager
+def prometheus_server(config: dict[str, Any], folder: Path) -> Iterator[str]:
+    """A real Prometheus on a free port with `config` (files it names live in `folder`),
+    yielded only once its readiness endpoint answers 200: while it starts it answers
+    "503 Service Unavailable" on every API, and a test that read that as JSON failed on
+    fresh machines. Stopped by its PID on exit."""
+    (folder / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    url = f"http://127.0.0.1:{_free_port()}"
+    log_path = folder / "prometheus.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [
+                tool("prometheus"),
+                f"--config.file={folder / 'prometheus.yml'}",
+                f"--storage.tsdb.path={folder / 'data'}",
+                f"--web.listen-address={url.removeprefix('http://')}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=folder,
+        )
+        try:
+
+            def ready() -> bool:
+                exited = process.poll()
+                if exited is not None:
+                    raise AssertionError(
+                        f"prometheus exited {exited} before it was ready:\n{_log_tail(log_path)}"
+                    )
+                try:
+                    return httpx.get(f"{url}/-/ready", timeout=2).status_code == 200
+                except httpx.TransportError:
+                    return False
+
+            wait_for(ready, timeout_s=60, interval_s=0.2, what="prometheus /-/ready")
+            yield url
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def api(prometheus: str, path: str, **params: str) -> Any:
+    """The `data` of a Prometheus API answer; any other answer fails the test with its
+    status and body (never parsed blindly)."""
+    answer = httpx.get(f"{prometheus}{path}", params=params, timeout=5)
+    assert answer.status_code == 200, f"{path}: {answer.status_code} {answer.text[:2000]}"
+    body = answer.json()
+    assert body.get("status") == "success", f"{path}: {answer.text[:2000]}"
+    return body["data"]
 
 
 def rules_text(dashboard_url: str = TEST_DASHBOARD_URL) -> str:
