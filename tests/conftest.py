@@ -125,7 +125,17 @@ def demo_stack() -> Iterator[Stack]:
 # The tiers `make check` leaves out (docs/TESTING.md): folders that need built tools, a
 # browser or a real Prometheus, and any test that runs the real kubectl or helm.
 TIER_FOLDERS = frozenset(
-    {"browser", "chart", "differential", "install", "monitoring", "node", "real", "real_inputs"}
+    {
+        "browser",
+        "chart",
+        "differential",
+        "install",
+        "k3s",
+        "monitoring",
+        "node",
+        "real",
+        "real_inputs",
+    }
 )
 TESTS = Path(__file__).resolve().parent
 
