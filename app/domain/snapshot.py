@@ -241,6 +241,14 @@ class PodSlots(_Out):
     )
 
 
+class NodeTaint(_Out):
+    """A taint of a node (spec.taints[]): pods that do not tolerate it are kept off."""
+
+    key: str
+    value: str | None = None
+    effect: str
+
+
 class NodeConfig(_Out):
     """Where a node's plugin config comes from."""
 
@@ -257,6 +265,11 @@ class NodeConfig(_Out):
     allocation_policy: str | None = Field(
         default=None,
         description="flags.plugin.sharedDevicesAllocationPolicy (v0.20): distributed | packed",
+    )
+    fail_requests_greater_than_one: bool = Field(
+        default=False,
+        description="The plugin refuses a request of more than one shared slot (time-slicing, "
+        "MPS) at admission",
     )
 
 
@@ -302,6 +315,8 @@ class NodeState(_Out):
     unschedulable_reason: str | None = Field(
         default=None, description="NotReady, cordoned or tainted <key>=<value>:<effect>"
     )
+    cordoned: bool = Field(default=False, description="spec.unschedulable (kubectl cordon)")
+    taints: list[NodeTaint] = Field(default_factory=list, description="spec.taints")
     config: NodeConfig | None = None
     resources: dict[str, ResourceState] = Field(
         default_factory=dict, description="Every GPU resource the node advertises or pods hold"

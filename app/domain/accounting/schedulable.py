@@ -9,6 +9,7 @@ resource), so they do not strand anything.
 from __future__ import annotations
 
 from app.domain.cluster import Manifest
+from app.domain.snapshot import NodeTaint
 
 _BLOCKING = ("NoSchedule", "NoExecute")
 _GPU_TAINT_PREFIX = "nvidia.com/gpu"
@@ -28,3 +29,17 @@ def unschedulable_reason(node: Manifest, *, ready: bool) -> str | None:
             value = taint.get("value")
             return f"tainted {key}={value}:{effect}" if value else f"tainted {key}:{effect}"
     return None
+
+
+def node_taints(node: Manifest) -> list[NodeTaint]:
+    """The node's taints as the snapshot carries them (entries that are no mapping skipped)."""
+    taints = (node.get("spec") or {}).get("taints") or []
+    return [
+        NodeTaint(
+            key=str(taint.get("key", "")),
+            value=None if taint.get("value") in (None, "") else str(taint["value"]),
+            effect=str(taint.get("effect", "")),
+        )
+        for taint in taints
+        if isinstance(taint, dict)
+    ]

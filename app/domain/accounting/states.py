@@ -6,6 +6,7 @@ from typing import Any
 
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger.models import GpuFacts, MigFacts
+from app.domain.accounting.schedulable import node_taints
 from app.domain.cluster import AccountingOptions
 from app.domain.plugin.config import DEFAULT_ALLOCATION_POLICY
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL, ConfigManagerRef, PluginSpec
@@ -73,6 +74,8 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
         findings=findings,
         schedulable=facts.schedulable,
         unschedulable_reason=facts.unschedulable_reason,
+        cordoned=bool((facts.manifest.get("spec") or {}).get("unschedulable")),
+        taints=node_taints(facts.manifest),
         config=_node_config(facts),
         resources=facts.resources,
         stranded=facts.stranded,
@@ -117,6 +120,9 @@ def _node_config(facts: NodeFacts) -> NodeConfig | None:
         label=facts.labels.get(label_key),
         mig_strategy=config.config.mig_strategy if config.config else None,
         allocation_policy=config.config.allocation_policy if config.config else None,
+        fail_requests_greater_than_one=bool(
+            config.config and config.config.fail_requests_greater_than_one
+        ),
         change_with=_change_with(spec, label_key, facts.name),
     )
 
