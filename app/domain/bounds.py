@@ -10,6 +10,8 @@ fresh. Pure.
 
 from __future__ import annotations
 
+import json
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +35,12 @@ READ_ERRORS: tuple[type[BaseException], ...] = (
     AttributeError,
     RecursionError,
 )
+
+
+# JSON read from anyone (a preview token, a stored change record): nested no deeper than
+# this by default, and no integer longer than MAX_JSON_INT_DIGITS digits.
+MAX_JSON_DEPTH = 16
+MAX_JSON_INT_DIGITS = 18
 
 
 class OutOfBounds(ValueError):
@@ -90,3 +98,58 @@ def set_aside(kind: str, key: str, error: BaseException) -> SetAside:
         reason = str(getattr(error, "code", type(error).__name__))
         return SetAside(kind, key, field, cut(getattr(error, "value", "")), reason)
     return SetAside(kind, key, "?", cut(str(error)), type(error).__name__)
+
+
+class JsonRefused(ValueError):
+    """Text that is no bounded JSON: `why` a code (too-deep, not-json, number-constant,
+    number-too-long, number-out-of-range), `params` its values."""
+
+    def __init__(self, why: str, /, **params: object) -> None:
+        super().__init__(why, params)
+        self.why = why
+        self.params = params
+
+
+def read_json(
+    text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH, max_int_digits: int = MAX_JSON_INT_DIGITS
+) -> Any:
+    """The JSON value `text` holds, read once with every bound; JsonRefused saying why not.
+
+    The one JSON reader for text anyone may write: no NaN or Infinity, no integer past
+    `max_int_digits` digits, no float out of range, nothing nested past `max_depth` (a
+    12,000-bracket token is refused, never a RecursionError).
+    """
+
+    def no_constant(name: str) -> float:
+        raise JsonRefused("number-constant", name=name)
+
+    def short_int(digits: str) -> int:
+        if len(digits.lstrip("-")) > max_int_digits:
+            raise JsonRefused("number-too-long", digits=len(digits))
+        return int(digits)
+
+    try:
+        value = json.loads(text, parse_constant=no_constant, parse_int=short_int)
+    except RecursionError as exc:
+        raise JsonRefused("too-deep", levels=max_depth) from exc
+    except JsonRefused:
+        raise
+    except ValueError as exc:  # JSONDecodeError, and UnicodeDecodeError for bytes
+        raise JsonRefused("not-json", error=str(exc)[:120]) from exc
+    _check_json(value, max_depth)
+    return value
+
+
+def _check_json(value: Any, max_depth: int) -> None:
+    """JsonRefused when `value` nests deeper than `max_depth` or holds a float out of range."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > max_depth:
+            raise JsonRefused("too-deep", levels=max_depth)
+        if isinstance(item, float) and not math.isfinite(item):
+            raise JsonRefused("number-out-of-range")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)

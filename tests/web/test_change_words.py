@@ -27,17 +27,22 @@ def _codes(callee: str, where: str) -> set[str]:
     return found
 
 
+def _record_errors() -> set[str]:
+    """Why a stored record is unreadable: its own codes and the bounded JSON reader's."""
+    return _codes("RecordInvalid", "app/domain") | _codes("JsonRefused", "app/domain")
+
+
 def test_the_scans_see_the_warnings_and_the_record_errors() -> None:
     assert {"mps-removed", "answer-lost-written", "not-in-history"} <= _codes(
         "ChangeWarning", "app"
     )
-    assert {"not-an-object", "too-deep", "not-json"} <= _codes("RecordInvalid", "app/domain")
+    assert {"not-an-object", "too-deep", "not-json", "field-invalid"} <= _record_errors()
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_every_warning_and_record_error_is_worded(lang: str) -> None:
     warnings = {f"warning.{c}" for c in _codes("ChangeWarning", "app") | {"recorded"}}
-    errors = {f"unreadable.{c}" for c in _codes("RecordInvalid", "app/domain")}
+    errors = {f"unreadable.{c}" for c in _record_errors()}
     errors |= {"unreadable.misnamed", "unreadable.mislabelled"}
     assert sorted(k for k in warnings | errors if k not in CATALOGS[lang]) == []
 

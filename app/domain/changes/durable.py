@@ -12,12 +12,12 @@ Pure: records to ConfigMap manifests and back, and which to delete.
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from app.domain.bounds import JsonRefused, read_json
 from app.domain.changes.history import ChangeRecord, RecordInvalid, history, record_from_json
 from app.domain.cluster import Manifest
 
@@ -118,44 +118,13 @@ def _parse(data: Any) -> ChangeRecord:
     if len(raw) > MAX_RECORD_BYTES:
         raise RecordInvalid("too-large", key=RECORD_KEY, limit=MAX_RECORD_BYTES)
     try:
-        parsed = json.loads(raw, parse_constant=_no_constant, parse_int=_short_int)
-    except RecursionError as exc:
-        raise RecordInvalid("too-deep", key=RECORD_KEY, levels=MAX_DEPTH) from exc
-    except RecordInvalid:
-        raise
-    except ValueError as exc:
-        raise RecordInvalid("not-json", key=RECORD_KEY, error=str(exc)[:120]) from exc
-    _check_depth(parsed)
+        parsed = read_json(raw, max_depth=MAX_DEPTH)
+    except JsonRefused as exc:
+        raise RecordInvalid(exc.why, key=RECORD_KEY, **exc.params) from exc
     return record_from_json(parsed)
 
 
 MAX_DEPTH = 16  # a record is a few levels deep; deeper is no record GPU Slots wrote
-MAX_INT_DIGITS = 18
-
-
-def _no_constant(name: str) -> float:
-    raise RecordInvalid("number-constant", name=name)
-
-
-def _short_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise RecordInvalid("number-too-long", digits=len(text))
-    return int(text)
-
-
-def _check_depth(value: Any) -> None:
-    """RecordInvalid when `value` nests deeper than MAX_DEPTH or holds a float out of range."""
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            raise RecordInvalid("too-deep", key=RECORD_KEY, levels=MAX_DEPTH)
-        if isinstance(item, float) and not math.isfinite(item):
-            raise RecordInvalid("number-out-of-range", key=RECORD_KEY)
-        if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
 
 
 def _created_at(value: object) -> datetime | None:

@@ -17,6 +17,7 @@ import yaml
 from app.domain.changes.models import ChangeWarning
 from app.domain.cluster import Manifest
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
+from app.domain.plugin.goyaml import GoYamlError, load_first_document
 
 VOLUME_NAME = "nvidia-device-plugin-config"
 MOUNT_DIR = "/etc/nvidia-device-plugin"
@@ -78,17 +79,7 @@ def time_slicing_text(
     allocation_policy: str | None = None,
 ) -> str:
     """config.yaml with sharing.timeSlicing set as asked and every other key kept."""
-    base: dict[str, Any] = {}
-    if old_text and old_text.strip():
-        try:
-            loaded = yaml.safe_load(old_text)
-        except yaml.YAMLError:
-            loaded = None
-            warnings.append(ChangeWarning("config-not-yaml-replaced"))
-        if isinstance(loaded, dict):
-            base = loaded
-        elif loaded is not None:
-            warnings.append(ChangeWarning("config-not-mapping-replaced"))
+    base = _old_config(old_text, warnings)
     config: dict[str, Any] = dict(base) if base else {"version": "v1"}
     # The plugin matches these struct keys case-insensitively: fold every variant into one.
     old_sharing = _pop_ci(config, "sharing")
@@ -123,10 +114,37 @@ def time_slicing_text(
     config["sharing"] = sharing
     if allocation_policy is not None:
         _set_policy(config, allocation_policy)
-    new_text = dump_yaml(config)
-    if old_text is not None and base and _same_yaml(old_text, new_text):
-        return old_text
-    return new_text
+    if old_text is not None and base and config == base:
+        return old_text  # the plugin would read the same: the admin's text is kept as it is
+    return dump_yaml(config)
+
+
+def _old_config(old_text: str | None, warnings: list[ChangeWarning]) -> dict[str, Any]:
+    """config.yaml as the plugin reads it (the one bounded YAML reader), or {} to replace it.
+
+    The text is whatever the ConfigMap's writers put there: it is read once, bounded, and
+    only its typed result is edited and compared, never an alias-expanded tree.
+    """
+    if not old_text or not old_text.strip():
+        return {}
+    try:
+        loaded = load_first_document(old_text)
+    except GoYamlError as exc:
+        bound = exc.code.startswith("plugin.bound.")
+        warnings.append(
+            ChangeWarning(
+                "config-past-bound-replaced",
+                {"bound": exc.code.removeprefix("plugin.bound."), **exc.params},
+            )
+            if bound
+            else ChangeWarning("config-not-yaml-replaced")
+        )
+        return {}
+    if isinstance(loaded, dict):
+        return loaded
+    if loaded is not None:
+        warnings.append(ChangeWarning("config-not-mapping-replaced"))
+    return {}
 
 
 def _set_policy(config: dict[str, Any], policy: str) -> None:
@@ -153,13 +171,6 @@ def _is_gpu(name: Any) -> bool:
     try:
         return resource_name(name) == GPU_RESOURCE
     except ValueError:
-        return False
-
-
-def _same_yaml(a: str, b: str) -> bool:
-    try:
-        return bool(yaml.safe_load(a) == yaml.safe_load(b))
-    except yaml.YAMLError:
         return False
 
 

@@ -19,11 +19,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.bounds import read_json
 from app.domain.changes.models import Phrase, PlanRefused, RefusalCode
 from app.domain.cluster import Manifest
 
 MAX_TOKEN_CHARS = 16_384
 MAX_OBJECTS = 16
+TOKEN_DEPTH = 4  # {"objects": {key: {"fields": {path: hash}}}}
 _VERSION = 1
 
 
@@ -98,8 +100,8 @@ def parse_token(token: str) -> dict[str, Fingerprint | None]:
         raise _bad("too-long")
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        body = json.loads(raw)
-    except (binascii.Error, ValueError) as exc:
+        body = read_json(raw, max_depth=TOKEN_DEPTH)
+    except (binascii.Error, ValueError) as exc:  # JsonRefused is a ValueError
         raise _bad("not-base64-json") from exc
     if not isinstance(body, dict) or body.get("v") != _VERSION:
         raise _bad("unknown-version")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from app.domain.bounds import MAX_COUNT, cut
 from app.domain.changes.models import ChangeWarning, warning_from_json
 from app.domain.cluster import Manifest
 
@@ -131,6 +132,8 @@ def _record(data: dict[str, Any]) -> ChangeRecord:
     before, after = data.get("before") or {}, data.get("after") or {}
     if not isinstance(before, dict) or not isinstance(after, dict):
         raise RecordInvalid("before-after-not-objects")
+    _check_side("before", before)
+    _check_side("after", after)
     warnings = data.get("warnings") or []
     if not isinstance(warnings, list):
         raise RecordInvalid("warnings-not-list")
@@ -148,6 +151,40 @@ def _record(data: dict[str, Any]) -> ChangeRecord:
         warnings=tuple(warning_from_json(w) for w in warnings),
         rollout=data["rollout"] if isinstance(data.get("rollout"), dict) else None,
     )
+
+
+# What each field of `before`/`after` holds when GPU Slots wrote it (PluginSettings and
+# SplitState `as_json`). The record is read once, here: a rollback reads typed values after
+# it, so a forged `"replicas": "four"` is an unreadable record, never a failed int().
+_SIDE_TEXT = ("mode", "resource", "daemonset")
+_SIDE_OPTIONAL_TEXT = ("error", "config_key")
+_SIDE_FLAGS = ("renameByDefault", "failRequestsGreaterThanOne", "own")
+MAX_RECORD_GPUS = 1024  # GPUs a split record names; no node holds more
+
+
+def _check_side(side: str, values: dict[str, Any]) -> None:
+    """RecordInvalid("field-invalid") naming the first field of `values` of the wrong kind."""
+    for name, value in values.items():
+        if not _side_value_ok(name, value):
+            raise RecordInvalid("field-invalid", field=f"{side}.{str(name)[:64]}", value=cut(value))
+
+
+def _side_value_ok(name: str, value: Any) -> bool:
+    if name == "replicas":
+        return type(value) is int and 0 <= value <= MAX_COUNT
+    if name == "kubernetes_gpus":
+        return (
+            isinstance(value, list)
+            and len(value) <= MAX_RECORD_GPUS
+            and all(isinstance(item, str) for item in value)
+        )
+    if name in _SIDE_TEXT:
+        return isinstance(value, str)
+    if name in _SIDE_OPTIONAL_TEXT:
+        return value is None or isinstance(value, str)
+    if name in _SIDE_FLAGS:
+        return isinstance(value, bool)
+    return True  # a field no rollback reads is shown as it is
 
 
 def _optional_str(value: object) -> str | None:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.domain.accounting.pods import pod_key, pod_node, pod_phase, pod_slots
+from app.domain.accounting.pods import pod_key, pod_node, pod_phase, read_pod
 from app.domain.cluster import Manifest
 from app.domain.snapshot import NodeState, Snapshot
 from app.domain.usage.shares import held_on_node
@@ -143,19 +143,24 @@ def _holding_usages(
 
 
 def _pending_usages(pods: Sequence[Manifest], resource: str) -> list[PodUsage]:
-    """Unscheduled pods waiting for the plugin's resource."""
+    """Unscheduled pods waiting for the plugin's resource.
+
+    Each is read by read_pod(), the one parse step for pods, bound or pending: a pod whose
+    request cannot be counted ("1Ei", 20 digits) is set aside there (the engine's
+    `object-set-aside` finding names it) and wants nothing here.
+    """
     found = []
     for pod in pods:
         if pod_node(pod) is not None or pod_phase(pod) != "Pending":
             continue
-        want = pod_slots(pod).get(resource, 0)
-        if want <= 0:
+        facts = read_pod(pod)
+        want = facts.slots.get(resource, 0)
+        if facts.set_aside is not None or want <= 0:
             continue
-        key = pod_key(pod)
         found.append(
             PodUsage(
-                pod=key,
-                namespace=key.partition("/")[0],
+                pod=facts.key,
+                namespace=facts.namespace,
                 owner=owner_of(pod),
                 node=None,
                 slots=want,

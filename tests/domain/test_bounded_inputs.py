@@ -1,0 +1,130 @@
+"""The one-step readers of issue 48: bounded JSON, typed change records, bounded YAML edits."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from typing import Any
+
+import pytest
+
+from app.domain.bounds import JsonRefused, read_json
+from app.domain.changes.edits import time_slicing_text
+from app.domain.changes.freshness import parse_token
+from app.domain.changes.history import RecordInvalid, record_from_json
+from app.domain.changes.models import ChangeWarning, PlanRefused
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("[" * 12_000 + "]" * 12_000, "too-deep"),
+        ("[" * 20 + "]" * 20, "too-deep"),
+        ("[NaN]", "number-constant"),
+        ("[" + "9" * 19 + "]", "number-too-long"),
+        ("[1e400]", "number-out-of-range"),
+        ("{", "not-json"),
+        (b"\xff", "not-json"),
+    ],
+)
+def test_read_json_refuses_with_a_code(text: str | bytes, why: str) -> None:
+    with pytest.raises(JsonRefused) as refused:
+        read_json(text)
+    assert refused.value.why == why
+
+
+def test_read_json_reads_what_a_writer_of_ours_writes() -> None:
+    assert read_json('{"a": [1, 2.5, "x", null, true]}') == {"a": [1, 2.5, "x", None, True]}
+
+
+def test_a_token_of_12000_brackets_is_a_bad_token_not_a_recursion_error() -> None:
+    token = base64.urlsafe_b64encode(b"[" * 12_000).decode()
+    with pytest.raises(PlanRefused) as refused:
+        parse_token(token)
+    assert refused.value.why == "bad-token.not-base64-json"
+
+
+def _record(kind: str, before: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "kind": kind,
+        "action": "change",
+        "at": "2026-01-01T00:00:00Z",
+        "before": before,
+        "after": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("kind", "before", "field"),
+    [
+        ("mode", {"replicas": "four"}, "before.replicas"),
+        ("mode", {"replicas": "9" * 5000}, "before.replicas"),
+        ("mode", {"replicas": True}, "before.replicas"),
+        ("mode", {"replicas": -1}, "before.replicas"),
+        ("mode", {"replicas": 2.5}, "before.replicas"),
+        ("mode", {"mode": ["basic"]}, "before.mode"),
+        ("mode", {"renameByDefault": "yes"}, "before.renameByDefault"),
+        ("split", {"kubernetes_gpus": "GPU-1"}, "before.kubernetes_gpus"),
+        ("split", {"kubernetes_gpus": [{"a": 1}]}, "before.kubernetes_gpus"),
+        ("split", {"config_key": 5}, "before.config_key"),
+    ],
+)
+def test_a_record_field_of_the_wrong_kind_is_named(
+    kind: str, before: dict[str, Any], field: str
+) -> None:
+    with pytest.raises(RecordInvalid) as refused:
+        record_from_json(_record(kind, before))
+    assert refused.value.why == "field-invalid"
+    assert refused.value.params["field"] == field
+    assert len(str(refused.value.params["value"])) < 80  # cut short
+
+
+def test_a_record_as_written_reads_back() -> None:
+    before = {"mode": "time-slicing", "replicas": 4, "renameByDefault": False, "error": None}
+    assert record_from_json(_record("mode", before)).before == before
+    split = {"own": True, "kubernetes_gpus": ["GPU-1"], "mode": "basic", "replicas": 1}
+    assert record_from_json(json.loads(json.dumps(_record("split", split)))).before == split
+
+
+BLOCK = (
+    "version: v1\nsharing:\n  timeSlicing:\n    renameByDefault: false\n"
+    "    failRequestsGreaterThanOne: false\n    resources:\n"
+    "    - name: nvidia.com/gpu\n      replicas: 8\n"
+)
+
+
+def _bomb() -> str:
+    bomb = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    for level in "bcdefghi":
+        bomb += f"{level}: &{level} [" + ",".join([f"*{chr(ord(level) - 1)}"] * 9) + "]\n"
+    return bomb
+
+
+def _edit(text: str, warnings: list[ChangeWarning]) -> str:
+    return time_slicing_text(
+        text,
+        replicas=8,
+        rename_by_default=False,
+        fail_requests_greater_than_one=False,
+        warnings=warnings,
+    )
+
+
+def test_an_alias_bomb_beside_the_same_block_is_refused_fast_and_replaced() -> None:
+    warnings: list[ChangeWarning] = []
+    started = time.monotonic()
+    text = _edit(BLOCK + _bomb(), warnings)
+    assert time.monotonic() - started < 0.5  # 5.6-7.0 s comparing expanded trees before
+    assert text == BLOCK
+    assert warnings == [
+        ChangeWarning("config-past-bound-replaced", {"bound": "aliases", "limit": 20_000})
+    ]
+
+
+def test_the_same_config_is_kept_as_the_admin_wrote_it() -> None:
+    written = BLOCK.replace("false", "no") + "# a comment kept\n"
+    warnings: list[ChangeWarning] = []
+    assert _edit(written, warnings) is written  # go-yaml v2 reads `no` as false
+    assert warnings == []
