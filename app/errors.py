@@ -46,3 +46,16 @@ class GpuReadError(GpuSlotsError):
 
 class WritesDisabledError(GpuSlotsError):
     """A change was asked of a dashboard started without a plugin writer (answered 503)."""
+
+
+class HistoryUnavailableError(GpuSlotsError):
+    """The GPU-hour history cannot be read or written now (answered 503, the code worded).
+
+    `code`: history.disk-full, history.read-only, history.unreadable,
+    history.prometheus-down, history.prometheus-slow, history.prometheus-answer.
+    """
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail

@@ -72,6 +72,14 @@ class Settings(BaseSettings):
     # under 1% utilization this long too (gpu-utilization-low).
     idle_slot_after_s: float = Field(default=900.0, gt=0)
     low_utilization_after_s: float = Field(default=1800.0, gt=0)
+    # The GPU-hour history (docs/SETTINGS.md): a SQLite file (unset: none kept), sampled
+    # from the published snapshot every interval, kept this many days; with a Prometheus
+    # URL the history pages query it instead (it scrapes /metrics every interval).
+    history_path: Path | None = None
+    history_interval_s: float = Field(default=15.0, ge=1, le=3600)
+    history_retention_days: int = Field(default=35, ge=1, le=3660)
+    prometheus_url: str | None = None
+    prometheus_timeout_s: float = Field(default=5.0, gt=0, le=120)
     # Holds static/, templates/ and docs/; the package's app/web/assets/ when unset.
     assets_dir: Path | None = None
 
@@ -115,6 +123,13 @@ class Settings(BaseSettings):
         for entry in value:
             cls._dns_name(entry)
         return value
+
+    @field_validator("prometheus_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL of a Prometheus query API")
+        return value or None
 
     @field_validator("trusted_proxies")
     @classmethod

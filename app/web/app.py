@@ -45,12 +45,15 @@ from app.web.routes import (
     pages,
     peers,
     rollout_api,
+    showback_api,
     split_api,
     usage_api,
+    usage_history_pages,
 )
 from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
 from app.web.services.change_pipeline import ChangeContext
 from app.web.services.fragments import Pages
+from app.web.services.history_service import build_history
 from app.web.services.node_roster import NodeRoster
 from app.web.services.report_intake import ReportIntake
 from app.web.services.report_sync import ReportSync
@@ -196,6 +199,9 @@ def build_runtime(
             clock=clock,
             on_stored=snapshots.poke,
         ),
+        history=build_history(
+            settings, current=snapshots.current, pods=lambda: source.items("pods"), clock=clock
+        ),
         clock=clock,
         writer=writer,
         page_refresh_s=page_refresh_s,
@@ -210,9 +216,11 @@ def _lifespan(runtime: Runtime) -> Callable[[FastAPI], AbstractAsyncContextManag
         runtime.source.start()
         runtime.snapshots.start()
         runtime.peers.start()
+        runtime.history.sampler.start()
         try:
             yield
         finally:
+            runtime.history.sampler.stop()
             runtime.peers.stop()
             runtime.snapshots.stop()
             runtime.source.stop()
@@ -230,6 +238,7 @@ def _include_routers(app: FastAPI, reader: Any) -> None:
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
     app.include_router(usage_api.router, dependencies=[reader])
+    app.include_router(showback_api.router, dependencies=[reader])
     app.include_router(rollout_api.router, dependencies=[reader])
     app.include_router(agent_api.router)  # agents authenticate themselves (app.web.auth.agent_auth)
     app.include_router(peers.router)  # replicas authenticate each other (app.web.routes.peers)
@@ -242,6 +251,7 @@ def _include_routers(app: FastAPI, reader: Any) -> None:
     app.include_router(admin_pages.router, dependencies=[page_reader, admin_form])
     app.include_router(admin_gpus.router, dependencies=[page_reader, admin_form])
     app.include_router(history_pages.router, dependencies=[page_reader])
+    app.include_router(usage_history_pages.router, dependencies=[page_reader])
 
 
 def _add_exception_handlers(app: FastAPI) -> None:

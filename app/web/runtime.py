@@ -19,6 +19,7 @@ from app.web.auth.agent_auth import AgentAuth
 from app.web.auth.state import AuthState
 from app.web.services.change_pipeline import ChangeContext
 from app.web.services.fragments import Pages
+from app.web.services.history_service import HistoryService
 from app.web.services.report_intake import ReportIntake
 from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
@@ -63,6 +64,7 @@ class Runtime:
     agents: AgentAuth
     peers: ReportSync
     intake: ReportIntake
+    history: HistoryService  # GPU-hours over days (off unless a file or Prometheus is set)
     clock: Callable[[], datetime] = utc_now
     writer: PluginWriter | None = None  # None: plugin changes are not enabled
     page_refresh_s: float | None = None  # the pages' polling interval, when not the default

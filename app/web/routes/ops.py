@@ -45,4 +45,4 @@ async def metrics(runtime: RuntimeDep) -> Response:
     body = runtime.snapshots.metrics_text.memo("metrics", render_metrics)
     if body is None:
         return Response("# no snapshot yet\n", media_type=CONTENT_TYPE)
-    return Response(body, media_type=CONTENT_TYPE)
+    return Response(body + runtime.history.metrics_text(), media_type=CONTENT_TYPE)

@@ -1,0 +1,193 @@
+"""One sample of the published snapshot: what each team held, of which GPUs, and the GPUs.
+
+A holding stands for a physical share of GPUs (app.domain.usage.shares): 1 for a whole GPU,
+1/replicas for a time-slice, the slice's share for MIG, the annotation's share for a
+fraction (its KAI reservation pod keeps only what no fraction holds), the device for DRA.
+A node's holdings never add up to more GPUs than the node has: where they would (fractions
+asking more than a GPU, an accounting the agent contradicts), they are scaled down to them,
+so GPU-hours never exceed physical GPU-hours.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from app.domain.accounting.fractions import RESERVATION_NAMESPACES
+from app.domain.accounting.pods import pod_key
+from app.domain.cluster import Manifest
+from app.domain.snapshot import GpuState, NodeState, SlotHolder, Snapshot
+from app.domain.usage.holders import owner_of
+from app.domain.usage.shares import Held, held_on_node
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What one namespace/owner held on one node at a sample, in physical GPUs.
+
+    `used_share` is held by pods with a process on their GPUs, `idle_share` by pods with
+    none, both as the node's fresh agent saw; neither where no fresh agent reports.
+    """
+
+    namespace: str
+    owner: str
+    node: str
+    share: float
+    used_share: float
+    idle_share: float
+    slots: tuple[tuple[str, int], ...]  # per resource, kept apart
+
+
+@dataclass(frozen=True)
+class GpuHold:
+    """A pod holding slots of one GPU, under the plugin config in force on its node."""
+
+    node: str
+    gpu_uuid: str
+    gpu_index: int
+    pod: str
+    resource: str
+    slots: int
+    mode: str
+    replicas: int
+    config: str  # where the node's plugin config comes from ("" when not known)
+
+
+@dataclass(frozen=True)
+class GpuSeen:
+    """A physical GPU at a sample and the agent's utilisation of it (None: not read)."""
+
+    node: str
+    gpu_uuid: str
+    gpu_index: int
+    utilization_pct: int | None
+    mode: str
+    replicas: int
+    config: str
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: datetime
+    holdings: tuple[Holding, ...]
+    holds: tuple[GpuHold, ...]
+    gpus: tuple[GpuSeen, ...]
+
+
+def sample_of(snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> Sample:
+    """The sample at `at` of the published snapshot; `pods` (cached manifests) name owners."""
+    manifests = {pod_key(pod): pod for pod in pods}
+    holdings: list[Holding] = []
+    holds: list[GpuHold] = []
+    gpus: list[GpuSeen] = []
+    for node in snapshot.nodes:
+        holdings += node_holdings(node, manifests)
+        for gpu in node.gpus:
+            gpus.append(
+                GpuSeen(
+                    node.name,
+                    gpu.uuid,
+                    gpu.index,
+                    gpu.utilization_pct,
+                    mode=node.mode.value,
+                    replicas=node.replicas,
+                    config=_config_source(node),
+                )
+            )
+            holds += _gpu_holds(node, gpu)
+    return Sample(at, tuple(holdings), tuple(holds), tuple(gpus))
+
+
+def node_holdings(node: NodeState, manifests: Mapping[str, Manifest]) -> list[Holding]:
+    """The node's holdings per namespace and owner, scaled to its physical GPUs at most."""
+    held = held_on_node(node)
+    shares = _physical_shares(held)
+    physical = max(len(node.gpus), node.physical_gpus or 0)
+    total = sum(shares.values())
+    scale = physical / total if total > physical else 1.0
+    watched = node.agent is not None and node.agent.fresh
+    found: dict[tuple[str, str], _Sum] = {}
+    for pod, item in held.items():
+        namespace = pod.partition("/")[0]
+        bare = {"metadata": {"namespace": namespace, "name": pod.partition("/")[2]}}
+        owner = owner_of(manifests.get(pod) or bare)
+        found.setdefault((namespace, owner), _Sum()).add(
+            item, share=shares[pod] * scale, watched=watched
+        )
+    return [
+        Holding(
+            namespace,
+            owner,
+            node.name,
+            share=part.share,
+            used_share=part.used,
+            idle_share=part.idle,
+            slots=tuple(sorted(part.slots.items())),
+        )
+        for (namespace, owner), part in sorted(found.items())
+        if part.share or part.slots
+    ]
+
+
+@dataclass
+class _Sum:
+    share: float = 0.0
+    used: float = 0.0
+    idle: float = 0.0
+    slots: dict[str, int] = field(default_factory=dict)
+
+    def add(self, held: Held, *, share: float, watched: bool) -> None:
+        self.share += share
+        if watched and held.processes:
+            self.used += share
+        elif watched:
+            self.idle += share
+        for resource, count in held.slots.items():
+            self.slots[resource] = self.slots.get(resource, 0) + count
+
+
+def _physical_shares(held: Mapping[str, Held]) -> dict[str, float]:
+    """Each pod's share, a KAI reservation pod's less what the fractions on its node hold:
+    it reserves whole GPUs that the fraction pods hold parts of (what no fraction holds
+    stays with the reservation, never below 0)."""
+    shares = {pod: item.share for pod, item in held.items()}
+    fractions = sum(item.share for item in held.values() if not item.slots and not item.dra_devices)
+    for pod in sorted(shares):
+        if pod.partition("/")[0] in RESERVATION_NAMESPACES and fractions > 0:
+            taken = min(shares[pod], fractions)
+            shares[pod] -= taken
+            fractions -= taken
+    return shares
+
+
+def _gpu_holds(node: NodeState, gpu: GpuState) -> list[GpuHold]:
+    """Who held slots of this GPU (its MIG devices too), one entry per pod and resource."""
+    slots: dict[tuple[str, str], int] = {}
+    holders: Iterable[SlotHolder] = [
+        *gpu.holders,
+        *(holder for device in gpu.mig_devices for holder in device.holders),
+    ]
+    for holder in holders:
+        key = (holder.pod, holder.resource)
+        slots[key] = slots.get(key, 0) + holder.slots
+    config = _config_source(node)
+    return [
+        GpuHold(
+            node.name,
+            gpu.uuid,
+            gpu.index,
+            pod,
+            resource,
+            count,
+            mode=node.mode.value,
+            replicas=node.replicas,
+            config=config,
+        )
+        for (pod, resource), count in sorted(slots.items())
+    ]
+
+
+def _config_source(node: NodeState) -> str:
+    """Where the node's plugin config comes from (configmap/<name>#<key>), "" if unknown."""
+    return (node.config.source if node.config is not None else None) or ""

@@ -1,0 +1,73 @@
+"""`/usage/history`: held, used and idle GPU-hours over 24 hours, 7 or 30 days as SVG
+charts drawn on the server, and the showback table with its CSV link; a history that is
+off or cannot be read says what and why, and the rest of the dashboard is unaffected."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from app.domain.history.showback import SHOWBACK_BY, ShowbackBy
+from app.errors import HistoryUnavailableError
+from app.web.auth.requests import get_auth
+from app.web.deps import RuntimeDep
+from app.web.http.html import REVALIDATE, html_response
+from app.web.i18n.translate import CATALOGS, Translator, language_of
+from app.web.services.history_service import PERIODS, HistoryChart
+from app.web.views.history_views import column_chart, gpu_hours_text, row_bars
+
+router = APIRouter(include_in_schema=False)
+HISTORY_PATH = "/usage/history"
+
+
+@router.get(HISTORY_PATH, response_class=HTMLResponse)
+def usage_history_page(
+    request: Request,
+    runtime: RuntimeDep,
+    period: Annotated[Literal["24h", "7d", "30d"], Query()] = "24h",
+    by: Annotated[ShowbackBy, Query()] = "namespace",
+) -> HTMLResponse:
+    lang = language_of(request)
+    t = Translator(lang)
+    history = runtime.history
+    chart: HistoryChart | None = None
+    problem = history.problem()
+    try:
+        chart = history.chart(period, by)
+    except HistoryUnavailableError as exc:
+        problem = exc
+    csv_url = None
+    if chart is not None:
+        query = {"from": chart.start.isoformat(), "to": chart.end.isoformat(), "by": by}
+        csv_url = f"/api/v1/showback?{urlencode({**query, 'format': 'csv'})}"
+    principal = get_auth(request).identify(request, for_write=False)
+    html = runtime.templates.get_template("pages/usage_history.html").render(
+        {
+            "t": t,
+            "lang": lang,
+            "languages": list(CATALOGS),
+            "title": t("title_usage_history"),
+            "path": request.url.path,
+            "live_url": None,
+            "signed_in": principal.user if principal is not None else None,
+            "period": period,
+            "periods": list(PERIODS),
+            "by": by,
+            "by_options": SHOWBACK_BY,
+            "engine": "memory"
+            if history.engine == "sqlite" and runtime.settings.history_path is None
+            else history.engine,
+            "problem": t(problem.code, detail=problem.detail) if problem is not None else None,
+            "chart": column_chart(chart.buckets, start=chart.start, step=chart.step)
+            if chart is not None
+            else None,
+            "showback": chart.showback if chart is not None else None,
+            "bars": row_bars(chart.showback) if chart is not None else [],
+            "hours": gpu_hours_text,
+            "csv_url": csv_url,
+        }
+    )
+    return html_response(html, cache=REVALIDATE)

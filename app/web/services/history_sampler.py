@@ -1,0 +1,84 @@
+"""Samples the published snapshot into the history every `interval_s` (one thread).
+
+It reads what the snapshot service publishes (never the cluster a second time): the
+current snapshot and the cached pod manifests (owners). Each sample stands for the interval
+after it. A store that cannot be written (a full disk, a read-only file) leaves the
+sample out and says why (`error`); the dashboard's present-time pages never wait on it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from app.domain.cluster import Manifest
+from app.domain.history.sample import Sample, sample_of
+from app.domain.snapshot import Snapshot
+from app.errors import HistoryUnavailableError
+from app.web.services.history_store import HistoryStore
+
+log = logging.getLogger(__name__)
+
+
+class HistorySampler:
+    """Turns the current snapshot into a sample each interval; keeps the latest for /metrics."""
+
+    def __init__(
+        self,
+        store: HistoryStore | None,
+        *,
+        current: Callable[[], Snapshot | None],
+        pods: Callable[[], Sequence[Manifest]],
+        clock: Callable[[], datetime],
+        interval_s: float,
+        retention_days: int,
+    ) -> None:
+        self.store = store  # None: its file could not be opened (only /metrics is fed)
+        self._current, self._pods, self._clock = current, pods, clock
+        self.interval_s = interval_s
+        self._retention_days = retention_days
+        self.latest: Sample | None = None
+        self.error: HistoryUnavailableError | None = None  # why the latest write failed
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sample_now(self) -> Sample | None:
+        """Sample the current snapshot at the clock's moment (None before the first one)."""
+        snapshot = self._current()
+        if snapshot is None:
+            return None
+        sample = sample_of(snapshot, self._pods(), at=self._clock())
+        self.latest = sample
+        if self.store is not None:
+            try:
+                self.store.add(sample, span_s=self.interval_s, retention_days=self._retention_days)
+                self.error = None
+            except HistoryUnavailableError as exc:
+                if self.error is None or self.error.code != exc.code:
+                    log.warning("history sample not kept: %s", exc)
+                self.error = exc
+        return sample
+
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="history", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        due = time.monotonic()
+        while True:
+            due += self.interval_s  # paced by deadlines: samples tile time, never drift
+            if self._stop.wait(max(0.0, due - time.monotonic())):
+                return
+            try:
+                self.sample_now()
+            except Exception:  # one bad snapshot never stops the history
+                log.exception("history sample failed")

@@ -1,0 +1,179 @@
+"""The GPU-hour history as the routes ask for it: showback, charts, who held a GPU when.
+
+One reader answers: Prometheus when GEO_MLOPS_PROMETHEUS_URL is set, else the SQLite file
+at GEO_MLOPS_HISTORY_PATH (in memory when unset). What cannot be answered is a
+HistoryUnavailableError with a code the web layer words.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Literal, Protocol
+
+from app.domain.cluster import Manifest
+from app.domain.history.records import HeldBucket, PastGpu, PastHold
+from app.domain.history.sample import Sample
+from app.domain.history.showback import HeldSeconds, Showback, ShowbackBy, showback
+from app.domain.snapshot import Snapshot
+from app.errors import HistoryUnavailableError
+from app.settings import Settings
+from app.web.services.history_prometheus import PrometheusHistory
+from app.web.services.history_sampler import HistorySampler
+from app.web.services.history_store import HistoryStore
+from app.web.views.metrics_history import render_history
+
+log = logging.getLogger(__name__)
+
+Period = Literal["24h", "7d", "30d"]
+PERIODS: dict[str, tuple[timedelta, timedelta]] = {  # the window and its chart's bucket
+    "24h": (timedelta(hours=24), timedelta(hours=1)),
+    "7d": (timedelta(days=7), timedelta(hours=6)),
+    "30d": (timedelta(days=30), timedelta(days=1)),
+}
+
+
+class HistoryReader(Protocol):
+    def held(self, start_s: float, end_s: float) -> tuple[list[HeldSeconds], float]: ...
+
+    def buckets(self, start_s: float, end_s: float, *, step_s: float) -> list[HeldBucket]: ...
+
+    def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]: ...
+
+
+@dataclass(frozen=True)
+class GpuHolders:
+    gpu: PastGpu
+    holds: tuple[PastHold, ...]
+
+
+@dataclass(frozen=True)
+class HistoryChart:
+    start: datetime
+    end: datetime
+    step: timedelta
+    buckets: tuple[HeldBucket, ...]
+    showback: Showback
+
+
+class HistoryService:
+    """Answers history questions from its reader; the sampler feeds the file and /metrics."""
+
+    def __init__(
+        self,
+        *,
+        sampler: HistorySampler,
+        reader: HistoryReader | None,
+        engine: Literal["sqlite", "prometheus"],
+        retention_days: int,
+        clock: Callable[[], datetime],
+        startup_error: HistoryUnavailableError | None = None,
+    ) -> None:
+        self.sampler = sampler
+        self.engine = engine
+        self.retention_days = retention_days
+        self._reader = reader
+        self._clock = clock
+        self._startup_error = startup_error
+        self._rendered: tuple[Sample, str] | None = None
+
+    def metrics_text(self) -> str:
+        """The latest sample's families for /metrics ("" before one), rendered once each."""
+        sample = self.sampler.latest
+        if sample is None:
+            return ""
+        rendered = self._rendered
+        if rendered is None or rendered[0] is not sample:
+            rendered = (sample, render_history(sample))
+            self._rendered = rendered
+        return rendered[1]
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    def problem(self) -> HistoryUnavailableError | None:
+        """Why the history is unavailable or incomplete now (None: it is fine)."""
+        if self._startup_error is not None:
+            return self._startup_error
+        return self.sampler.error
+
+    def showback(self, start: datetime, end: datetime, by: ShowbackBy) -> Showback:
+        held, physical_s = self._read().held(start.timestamp(), end.timestamp())
+        return showback(held, by, physical_gpu_s=physical_s)
+
+    def chart(self, period: str, by: ShowbackBy) -> HistoryChart:
+        length, step = PERIODS[period]
+        end = self._clock()
+        start = end - length
+        reader = self._read()
+        buckets = reader.buckets(start.timestamp(), end.timestamp(), step_s=step.total_seconds())
+        held, physical_s = reader.held(start.timestamp(), end.timestamp())
+        return HistoryChart(
+            start, end, step, tuple(buckets), showback(held, by, physical_gpu_s=physical_s)
+        )
+
+    def holders(self, node: str, at: datetime) -> list[GpuHolders]:
+        holds, gpus = self._read().holds_at(node, at.timestamp())
+        known = {gpu.uuid for gpu in gpus}
+        # a GPU seen only through its holders (Prometheus keeps both; a file too): listed
+        extra = [
+            PastGpu(hold.gpu_uuid, hold.gpu_index, hold.mode, hold.replicas, hold.config)
+            for hold in holds
+            if hold.gpu_uuid not in known
+        ]
+        listed = {gpu.uuid: gpu for gpu in [*gpus, *extra]}
+        return [
+            GpuHolders(gpu, tuple(hold for hold in holds if hold.gpu_uuid == uuid))
+            for uuid, gpu in sorted(listed.items(), key=lambda item: (item[1].index, item[0]))
+        ]
+
+    def _read(self) -> HistoryReader:
+        if self._reader is None:  # the file could not be opened: say why
+            raise self._startup_error or HistoryUnavailableError("history.unreadable", "")
+        return self._reader
+
+
+def build_history(
+    settings: Settings,
+    *,
+    current: Callable[[], Snapshot | None],
+    pods: Callable[[], Sequence[Manifest]],
+    clock: Callable[[], datetime],
+) -> HistoryService:
+    """The history the settings ask for: the file at GEO_MLOPS_HISTORY_PATH (in memory when
+    unset: since the process started), answered from Prometheus when its URL is set."""
+    store: HistoryStore | None = None
+    error: HistoryUnavailableError | None = None
+    try:
+        store = HistoryStore(settings.history_path)
+    except HistoryUnavailableError as exc:
+        log.warning("history file %s unusable: %s", settings.history_path, exc)
+        error = exc
+    if store is not None and store.set_aside is not None:
+        log.warning("history file unreadable: set aside as %s", store.set_aside)
+    reader: HistoryReader | None = store
+    engine: Literal["sqlite", "prometheus"] = "sqlite"
+    if settings.prometheus_url:
+        reader = PrometheusHistory(
+            settings.prometheus_url,
+            interval_s=settings.history_interval_s,
+            timeout_s=settings.prometheus_timeout_s,
+        )
+        engine, error = "prometheus", None
+    return HistoryService(
+        sampler=HistorySampler(
+            store,
+            current=current,
+            pods=pods,
+            clock=clock,
+            interval_s=settings.history_interval_s,
+            retention_days=settings.history_retention_days,
+        ),
+        reader=reader,
+        engine=engine,
+        retention_days=settings.history_retention_days,
+        clock=clock,
+        startup_error=error,
+    )

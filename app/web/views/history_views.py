@@ -1,0 +1,238 @@
+"""The history's answers as JSON, CSV and chart geometry (the SVG is drawn by the template)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.domain.history.records import HeldBucket, PastGpu, PastHold
+from app.domain.history.showback import HOUR_S, Showback, ShowbackBy
+
+_CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
+
+
+class _Camel(BaseModel):
+    """Built by field name, written with the camelCase names of the API."""
+
+    model_config = ConfigDict(serialize_by_alias=True)
+
+
+class ShowbackRowOut(_Camel):
+    key: str = Field(description="The namespace, owner (namespace/who) or node")
+    slot_hours: dict[str, float] = Field(
+        serialization_alias="slotHours",
+        description="Slots held times hours, per resource (MIG apart)",
+    )
+    gpu_hours: float = Field(
+        serialization_alias="gpuHours",
+        description="The physical GPU share held times hours: a quarter time-slice for 4 "
+        "hours is 1 GPU-hour",
+    )
+    used_gpu_hours: float = Field(
+        serialization_alias="usedGpuHours",
+        description="Of gpuHours: held by pods with a GPU process",
+    )
+    idle_held_gpu_hours: float = Field(
+        serialization_alias="idleHeldGpuHours",
+        description="Of gpuHours: held by pods with no GPU process",
+    )
+
+
+class ShowbackTotalsOut(_Camel):
+    gpu_hours: float = Field(
+        serialization_alias="gpuHours", description="The rows' gpuHours added up"
+    )
+    physical_gpu_hours: float = Field(
+        serialization_alias="physicalGpuHours",
+        description="The cluster's physical GPUs times hours; gpuHours never exceeds it",
+    )
+
+
+class ShowbackOut(_Camel):
+    start: datetime = Field(serialization_alias="from")
+    end: datetime = Field(serialization_alias="to")
+    by: ShowbackBy
+    rows: list[ShowbackRowOut]
+    totals: ShowbackTotalsOut
+
+
+class PastHolderOut(BaseModel):
+    pod: str = Field(description="namespace/name")
+    resource: str
+    slots: int
+
+
+class PastGpuOut(BaseModel):
+    uuid: str
+    index: int
+    mode: str = Field(description="The node's plugin mode then: basic, time-slicing, ...")
+    replicas: int = Field(description="The plugin's replicas per GPU then (1: whole GPUs)")
+    config: str = Field(description="Where the plugin config came from (configmap/<name>#<key>)")
+    holders: list[PastHolderOut]
+
+
+class HoldersOut(BaseModel):
+    node: str
+    at: datetime
+    engine: str = Field(description="Where the answer comes from: sqlite or prometheus")
+    gpus: list[PastGpuOut]
+
+
+def showback_out(result: Showback, *, start: datetime, end: datetime) -> ShowbackOut:
+    return ShowbackOut(
+        start=start,
+        end=end,
+        by=result.by,
+        rows=[
+            ShowbackRowOut(
+                key=row.key,
+                slot_hours=row.slot_hours,
+                gpu_hours=row.gpu_hours,
+                used_gpu_hours=row.used_gpu_hours,
+                idle_held_gpu_hours=row.idle_held_gpu_hours,
+            )
+            for row in result.rows
+        ],
+        totals=ShowbackTotalsOut(
+            gpu_hours=result.gpu_hours, physical_gpu_hours=result.physical_gpu_hours
+        ),
+    )
+
+
+def showback_csv(result: Showback) -> str:
+    """The rows as CSV: key, the GPU-hours, then slot-hours per resource (one column each)."""
+    resources = sorted({name for row in result.rows for name in row.slot_hours})
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(
+        [result.by, "gpuHours", "usedGpuHours", "idleHeldGpuHours"]
+        + [f"slotHours:{name}" for name in resources]
+    )
+    for row in result.rows:
+        key = f"'{row.key}" if row.key.startswith(_CSV_FORMULA) else row.key
+        writer.writerow(
+            [key, row.gpu_hours, row.used_gpu_hours, row.idle_held_gpu_hours]
+            + [row.slot_hours.get(name, 0.0) for name in resources]
+        )
+    return out.getvalue()
+
+
+def holders_out(
+    node: str, at: datetime, engine: str, gpus: Sequence[tuple[PastGpu, Sequence[PastHold]]]
+) -> HoldersOut:
+    return HoldersOut(
+        node=node,
+        at=at,
+        engine=engine,
+        gpus=[
+            PastGpuOut(
+                uuid=gpu.uuid,
+                index=gpu.index,
+                mode=gpu.mode,
+                replicas=gpu.replicas,
+                config=gpu.config,
+                holders=[
+                    PastHolderOut(pod=h.pod, resource=h.resource, slots=h.slots) for h in holds
+                ],
+            )
+            for gpu, holds in gpus
+        ],
+    )
+
+
+CHART_W, CHART_H, CHART_TOP = 600, 200, 10
+
+
+@dataclass(frozen=True)
+class Column:
+    """One bucket's stacked column: used at the bottom, idle above it, unknown on top."""
+
+    x: float
+    width: float
+    parts: tuple[tuple[str, float, float], ...]  # (part, y, height)
+    physical_y: float
+    start: datetime
+    held_h: float
+    used_h: float
+    idle_h: float
+    physical_h: float
+
+
+@dataclass(frozen=True)
+class ColumnChart:
+    width: int
+    height: int
+    columns: tuple[Column, ...]
+    top_h: float  # the GPU-hours at the top of the chart
+    empty: bool
+
+
+def column_chart(buckets: Sequence[HeldBucket], *, start: datetime, step: timedelta) -> ColumnChart:
+    """Held GPU-hours per bucket as stacked columns (used, idle, not known) under the
+    physical GPU-hours of the bucket (a line), scaled to the largest of them."""
+    hours = [
+        (b.share_s / HOUR_S, b.used_s / HOUR_S, b.idle_s / HOUR_S, b.physical_s / HOUR_S)
+        for b in buckets
+    ]
+    top = max([max(held, physical) for held, _, _, physical in hours] or [0.0])
+    scale = (CHART_H - CHART_TOP) / top if top > 0 else 0.0
+    width = CHART_W / max(len(buckets), 1)
+    columns = []
+    for index, (held, used, idle, physical) in enumerate(hours):
+        base = float(CHART_H)
+        parts = []
+        for part, value in (("used", used), ("idle", idle), ("unknown", held - used - idle)):
+            height = max(value, 0.0) * scale
+            base -= height
+            parts.append((part, round(base, 2), round(height, 2)))
+        columns.append(
+            Column(
+                x=round(index * width + width * 0.1, 2),
+                width=round(width * 0.8, 2),
+                parts=tuple(parts),
+                physical_y=round(CHART_H - physical * scale, 2),
+                start=(start + index * step).astimezone(UTC),
+                held_h=held,
+                used_h=used,
+                idle_h=idle,
+                physical_h=physical,
+            )
+        )
+    return ColumnChart(CHART_W, CHART_H, tuple(columns), top, empty=top == 0)
+
+
+@dataclass(frozen=True)
+class RowBar:
+    key: str
+    gpu_hours: float
+    used_width: float
+    idle_width: float
+    rest_width: float
+
+
+def row_bars(result: Showback, *, width: float = 300.0, shown: int = 12) -> list[RowBar]:
+    """The showback rows as horizontal bars (largest first, at most `shown`)."""
+    top = max([row.gpu_hours for row in result.rows] or [0.0])
+    scale = width / top if top > 0 else 0.0
+    return [
+        RowBar(
+            row.key,
+            row.gpu_hours,
+            round(row.used_gpu_hours * scale, 2),
+            round(row.idle_held_gpu_hours * scale, 2),
+            round(max(row.gpu_hours - row.used_gpu_hours - row.idle_held_gpu_hours, 0) * scale, 2),
+        )
+        for row in result.rows[:shown]
+    ]
+
+
+def gpu_hours_text(hours: float) -> str:
+    """GPU-hours for a page: grouped thousands, two decimals (a figure under 0.01 as <0.01)."""
+    if 0 < hours < 0.005:
+        return "<0.01"
+    return f"{hours:,.2f}"

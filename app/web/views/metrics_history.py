@@ -1,0 +1,68 @@
+"""The history sample's families on /metrics: what Prometheus keeps when it is the engine.
+
+`gpu_slots_held_gpus` and its used/idle parts are physical GPUs (a quarter time-slice is
+0.25), summed per namespace, owner and node; `gpu_slots_held_slots` the slots per resource;
+`gpu_slots_held_gpu_slots` who holds each GPU under which plugin config.
+"""
+
+from __future__ import annotations
+
+from app.domain.history.sample import Sample
+from app.web.views.metrics_family import Family, gauge
+
+
+def history_families(sample: Sample) -> list[Family]:
+    held = gauge("gpu_slots_held_gpus", "Physical GPUs held (a quarter time-slice is 0.25)")
+    used = gauge("gpu_slots_held_used_gpus", "Of gpu_slots_held_gpus: held by pods with a process")
+    idle = gauge("gpu_slots_held_idle_gpus", "Of gpu_slots_held_gpus: held by pods with none")
+    slots = gauge("gpu_slots_held_slots", "Slots held per namespace, owner, node and resource")
+    holds = gauge(
+        "gpu_slots_held_gpu_slots",
+        "Slots a pod holds of a GPU, with the node's plugin mode, replicas and config source",
+    )
+    gpus = gauge(
+        "gpu_slots_history_gpu_info",
+        "A GPU as the history sampled it, with the node's plugin mode, replicas and config, 1",
+    )
+    for gpu in sample.gpus:
+        gpus.add(
+            {
+                "node": gpu.node,
+                "Hostname": gpu.node,
+                "UUID": gpu.gpu_uuid,
+                "gpu": str(gpu.gpu_index),
+                "mode": gpu.mode,
+                "replicas": str(gpu.replicas),
+                "config": gpu.config,
+            },
+            1,
+        )
+    for holding in sample.holdings:
+        labels = {"namespace": holding.namespace, "owner": holding.owner, "node": holding.node}
+        held.add(labels, holding.share)
+        used.add(labels, holding.used_share)
+        idle.add(labels, holding.idle_share)
+        for resource, count in holding.slots:
+            slots.add({**labels, "resource": resource}, count)
+    for hold in sample.holds:
+        namespace, _, pod = hold.pod.partition("/")
+        holds.add(
+            {
+                "node": hold.node,
+                "Hostname": hold.node,
+                "UUID": hold.gpu_uuid,
+                "gpu": str(hold.gpu_index),
+                "namespace": namespace,
+                "pod": pod,
+                "resource": hold.resource,
+                "mode": hold.mode,
+                "replicas": str(hold.replicas),
+                "config": hold.config,
+            },
+            hold.slots,
+        )
+    return [held, used, idle, slots, holds, gpus]
+
+
+def render_history(sample: Sample) -> str:
+    return "\n".join(line for family in history_families(sample) for line in family.lines()) + "\n"

@@ -1,0 +1,169 @@
+"""The history file: samples rolled up with age, retention, restarts and faults (an injected
+clock: each sample carries its moment, nothing waits)."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from app.domain.history.sample import GpuHold, GpuSeen, Holding, Sample
+from app.domain.history.showback import showback
+from app.domain.history.window import Ages
+from app.errors import HistoryUnavailableError
+from app.web.services.history_store import HOUR, MINUTE, RAW, HistoryStore
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+INTERVAL_S = 60.0
+RETENTION_DAYS = 35
+
+
+def quarter_slice_sample(at: datetime) -> Sample:
+    """gpu-1: 4 GPUs time-sliced in 4; ml/carol holds one slot (0.25 GPU) with a process,
+    serving/infer two slots of GPU 1 (0.5 GPU) with none."""
+    gpus = tuple(
+        GpuSeen("gpu-1", f"GPU-{i}", i, 50, mode="time-slicing", replicas=4, config="cm#ts4")
+        for i in range(4)
+    )
+    holdings = (
+        Holding("ml", "ml/carol", "gpu-1", 0.25, 0.25, 0.0, (("nvidia.com/gpu", 1),)),
+        Holding("serving", "serving/infer", "gpu-1", 0.5, 0.0, 0.5, (("nvidia.com/gpu", 2),)),
+    )
+    holds = (
+        GpuHold("gpu-1", "GPU-0", 0, "ml/train", "nvidia.com/gpu", 1, "time-slicing", 4, "cm#ts4"),
+        GpuHold(
+            "gpu-1", "GPU-1", 1, "serving/infer", "nvidia.com/gpu", 2, "time-slicing", 4, "cm#ts4"
+        ),
+    )
+    return Sample(at, holdings, holds, gpus)
+
+
+def fill(store: HistoryStore, start: datetime, count: int) -> None:
+    for n in range(count):
+        at = start + timedelta(seconds=n * INTERVAL_S)
+        store.add(quarter_slice_sample(at), span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+
+
+def owner_hours(store: HistoryStore, start: datetime, end: datetime) -> dict[str, float]:
+    held, physical_s = store.held(start.timestamp(), end.timestamp())
+    result = showback(held, "owner", physical_gpu_s=physical_s)
+    return {row.key: row.gpu_hours for row in result.rows} | {"physical": result.physical_gpu_hours}
+
+
+def test_four_hours_of_a_quarter_slice_is_one_gpu_hour(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite")
+    fill(store, T0, 4 * 60)
+    assert owner_hours(store, T0, T0 + timedelta(hours=4)) == {
+        "ml/carol": 1.0,
+        "serving/infer": 2.0,
+        "physical": 16.0,
+    }
+    held, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=4)).timestamp())
+    slots = {item.owner: dict(item.slot_s) for item in held}
+    assert slots["serving/infer"] == {"nvidia.com/gpu": 2 * 4 * 3600.0}
+
+
+def test_rollups_keep_the_figures_and_coarsen_with_age(tmp_path: Path) -> None:
+    """Minutes after 10 minutes, hours after an hour (the product's ages are 2 minutes and 2
+    days): over 3 hours of samples, the GPU-hours of any hour are what they were."""
+    ages = Ages(raw_s=600, minutes_s=3600)
+    store = HistoryStore(tmp_path / "h.sqlite", ages=ages)
+    fill(store, T0, 3 * 60)
+    levels = store.levels()
+    assert set(levels) == {RAW, MINUTE, HOUR}
+    assert 2 * 10 <= levels[RAW] <= 2 * 12  # the latest ~10 minutes' samples, 2 rows each
+    assert levels[HOUR] == 2 * 1  # the first hour, 2 holdings
+    assert owner_hours(store, T0, T0 + timedelta(hours=3)) == {
+        "serving/infer": 1.5,
+        "ml/carol": 0.75,
+        "physical": 12.0,
+    }
+    for hour in range(3):
+        start = T0 + timedelta(hours=hour)
+        assert owner_hours(store, start, start + timedelta(hours=1))["ml/carol"] == 0.25
+    holds, _ = store.holds_at("gpu-1", (T0 + timedelta(minutes=30)).timestamp())
+    assert [(h.pod, h.slots, h.span_s) for h in holds] == [
+        ("ml/train", 1, 3600.0),
+        ("serving/infer", 2, 3600.0),
+    ]
+
+
+def test_retention_drops_what_is_older(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite")
+    old = T0 - timedelta(days=RETENTION_DAYS + 1)
+    store.add(quarter_slice_sample(old), span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+    assert owner_hours(store, old, old + timedelta(minutes=1))["ml/carol"] > 0
+    fill(store, T0, 2)
+    assert owner_hours(store, old, old + timedelta(minutes=1)) == {"physical": 0.0}
+
+
+def test_history_outlives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    first = HistoryStore(path)
+    fill(first, T0, 60)
+    first.close()
+    again = HistoryStore(path)
+    fill(again, T0 + timedelta(hours=1), 60)
+    assert owner_hours(again, T0, T0 + timedelta(hours=2))["ml/carol"] == 0.5
+    assert again.set_aside is None
+
+
+def test_holds_at_names_pods_and_the_config_then(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite")
+    fill(store, T0, 3)
+    holds, gpus = store.holds_at("gpu-1", (T0 + timedelta(seconds=90)).timestamp())
+    assert [(h.gpu_index, h.pod, h.slots, h.mode, h.replicas) for h in holds] == [
+        (0, "ml/train", 1, "time-slicing", 4),
+        (1, "serving/infer", 2, "time-slicing", 4),
+    ]
+    assert [gpu.index for gpu in gpus] == [0, 1, 2, 3]
+    assert store.holds_at("gpu-1", (T0 - timedelta(seconds=1)).timestamp()) == ([], [])
+
+
+def test_corrupt_file_is_set_aside_not_deleted(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    path.write_bytes(b"this is not a database, but someone's bytes" * 100)
+    store = HistoryStore(path)
+    assert store.set_aside is not None
+    assert store.set_aside.read_bytes().startswith(b"this is not a database")
+    assert store.set_aside.name.startswith("h.sqlite.corrupt-")
+    fill(store, T0, 2)
+    assert owner_hours(store, T0, T0 + timedelta(minutes=2))["ml/carol"] > 0
+
+
+def test_full_disk_is_said_and_what_was_kept_stays_readable(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    first = HistoryStore(path)
+    fill(first, T0, 10)
+    store = HistoryStore(
+        path, max_pages=first.page_count()
+    )  # SQLite's own "database or disk is full"
+    with pytest.raises(HistoryUnavailableError) as raised:
+        fill(store, T0 + timedelta(minutes=10), 500)
+    assert raised.value.code == "history.disk-full"
+    assert owner_hours(store, T0, T0 + timedelta(minutes=10))["ml/carol"] == pytest.approx(
+        0.25 * 10 / 60, abs=1e-6
+    )
+
+
+def test_a_folder_that_cannot_be_made_is_read_only(tmp_path: Path) -> None:
+    (tmp_path / "volume").write_text("a file where the folder should be")
+    with pytest.raises(HistoryUnavailableError) as raised:
+        HistoryStore(tmp_path / "volume" / "h.sqlite")
+    assert raised.value.code == "history.read-only"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
+def test_read_only_file_is_said(tmp_path: Path) -> None:
+    path = tmp_path / "h.sqlite"
+    fill(HistoryStore(path), T0, 1)
+    path.chmod(0o444)
+    tmp_path.chmod(0o555)
+    try:
+        with pytest.raises(HistoryUnavailableError) as raised:
+            fill(HistoryStore(path), T0 + timedelta(minutes=1), 1)
+        assert raised.value.code == "history.read-only"
+    finally:
+        tmp_path.chmod(0o755)

@@ -1,0 +1,272 @@
+"""GET /api/v1/showback, GET /api/v1/nodes/{name}/holders, /usage/history and /metrics over
+the history file, on the app factory with an injected clock (samples taken by hand)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+
+from app.web.app import create_app
+from app.web.services.history_store import HistoryStore
+from tests import factories as f
+from tests.conftest import AGENT_TOKEN, stack_settings
+from tests.web.fakes import FakeSource
+
+INTERVAL_S = 60.0  # the product samples every 15 s by default; fewer samples, same sums
+START = f.NOW
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _source() -> FakeSource:
+    """gpu-1: 4 GPUs time-sliced in 4. ml/train (user carol) holds a slot of GPU 0 and runs
+    on it; serving/infer holds 2 slots of GPU 1 and runs nothing."""
+    text = f.time_slicing_yaml(4)
+    train = f.pod("train", namespace="ml")
+    train["metadata"]["labels"] = {"user": "carol"}
+    infer = f.pod("infer", namespace="serving", gpus=2)
+    return FakeSource(
+        nodes=[f.node("gpu-1", allocatable=16)],
+        pods=[f.plugin_pod("gpu-1"), train, infer],
+        daemonsets=[f.plugin_daemonset(configmap=f.CONFIGMAP, config_file="/config/config.yaml")],
+        configmaps=[f.configmap({"config.yaml": text})],
+    )
+
+
+def _report(client: TestClient, clock: Clock) -> None:
+    uuid0, uuid1 = f.gpu_uuid("gpu-1", 0), f.gpu_uuid("gpu-1", 1)
+    readings = [f.gpu(0, processes=[f.proc(7, pod_uid="uid-train")]), *f.gpus(4)[1:]]
+    assignments = [
+        f.assignment("train", [f"{uuid0}::0"]),
+        f.assignment("infer", [f"{uuid1}::0", f"{uuid1}::1"], namespace="serving"),
+    ]
+    body = f.report("gpu-1", readings, assignments=assignments, received_at=clock.now)
+    answer = client.post(
+        "/api/v1/agent/reports",
+        json=body.report.model_dump(mode="json", by_alias=True),
+        headers={"Authorization": f"Bearer {AGENT_TOKEN}"},
+    )
+    assert answer.status_code == 202, answer.text
+
+
+def _app(path: Path | None, clock: Clock, **settings: Any) -> tuple[FastAPI, TestClient]:
+    values: dict[str, Any] = {"history_interval_s": INTERVAL_S, "agent_stale_after_s": 3600}
+    if path is not None:
+        values["history_path"] = path
+    app = create_app(stack_settings(**values, **settings), source=_source(), clock=clock)
+    client = TestClient(app)
+    _report(client, clock)
+    app.state.runtime.snapshots.rebuild()
+    return app, client
+
+
+def _run(app: FastAPI, clock: Clock, samples: int) -> None:
+    """`samples` samples, one per interval (the clock moved by hand: nothing waits)."""
+    sampler = app.state.runtime.history.sampler
+    for _ in range(samples):
+        assert sampler.sample_now() is not None
+        clock.now += timedelta(seconds=INTERVAL_S)
+
+
+Made = Callable[..., tuple[FastAPI, TestClient, Clock]]
+
+
+@pytest.fixture
+def made(tmp_path: Path) -> Made:
+    def make(samples: int = 4 * 60, path: Path | None = tmp_path / "h.sqlite") -> Any:
+        clock = Clock()
+        app, client = _app(path, clock)
+        _run(app, clock, samples)
+        return app, client, clock
+
+    return make
+
+
+def _window(hours: float = 4) -> dict[str, str]:
+    return {"from": START.isoformat(), "to": (START + timedelta(hours=hours)).isoformat()}
+
+
+def test_showback_four_hours_of_quarter_slices_reconcile(made: Made) -> None:
+    _, client, _ = made()
+    answer = client.get("/api/v1/showback", params={**_window(), "by": "owner"})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert set(body) == {"from", "to", "by", "rows", "totals"}
+    rows = {row["key"]: row for row in body["rows"]}
+    assert rows["ml/carol"] == {
+        "key": "ml/carol",
+        "slotHours": {"nvidia.com/gpu": 4.0},
+        "gpuHours": 1.0,
+        "usedGpuHours": 1.0,
+        "idleHeldGpuHours": 0.0,
+    }
+    assert rows["serving/infer"]["gpuHours"] == 2.0
+    assert rows["serving/infer"]["idleHeldGpuHours"] == 2.0
+    total = sum(row["gpuHours"] for row in body["rows"])
+    assert body["totals"]["gpuHours"] == pytest.approx(total, abs=1e-9)
+    assert body["totals"]["physicalGpuHours"] == 16.0
+    assert body["totals"]["gpuHours"] <= body["totals"]["physicalGpuHours"]
+
+
+def test_showback_by_node_and_namespace_add_up_to_the_same_total(made: Made) -> None:
+    _, client, _ = made()
+    totals = {
+        by: client.get("/api/v1/showback", params={**_window(), "by": by}).json()
+        for by in ("namespace", "owner", "node")
+    }
+    assert {by: body["totals"]["gpuHours"] for by, body in totals.items()} == {
+        "namespace": 3.0,
+        "owner": 3.0,
+        "node": 3.0,
+    }
+    assert [row["key"] for row in totals["node"]["rows"]] == ["gpu-1"]
+
+
+def test_showback_csv_has_the_same_rows(made: Made) -> None:
+    _, client, _ = made()
+    answer = client.get(
+        "/api/v1/showback", params={**_window(), "by": "namespace", "format": "csv"}
+    )
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(answer.text)))
+    assert [(row["namespace"], float(row["gpuHours"])) for row in rows] == [
+        ("serving", 2.0),
+        ("ml", 1.0),
+    ]
+    assert float(rows[1]["slotHours:nvidia.com/gpu"]) == 4.0
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"from": "2026-12-01T04:00:00Z", "to": "2026-12-01T03:00:00Z"}, "must be before"),
+        ({"from": "2020-01-01T00:00:00Z"}, "older than the history keeps: 35 days"),
+        ({"by": "team"}, "`by` must be one of namespace, owner, node"),
+        ({"from": "2026-12-01T03:00:00"}, "with a zone"),
+        ({"from": "yesterday"}, "Invalid request"),
+        ({"format": "xml"}, "Invalid request"),
+    ],
+)
+def test_showback_refuses_windows_it_cannot_answer(
+    made: Made, params: dict[str, str], words: str
+) -> None:
+    _, client, _ = made(samples=1)
+    answer = client.get("/api/v1/showback", params=params)
+    assert answer.status_code == 422, answer.text
+    assert words in answer.json()["detail"]
+
+
+def test_holders_at_a_moment_name_pods_slots_and_config(made: Made) -> None:
+    _, client, _ = made(samples=8)
+    at = (START + timedelta(seconds=40)).isoformat()
+    answer = client.get("/api/v1/nodes/gpu-1/holders", params={"at": at})
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["engine"] == "sqlite"
+    gpus = {gpu["index"]: gpu for gpu in body["gpus"]}
+    assert sorted(gpus) == [0, 1, 2, 3]
+    assert gpus[0]["holders"] == [{"pod": "ml/train", "resource": "nvidia.com/gpu", "slots": 1}]
+    assert gpus[1]["holders"] == [
+        {"pod": "serving/infer", "resource": "nvidia.com/gpu", "slots": 2}
+    ]
+    assert (gpus[1]["mode"], gpus[1]["replicas"]) == ("time-slicing", 4)
+    assert gpus[1]["config"].startswith("configmap/")
+    before = client.get(
+        "/api/v1/nodes/gpu-1/holders", params={"at": (START - timedelta(hours=1)).isoformat()}
+    )
+    assert before.json()["gpus"] == []
+
+
+def test_unusable_file_is_a_503_that_says_why(made: Made, tmp_path: Path) -> None:
+    (tmp_path / "volume").write_text("a file where the history's folder should be")
+    _, client, _ = made(samples=2, path=tmp_path / "volume" / "h.sqlite")
+    answer = client.get("/api/v1/showback")
+    assert answer.status_code == 503
+    assert "cannot be written" in answer.json()["detail"]
+    assert client.get("/api/v1/summary").status_code == 200  # the present is unaffected
+    assert "gpu_slots_held_gpus{" in client.get("/metrics").text  # and Prometheus still fed
+    page = client.get("/usage/history")
+    assert page.status_code == 200
+    assert 'data-testid="history-problem"' in page.text
+    assert "cannot be written" in page.text
+
+
+def test_without_a_path_the_history_is_kept_in_memory(made: Made) -> None:
+    _, client, _ = made(samples=60, path=None)
+    body = client.get("/api/v1/showback", params=_window(1)).json()
+    assert body["totals"]["gpuHours"] == 0.75
+    assert "GEO_MLOPS_HISTORY_PATH" in client.get("/usage/history").text
+
+
+def test_disk_full_is_said_on_the_page_and_kept_figures_stay(made: Made) -> None:
+    app, client, clock = made(samples=60)
+    history = app.state.runtime.history
+    kept = history.sampler.store
+    # the sampler writes through a second connection capped at the file's size: SQLite's
+    # own "database or disk is full", as on a full volume; reads go on through the first
+    history.sampler.store = HistoryStore(kept.path, max_pages=kept.page_count())
+    _run(app, clock, 200)
+    assert history.problem() is not None and history.problem().code == "history.disk-full"
+    page = client.get("/usage/history")
+    assert "disk is full" in page.text
+    body = client.get("/api/v1/showback", params=_window(1)).json()
+    assert body["totals"]["gpuHours"] == 0.75
+
+
+def test_history_outlives_a_restart_on_the_same_file(made: Made, tmp_path: Path) -> None:
+    first, client, clock = made(samples=60)
+    before = client.get("/api/v1/showback", params=_window(1)).json()
+    first.state.runtime.history.sampler.store.close()
+    _again, client_again = _app(tmp_path / "h.sqlite", clock)
+    assert client_again.get("/api/v1/showback", params=_window(1)).json() == before
+    assert before["totals"]["gpuHours"] == 0.75
+
+
+def test_two_replicas_give_the_same_answers(tmp_path: Path) -> None:
+    answers = []
+    for replica in ("a", "b"):
+        clock = Clock()
+        app, client = _app(tmp_path / replica / "h.sqlite", clock)
+        _run(app, clock, 15)
+        answers.append(
+            (
+                client.get("/api/v1/showback", params={**_window(), "by": "owner"}).json(),
+                client.get("/api/v1/nodes/gpu-1/holders", params={"at": START.isoformat()}).json(),
+            )
+        )
+    assert answers[0] == answers[1]
+
+
+def test_metrics_carry_the_latest_sample(made: Made) -> None:
+    _, client, _ = made(samples=1)
+    text = client.get("/metrics").text
+    assert 'gpu_slots_held_gpus{namespace="ml",owner="ml/carol",node="gpu-1"} 0.25\n' in text
+    held = 'namespace="serving",owner="serving/infer",node="gpu-1",resource="nvidia.com/gpu"'
+    assert f"gpu_slots_held_slots{{{held}}} 2\n" in text
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "Showback"), ("ko", "사용량 배분")])
+def test_history_page_draws_svg_charts_in_both_languages(made: Made, lang: str, words: str) -> None:
+    _, client, _ = made(samples=60)
+    page = client.get("/usage/history", params={"lang": lang, "by": "owner"})
+    assert page.status_code == 200, page.text
+    assert words in page.text
+    assert page.text.count('data-testid="history-column"') == 24
+    assert 'data-testid="showback-chart"' in page.text
+    assert 'data-testid="showback-row" data-key="ml/carol"' in page.text
+    assert "/api/v1/showback?from=" in page.text and "format=csv" in page.text
