@@ -244,9 +244,9 @@ class PodSlots(_Out):
 class NodeTaint(_Out):
     """A taint of a node (spec.taints[]): pods that do not tolerate it are kept off."""
 
-    key: str
-    value: str | None = None
-    effect: str
+    key: str = Field(description="The taint's key")
+    value: str | None = Field(default=None, description="The taint's value; null when none")
+    effect: str = Field(description="NoSchedule | PreferNoSchedule | NoExecute")
 
 
 class NodeConfig(_Out):

@@ -40,6 +40,7 @@ from app.web.routes import (
     admin_pages,
     agent_api,
     api,
+    fit,
     history_pages,
     ops,
     pages,
@@ -237,6 +238,7 @@ def _include_routers(app: FastAPI, reader: Any) -> None:
     app.include_router(ops.router)  # /healthz and /readyz: always open (probes)
     app.include_router(ops.metrics_router, dependencies=[Depends(require_metrics)])
     app.include_router(api.router, dependencies=[reader])
+    app.include_router(fit.api_router, dependencies=[reader])  # a read: it writes nothing
     app.include_router(usage_api.router, dependencies=[reader])
     app.include_router(showback_api.router, dependencies=[reader])
     app.include_router(rollout_api.router, dependencies=[reader])
@@ -251,6 +253,7 @@ def _include_routers(app: FastAPI, reader: Any) -> None:
     app.include_router(admin_pages.router, dependencies=[page_reader, admin_form])
     app.include_router(admin_gpus.router, dependencies=[page_reader, admin_form])
     app.include_router(history_pages.router, dependencies=[page_reader])
+    app.include_router(fit.page_router, dependencies=[page_reader])
     app.include_router(usage_history_pages.router, dependencies=[page_reader])
 
 

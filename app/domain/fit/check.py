@@ -44,13 +44,17 @@ class _Out(BaseModel):
 class FitReason(_Out):
     """Why a node does not fit: a code (docs/findings.md) and the values it is worded with."""
 
-    code: str
-    params: dict[str, ParamValue] = Field(default_factory=dict)
+    code: str = Field(description="Stable code, documented in docs/findings.md (Will it fit)")
+    params: dict[str, ParamValue] = Field(
+        default_factory=dict, description="The values the code is worded with"
+    )
 
 
 class NodeFit(_Out):
-    node: str
-    fits: bool
+    node: str = Field(description="The node's name")
+    fits: bool = Field(
+        description="The scheduler could bind the pod here now and the plugin would admit it"
+    )
     reasons: list[FitReason] = Field(description="Empty where it fits")
     gpus: list[str] = Field(
         description="Where it fits: the GPU (or MIG device) UUIDs the plugin would most "
@@ -169,7 +173,11 @@ def _resource_fit(
     """Whether `count` of `resource` are free on the node, and the devices that could serve."""
     state = node.resources.get(resource)
     allocatable = state.allocatable if state is not None else 0
-    if allocatable == 0 and resource in snapshot.dra.extended_resources:
+    if (
+        allocatable == 0
+        and resource in snapshot.dra.extended_resources
+        and node.allocation in ("dra", "both")
+    ):
         candidates = dra_candidates(node)
         if count > len(candidates):
             params: dict[str, ParamValue] = {

@@ -21,6 +21,9 @@ MAX_ANONYMOUS_BODY_BYTES = 16 * 1024  # the login form; anything an anonymous ca
 AGENT_REPORTS = "/api/v1/agent/reports"  # its route: the agent's auth, then the report limit
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _OPEN_WRITES = frozenset({"/login"})  # anonymous by nature: too large is 413, not 401
+# Questions sent as POST that write nothing (the fit check): reads, guarded as reads by their
+# routes, so a caller without a credential is not refused here; bounded like any write.
+READ_POSTS = frozenset({"/api/v1/fit", "/fit"})
 
 
 class _Refusal:
@@ -51,6 +54,10 @@ class BodyLimits:
 
     def _refusal_for(self, scope: Scope) -> tuple[int, _Refusal]:
         path = scope["path"]
+        if path in READ_POSTS:
+            return MAX_BODY_BYTES, _Refusal(
+                413, f"Request body larger than {MAX_BODY_BYTES} bytes."
+            )
         if path in _OPEN_WRITES or not self._signed_in(scope):
             limit = MAX_ANONYMOUS_BODY_BYTES
             if path in _OPEN_WRITES:
