@@ -205,6 +205,15 @@ ENV_CASES: dict[str, tuple[str, dict[str, str]]] = {
     "env-mps-root": (_ts("      replicas: 4\n", block="mps"), {"MPS_ROOT": "/run/nvidia/mps"}),
     "env-device-list": ("", {"DEVICE_LIST_STRATEGY": "envvar,cdi-cri"}),
     "env-device-list-bad": ("", {"DEVICE_LIST_STRATEGY": "envvar, bogus"}),
+    # issue 48: the simulator's plugin start read these apart from the config reader
+    "env-fail-on-init-yes": ("", {"FAIL_ON_INIT_ERROR": "yes"}),
+    "env-fail-on-init-false": ("", {"FAIL_ON_INIT_ERROR": "false"}),
+    "env-mig-empty-time-slicing": (_ts("      replicas: 4\n"), {"MIG_STRATEGY": ""}),
+    "env-mig-mixed-file-single": ("flags:\n  migStrategy: single\n", {"MIG_STRATEGY": "mixed"}),
+    "env-mps-root-mig-single": (
+        "flags:\n  migStrategy: single\n" + _ts("      replicas: 4\n", block="mps"),
+        {"MPS_ROOT": "/run/nvidia/mps"},
+    ),
 }
 
 

@@ -5,6 +5,12 @@ plugin's flags, its start-up checks, DisableResourceNamingInConfig). For every c
 same refusal, and for a config it accepts the same sharing strategy, MIG strategy,
 failOnInitError, renaming, failRequestsGreaterThanOne and replicas per resource (duplicate
 entries as the plugin's device map unions them: the largest count).
+
+The simulator is held to it twice: its config reading alone (`parse_sharing`), and its
+whole plugin start (`advertised`: the config mounted from a ConfigMap at CONFIG_FILE, the
+case's env on the container, a node with one GPU), where the plugin must exit exactly when
+the oracle refuses, run with the oracle's strategy and MIG strategy, register as many slots
+of the GPU as the oracle's replicas, and exit without NVML exactly when failOnInitError.
 """
 
 from __future__ import annotations
@@ -13,7 +19,10 @@ from typing import Any
 
 import pytest
 
+from app.domain.bounds import MAX_COUNT
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
+from app.simulator.node.inventory import NodeInventory, SimGpu
+from app.simulator.plugin.advertised import OUT_OF_MEMORY, advertised
 from app.simulator.plugin.sharing import PluginConfigError as SimulatorRefused
 from app.simulator.plugin.sharing import parse_sharing
 from app.web.i18n.coded import upstream_text
@@ -68,6 +77,56 @@ def _simulator(case: Case) -> tuple[Any, ...]:
     return (sharing.strategy, sorted(sharing.per_resource))
 
 
+PLUGIN_IMAGE = "nvcr.io/nvidia/k8s-device-plugin:v0.19.3"
+_GPU = SimGpu(0, "GPU-00000000-0000-0000-0000-000000000000")
+
+
+def _template(case: Case) -> dict[str, Any]:
+    """The plugin's pod: the case's env, its config mounted at CONFIG_FILE from a ConfigMap
+    (an empty config: no CONFIG_FILE at all, the plugin starts on its flags alone)."""
+    env: list[dict[str, str]] = [{"name": k, "value": v} for k, v in case.env.items()]
+    container: dict[str, Any] = {"name": "nvidia-device-plugin-ctr", "image": PLUGIN_IMAGE}
+    if not case.text.strip():
+        return {"containers": [{**container, "env": env}]}
+    env.append({"name": "CONFIG_FILE", "value": "/config/config.yaml"})
+    mount = {"name": "config", "mountPath": "/config"}
+    volume = {"name": "config", "configMap": {"name": "plugin-config"}}
+    return {"containers": [{**container, "env": env, "volumeMounts": [mount]}], "volumes": [volume]}
+
+
+def _simulated_start(case: Case) -> tuple[Any, ...]:
+    """The simulator's plugin start on a one-GPU node, with NVML and without it."""
+    template = _template(case)
+    configmaps = {"plugin-config": {"data": {"config.yaml": case.text}}}
+    started = advertised(
+        template, NodeInventory("node", (_GPU,), gfd=True), configmaps.get, node_labels={}
+    )
+    if started.state == "crash" and started.message.startswith("unable to load config"):
+        return ("refused",)
+    if started.message == OUT_OF_MEMORY:
+        return (started.state, started.message)
+    no_nvml = advertised(  # k3s without runtimeClassName: no NVIDIA runtime, no NVML
+        template, NodeInventory("node", (_GPU,), k3s=True, gfd=True), configmaps.get
+    )
+    return (
+        started.state,
+        started.strategy,
+        started.mig_strategy,
+        no_nvml.state == "crash",
+        sum(started.capacity.values()),
+    )
+
+
+def _expected_start(theirs: tuple[Any, ...]) -> tuple[Any, ...]:
+    if theirs == ("refused",):
+        return theirs
+    strategy, mig_strategy, fail_on_init = theirs[0], theirs[1], theirs[2]
+    replicas = dict(theirs[5]).get("nvidia.com/gpu", 1) if strategy != "none" else 1
+    if replicas > MAX_COUNT:  # accepted by the config package; no process lists that many
+        return ("crash", OUT_OF_MEMORY)
+    return ("running", strategy, mig_strategy, fail_on_init, replicas)
+
+
 def _disagreements(oracle: Oracles, cases: list[Case]) -> dict[str, tuple[Any, Any]]:
     answers = oracle.ask_plugin([case.request() for case in cases])
     found: dict[str, tuple[Any, Any]] = {}
@@ -79,6 +138,9 @@ def _disagreements(oracle: Oracles, cases: list[Case]) -> dict[str, tuple[Any, A
         expected = theirs if theirs == ("refused",) else (theirs[0], theirs[5])
         if simulated != expected:
             found[f"simulator {case.id}"] = (simulated, expected)
+        started, expected_start = _simulated_start(case), _expected_start(theirs)
+        if started != expected_start:
+            found[f"simulator start {case.id}"] = (started, expected_start)
     return found
 
 

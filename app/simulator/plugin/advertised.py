@@ -23,21 +23,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.domain.bounds import MAX_COUNT
 from app.simulator.node.inventory import NodeInventory, SimGpu
 from app.simulator.plugin.config_manager import ConfigManagerError, config_manager_file
 from app.simulator.plugin.container import (
     ConfigMapLookup,
     container_env,
     has_unified_memory_fix,
+    image_version,
     mounted_config,
     plugin_container,
     visible_gpus,
 )
-from app.simulator.plugin.mig import base_devices, mig_strategy
+from app.simulator.plugin.mig import base_devices
 from app.simulator.plugin.outcome import PluginOutcome
-from app.simulator.plugin.sharing import NO_SHARING, PluginConfigError, Sharing, parse_sharing
+from app.simulator.plugin.sharing import PluginConfigError, Sharing, parse_sharing
 
 NO_DEVICES = "No devices found. Waiting indefinitely."
+# What the Go runtime says when the plugin's device list cannot be made (replicas past what
+# any node could hold): the process dies, as it would trying to list 2**63-1 devices.
+OUT_OF_MEMORY = "fatal error: runtime: out of memory"
 
 
 def _config(
@@ -45,42 +50,47 @@ def _config(
     container: Mapping[str, Any],
     configmaps: ConfigMapLookup,
     node_labels: Mapping[str, str],
-) -> tuple[str | None, Sharing] | PluginOutcome:
-    """(config file content, its sharing) the plugin starts with, or the outcome of failing."""
+) -> Sharing | PluginOutcome:
+    """What the plugin starts with (its config file and env, read once), or the outcome of
+    failing to start."""
     config_file = container_env(container).get("CONFIG_FILE")
+    content: str | None = None
     if not config_file:
         _, mount_error = mounted_config(template_spec, container, "", configmaps)
         if mount_error:
             return PluginOutcome("pending", f"MountVolume.SetUp failed: {mount_error}")
-        return None, NO_SHARING
-    content, mount_error = mounted_config(template_spec, container, config_file, configmaps)
-    if mount_error:
-        return PluginOutcome("pending", f"MountVolume.SetUp failed: {mount_error}")
-    handled = False
-    if content is None:
-        try:
-            handled, content = config_manager_file(
-                template_spec, config_file, configmaps, node_labels
+    else:
+        content, mount_error = mounted_config(template_spec, container, config_file, configmaps)
+        if mount_error:
+            return PluginOutcome("pending", f"MountVolume.SetUp failed: {mount_error}")
+        handled = False
+        if content is None:
+            try:
+                handled, content = config_manager_file(
+                    template_spec, config_file, configmaps, node_labels
+                )
+            except ConfigManagerError as exc:
+                return PluginOutcome("crash", f"config-manager: {exc}")
+        if content is None and not handled:
+            return PluginOutcome(
+                "crash", f"unable to load config: open {config_file}: no such file or directory"
             )
-        except ConfigManagerError as exc:
-            return PluginOutcome("crash", f"config-manager: {exc}")
-    if content is None and not handled:
-        return PluginOutcome(
-            "crash", f"unable to load config: open {config_file}: no such file or directory"
-        )
+    version = image_version(str(container.get("image", "")))
     try:
-        env = container_env(container)
-        return content, parse_sharing(content, env=env) if content is not None else NO_SHARING
+        return parse_sharing(content, env=container_env(container), version=version)
     except PluginConfigError as exc:
         return PluginOutcome("crash", f"unable to load config: {exc}")
 
 
 def _visible(
-    template_spec: Mapping[str, Any], container: Mapping[str, Any], inventory: NodeInventory
+    template_spec: Mapping[str, Any],
+    container: Mapping[str, Any],
+    inventory: NodeInventory,
+    *,
+    fail_on_init: bool,
 ) -> tuple[SimGpu, ...] | PluginOutcome:
     """The GPUs the plugin sees through the container runtime, or the outcome without any."""
     env = container_env(container)
-    fail_on_init = env.get("FAIL_ON_INIT_ERROR", "true").strip().lower() not in ("false", "0")
     runtime = not inventory.k3s or template_spec.get("runtimeClassName") == "nvidia"
     try:
         visible = visible_gpus(container, env, inventory.gpus) if runtime else None
@@ -112,6 +122,8 @@ def _registered(
     devices: dict[str, tuple[str, ...]] = {}
     for resource, entries in base.items():
         replicas = sharing.replicas_of(resource)
+        if len(entries) * replicas > MAX_COUNT:  # the config package accepts 2**63-1 replicas
+            return PluginOutcome("crash", OUT_OF_MEMORY)
         name = f"{resource}.shared" if sharing.renamed and replicas > 1 else resource
         ids = (
             [f"{i}::{n}" for _, i in entries for n in range(replicas)]
@@ -148,17 +160,16 @@ def advertised(
     """The plugin's outcome on one node for this pod template."""
     container = plugin_container(template_spec)
     labels = node_labels or {}
-    config = _config(template_spec, container, configmaps, labels)
-    if isinstance(config, PluginOutcome):
-        return config
-    content, sharing = config
-    visible = _visible(template_spec, container, inventory)
+    sharing = _config(template_spec, container, configmaps, labels)
+    if isinstance(sharing, PluginOutcome):
+        return sharing
+    visible = _visible(template_spec, container, inventory, fail_on_init=sharing.fail_on_init_error)
     if isinstance(visible, PluginOutcome):
         return visible
     image = str(container.get("image", ""))
     if not has_unified_memory_fix(image) and any(not g.memory_supported for g in visible):
         return PluginOutcome("crash", "error getting device memory: Not Supported")
-    strategy = mig_strategy(container_env(container), content)
+    strategy = sharing.mig_strategy
     if sharing.strategy == "mps" and strategy == "mixed":
         return PluginOutcome("crash", "using --mig-strategy=mixed is not supported with MPS")
     if sharing.strategy == "mps" and not _mps_daemon_runs(inventory, labels):

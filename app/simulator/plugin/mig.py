@@ -1,6 +1,7 @@
 """MIG as the device plugin serves it: the strategy, and the devices each strategy advertises.
 
-migStrategy comes from `MIG_STRATEGY`, else `flags.migStrategy`, else none: `none` counts
+The strategy is the one the plugin's config reader settled (app.simulator.plugin.sharing:
+`MIG_STRATEGY`, else `flags.migStrategy`, else none): `none` counts
 MIG-enabled GPUs as whole GPUs; `single` advertises every MIG device as `nvidia.com/gpu`
 (all GPUs MIG-enabled with one profile, else the plugin exits); `mixed` advertises
 `nvidia.com/gpu` for GPUs with MIG off and one `nvidia.com/mig-<profile>` per MIG device
@@ -11,27 +12,11 @@ into its base profile's name).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-
-import yaml
 
 from app.simulator.node.inventory import SimGpu
 from app.simulator.plugin.container import image_version
 
 _BASE_PROFILE = re.compile(r"(\d+g\.\d+gb)")
-
-
-def mig_strategy(env: Mapping[str, str], config_text: str | None) -> str:
-    """MIG_STRATEGY beats flags.migStrategy in the file, which beats `none`."""
-    if env.get("MIG_STRATEGY"):
-        return env["MIG_STRATEGY"]
-    try:
-        config = yaml.safe_load(config_text) if config_text else None
-    except yaml.YAMLError:
-        return "none"
-    flags = config.get("flags") if isinstance(config, dict) else None
-    value = flags.get("migStrategy") if isinstance(flags, dict) else None
-    return str(value) if value else "none"
 
 
 def _anchored(image: str) -> bool:
