@@ -4,11 +4,15 @@ Every write carries the resourceVersion the plan was made from (replace, delete
 preconditions), so someone else's change in between is a 409. The writes are made in
 the plan's order: config first, then the node's own DaemonSet (which matches no node
 yet), the shared DaemonSet's exclusion term, and last the node label that hands the node
-over. Calls made here are declared in app.kube.permissions.
+over: vacated first, set once the old plugin pod has left the node (app.kube.handover).
+Calls made here are declared in app.kube.permissions.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,13 +24,14 @@ from kubernetes import client
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import ChangeWarning
 from app.domain.changes.records import stamped
-from app.domain.changes.split_models import ObjectWrite, SplitPlan
+from app.domain.changes.split_models import NODE_LABEL, ObjectWrite, SplitPlan
 from app.domain.cluster import Manifest
 from app.errors import ClusterError, ConflictError
 from app.kube.calls import delete_options, raw
 from app.kube.client import call_json
-from app.kube.concurrent import concurrent_change, with_change_id
+from app.kube.concurrent import ConcurrentChange, concurrent_change, with_change_id
 from app.kube.events import daemonset_event
+from app.kube.handover import HANDOVER_WAIT_S, VACANT, HandOver, handed_over
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
 from app.kube.writer import PluginWriter
 
@@ -76,10 +81,11 @@ class SplitApplied:
 class SplitWriter:
     """Reads and writes a node's split, acting as the given PluginWriter's identity."""
 
-    def __init__(self, writer: PluginWriter) -> None:
+    def __init__(self, writer: PluginWriter, *, handover_wait_s: float = HANDOVER_WAIT_S) -> None:
         self._writer = writer
         self._calls = writer.calls
         self.namespace = writer.plugin.namespace
+        self._handover = HandOver(writer.calls, wait_s=handover_wait_s)
 
     def read(self, node: str, own_name: str) -> SplitObjects:
         objects = self._writer.read()
@@ -130,7 +136,7 @@ class SplitWriter:
         written: list[Manifest] = []
         for write in plan.writes:
             try:
-                answer = self._write(write, dry_run=False)
+                answer = self._write(write, dry_run=False, warnings=warnings)
             except ClusterError as exc:
                 try:
                     failed = settle_failed(write, exc, self._read_object, warnings)
@@ -148,18 +154,18 @@ class SplitWriter:
                     user=user,
                 )
                 if isinstance(exc, ConflictError) and undone.restored:  # issue 33: 409, winner
-                    raise concurrent_change(write, self._current(write), undone) from exc
+                    raise self._lost(write, undone, undone=len(done)) from exc
                 raise undone from exc
             done.append(write)
             if answer is not None and write.action != "delete":
                 written.append(answer)
         return tuple(written)
 
-    def _current(self, write: ObjectWrite) -> Manifest | None:
-        try:
-            return self._read_object(write)
-        except ClusterError:
-            return None
+    def _lost(self, write: ObjectWrite, failed: SplitFailed, *, undone: int) -> ConcurrentChange:
+        """The loser's answer (app.kube.concurrent), naming the change the object holds now."""
+        name = write.name if write.kind == "Node" else f"{self.namespace}/{write.name}"
+        read = functools.partial(self._read_object, write)
+        return concurrent_change(write.kind, name, read, failed, undone=undone)
 
     # one object ------------------------------------------------------------------------
 
@@ -171,8 +177,17 @@ class SplitWriter:
             return self._calls.read_daemonset(write.name)
         return self._calls.read_configmap(write.name)
 
-    def _write(self, write: ObjectWrite, *, dry_run: bool) -> Manifest | None:
+    def _write(
+        self,
+        write: ObjectWrite,
+        *,
+        dry_run: bool,
+        warnings: list[ChangeWarning] | None = None,
+    ) -> Manifest | None:
         """Make `write`; the object as the API server answered (None: no body)."""
+        moved = handed_over(write)
+        if moved is not None and not dry_run:
+            return self._hand_over(write, *moved, warnings=[] if warnings is None else warnings)
         action = f"{write.action} {write.kind} {write.name}"
         if write.kind == "DaemonSet" and write.action not in ("create", "delete"):
             assert write.after is not None and write.before is not None
@@ -180,6 +195,37 @@ class SplitWriter:
                 write.name, write.after, seen=write.before, dry_run=dry_run, action=action
             )
         return call_json(self._call(write, raw(dry_run)), action=action)
+
+    def _hand_over(
+        self, write: ObjectWrite, old: str | None, new: str | None, *, warnings: list[ChangeWarning]
+    ) -> Manifest | None:
+        """The node label write `write` in two: vacated, the old plugin pod gone, then set."""
+        vacated = None
+        if old != VACANT:
+            vacated = self._label(write, {NODE_LABEL: VACANT}, "vacating")
+        lingered = self._handover.wait_gone(
+            write.name, frozenset(n for n in (old, new, self._writer.plugin.name) if n)
+        )
+        if lingered is not None:  # a kubelet that does not answer: let the new pod in anyway
+            params = {"node": write.name, "seconds": int(self._handover.wait_s)}
+            warnings.append(
+                ChangeWarning("handover-unconfirmed", {**params, "pods": lingered.detail})
+            )
+        if new == VACANT:
+            return vacated
+        try:
+            return self._label(write, (write.after or {}).get("labels") or {}, "setting")
+        except ClusterError:
+            # as it was: the old DaemonSet's pod comes back; the error says what failed
+            with contextlib.suppress(ClusterError):
+                self._label(write, {NODE_LABEL: old}, "restoring")
+            raise
+
+    def _label(self, write: ObjectWrite, labels: Manifest, verb: str) -> Manifest | None:
+        """Patch the node's labels (None: remove); the Node as the API server answered."""
+        step = dataclasses.replace(write, after={"labels": labels})
+        action = f"{verb} label {NODE_LABEL} of Node {write.name}"
+        return call_json(self._call(step, raw()), action=action)
 
     def _call(self, write: ObjectWrite, kwargs: dict[str, Any]) -> Callable[[], Any]:
         """The client call that makes `write` (all but the DaemonSet replace)."""

@@ -16,6 +16,7 @@ from app.domain.changes.outcome import Found, configmap_found, daemonset_found, 
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
 from app.errors import ClusterError, ClusterUnavailableError
+from app.kube.concurrent import ConcurrentChange
 from app.upstream import described
 
 audit_log = logging.getLogger("gpu_slots.audit")
@@ -163,17 +164,23 @@ class Settle:
         )
 
 
-def audit_failure(plan: ChangePlan, failed: ApplyFailed, *, user: str, daemonset: str) -> None:
+def audit_failure(
+    plan: ChangePlan, failed: ApplyFailed | ConcurrentChange, *, user: str, daemonset: str
+) -> None:
     """The audit log records failed changes too, with the state the cluster was left in."""
+    if isinstance(failed, ConcurrentChange):  # its writes undone: another change's stand
+        state, restored = f"lost to change {failed.winner or '(not of GPU Slots)'}", True
+    else:
+        state, restored = failed.state, failed.restored
     audit_log.warning(
         f"{user} tried to change the device plugin config: {described(plan.before)} -> "
-        f"{described(plan.after)}; it failed, {failed.state or 'state unknown'}",
+        f"{described(plan.after)}; it failed, {state or 'state unknown'}",
         extra={
             "user": user,
             "kind": plan.kind,
             "outcome": "failed",
-            "state": failed.state,
-            "restored": failed.restored,
+            "state": state,
+            "restored": restored,
             "error": str(failed.cause),
             "daemonset": daemonset,
         },

@@ -30,12 +30,13 @@ from app.domain.changes.outcome import Found, describe
 from app.domain.changes.records import stamped
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
-from app.errors import ClusterError
+from app.errors import ClusterError, ConflictError
 from app.kube.calls import NamespaceCalls, delete_options, raw
 from app.kube.client import call_json, copy_api_client
+from app.kube.concurrent import ConcurrentChange, concurrent_change, mode_with_change_id
 from app.kube.events import AuditTrail
 from app.kube.history import ChangeHistory
-from app.kube.uncertain import ApplyFailed, NotWritten, Settle, audit_failure
+from app.kube.uncertain import ApplyFailed, NotWritten, Reader, Settle, audit_failure
 
 __all__ = ["ApplyFailed", "ApplyResult", "ClusterObjects", "DryRunResult", "PluginWriter"]
 
@@ -150,10 +151,11 @@ class PluginWriter:
         the moment of the writes and their warnings, then kept and announced.
         """
         warnings: list[ChangeWarning] = []
+        plan = mode_with_change_id(plan, record.id)  # a concurrent loser can name this change
         settle = self._settle(plan)
         try:
             written_cm, written_ds = self._write_both(plan, settle, warnings)
-        except ApplyFailed as failed:
+        except (ApplyFailed, ConcurrentChange) as failed:
             audit_failure(plan, failed, user=record.user, daemonset=self.plugin.ref)
             raise
         result_cm = written_cm if written_cm is not None else plan.configmap_before
@@ -179,6 +181,8 @@ class PluginWriter:
         """The ConfigMap and the DaemonSet as written; the ConfigMap undone if the second fails."""
         try:
             written_cm = self._write_configmap(plan, dry_run=False)
+        except ConflictError as exc:  # another change's write came first: nothing written
+            raise self._lost("ConfigMap", self.configmap_name, self._read_configmap, exc) from exc
         except ClusterError as exc:
             written_cm = settle.configmap_write(exc, warnings)
         try:
@@ -187,8 +191,22 @@ class PluginWriter:
             try:
                 written_ds = settle.daemonset_write(exc, warnings)
             except NotWritten:
-                raise self._undo_configmap(plan, written_cm, exc) from exc
+                failed = self._undo_configmap(plan, written_cm, exc)
+                restored = not isinstance(failed, ApplyFailed) or failed.restored
+                if isinstance(exc, ConflictError) and restored:
+                    undone = 0 if written_cm is None else 1
+                    raise self._lost(
+                        "DaemonSet", self.plugin.name, self._read_daemonset, failed, undone=undone
+                    ) from exc
+                raise failed from exc
         return written_cm, written_ds
+
+    def _lost(
+        self, kind: str, name: str, read: Reader, failed: ClusterError, *, undone: int = 0
+    ) -> ConcurrentChange:
+        """The loser's answer (app.kube.concurrent), naming the change the object holds now."""
+        where = f"{self.plugin.namespace}/{name}"
+        return concurrent_change(kind, where, read, failed, undone=undone)
 
     def _deleted_after(
         self, plan: ChangePlan, settle: Settle, warnings: list[ChangeWarning]

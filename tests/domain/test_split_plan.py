@@ -143,3 +143,14 @@ def test_a_node_name_past_63_characters_splits_with_label_values_within_63() -> 
     own = next(w.after for w in result.writes if w.action == "create")
     assert own["metadata"]["annotations"]["gpu-slots.io/node"] == long_name
     assert len(own["metadata"]["labels"]["gpu-slots.io/node"]) <= 63
+
+
+def test_a_node_left_vacant_by_a_cut_short_hand_over_is_returned_by_removing_the_label() -> None:
+    vacant = f.node("gpu-1")
+    vacant["metadata"].setdefault("labels", {})[NODE_LABEL] = ""  # app.kube.handover's VACANT
+
+    writes = plan(SplitRequest("gpu-1", None), node=vacant).writes
+
+    assert [(w.action, w.kind, w.after) for w in writes] == [
+        ("label", "Node", {"labels": {NODE_LABEL: None}})
+    ]

@@ -18,6 +18,7 @@ from app.domain.changes.records import mode_record
 from app.domain.plugin_target import PluginTarget
 from app.errors import ConflictError
 from app.kube.client import make_api_client
+from app.kube.concurrent import ConcurrentChange
 from app.kube.writer import ApplyFailed, ApplyResult, PluginWriter
 from app.simulator.world.cluster import SimulatedCluster
 from tests import factories as f
@@ -166,11 +167,18 @@ def test_writer_daemonset_changed_in_between_writes_nothing(
         DS, NS, {"metadata": {"labels": {"edited": "by-someone"}}}
     )
 
-    with pytest.raises(ApplyFailed) as failed:
+    with pytest.raises(ConcurrentChange) as lost:
         apply_as(writer, plan, "alice")
 
-    assert isinstance(failed.value.cause, ConflictError)
-    assert failed.value.restored
+    assert lost.value.winner is None  # the label's write is no change of GPU Slots
+    assert str(lost.value).startswith(
+        f"DaemonSet {NS}/{DS} was changed at the same time by a write outside GPU Slots: this "
+        "change was not applied and nothing of it was written (1 write(s) made before it were "
+        "undone)."
+    )
+    undone = lost.value.cause
+    assert isinstance(undone, ApplyFailed) and undone.restored
+    assert isinstance(undone.cause, ConflictError)
     after = writer.read()
     assert after.configmap is None
     assert "CONFIG_FILE" not in str(after.daemonset)

@@ -154,7 +154,7 @@ def _own_daemonset_move(
     current = own if own is not None and _labelled(node) == own_label else None
     before = split_state(current if current is not None else shared, shared_configmap, gpus)
     if request.kubernetes_gpus is None:
-        if current is None and own is None:
+        if current is None and own is None and not _keyed(node):
             raise PlanRefused(RefusalCode.NOT_SPLIT, "not-split", node=request.node)
         after = split_state(shared, shared_configmap, gpus)
         writes = _return_writes(request.node, node, own, own_configmap)
@@ -209,6 +209,12 @@ def _labelled(node: Manifest) -> str | None:
     return str(value) if value else None
 
 
+def _keyed(node: Manifest) -> bool:
+    """The node carries the label, even empty: a hand-over cut short leaves it vacant, which
+    keeps the shared DaemonSet off the node as a name does (app.kube.handover)."""
+    return NODE_LABEL in ((node.get("metadata") or {}).get("labels") or {})
+
+
 def _wanted(request: SplitRequest, gpus: Sequence[NodeGpu], name: str) -> SplitState:
     require_known_gpus(request, gpus)
     replicas = wanted_replicas(request)
@@ -221,7 +227,7 @@ def _return_writes(
     node_name: str, node: Manifest, own: Manifest | None, own_configmap: Manifest | None
 ) -> list[ObjectWrite]:
     writes: list[ObjectWrite] = []
-    if _labelled(node):
+    if _keyed(node):
         writes.append(ObjectWrite("label", "Node", node_name, node, {"labels": {NODE_LABEL: None}}))
     if own is not None:
         writes.append(ObjectWrite("delete", "DaemonSet", own["metadata"]["name"], own, None))

@@ -1,8 +1,11 @@
-"""Fault injection and request counting for tests: API down, the next N requests fail."""
+"""Fault injection and request counting for tests: API down, the next N requests fail, and
+writes held until a number of them are in flight at once (a race made on purpose)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
@@ -41,6 +44,21 @@ class FaultRule:
         return (self.verb is None or self.verb == verb) and (self.kind is None or self.kind == kind)
 
 
+@dataclass
+class Gate:
+    """Hold requests matching verb and kind until `count` of them have arrived (or a bound)."""
+
+    verb: str
+    kind: str
+    count: int
+    deadline: float
+    arrived: int = 0
+
+    @property
+    def open(self) -> bool:
+        return self.arrived >= self.count or time.monotonic() >= self.deadline
+
+
 class Faults:
     """Thread-safe fault switches and the per-(verb, kind) request counter."""
 
@@ -50,6 +68,27 @@ class Faults:
         self._rules: list[FaultRule] = []
         self._lost: list[FaultRule] = []  # answers lost after the write was made
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._gates: list[Gate] = []
+
+    def hold(self, *, verb: str, kind: str, count: int = 2, timeout_s: float = 5.0) -> None:
+        """The next `count` requests of verb and kind wait for each other, then all go on:
+        two changes that write the same object at the same instant, for real."""
+        with self._lock:
+            deadline = time.monotonic() + timeout_s
+            self._gates.append(Gate(verb, normalise_kind(kind) or kind, count, deadline))
+
+    async def wait_at_gate(self, verb: str, kind: str) -> None:
+        """Wait while a gate holds this request (returns at once when none does)."""
+        with self._lock:
+            self._gates = [g for g in self._gates if not g.open]  # past their bound: gone
+            gate = next((g for g in self._gates if (g.verb, g.kind) == (verb, kind)), None)
+            if gate is None:
+                return
+            gate.arrived += 1
+            if gate.arrived >= gate.count:
+                self._gates.remove(gate)
+        while not gate.open:
+            await asyncio.sleep(0.005)
 
     def inject(self, **spec: Unpack[FaultSpec]) -> None:
         code, count = spec.get("code", 500), spec.get("count", 1)
@@ -66,6 +105,7 @@ class Faults:
 
     def clear(self) -> None:
         with self._lock:
+            self._gates.clear()
             self._rules.clear()
             self._lost.clear()
             self.unavailable = False

@@ -126,6 +126,7 @@ class KubeApi:
         code = self.faults.record(verb, target.resource.kind)
         if code is not None:
             raise ApiError.for_code(code, f"injected fault for {verb} {target.resource.kind}")
+        await self.faults.wait_at_gate(verb, target.resource.kind)
         if verb in ("get", "list", "watch"):
             return self._read(verb, target, request)
         return await self._write(verb, target, request, path)
