@@ -61,7 +61,7 @@ from app.web.services.report_sync import ReportSync
 from app.web.services.reports import ReportStore
 from app.web.services.snapshot_builder import Clock
 from app.web.services.snapshots import SnapshotService
-from app.web.views import diffs
+from app.web.views import diffs, times
 
 
 def accounting_options(settings: Settings) -> AccountingOptions:
@@ -84,6 +84,7 @@ def page_templates(assets_dir: Path) -> Jinja2Templates:
     templates.env.filters["diff_lines"] = diffs.diff_lines
     templates.env.filters["changed_count"] = diffs.changed_count
     templates.env.filters["coded"] = coded_markup  # a domain code, worded (i18n/coded.py)
+    templates.env.filters["when"] = times.when  # a moment as a <time> (views/times.py)
     return templates
 
 

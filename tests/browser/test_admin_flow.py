@@ -1,7 +1,8 @@
 """The admin's whole form flow in headless Chromium on the host-split scenario.
 
 Log in, switch basic -> time-slicing x4, the preview shows 2 -> 8 slots, apply, the rollout
-view follows until the node advertises 8; roll back to 2; the Events record both.
+view follows until the node advertises 8; undo it from the change list (back to 2); the
+Events record both.
 """
 
 from __future__ import annotations
@@ -72,8 +73,12 @@ def test_admin_flow_switch_preview_apply_rollout_and_rollback(
     expect(current).to_have_attribute("data-mode", "time-slicing")
     expect(current).to_have_attribute("data-replicas", "4")
     expect(tab.get_by_test_id("previous-config")).to_have_attribute("data-mode", "basic")
-    tab.get_by_test_id("rollback-button").click()
+    tab.get_by_test_id("undo-link").click()  # undo lives with the change list
+    newest = tab.get_by_test_id("change-row").first
+    expect(newest).to_have_attribute("data-outcome", "done")
+    newest.get_by_test_id("undo-button").click()
     expect(tab.get_by_test_id("totals-before-after")).to_have_attribute("data-after", "2")
+    expect(tab.get_by_test_id("apply-form").locator("button[type=submit]")).to_have_count(1)
     tab.get_by_test_id("rollback-confirm").click()
     expect(tab.get_by_test_id("rollout-done")).to_be_visible()
     expect(tab.get_by_test_id(f"rollout-{NODE}").get_by_test_id("advertised")).to_contain_text("2")

@@ -66,9 +66,19 @@ def _keep_gpu_2_for_a_host_process(tab: Any, stack: Stack) -> None:
     tab.goto(f"{stack.dashboard_url}{EDITOR}")
 
 
+def _open_preview(tab: Any, stack: Stack, start: str) -> None:
+    """The return's preview from the editor, or the undo's from the change list."""
+    if start == "undo-button":
+        tab.goto(f"{stack.dashboard_url}/admin/changes")
+        row = tab.locator("[data-testid=change-row][data-kind=split]").first
+        row.get_by_test_id(start).click()
+    else:
+        tab.get_by_test_id(start).first.click()
+
+
 def _refused_then_confirmed(tab: Any, stack: Stack, start: str) -> None:
     """The preview warns; apply without the box is refused, saying it once; with it, applied."""
-    tab.get_by_test_id(start).first.click()
+    _open_preview(tab, stack, start)
     expect(tab.get_by_test_id("host-processes")).to_contain_text("eval.py")
     tab.get_by_test_id("apply-button").click()
     alert = tab.get_by_test_id("admin-error")
@@ -77,7 +87,7 @@ def _refused_then_confirmed(tab: Any, stack: Stack, start: str) -> None:
     assert alert.inner_text().count("Host processes run on GPUs") == 1
     assert _allocatable(stack) == 1  # nothing written
 
-    tab.get_by_test_id(start).first.click()
+    _open_preview(tab, stack, start)
     tab.get_by_test_id("apply-confirm").check()
     tab.get_by_test_id("apply-button").click()
     expect(tab.get_by_test_id("applied")).to_be_visible()
@@ -93,13 +103,13 @@ def test_return_to_shared_asks_to_confirm_host_processes_in_the_form(
     _refused_then_confirmed(browser_tab, stack, "return-button")
 
 
-def test_split_rollback_asks_to_confirm_host_processes_in_the_form(
+def test_split_undo_from_the_change_list_asks_to_confirm_host_processes(
     make_stack: Any, browser_tab: Any
 ) -> None:
     stack = make_stack("host-split")
     wait_for(lambda: _allocatable(stack) == 2, what="the node's 2 slots")
     _keep_gpu_2_for_a_host_process(browser_tab, stack)
-    _refused_then_confirmed(browser_tab, stack, "rollback-button")
+    _refused_then_confirmed(browser_tab, stack, "undo-button")
 
 
 @pytest.fixture

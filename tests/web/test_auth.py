@@ -111,7 +111,11 @@ def test_auth_form_post_without_or_with_forged_csrf_is_403(stack: Stack) -> None
 
 
 def test_auth_form_post_without_login_is_401(stack: Stack) -> None:
-    for path in ("/admin/plugin/preview", "/admin/plugin/apply", "/admin/plugin/rollback"):
+    for path in (
+        "/admin/plugin/preview",
+        "/admin/plugin/apply",
+        "/admin/changes/c-1/mode-rollback",
+    ):
         response = stack.client.post(path, data={**PREVIEW_FORM, "csrf_token": "x"})
         assert response.status_code == 401, path
     assert nothing_written(stack)

@@ -89,6 +89,18 @@ def object_diff(before: Manifest | None, after: Manifest | None, *, title: str) 
     return "\n".join(lines)
 
 
+def label_diff(node: Manifest | None, patch: Manifest, *, title: str) -> str:
+    """The node labels a label patch (`{"labels": {key: value or None}}`) changes, as a YAML
+    diff like any object's: only the keys it touches, a None value removed."""
+    labels = ((node or {}).get("metadata") or {}).get("labels") or {}
+    touched = patch.get("labels") or {}
+    before = {k: labels[k] for k in touched if k in labels}
+    after = {k: v for k, v in touched.items() if v is not None}
+    return object_diff(
+        {"metadata": {"labels": before}}, {"metadata": {"labels": after}}, title=title
+    )
+
+
 def _clean(obj: Manifest | None) -> Manifest:
     cleaned = copy.deepcopy(obj or {})
     cleaned.pop("status", None)

@@ -30,6 +30,7 @@ class PodRollout:
     updated: bool
     phase: str
     failing: bool = False
+    changed_at: datetime | None = None  # created, or last became (un)ready: its last step
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,11 @@ class RolloutStatus:
     # Nodes whose unavailable plugin pods hold the DaemonSet controller back (its budget,
     # maxUnavailable, is spent on them): the rollout cannot progress until they are fixed.
     blocked_by: tuple[str, ...] = ()
+    # The blocking nodes whose plugin pod fails (CrashLoopBackOff, ...): they never become
+    # ready, so the rollout holds there for good, unlike a pod that is only starting.
+    held_by: tuple[str, ...] = ()
+    # When the rollout last moved: the change applied, an updated pod created or turned ready.
+    progressed_at: datetime | None = None
 
     @property
     def done(self) -> bool:
@@ -114,14 +120,19 @@ def rollout_status(
     generation: int,
     since: datetime | None = None,
     broken_before: frozenset[str] = frozenset(),
+    template_generation: int | None = None,
 ) -> RolloutStatus:
-    """How far the DaemonSet's `generation` rolled out, from cached objects and the snapshot."""
+    """How far the DaemonSet's `generation` rolled out, from cached objects and the snapshot.
+
+    `template_generation`: the generation whose pod template this rollout brings, when a
+    later write changed only the update strategy (a pod stamped since counts as updated).
+    """
     ds = daemonset or {}
     status = ds.get("status") or {}
     observed = int(status.get("observedGeneration") or 0)
     desired = int(status.get("desiredNumberScheduled") or 0)
     stuck = _generation_stuck(daemonset, generation, observed=observed)
-    rows = _pod_rows(daemonset, pods, generation=generation, since=since)
+    rows = _pod_rows(daemonset, pods, generation=template_generation or generation, since=since)
     stuck += _pods_stuck(rows)
     blocked_by = _blocking_nodes(ds, rows)
     if blocked_by:
@@ -144,6 +155,7 @@ def rollout_status(
         for n in nodes
         if n.state == "waiting"
     ]
+    failing_at = {_where(r) for r in rows if r.failing}
     return RolloutStatus(
         generation=generation,
         observed_generation=observed,
@@ -154,7 +166,17 @@ def rollout_status(
         nodes=tuple(nodes),
         stuck=tuple(stuck),
         blocked_by=blocked_by,
+        held_by=tuple(n for n in blocked_by if n in failing_at),
+        progressed_at=_progressed_at(rows, since),
     )
+
+
+def _progressed_at(rows: Sequence[PodRollout], since: datetime | None) -> datetime | None:
+    """The rollout's last step: the change itself, or an updated pod's latest change."""
+    steps = [r.changed_at for r in rows if r.updated and r.changed_at is not None]
+    if since is not None:
+        steps.append(since)
+    return max(steps, default=None)
 
 
 def _generation_stuck(
@@ -315,14 +337,14 @@ def _pod_rollout(pod: Manifest, *, generation: int, since: datetime | None) -> P
     status = pod.get("status") or {}
     label = (meta.get("labels") or {}).get("pod-template-generation")
     if label is not None:
-        updated = label == str(generation)
+        updated = label.isdigit() and int(label) >= generation
     else:
         started = parse_time(status.get("startTime"))
         updated = since is not None and started is not None and started >= since
-    ready = any(
-        c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
+    conditions = [c for c in status.get("conditions") or [] if c.get("type") == "Ready"]
+    ready = any(c.get("status") == "True" for c in conditions)
+    times = [parse_time(meta.get("creationTimestamp"))]
+    times += [parse_time(c.get("lastTransitionTime")) for c in conditions]
     return PodRollout(
         node=str((pod.get("spec") or {}).get("nodeName") or ""),
         name=str(meta.get("name", "")),
@@ -330,4 +352,5 @@ def _pod_rollout(pod: Manifest, *, generation: int, since: datetime | None) -> P
         updated=updated,
         phase=str(status.get("phase") or "Unknown"),
         failing=plugin_pod_failing(pod),
+        changed_at=max((t for t in times if t is not None), default=None),
     )

@@ -42,14 +42,20 @@ class RolloutRecord:
     since: str  # RFC 3339, UTC: when the change was applied
     broken_before: tuple[str, ...]  # nodes whose plugin pod failed before the change
     budget: Budget | None = None  # maxUnavailable raised to pass the failing nodes
+    # The generation whose pod template the change brought, once a later write (raising
+    # maxUnavailable while the rollout holds) moved the DaemonSet's generation past it.
+    template_generation: int | None = None
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "changeId": self.change_id,
             "since": self.since,
             "brokenBefore": list(self.broken_before),
             "maxUnavailable": self.budget.as_json() if self.budget is not None else None,
         }
+        if self.template_generation is not None:
+            data["templateGeneration"] = self.template_generation
+        return data
 
 
 def rollout_record(daemonset: Manifest | None) -> RolloutRecord | None:
@@ -69,11 +75,13 @@ def rollout_record(daemonset: Manifest | None) -> RolloutRecord | None:
     if not isinstance(broken, list):
         return None
     change = data.get("changeId")
+    template = data.get("templateGeneration")
     return RolloutRecord(
         change_id=change if isinstance(change, str) else None,
         since=data["since"],
         broken_before=tuple(str(n) for n in broken[:MAX_NODES]),
         budget=_budget(data.get("maxUnavailable")),
+        template_generation=template if isinstance(template, int) and template > 0 else None,
     )
 
 
@@ -138,6 +146,24 @@ def restored_budget(daemonset: Manifest, record: RolloutRecord, *, at: str) -> M
         rolling["maxUnavailable"] = budget.before
     done = replace(record, budget=replace(budget, restored_at=at))
     return with_record(out, done)
+
+
+def passed_now(
+    daemonset: Manifest, record: RolloutRecord, held: int, *, budget_now: int
+) -> tuple[Manifest, RolloutRecord]:
+    """`daemonset` letting its held rollout pass `held` failing nodes now (maxUnavailable
+    raised by their count, recorded to be put back once done), and the record it carries.
+
+    The raise changes the DaemonSet's spec, so its generation moves on while the pod
+    template stays: the record keeps the template's generation for the rollout view.
+    """
+    generation = int((daemonset.get("metadata") or {}).get("generation") or 0)
+    raised, budget = raised_budget(daemonset, held, budget_now=budget_now)
+    if record.budget is not None:  # raised before: it is put back to the value before both
+        budget = replace(budget, before=record.budget.before)
+    template = record.template_generation or generation or None
+    done = replace(record, budget=budget, template_generation=template)
+    return with_record(raised, done), done
 
 
 def planned_rollout(

@@ -57,7 +57,9 @@ def _page(
     action: str = "apply",
     applied: str | None = None,
     rolls_back: str | None = None,
+    form: SplitForm | None = None,
 ) -> HTMLResponse:
+    """The editor; `form`: what the admin chose, kept in the form above its preview."""
     view: GpuSplitOut | None = None
     try:
         view = split_view(runtime.changes, name, translator(request).lang)
@@ -94,6 +96,9 @@ def _page(
         rolls_back=rolls_back,
         applied=applied,
         base=editor_path(name),
+        chosen=list(form.gpus) if form is not None else None,
+        chosen_mode=form.mode if form is not None else None,
+        chosen_replicas=form.replicas if form is not None else None,
         replicas_min=MIN_REPLICAS,
         replicas_max=MAX_REPLICAS,
     )
@@ -166,8 +171,9 @@ def gpus_preview(
         shown = preview_split(runtime.changes, principal, form.request(name))
     except _REFUSALS as error:
         return _refused(request, runtime, name, error)
-    action = "return" if form.action == "return" else "apply"
-    return _page(request, runtime, name, preview=shown, action=action)
+    if form.action == "return":
+        return _page(request, runtime, name, preview=shown, action="return")
+    return _page(request, runtime, name, preview=shown, action="apply", form=form)
 
 
 @router.post("/admin/nodes/{name}/gpus/apply")

@@ -1,7 +1,8 @@
-"""HTML for admins: log in and out, the plugin mode form, preview, apply, rollout, rollback.
+"""HTML for admins: log in and out, the plugin mode form, preview, apply, the rollout page.
 
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work
-is done by the same use cases as the JSON API (app.web.services.plugin_admin). Every text
+is done by the same use cases as the JSON API (app.web.services.plugin_admin). Undoing a
+change lives with the change list (app.web.routes.history_pages). Every text
 comes from the catalog (app.web.i18n) in the request's language; refusals are shown as our
 own message, with the server's English words under it where they carry details.
 """
@@ -12,8 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Form, Query, Request
+from fastapi import APIRouter, Depends, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 
 from app.domain.changes.models import (
     MAX_REPLICAS,
@@ -21,10 +23,12 @@ from app.domain.changes.models import (
     ChangeRequest,
     ChangeWarning,
     PlanRefused,
+    RefusalCode,
 )
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import acting_admin, get_auth
+from app.web.auth.state import CSRF_FIELD
 from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import (
     Alert,
@@ -38,7 +42,20 @@ from app.web.http.admin_forms import (
 from app.web.http.html import html_response, safe_next, translator, with_lang
 from app.web.i18n.translate import Translator, language_of
 from app.web.runtime import Runtime
-from app.web.services.plugin_admin import apply_mode, config_view, preview_mode
+from app.web.services.change_history import preview_undo_mode, rollback_change
+from app.web.services.mode_rollout import (
+    NothingHeld,
+    RolloutWouldHold,
+    failing_now,
+    pass_failing_now,
+)
+from app.web.services.plugin_admin import (
+    Preview,
+    allocation_policy_offered,
+    apply_mode,
+    config_view,
+    preview_mode,
+)
 from app.web.services.rollout_view import rollout_view
 
 router = APIRouter(include_in_schema=False)
@@ -46,6 +63,9 @@ login_router = APIRouter(include_in_schema=False)  # open to all: the way in
 
 PLUGIN_PATH = "/admin/plugin"
 ROLLOUT_PATH = "/admin/plugin/rollout"
+# Undoing a mode change: offered by the change list, previewed and confirmed here.
+UNDO_MODE_PATH = "/admin/changes/{change}/mode-rollback"
+ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
 
 Checkbox = Annotated[str | None, Form()]
 
@@ -65,7 +85,12 @@ def _login_page(
 
 
 def _plugin_page(
-    request: Request, runtime: Runtime, *, alert: Alert | None = None, status_code: int = 200
+    request: Request,
+    runtime: Runtime,
+    *,
+    alert: Alert | None = None,
+    status_code: int = 200,
+    fix_first: frozenset[str] = frozenset(),
 ) -> HTMLResponse:
     return render_admin(
         request,
@@ -74,8 +99,11 @@ def _plugin_page(
         title=translator(request)("title_admin_plugin"),
         status_code=status_code,
         view=config_view(runtime.changes),
+        rollout=rollout_view(runtime.changes),
         principal=principal_of(request),
         alert=alert,
+        fix_first=sorted(fix_first),
+        policy_offered=allocation_policy_offered(runtime.changes),
         replicas_min=MIN_REPLICAS,
         replicas_max=MAX_REPLICAS,
     )
@@ -84,7 +112,23 @@ def _plugin_page(
 def _error_page(request: Request, runtime: Runtime, error: Exception) -> HTMLResponse:
     """The form page with the refusal, in the request's language, for any refused write."""
     status_code, alert = refusal(request, error)
+    if isinstance(error, PlanRefused) and error.code is RefusalCode.NO_CHANGE:
+        alert = _no_change_alert(request, runtime)
     return _plugin_page(request, runtime, alert=alert, status_code=status_code)
+
+
+def _no_change_alert(request: Request, runtime: Runtime) -> Alert:
+    """ "Nothing to change", said once; never of a change whose rollout has not finished."""
+    t = translator(request)
+    view = rollout_view(runtime.changes)
+    if view.state not in ("rolling-out", "stuck"):
+        return Alert(t("refusal_no-change"))
+    link = Markup('<a href="{}" data-testid="to-rollout">{}</a>').format(
+        with_lang(ROLLOUT_PATH, request), t("rollout_open_link")
+    )
+    if view.held_by:
+        return Alert(t("no_change_held", nodes=", ".join(view.held_by), link=link))
+    return Alert(t("no_change_rolling_out", link=link))
 
 
 def refused_form(request: Request, exc: Exception) -> Response:
@@ -192,19 +236,28 @@ def mode_form(
     )
 
 
+FIX_FIRST = "fix-first"  # the preview's other answer to a rollout that would hold
+
+
 @dataclass(frozen=True)
 class ApplyChoices:
-    """What the preview's apply form carries besides the change: its token, the options."""
+    """What the preview's apply form carries besides the change: its token, the options.
+
+    `pass_failing`: None when the admin did not answer (refused if the rollout would hold).
+    """
 
     token: str | None
-    pass_failing: bool
+    pass_failing: bool | None
+    fix_first: bool = False
 
 
 def apply_choices(
     token: Annotated[str | None, Form(max_length=16384)] = None,
-    pass_failing_nodes: Checkbox = None,
+    pass_failing_nodes: Annotated[str | None, Form(max_length=20)] = None,
 ) -> ApplyChoices:
-    return ApplyChoices(token or None, pass_failing_nodes == "on")
+    if pass_failing_nodes == FIX_FIRST:
+        return ApplyChoices(token or None, False, fix_first=True)
+    return ApplyChoices(token or None, True if pass_failing_nodes == "on" else None)
 
 
 ModeFormDep = Annotated[ModeForm, Depends(mode_form)]
@@ -221,27 +274,32 @@ def preview(
     return _preview_page(request, runtime, csrf_token, form.to_request)
 
 
-@router.post(f"{PLUGIN_PATH}/rollback/preview", response_class=HTMLResponse)
-def rollback_preview(
-    request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
-) -> HTMLResponse:
-    """What rolling back would do (diff, dry run, slots), before the admin confirms it."""
-    return _preview_page(request, runtime, csrf_token, None)
-
-
 def _preview_page(
     request: Request,
     runtime: Runtime,
     csrf_token: str | None,
-    to_request: Callable[[], ChangeRequest] | None,
+    to_request: Callable[[], ChangeRequest],
 ) -> HTMLResponse:
-    """The preview of a mode change (`to_request`) or, without one, of the rollback."""
+    """The preview of a mode change, with its one Apply button."""
     try:
         principal = admin_of(request, csrf_token)
-        change = to_request() if to_request is not None else None
+        change = to_request()
         shown = preview_mode(runtime.changes, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
+    return mode_preview_page(request, runtime, shown, principal, change=change)
+
+
+def mode_preview_page(
+    request: Request,
+    runtime: Runtime,
+    shown: Preview,
+    principal: Principal,
+    *,
+    change: ChangeRequest | None = None,
+    undoes: str | None = None,
+) -> HTMLResponse:
+    """The preview page of a mode change, or (`undoes`: its id) of undoing one."""
     return render_admin(
         request,
         runtime,
@@ -250,7 +308,9 @@ def _preview_page(
         preview=shown,
         change=change,
         principal=principal,
-        rollback=change is None,
+        rollback=undoes is not None,
+        apply_path=UNDO_MODE_PATH.format(change=undoes) if undoes else f"{PLUGIN_PATH}/apply",
+        rollout=rollout_view(runtime.changes),
     )
 
 
@@ -269,27 +329,70 @@ def apply(
         return _error_page(request, runtime, error)
 
 
-@router.post(f"{PLUGIN_PATH}/rollback")
-def rollback(
+@router.post(f"{UNDO_MODE_PATH}/preview", response_class=HTMLResponse)
+def mode_undo_preview(
+    change: ChangeId, request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
+) -> HTMLResponse:
+    """What undoing mode change `change` would do, before the admin confirms it."""
+    try:
+        principal = admin_of(request, csrf_token)
+        shown = preview_undo_mode(runtime.changes, principal, change)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
+        return _error_page(request, runtime, error)
+    return mode_preview_page(request, runtime, shown, principal, undoes=change)
+
+
+@router.post(UNDO_MODE_PATH)
+def mode_undo(
+    change: ChangeId,
     request: Request,
     runtime: RuntimeDep,
     choices: ApplyChoicesDep,
     csrf_token: Checkbox = None,
 ) -> Response:
+    """Undo mode change `change` as previewed (recorded as a rollback naming it)."""
     try:
         principal = admin_of(request, csrf_token)
-    except AuthRefused as error:
+        if choices.fix_first:
+            return fix_first_page(request, runtime)
+        rollback_change(
+            runtime.changes,
+            acting_admin(principal, request),
+            change,
+            dry_run=False,
+            expected=choices.token,
+            pass_failing=choices.pass_failing,
+        )
+    except RolloutWouldHold as held:
+        return choose_first_page(request, runtime, held)
+    except (AuthRefused, PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
-    return _apply(request, runtime, principal, None, choices)
+    return after_mode_write(request, runtime, ())
+
+
+def fix_first_page(request: Request, runtime: Runtime) -> HTMLResponse:
+    """The admin chose to fix the failing nodes before the change: nothing is written."""
+    return _plugin_page(request, runtime, fix_first=failing_now(runtime.changes))
+
+
+def choose_first_page(request: Request, runtime: Runtime, held: RolloutWouldHold) -> HTMLResponse:
+    """Apply without answering the preview's question: nothing is written (409)."""
+    t = translator(request)
+    nodes = ", ".join(sorted(held.failing.nodes))
+    return _plugin_page(
+        request, runtime, alert=Alert(t("apply_choose_first", nodes=nodes)), status_code=409
+    )
 
 
 def _apply(
     request: Request,
     runtime: Runtime,
     principal: Principal,
-    change: ChangeRequest | None,
+    change: ChangeRequest,
     choices: ApplyChoices,
 ) -> Response:
+    if choices.fix_first:
+        return fix_first_page(request, runtime)
     try:
         applied = apply_mode(
             runtime.changes,
@@ -298,17 +401,26 @@ def _apply(
             choices.token,
             pass_failing=choices.pass_failing,
         )
+    except RolloutWouldHold as held:
+        return choose_first_page(request, runtime, held)
     except (PlanRefused, ClusterError) as error:
         return _error_page(request, runtime, error)
-    if applied.result.warnings:  # shown once, on the answer itself: never carried in a URL
-        return _rollout_page(request, runtime, warnings=list(applied.result.warnings))
+    return after_mode_write(request, runtime, applied.result.warnings)
+
+
+def after_mode_write(
+    request: Request, runtime: Runtime, warnings: tuple[ChangeWarning, ...] | list[ChangeWarning]
+) -> Response:
+    """The rollout page after a mode write (its warnings shown once, never in a URL)."""
+    if warnings:
+        return _rollout_page(request, runtime, warnings=list(warnings))
     return RedirectResponse(with_lang(ROLLOUT_PATH, request), status_code=303)
 
 
 # rollout -----------------------------------------------------------------------------------
 
 
-def _rollout_context(runtime: Runtime, lang: str) -> dict[str, Any]:
+def _rollout_context(runtime: Runtime, request: Request) -> dict[str, Any]:
     view = rollout_view(runtime.changes)
     return {
         "status": view.status,
@@ -317,23 +429,33 @@ def _rollout_context(runtime: Runtime, lang: str) -> dict[str, Any]:
         "record": view.record,
         "state": view.state,
         "elapsed_s": view.elapsed_s,
+        "idle_s": view.idle_s,
         "stuck": view.stuck,
-        "poll_url": f"{ROLLOUT_PATH}/fragment?lang={lang}",
+        "held_by": view.held_by,
+        "principal": principal_of(request),
+        "csrf_field": CSRF_FIELD,
+        "poll_url": f"{ROLLOUT_PATH}/fragment?lang={language_of(request)}",
     }
 
 
 def _rollout_page(
-    request: Request, runtime: Runtime, *, warnings: list[ChangeWarning] | None = None
+    request: Request,
+    runtime: Runtime,
+    *,
+    warnings: list[ChangeWarning] | None = None,
+    alert: Alert | None = None,
+    status_code: int = 200,
 ) -> HTMLResponse:
     return render_admin(
         request,
         runtime,
         "admin/rollout.html",
         title=translator(request)("title_admin_rollout"),
-        principal=principal_of(request),
+        status_code=status_code,
         view=config_view(runtime.changes),
         warnings=warnings or [],
-        **_rollout_context(runtime, language_of(request)),
+        alert=alert,
+        **_rollout_context(runtime, request),
     )
 
 
@@ -342,11 +464,28 @@ def rollout(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     return _rollout_page(request, runtime)
 
 
+@router.post(f"{ROLLOUT_PATH}/pass-failing")
+def rollout_pass_failing(
+    request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
+) -> Response:
+    """The way forward from a held rollout: let it pass its failing nodes now."""
+    try:
+        principal = admin_of(request, csrf_token)
+        pass_failing_now(runtime.changes, acting_admin(principal, request))
+    except NothingHeld:
+        alert = Alert(translator(request)("rollout_not_held"))
+        return _rollout_page(request, runtime, alert=alert, status_code=409)
+    except (AuthRefused, ClusterError) as error:
+        status_code, alert = refusal(request, error)
+        return _rollout_page(request, runtime, alert=alert, status_code=status_code)
+    return RedirectResponse(with_lang(ROLLOUT_PATH, request), status_code=303)
+
+
 @router.get(f"{ROLLOUT_PATH}/fragment", response_class=HTMLResponse)
 def rollout_fragment(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    context = _rollout_context(runtime, lang)
+    context = _rollout_context(runtime, request)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}
     )

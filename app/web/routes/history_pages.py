@@ -2,8 +2,10 @@
 
 The history lives in the cluster as labelled ConfigMaps (app.domain.changes.durable, read
 through app.web.services.change_history); this page only lists it, with the labelled objects that
-hold no readable record shown apart (never a crash, never a rollback). Rolling a mode
-change back goes through the plugin form's preview and confirmation.
+hold no readable record shown apart (never a crash, never a rollback). It is the one place
+to undo: each change says how it ended (done, rolling out, held at a node, undone) and one
+that can be undone has one "Undo", which opens the same preview and confirmation as any
+change (a mode change's on the admin pages, a split's on its node's editor).
 """
 
 from __future__ import annotations
@@ -16,10 +18,12 @@ from fastapi.responses import HTMLResponse
 from app.domain.changes.durable import HistoryListing
 from app.errors import ClusterError
 from app.web.auth.requests import get_auth
+from app.web.auth.state import CSRF_FIELD
 from app.web.deps import RuntimeDep
 from app.web.http.html import html_response
 from app.web.i18n.translate import CATALOGS, Translator, language_of
-from app.web.services.change_history import change_listing
+from app.web.services.change_history import change_listing, outcomes
+from app.web.services.rollout_view import rollout_view
 from app.web.views.change_words import unreadable_text
 
 router = APIRouter(include_in_schema=False)
@@ -39,6 +43,7 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
         except ClusterError as exc:
             error = str(exc)
     principal = get_auth(request).identify(request, for_write=False)
+    ended = outcomes(listing.records, rollout_view(runtime.changes)) if available else {}
     html = runtime.templates.get_template("admin/changes.html").render(
         {
             "t": t,
@@ -48,6 +53,9 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "path": request.url.path,
             "live_url": None,
             "records": listing.records,
+            "outcomes": ended,
+            "principal": principal,
+            "csrf_field": CSRF_FIELD,
             "unverified": listing.unverified,
             "unreadable": [
                 (

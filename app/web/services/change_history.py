@@ -10,15 +10,20 @@ apply as any change, and records itself as a new entry that names the one it und
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
 
 from app.domain.changes.durable import HistoryListing, StoredRecord, UnreadableRecord
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import (
+    ChangePlan,
     ChangeRequest,
     PlanRefused,
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
+from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.i18n.coded import worded_values
 from app.web.i18n.translate import DEFAULT_LANGUAGE
@@ -30,7 +35,14 @@ from app.web.services.change_pipeline import (
     writer_for,
 )
 from app.web.services.gpu_split import SplitPreview, applied_out, apply_split, preview_split
-from app.web.services.plugin_admin import build_preview, make_plan, mode_objects, write_mode
+from app.web.services.plugin_admin import (
+    Preview,
+    build_preview,
+    make_plan,
+    mode_objects,
+    write_mode,
+)
+from app.web.services.rollout_view import RolloutView
 from app.web.views.admin_schemas import (
     ChangeOut,
     ModeAppliedOut,
@@ -49,6 +61,38 @@ def change_listing(ctx: ChangeContext) -> HistoryListing:
     """Every recorded change, newest first, and the unreadable records (fresh from the API)."""
     store = get_writer(ctx).history
     return store.listing() if store is not None else HistoryListing(())
+
+
+OutcomeState = Literal["done", "rolling-out", "held", "stuck", "undone"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """Where one listed change stands: done, still rolling out (held at `nodes`, stuck),
+    or undone by a later change (`by`)."""
+
+    state: OutcomeState
+    nodes: tuple[str, ...] = ()
+    by: str | None = None
+
+
+def outcomes(records: Sequence[ChangeRecord], rollout: RolloutView) -> dict[str, Outcome]:
+    """Each record's outcome: the latest mode change follows its rollout, an undone one
+    names its undoing, any other is done (its writes went through)."""
+    undone_by = {r.rolls_back: r.id for r in records if r.rolls_back}
+    following = rollout.record.change_id if rollout.record is not None else None
+    found: dict[str, Outcome] = {}
+    for record in records:
+        if record.id in undone_by:
+            found[record.id] = Outcome("undone", by=undone_by[record.id])
+        elif record.id == following and rollout.state in ("rolling-out", "stuck"):
+            if rollout.held_by:
+                found[record.id] = Outcome("held", nodes=rollout.held_by)
+            else:
+                found[record.id] = Outcome("stuck" if rollout.stuck else "rolling-out")
+        else:
+            found[record.id] = Outcome("done")
+    return found
 
 
 def list_changes(ctx: ChangeContext) -> list[ChangeRecord]:
@@ -105,7 +149,7 @@ def rollback_change(
     dry_run: bool,
     confirm_host_processes: bool = False,
     expected: str | None = None,
-    pass_failing: bool = False,
+    pass_failing: bool | None = False,
     confirm_unverified: bool = False,
     lang: str = DEFAULT_LANGUAGE,
 ) -> RollbackOut:
@@ -164,6 +208,17 @@ def _undo_split(
     return applied_out(split_plan, applied, lang)
 
 
+def preview_undo_mode(ctx: ChangeContext, principal: Principal, change: str) -> Preview:
+    """The preview of undoing mode change `change` (the change list shows it to confirm)."""
+    record = find_change(ctx, change).record
+    with writer_for(ctx, principal) as writer:
+        return build_preview(ctx, writer, _undo_mode_plan(ctx, writer, record))
+
+
+def _undo_mode_plan(ctx: ChangeContext, writer: PluginWriter, record: ChangeRecord) -> ChangePlan:
+    return dataclasses.replace(make_plan(ctx, writer, mode_request(record)), kind="rollback")
+
+
 def _undo_mode(
     ctx: ChangeContext,
     admin: Admin,
@@ -171,12 +226,11 @@ def _undo_mode(
     *,
     dry_run: bool,
     expected: str | None,
-    pass_failing: bool,
+    pass_failing: bool | None,
     lang: str,
 ) -> ModePreviewOut | ModeAppliedOut:
-    mode = mode_request(record)
     with writer_for(ctx, admin.principal) as writer:
-        plan = dataclasses.replace(make_plan(ctx, writer, mode), kind="rollback")
+        plan = _undo_mode_plan(ctx, writer, record)
         check_token(expected, mode_objects(ctx, plan))
         if dry_run:
             return build_preview(ctx, writer, plan).out(lang)

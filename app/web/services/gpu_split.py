@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app.domain.changes.history import change_id
 from app.domain.changes.models import PlanRefused, RefusalCode
-from app.domain.changes.preview import object_diff
+from app.domain.changes.preview import label_diff, object_diff
 from app.domain.changes.records import split_record
 from app.domain.changes.split import check_confirmed, plan_split, split_state
 from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState, own_name
@@ -304,7 +304,7 @@ def preview_split(
         writer = SplitWriter(plugin_writer)
         plan, objects = _plan(ctx, writer, request, rollback=rollback)
         diffs = {
-            w.key: f"node/{w.name}: labels {w.after}"
+            w.key: label_diff(w.before, w.after or {}, title=f"node/{w.name}")
             if w.kind == "Node"
             else object_diff(w.before, w.after, title=f"{w.kind.lower()}/{ns}/{w.name}")
             for w in plan.writes

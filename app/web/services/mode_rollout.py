@@ -20,13 +20,15 @@ from app.domain.changes.models import ChangePlan
 from app.domain.changes.rollout import failing_plugin_nodes, max_unavailable
 from app.domain.changes.rollout_record import (
     RolloutRecord,
+    passed_now,
     planned_rollout,
     restored_budget,
     rollout_record,
 )
 from app.errors import ClusterError
 from app.kube.writer import PluginWriter
-from app.web.services.change_pipeline import ChangeContext, iso
+from app.web.auth.principal import Admin
+from app.web.services.change_pipeline import ChangeContext, get_writer, iso, writer_for
 from app.web.services.rollout_view import rollout_view
 
 log = logging.getLogger(__name__)
@@ -49,11 +51,68 @@ class FailingNodes:
         return bool(self.nodes) and len(self.nodes) >= self.max_unavailable
 
 
+def failing_now(ctx: ChangeContext) -> frozenset[str]:
+    """The target DaemonSet's nodes whose plugin pod fails now."""
+    return failing_plugin_nodes(ctx.snapshots.current(), target=ctx.settings.plugin_target.ref)
+
+
 def failing_nodes(ctx: ChangeContext, plan: ChangePlan) -> FailingNodes:
-    target = ctx.settings.plugin_target
-    nodes = failing_plugin_nodes(ctx.snapshots.current(), target=target.ref)
+    nodes = failing_now(ctx)
     desired = int(((plan.daemonset_before.get("status") or {}).get("desiredNumberScheduled")) or 0)
     return FailingNodes(nodes, max_unavailable(plan.daemonset_before, desired))
+
+
+class RolloutWouldHold(Exception):
+    """Apply was asked without the admin choosing what to do about the failing nodes that
+    would hold the rollout: nothing is written (no default leaves a half-applied change)."""
+
+    def __init__(self, failing: FailingNodes) -> None:
+        super().__init__(f"the rollout would hold at {', '.join(sorted(failing.nodes))}")
+        self.failing = failing
+
+
+def check_choice(ctx: ChangeContext, plan: ChangePlan, pass_failing: bool | None) -> bool:
+    """`pass_failing` as chosen; None (not chosen) is refused when the rollout would hold."""
+    if pass_failing is None:
+        failing = failing_nodes(ctx, plan)
+        if plan.rolls_pods and failing.holds:
+            raise RolloutWouldHold(failing)
+    return bool(pass_failing)
+
+
+class NothingHeld(Exception):
+    """The rollout is not held by failing nodes (done, moving, or another change's)."""
+
+
+def pass_failing_now(ctx: ChangeContext, admin: Admin) -> RolloutRecord:
+    """Let the held rollout pass its failing nodes now: maxUnavailable raised by their
+    count on the DaemonSet (recorded, put back once the rollout is done), as the preview's
+    choice would have done at apply."""
+    view = rollout_view(ctx)
+    if not view.held_by or view.record is None or view.status is None:
+        raise NothingHeld
+    with writer_for(ctx, admin.principal) as writer:
+        current = writer.read().daemonset
+        mine = rollout_record(current)
+        if current is None or mine is None or mine.change_id != view.record.change_id:
+            raise NothingHeld
+        budget_now = max_unavailable(current, view.status.desired)
+        body, record = passed_now(current, mine, len(view.held_by), budget_now=budget_now)
+        writer.replace_daemonset(body, seen=current, action="letting the rollout pass")
+    _record_put_back(get_writer(ctx), record)
+    audit_log.info(
+        "rollout of change %s let past failing nodes %s",
+        record.change_id,
+        ", ".join(view.held_by),
+        extra={
+            "user": admin.user,
+            "change_id": record.change_id,
+            "max_unavailable": record.budget and record.budget.as_json(),
+        },
+    )
+    restore_when_done(ctx, get_writer(ctx), record)
+    ctx.snapshots.poke()
+    return record
 
 
 def with_rollout(
@@ -137,8 +196,8 @@ def restore_now(ctx: ChangeContext, writer: PluginWriter, record: RolloutRecord)
 
 
 def _record_put_back(writer: PluginWriter, done: RolloutRecord | None) -> None:
-    """The change's history record says, as its DaemonSet does, when the budget was put
-    back (re-signed); a failure is only logged: the DaemonSet is right either way."""
+    """The change's history record says, as its DaemonSet does, how its budget was raised
+    or put back (re-signed); a failure is only logged: the DaemonSet is right either way."""
     if writer.history is None or done is None or done.change_id is None:
         return
     try:

@@ -21,7 +21,12 @@ from app.domain.changes.rollout_record import Budget, RolloutRecord
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
 from app.domain.dra_models import DraInstall
-from app.domain.plugin.daemonset import is_operator_managed, is_plugin_daemonset
+from app.domain.plugin.daemonset import (
+    is_operator_managed,
+    is_plugin_daemonset,
+    read_plugin_spec,
+)
+from app.domain.plugin.flags import ALLOCATION_POLICY_SINCE
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.i18n.coded import worded_values
@@ -40,6 +45,7 @@ from app.web.services.change_pipeline import (
 )
 from app.web.services.mode_rollout import (
     FailingNodes,
+    check_choice,
     failing_nodes,
     restore_when_done,
     with_rollout,
@@ -239,9 +245,13 @@ def apply_mode(
     change: ChangeRequest | None,
     expected: str | None,
     *,
-    pass_failing: bool = False,
+    pass_failing: bool | None = False,
 ) -> Applied:
-    """Write a mode change (None: the rollback) planned from the objects as they are now."""
+    """Write a mode change (None: the rollback) planned from the objects as they are now.
+
+    `pass_failing` None: the admin has not chosen, refused (RolloutWouldHold) when failing
+    nodes would hold the rollout.
+    """
     with writer_for(ctx, admin.principal) as writer:
         plan = make_plan(ctx, writer, change)
         check_token(expected, mode_objects(ctx, plan))
@@ -254,11 +264,12 @@ def write_mode(
     admin: Admin,
     plan: ChangePlan,
     *,
-    pass_failing: bool,
+    pass_failing: bool | None,
     rolls_back: str | None = None,
 ) -> Applied:
     """Apply and record a planned mode change (its rollout record on the DaemonSet)."""
-    plan, rollout = with_rollout(ctx, plan, pass_failing=pass_failing)
+    passing = check_choice(ctx, plan, pass_failing)
+    plan, rollout = with_rollout(ctx, plan, pass_failing=passing)
     assert rollout.change_id is not None
     record = mode_record(
         plan,
@@ -342,6 +353,16 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
     previous = previous_settings(daemonset)
     view["previous"] = previous.as_json() if previous is not None else None
     return view
+
+
+def allocation_policy_offered(ctx: ChangeContext) -> bool:
+    """Whether the plugin reads `sharedDevicesAllocationPolicy` (v0.20+; an unknown version
+    is given the benefit of the doubt, as the planner does)."""
+    daemonset, _ = cached_objects(ctx)
+    if daemonset is None:
+        return False
+    version = read_plugin_spec(daemonset).version
+    return version is None or version >= ALLOCATION_POLICY_SINCE
 
 
 def config_json(ctx: ChangeContext) -> dict[str, Any]:

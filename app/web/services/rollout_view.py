@@ -19,6 +19,8 @@ from app.domain.changes.rollout_record import RolloutRecord, rollout_record
 from app.domain.kube_time import parse_time
 from app.web.services.change_pipeline import ChangeContext, cached_objects
 
+# A plugin pod normally starts in seconds; a rollout that has not moved for this long is
+# called stuck even when no failing pod explains it (a pod stuck mounting, a lost node).
 STUCK_AFTER_S = 60.0
 RolloutState = Literal["done", "rolling-out", "stuck", "no-daemonset"]
 
@@ -30,18 +32,30 @@ class RolloutView:
     generation: int
     record: RolloutRecord | None
     elapsed_s: float | None
+    idle_s: float | None = None  # seconds since the rollout last moved
 
     @property
     def broken_before(self) -> frozenset[str]:
         return frozenset(self.record.broken_before) if self.record is not None else frozenset()
 
     @property
+    def held_by(self) -> tuple[str, ...]:
+        """Nodes whose failing plugin pod holds the rollout for good (empty when done)."""
+        if self.status is None or self.status.done:
+            return ()
+        return self.status.held_by
+
+    @property
     def stuck(self) -> bool:
-        """Held by failing nodes (at once), or not done after a minute."""
+        """Held by failing plugin pods, or no step for longer than a pod start takes.
+
+        A pod that is only starting also spends the controller's budget for a few seconds:
+        that is progress, never "stuck".
+        """
         if self.status is None or self.status.done:
             return False
-        late = self.elapsed_s is not None and self.elapsed_s > STUCK_AFTER_S
-        return late or bool(self.status.blocked_by)
+        idle = self.idle_s is not None and self.idle_s > STUCK_AFTER_S
+        return idle or bool(self.status.held_by)
 
     @property
     def state(self) -> RolloutState:
@@ -69,7 +83,10 @@ def rollout_view(ctx: ChangeContext) -> RolloutView:
             generation=generation,
             since=started_at,
             broken_before=frozenset(record.broken_before) if record is not None else frozenset(),
+            template_generation=record.template_generation if record is not None else None,
         )
     now = ctx.clock()
     elapsed_s = None if started_at is None else max(0.0, (now - started_at).total_seconds())
-    return RolloutView(status, expected, generation, record, elapsed_s)
+    moved_at = status.progressed_at if status is not None else None
+    idle_s = None if moved_at is None else max(0.0, (now - moved_at).total_seconds())
+    return RolloutView(status, expected, generation, record, elapsed_s, idle_s)
