@@ -251,6 +251,9 @@ def test_fit_page_answers_in_both_languages_with_the_form_and_a_pasted_manifest(
     assert 'data-testid="fit-answer" data-fits="true"' in asked.text
     assert 'data-node="gpu-ts-7" data-fits="true"' in asked.text
     assert "Insufficient nvidia.com/gpu: asks 2, 1 free of 2" in asked.text
+    one = demo.client.get("/fit", params={"resource": "nvidia.com/gpu", "lang": "en"}).text
+    # gpu-server-3's free slot is GPU 3, whose memory a host process mostly holds
+    assert "GPU 3 (NVIDIA H100 80GB HBM3): 77.0 of 79.6 GiB in use by others" in one
     pasted = demo.client.post(
         "/fit?lang=ko",
         data={"manifest": yaml.safe_dump(_pod(1, resource="nvidia.com/mig-1g.10gb"))},
