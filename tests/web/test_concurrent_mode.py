@@ -10,7 +10,9 @@ and nothing of it may be in the cluster, the history or the Events.
 
 from __future__ import annotations
 
+import re
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -19,6 +21,8 @@ import pytest
 from app.kube.concurrent import CHANGE_ID_ANNOTATION
 from tests.conftest import Stack
 from tests.web.test_admin_api import BEARER, NS, TO_TS4, admin, gpu_slots_events, put
+from tests.web.test_admin_pages_i18n import TS4, csrf_of, log_in
+from tests.web.test_pages import parse
 
 __all__ = ["admin"]  # the fixture
 
@@ -26,26 +30,12 @@ DS = "nvidia-device-plugin-daemonset"
 CM = "nvidia-device-plugin-config"
 
 
-def _apply_twice_at_once(stack: Stack, body: dict[str, Any]) -> list[httpx.Response]:
-    """Preview once, then apply that preview from two admins whose writes meet."""
-    preview = put(stack, body, dry_run=True)
-    assert preview.status_code == 200, preview.text
-    applied = {**body, "expectedToken": preview.json()["token"]}
+def _twice_at_once(stack: Stack, apply: Callable[[], httpx.Response]) -> list[httpx.Response]:
+    """`apply` from two admins at once, their ConfigMap writes held until both are in flight."""
     verb = "update" if stack.simulator.get("ConfigMap", CM, NS) else "create"
     stack.simulator.faults.hold(verb=verb, kind="ConfigMap", count=2)
     answers: list[httpx.Response] = []
-
-    def one() -> None:
-        answers.append(
-            httpx.put(
-                f"{stack.dashboard_url}/api/v1/plugin/config",
-                json=applied,
-                headers=BEARER,
-                timeout=30,
-            )
-        )
-
-    threads = [threading.Thread(target=one) for _ in range(2)]
+    threads = [threading.Thread(target=lambda: answers.append(apply())) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -80,7 +70,14 @@ def test_the_loser_of_two_applies_of_one_preview_is_told_which_change_won(
         assert done.status_code == 200, done.text
     changes, events = len(_changes(admin)), len(gpu_slots_events(admin))
 
-    won, lost = _apply_twice_at_once(admin, then)
+    preview = put(admin, then, dry_run=True)
+    assert preview.status_code == 200, preview.text
+    applied = {**then, "expectedToken": preview.json()["token"]}
+    url = f"{admin.dashboard_url}/api/v1/plugin/config"
+
+    won, lost = _twice_at_once(
+        admin, lambda: httpx.put(url, json=applied, headers=BEARER, timeout=30)
+    )
 
     assert (won.status_code, lost.status_code) == (200, 409), (won.text, lost.text)
     winner = won.json()["changeId"]
@@ -95,3 +92,25 @@ def test_the_loser_of_two_applies_of_one_preview_is_told_which_change_won(
     assert [c["id"] for c in _changes(admin)][: len(_changes(admin)) - changes] == [winner]
     assert len(_changes(admin)) == changes + 1
     assert len(gpu_slots_events(admin)) == events + 1
+
+
+def test_the_loser_on_the_admin_page_reads_it_in_korean(admin: Stack) -> None:
+    log_in(admin)
+    csrf = csrf_of(admin.client.get("/admin/plugin").text)
+    preview = admin.client.post("/admin/plugin/preview?lang=ko", data={**TS4, "csrf_token": csrf})
+    assert preview.status_code == 200, preview.text
+    form = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)">', preview.text))
+
+    won, lost = _twice_at_once(
+        admin,
+        lambda: admin.client.post("/admin/plugin/apply?lang=ko", data=form, follow_redirects=False),
+    )
+
+    assert (won.status_code, lost.status_code) == (303, 409), lost.text
+    winner = _written_by(admin, "ConfigMap", CM)
+    assert winner and _written_by(admin, "DaemonSet", DS) == winner
+    page = parse(lost.text)
+    assert page.text("admin-error").startswith(
+        f"이 변경은 적용되지 않았습니다. 같은 때에 변경 {winner}이(가) 적용되었고"
+    )
+    assert page.text("admin-error-detail").startswith(f"ConfigMap {NS}/{CM} was changed")

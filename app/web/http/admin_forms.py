@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
 from app.errors import ClusterError
+from app.kube.concurrent import ConcurrentChange
 from app.kube.writer import ApplyFailed
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import get_auth
@@ -159,6 +160,10 @@ def plan_alert(request: Request, refused: PlanRefused) -> Alert:
 def cluster_alert(request: Request, error: ClusterError, status_code: int) -> Alert:
     """What the Kubernetes API did wrong, by the status we answer; its message as the detail."""
     t = translator(request)
+    if isinstance(error, ConcurrentChange):  # a mode change's loser and a split's, alike
+        if error.winner:
+            return Alert(t("concurrent_change", winner=error.winner), str(error))
+        return Alert(t("concurrent_change_outside"), str(error))
     if isinstance(error, ApplyFailed):
         key = "apply_failed_restored" if error.restored else "apply_failed_not_restored"
         if error.state and not error.restored:  # what the re-read found, in words
