@@ -104,6 +104,7 @@ def demo_settings(simulator: SimulatedCluster, *, admin_token: str, scratch: Pat
         admin_token=admin_token,
         session_secret=secrets.token_urlsafe(32),
         session_revocations_file=scratch / "revoked-sessions.json",
+        history_path=scratch / "history.sqlite",  # GPU-hours: kept as long as the demo runs
         agent_auth="serviceaccount",
         agent_service_account=f"{AGENT_NAMESPACE}:{AGENT_SERVICE_ACCOUNT}",
         idle_slot_after_s=DEMO_IDLE_AFTER_S,

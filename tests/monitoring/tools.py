@@ -136,6 +136,7 @@ def exported_families() -> frozenset[str]:
     from app.domain.dra_models import EMPTY_SUMMARY
     from app.domain.snapshot import Mode, PluginState, Snapshot, Totals
     from app.web.views.metrics import render_metrics
+    from app.web.views.metrics_history import render_history
 
     plugin = PluginState(
         name="nvidia-device-plugin-daemonset",
@@ -164,7 +165,7 @@ def exported_families() -> frozenset[str]:
         findings=[],
         dra=EMPTY_SUMMARY,
     )
-    text = render_metrics(snapshot)
+    text = render_metrics(snapshot) + render_history(None)
     return frozenset(re.findall(r"^# TYPE (\S+) ", text, flags=re.MULTILINE))
 
 

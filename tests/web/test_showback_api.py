@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -270,3 +271,44 @@ def test_history_page_draws_svg_charts_in_both_languages(made: Made, lang: str, 
     assert 'data-testid="showback-chart"' in page.text
     assert 'data-testid="showback-row" data-key="ml/carol"' in page.text
     assert "/api/v1/showback?from=" in page.text and "format=csv" in page.text
+
+
+def _silent_server() -> tuple[socket.socket, str]:
+    """A listening socket that accepts and never answers: a Prometheus too slow to wait for."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    return server, f"http://127.0.0.1:{server.getsockname()[1]}"
+
+
+def _closed_port() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"  # closed once the block ends
+
+
+@pytest.mark.parametrize("fault", ["down", "slow"])
+def test_prometheus_down_or_slow_is_said_and_the_present_keeps_serving(
+    tmp_path: Path, fault: str
+) -> None:
+    silent, url = _silent_server() if fault == "slow" else (None, _closed_port())
+    try:
+        clock = Clock()
+        app, client = _app(
+            tmp_path / "h.sqlite", clock, prometheus_url=url, prometheus_timeout_s=0.3
+        )
+        _run(app, clock, 2)
+        answer = client.get("/api/v1/showback")
+        assert answer.status_code == 503
+        words = {"down": "cannot be reached", "slow": "too slow"}[fault]
+        assert words in answer.json()["detail"]
+        holders = client.get("/api/v1/nodes/gpu-1/holders", params={"at": START.isoformat()})
+        assert holders.status_code == 503
+        page = client.get("/usage/history", params={"lang": "ko"})
+        assert page.status_code == 200
+        assert {"down": "연결할 수 없습니다", "slow": "너무 느립니다"}[fault] in page.text
+        assert client.get("/api/v1/summary").status_code == 200
+        assert client.get("/usage").status_code == 200
+    finally:
+        if silent is not None:
+            silent.close()

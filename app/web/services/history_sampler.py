@@ -75,10 +75,10 @@ class HistorySampler:
     def _run(self) -> None:
         due = time.monotonic()
         while True:
-            due += self.interval_s  # paced by deadlines: samples tile time, never drift
-            if self._stop.wait(max(0.0, due - time.monotonic())):
-                return
             try:
                 self.sample_now()
             except Exception:  # one bad snapshot never stops the history
                 log.exception("history sample failed")
+            due += self.interval_s  # paced by deadlines: samples tile time, never drift
+            if self._stop.wait(max(0.0, due - time.monotonic())):
+                return

@@ -77,13 +77,11 @@ class HistoryService:
         self._reader = reader
         self._clock = clock
         self._startup_error = startup_error
-        self._rendered: tuple[Sample, str] | None = None
+        self._rendered: tuple[Sample | None, str] | None = None
 
     def metrics_text(self) -> str:
-        """The latest sample's families for /metrics ("" before one), rendered once each."""
+        """The latest sample's families for /metrics (empty before one), rendered once each."""
         sample = self.sampler.latest
-        if sample is None:
-            return ""
         rendered = self._rendered
         if rendered is None or rendered[0] is not sample:
             rendered = (sample, render_history(sample))

@@ -11,7 +11,8 @@ from app.domain.history.sample import Sample
 from app.web.views.metrics_family import Family, gauge
 
 
-def history_families(sample: Sample) -> list[Family]:
+def history_families(sample: Sample | None) -> list[Family]:
+    """The families, with the sample's values (none before the first sample)."""
     held = gauge("gpu_slots_held_gpus", "Physical GPUs held (a quarter time-slice is 0.25)")
     used = gauge("gpu_slots_held_used_gpus", "Of gpu_slots_held_gpus: held by pods with a process")
     idle = gauge("gpu_slots_held_idle_gpus", "Of gpu_slots_held_gpus: held by pods with none")
@@ -24,6 +25,8 @@ def history_families(sample: Sample) -> list[Family]:
         "gpu_slots_history_gpu_info",
         "A GPU as the history sampled it, with the node's plugin mode, replicas and config, 1",
     )
+    if sample is None:
+        return [held, used, idle, slots, holds, gpus]
     for gpu in sample.gpus:
         gpus.add(
             {
@@ -64,5 +67,5 @@ def history_families(sample: Sample) -> list[Family]:
     return [held, used, idle, slots, holds, gpus]
 
 
-def render_history(sample: Sample) -> str:
+def render_history(sample: Sample | None) -> str:
     return "\n".join(line for family in history_families(sample) for line in family.lines()) + "\n"
