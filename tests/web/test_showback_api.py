@@ -268,7 +268,7 @@ def test_history_page_draws_svg_charts_in_both_languages(made: Made, lang: str, 
     assert page.status_code == 200, page.text
     assert words in page.text
     assert page.text.count('data-testid="history-column"') == 24
-    assert 'data-testid="showback-chart"' in page.text
+    assert page.text.count('data-testid="showback-bar"') == 2
     assert 'data-testid="showback-row" data-key="ml/carol"' in page.text
     assert "/api/v1/showback?from=" in page.text and "format=csv" in page.text
 

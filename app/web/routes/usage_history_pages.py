@@ -17,7 +17,7 @@ from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response
 from app.web.i18n.translate import CATALOGS, Translator, language_of
 from app.web.services.history_service import PERIODS, HistoryChart
-from app.web.views.history_views import column_chart, gpu_hours_text, row_bars
+from app.web.views.history_views import BAR_W, column_chart, gpu_hours_text, row_bars
 
 router = APIRouter(include_in_schema=False)
 HISTORY_PATH = "/usage/history"
@@ -66,6 +66,7 @@ def usage_history_page(
             else None,
             "showback": chart.showback if chart is not None else None,
             "bars": row_bars(chart.showback) if chart is not None else [],
+            "bar_width": BAR_W,
             "hours": gpu_hours_text,
             "csv_url": csv_url,
         }

@@ -208,26 +208,27 @@ def column_chart(buckets: Sequence[HeldBucket], *, start: datetime, step: timede
 
 @dataclass(frozen=True)
 class RowBar:
-    key: str
-    gpu_hours: float
+    """A showback row's bar: used, idle and not-known widths, scaled to the largest row."""
+
     used_width: float
     idle_width: float
     rest_width: float
 
 
-def row_bars(result: Showback, *, width: float = 300.0, shown: int = 12) -> list[RowBar]:
-    """The showback rows as horizontal bars (largest first, at most `shown`)."""
+BAR_W = 120
+
+
+def row_bars(result: Showback, *, width: float = BAR_W) -> list[RowBar]:
+    """One bar per showback row (its GPU-hours split into used, idle and not known)."""
     top = max([row.gpu_hours for row in result.rows] or [0.0])
     scale = width / top if top > 0 else 0.0
     return [
         RowBar(
-            row.key,
-            row.gpu_hours,
             round(row.used_gpu_hours * scale, 2),
             round(row.idle_held_gpu_hours * scale, 2),
             round(max(row.gpu_hours - row.used_gpu_hours - row.idle_held_gpu_hours, 0) * scale, 2),
         )
-        for row in result.rows[:shown]
+        for row in result.rows
     ]
 
 
