@@ -74,7 +74,7 @@ def test_summary_gives_free_whole_gpus_by_model_shares_and_host_held_apart(demo:
 def test_overview_headline_and_free_filter_agree(demo: Stack) -> None:
     page = demo.client.get("/").text
     assert 'data-testid="free-gpus-total"' in page
-    assert "free whole GPU(s)" in page
+    assert "whole GPUs free:" in page
     assert "Not counted: NVIDIA H100 80GB HBM3 GPU 3 on gpu-server-3" in page
     assert "77.0 of 79.6 GiB" in page
     free_nodes = {n for m in _by_model(demo).values() for n in m["nodes"]}

@@ -49,7 +49,7 @@ def test_editor_preview_apply_and_rollback_give_gpu_1_to_kubernetes(stack: Stack
     form = {"gpu": [GPU[1], GPU[2], GPU[3]], "mode": "basic", "csrf_token": csrf}
     preview = stack.client.post(f"{PAGE}/preview?lang=ko", data=form)
     assert preview.status_code == 200
-    assert "이 노드의 슬롯: 2 -&gt; 3" in preview.text
+    assert "이 노드의 슬롯: 2 → 3" in preview.text
     assert "쿠버네티스로 넘어갈 GPU의 호스트 프로세스 (차단)" in preview.text
     assert daemonsets(stack) == ["nvidia-device-plugin-daemonset"]
 

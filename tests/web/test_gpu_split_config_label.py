@@ -167,7 +167,7 @@ def test_the_editor_page_explains_the_label_and_previews_with_the_gpus_kept(helm
     form = {"gpu": hidden, "mode": "time-slicing", "replicas": "2", "csrf_token": csrf_of(html)}
     preview = helm.client.post(f"{page}/preview", data=form)
     assert preview.status_code == 200, preview.text
-    assert "Slots on this node: 16 -&gt; 8" in preview.text
+    assert "Slots on this node: 16 → 8" in preview.text
     assert "replace ConfigMap/nvidia-device-plugin-configs" in preview.text
     korean = helm.client.get(page, headers={"Accept-Language": "ko-KR,ko;q=0.9"}).text
     assert "노드 레이블 nvidia.com/device-plugin.config(현재: ts4)" in korean

@@ -104,7 +104,7 @@ def test_overview_totals_show_the_snapshot_figures() -> None:
         "free": "8",
     }
     for field, value in expected.items():
-        assert page.text(f"total-{field}").split()[-1] == value, field
+        assert page.by_testid(f"total-{field}")[0]["data-value"] == value, field
     assert page.text("plugin-ready") == "2/2"
     assert page.text("plugin-resource") == "nvidia.com/gpu"
 

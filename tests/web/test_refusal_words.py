@@ -73,7 +73,7 @@ def test_what_moved_since_the_preview_reads_as_a_list() -> None:
     )
     refused = PlanRefused(RefusalCode.STALE, "changed-since-preview", changes=changes)
     assert refusal_text(refused).startswith(
-        "Changed since the preview: ds: spec changed (generation 3 -> 4); cm was deleted. "
+        "Changed since the preview: ds: spec changed (generation 3 → 4); cm was deleted. "
     )
     assert "cm이(가) 삭제되었습니다" in refusal_text(refused, "ko")
 

@@ -8,6 +8,7 @@ Figures are written by `figures`, sparklines drawn by `sparks`, diffs by `diffs`
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -262,6 +263,20 @@ def finding_key(finding: Finding) -> str:
     return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
 
 
+def mode_counts(snapshot: Snapshot) -> list[tuple[str, int, int]]:
+    """The GPU nodes per mode, most first: (mode, replicas, nodes); a DRA node as "dra".
+
+    The overview's headline says "Mixed" with these parts, so no single mode stands for a
+    cluster whose nodes differ.
+    """
+    counts: Counter[tuple[str, int]] = Counter(
+        ("dra", 1) if node.allocation == "dra" else (node.mode.value, node.replicas)
+        for node in snapshot.nodes
+        if node.gpu_node
+    )
+    return [(mode, replicas, n) for (mode, replicas), n in counts.most_common()]
+
+
 # The helpers the templates call by their own names, then the ones they call otherwise.
 _BY_NAME = (
     *(worst_finding, plugin_state, plugin_ok, gpus_editable, gpu_severity, unavailable_slots),
@@ -269,6 +284,7 @@ _BY_NAME = (
     *(slot_cells, slot_grid, memory_split, severity_of, gpu_groups, where, unplaced_pods),
     *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, health_items),
     demand_reason,
+    mode_counts,
 )
 views = SimpleNamespace(
     **{helper.__name__: helper for helper in _BY_NAME},
