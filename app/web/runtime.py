@@ -6,13 +6,14 @@ Typed fields only: what a route needs is named here, built by `create_app`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol
 
 from fastapi.templating import Jinja2Templates
 
+from app.domain.fit.placement import CandidateMemo
 from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.agent_auth import AgentAuth
@@ -68,3 +69,4 @@ class Runtime:
     clock: Callable[[], datetime] = utc_now
     writer: PluginWriter | None = None  # None: plugin changes are not enabled
     page_refresh_s: float | None = None  # the pages' polling interval, when not the default
+    fit_memo: CandidateMemo = field(default_factory=CandidateMemo)  # the fit check's (issue 45)

@@ -8,6 +8,7 @@ import pytest
 
 from app.domain.fit.check import FitAnswer, Wishes, fit_answer
 from app.domain.fit.manifest import FitInputError, parse_text, read_ask
+from app.domain.fit.placement import CandidateMemo
 from app.domain.snapshot import Snapshot
 from tests import factories as f
 from tests.domain.worlds import snap, ts_world, world
@@ -291,3 +292,17 @@ def test_fit_unknown_resource_and_no_gpu_are_refused() -> None:
     with pytest.raises(FitInputError) as caught:
         _answer(snapshot, cpu_only)
     assert caught.value.code == "fit.input.no-gpu"
+
+
+def test_fit_memo_never_changes_the_answer() -> None:
+    memo = CandidateMemo()
+    held = [f.pod("held", node="gpu-1", gpus=1)]
+    assignments = [f.assignment("held", ["GPU-gpu-1-0::0"])]
+    before = snap(ts_world(4, pods=held, report_kwargs={"assignments": assignments}))
+    after = snap(ts_world(4))  # the holder gone: a new node state, its GPUs free again
+    for snapshot in (before, after, before):
+        for count in (1, 3, 6):
+            ask = read_ask(_pod(count))
+            assert fit_answer(snapshot, ask, memo=memo) == fit_answer(snapshot, ask)
+    assert fit_answer(before, read_ask(_pod(1)), memo=memo).nodes[0].gpus == ["GPU-gpu-1-1"]
+    assert fit_answer(after, read_ask(_pod(1)), memo=memo).nodes[0].gpus == ["GPU-gpu-1-0"]

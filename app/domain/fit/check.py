@@ -11,14 +11,14 @@ GPUs, from the agents' reports.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from app.domain.fit.manifest import FitInputError, PodAsk
 from app.domain.fit.match import affinity_holds, selector_mismatch, tolerates, untolerated_taint
 from app.domain.fit.placement import (
     Candidate,
+    CandidateMemo,
     chosen_uuids,
     dra_candidates,
     free_memory_mib,
@@ -37,34 +37,29 @@ _SHARED_MODES = frozenset({Mode.TIME_SLICING, Mode.MPS})
 ParamValue = str | int | None
 
 
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class FitReason(_Out):
+@dataclass(frozen=True, slots=True)
+class FitReason:
     """Why a node does not fit: a code (docs/findings.md) and the values it is worded with."""
 
-    code: str = Field(description="Stable code, documented in docs/findings.md (Will it fit)")
-    params: dict[str, ParamValue] = Field(
-        default_factory=dict, description="The values the code is worded with"
-    )
+    code: str
+    params: dict[str, ParamValue] = field(default_factory=dict)
 
 
-class NodeFit(_Out):
-    node: str = Field(description="The node's name")
-    fits: bool = Field(
-        description="The scheduler could bind the pod here now and the plugin would admit it"
-    )
-    reasons: list[FitReason] = Field(description="Empty where it fits")
-    gpus: list[str] = Field(
-        description="Where it fits: the GPU (or MIG device) UUIDs the plugin would most "
-        "likely hand out; empty where it does not fit or no agent reported the GPUs"
-    )
+@dataclass(frozen=True, slots=True)
+class NodeFit:
+    """One node's verdict; `gpus` where it fits: the UUIDs the plugin would likely hand out
+    (empty where no agent reported the GPUs)."""
+
+    node: str
+    fits: bool
+    reasons: list[FitReason]
+    gpus: list[str]
 
 
-class FitAnswer(_Out):
-    fits: bool = Field(description="True when at least one node fits")
-    nodes: list[NodeFit] = Field(description="Every GPU node, by name")
+@dataclass(frozen=True, slots=True)
+class FitAnswer:
+    fits: bool  # some node fits
+    nodes: list[NodeFit]  # every GPU node, in the snapshot's order (by name)
 
 
 @dataclass(frozen=True)
@@ -78,13 +73,25 @@ class Wishes:
 NO_WISHES = Wishes()
 
 
-def fit_answer(snapshot: Snapshot, ask: PodAsk, *, wishes: Wishes = NO_WISHES) -> FitAnswer:
-    """Where `ask` fits in `snapshot` (FitInputError when it asks for no GPU, or for a
-    resource no node knows)."""
+def fit_answer(
+    snapshot: Snapshot,
+    ask: PodAsk,
+    *,
+    wishes: Wishes = NO_WISHES,
+    memo: CandidateMemo | None = None,
+) -> FitAnswer:
+    """Where `ask` fits in `snapshot`, every GPU node in the snapshot's order (by name)
+    (FitInputError when it asks for no GPU, or for a resource no node knows).
+
+    `memo` keeps each node's free devices while its node state is the same object: the
+    same answer, without a pass over every GPU of the cluster per question."""
+    candidates = memo.of if memo is not None else _own_candidates
     _check_resources(snapshot, ask)
+    asked = sorted(ask.slots.items())
+    plain = not (ask.node_name or ask.node_selector or ask.affinity_terms)
     nodes = [
-        _node_fit(snapshot, node, ask, wishes)
-        for node in sorted(snapshot.nodes, key=lambda n: n.name)
+        _node_fit(snapshot, node, ask, asked, wishes, plain=plain, candidates=candidates)
+        for node in snapshot.nodes
         if is_gpu_node(node)
     ]
     return FitAnswer(fits=any(n.fits for n in nodes), nodes=nodes)
@@ -95,31 +102,44 @@ def is_gpu_node(node: NodeState) -> bool:
     return node.gpu_node or bool(node.resources) or node.allocation in ("dra", "both")
 
 
+def reason(code: str, **params: ParamValue) -> FitReason:
+    return FitReason(code=code, params=params)
+
+
 def _check_resources(snapshot: Snapshot, ask: PodAsk) -> None:
     if not ask.slots:
         raise FitInputError("fit.input.no-gpu")
-    known = set(_KNOWN_NAMES) | set(snapshot.resources) | set(snapshot.dra.extended_resources)
-    for node in snapshot.nodes:
-        known.update(node.resources)
-        known.add(node.resource)
+    known = {*_KNOWN_NAMES, *snapshot.resources, *snapshot.dra.extended_resources}
+    known.add(snapshot.plugin.resource)
     for name in ask.slots:
         if name not in known and not name.startswith(_MIG_PREFIX):
             raise FitInputError("fit.input.unknown-resource", resource=name)
 
 
-def _node_fit(snapshot: Snapshot, node: NodeState, ask: PodAsk, wishes: Wishes) -> NodeFit:
-    reasons = _placement_reasons(node, ask)
+def _node_fit(
+    snapshot: Snapshot,
+    node: NodeState,
+    ask: PodAsk,
+    asked: list[tuple[str, int]],
+    wishes: Wishes,
+    *,
+    plain: bool,
+    candidates: Callable[[NodeState], list[Candidate]],
+) -> NodeFit:
+    """One node's verdict (`plain`: the pod names no node, selector or affinity)."""
+    if plain and node.ready and not node.cordoned and not node.taints:
+        reasons: list[FitReason] = []
+    else:
+        reasons = _placement_reasons(node, ask)
     picks: list[tuple[list[Candidate], int]] = []
-    for resource, count in sorted(ask.slots.items()):
-        reason, candidates = _resource_fit(snapshot, node, resource, count)
-        if reason is not None:
-            reasons.append(reason)
+    for resource, count in asked:
+        refusal, found = _resource_fit(snapshot, node, resource, count, candidates)
+        if refusal is None:
+            refusal = _refused_above_one(node, resource, count)
+        if refusal is not None:
+            reasons.append(refusal)
             continue
-        refused = _refused_above_one(node, resource, count)
-        if refused is not None:
-            reasons.append(refused)
-            continue
-        wanted, wish = _wished(candidates, count, wishes)
+        wanted, wish = _wished(found, count, wishes)
         if wish is not None:
             reasons.append(wish)
         picks.append((wanted, count))
@@ -127,8 +147,8 @@ def _node_fit(snapshot: Snapshot, node: NodeState, ask: PodAsk, wishes: Wishes) 
         return NodeFit(node=node.name, fits=False, reasons=reasons, gpus=[])
     policy = node.config.allocation_policy if node.config is not None else None
     gpus: list[str] = []
-    for candidates, count in picks:
-        gpus.extend(u for u in chosen_uuids(candidates, count, policy=policy) if u not in gpus)
+    for devices, count in picks:
+        gpus.extend(u for u in chosen_uuids(devices, count, policy=policy) if u not in gpus)
     return NodeFit(node=node.name, fits=True, reasons=[], gpus=gpus)
 
 
@@ -136,11 +156,11 @@ def _placement_reasons(node: NodeState, ask: PodAsk) -> list[FitReason]:
     """The filters that are not about resources, in kube-scheduler's order."""
     reasons: list[FitReason] = []
     if ask.node_name is not None and ask.node_name != node.name:
-        reasons.append(FitReason(code="node-name", params={"wanted": ask.node_name}))
+        reasons.append(reason("node-name", wanted=ask.node_name))
     if not node.ready and not _tolerates(ask, NOT_READY_TAINT):
-        reasons.append(FitReason(code="not-ready"))
+        reasons.append(reason("not-ready"))
     if node.cordoned and not _tolerates(ask, UNSCHEDULABLE_TAINT):
-        reasons.append(FitReason(code="cordoned"))
+        reasons.append(reason("cordoned"))
     taint = untolerated_taint(ask, node.taints, skip=_CONTROL_PLANE_TAINTS)
     if taint is not None:
         params: dict[str, ParamValue] = {
@@ -159,7 +179,7 @@ def _placement_reasons(node: NodeState, ask: PodAsk) -> list[FitReason]:
             )
         )
     if not affinity_holds(ask, node=node.name, labels=node.labels):
-        reasons.append(FitReason(code="node-affinity"))
+        reasons.append(reason("node-affinity"))
     return reasons
 
 
@@ -168,7 +188,11 @@ def _tolerates(ask: PodAsk, key: str) -> bool:
 
 
 def _resource_fit(
-    snapshot: Snapshot, node: NodeState, resource: str, count: int
+    snapshot: Snapshot,
+    node: NodeState,
+    resource: str,
+    count: int,
+    candidates: Callable[[NodeState], list[Candidate]],
 ) -> tuple[FitReason | None, list[Candidate]]:
     """Whether `count` of `resource` are free on the node, and the devices that could serve."""
     state = node.resources.get(resource)
@@ -178,15 +202,15 @@ def _resource_fit(
         and resource in snapshot.dra.extended_resources
         and node.allocation in ("dra", "both")
     ):
-        candidates = dra_candidates(node)
-        if count > len(candidates):
+        devices = dra_candidates(node)
+        if count > len(devices):
             params: dict[str, ParamValue] = {
                 "resource": resource,
                 "requested": count,
-                "free": len(candidates),
+                "free": len(devices),
             }
             return FitReason(code="dra-no-device", params=params), []
-        return None, candidates
+        return None, devices
     free = max(allocatable - state.requested, 0) if state is not None else 0
     numbers: dict[str, ParamValue] = {
         "resource": resource,
@@ -199,7 +223,13 @@ def _resource_fit(
     if count > free:
         code = "mig-profile-held" if resource.startswith(_MIG_PREFIX) else "insufficient"
         return FitReason(code=code, params=numbers), []
+    if resource == node.resource:
+        return None, candidates(node)
     return None, slot_candidates(node, resource)
+
+
+def _own_candidates(node: NodeState) -> list[Candidate]:
+    return slot_candidates(node, node.resource)
 
 
 def _refused_above_one(node: NodeState, resource: str, count: int) -> FitReason | None:

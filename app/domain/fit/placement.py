@@ -10,15 +10,17 @@ memory from the agent's report, so a wish for a model or for free memory can be 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from operator import itemgetter
+from typing import NamedTuple
 
 from app.domain.snapshot import GpuState, NodeState
 
 PACKED = "packed"
+_HELD = itemgetter(2)  # Candidate.held, read in C
+MAX_KEPT_NODES = 100_000
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     """One device that could serve a slot: its UUID, free slots, and its GPU's reading."""
 
     uuid: str
@@ -35,20 +37,24 @@ def free_memory_mib(gpu: GpuState | None) -> int | None:
 
 
 def slot_candidates(node: NodeState, resource: str) -> list[Candidate]:
-    """The node's devices with free slots of `resource` (device plugin), in index order."""
-    found: list[Candidate] = []
-    for gpu in node.gpus:
-        if gpu.role != "advertised":
-            continue
-        if resource.startswith("nvidia.com/mig-"):
-            found.extend(
-                Candidate(mig.uuid, mig.slots - mig.held_slots, mig.held_slots, gpu)
-                for mig in gpu.mig_devices
-                if mig.resource == resource and mig.slots > mig.held_slots
-            )
-        elif resource == node.resource and not gpu.mig_devices and gpu.slots > gpu.held_slots:
-            found.append(Candidate(gpu.uuid, gpu.slots - gpu.held_slots, gpu.held_slots, gpu))
-    return found
+    """The node's devices with free slots of `resource` (device plugin), in index order.
+
+    The one pass over every GPU of every fitting node: kept to a comprehension."""
+    if resource.startswith("nvidia.com/mig-"):
+        return [
+            Candidate(mig.uuid, mig.slots - mig.held_slots, mig.held_slots, gpu)
+            for gpu in node.gpus
+            if gpu.role == "advertised"
+            for mig in gpu.mig_devices
+            if mig.resource == resource and mig.slots > mig.held_slots
+        ]
+    if resource != node.resource:
+        return []
+    return [
+        Candidate(gpu.uuid, gpu.slots - gpu.held_slots, gpu.held_slots, gpu)
+        for gpu in node.gpus
+        if gpu.slots > gpu.held_slots and gpu.role == "advertised" and not gpu.mig_devices
+    ]
 
 
 def dra_candidates(node: NodeState) -> list[Candidate]:
@@ -64,6 +70,11 @@ def dra_candidates(node: NodeState) -> list[Candidate]:
 
 def chosen_uuids(candidates: list[Candidate], count: int, *, policy: str | None) -> list[str]:
     """The devices `count` slots would most likely land on, each UUID once, in pick order."""
+    if not candidates:
+        return []
+    if count == 1:  # the common question, without the bookkeeping
+        pick = max if policy == PACKED else min
+        return [pick(candidates, key=_HELD).uuid]
     free = {c.uuid: c.free for c in candidates}
     held = {c.uuid: c.held for c in candidates}
     order = [c.uuid for c in candidates]
@@ -73,11 +84,30 @@ def chosen_uuids(candidates: list[Candidate], count: int, *, policy: str | None)
         if not open_:
             break
         if policy == PACKED:
-            uuid = max(open_, key=lambda u: held[u])  # the first of the fullest
+            uuid = max(open_, key=held.__getitem__)  # the first of the fullest
         else:
-            uuid = min(open_, key=lambda u: held[u])  # the first of the emptiest
+            uuid = min(open_, key=held.__getitem__)  # the first of the emptiest
         free[uuid] -= 1
         held[uuid] += 1
         if uuid not in picked:
             picked.append(uuid)
     return picked
+
+
+class CandidateMemo:
+    """Each node's free devices of its own resource, kept while its node state is the very
+    same object (the engine replaces a node's state only when something of it changed), so
+    a question costs a pass over the GPUs of the nodes that changed since the last one."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[NodeState, list[Candidate]]] = {}
+
+    def of(self, node: NodeState) -> list[Candidate]:
+        kept = self._kept.get(node.name)
+        if kept is not None and kept[0] is node:
+            return kept[1]
+        found = slot_candidates(node, node.resource)
+        if len(self._kept) > MAX_KEPT_NODES:
+            self._kept = {}  # nodes come and go: start again rather than grow
+        self._kept[node.name] = (node, found)
+        return found

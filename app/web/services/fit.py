@@ -14,6 +14,7 @@ from typing import Any
 
 from app.domain.fit.check import FitAnswer, Wishes, fit_answer
 from app.domain.fit.manifest import FitInputError, PodAsk, parse_text, read_ask
+from app.domain.fit.placement import CandidateMemo
 from app.domain.snapshot import Snapshot
 
 MAX_FIT_BODY_BYTES = 1024 * 1024  # the body limit of every write (app.web.http.body_limits)
@@ -47,8 +48,10 @@ def ask_of_body(body: bytes, *, content_type: str) -> PodAsk:
     return read_ask(parse_text(text, content_type=content_type.lower()))
 
 
-def answer_of(snapshot: Snapshot, ask: PodAsk, *, wishes: Wishes | None = None) -> FitAnswer:
-    return fit_answer(snapshot, ask, wishes=wishes or Wishes())
+def answer_of(
+    snapshot: Snapshot, ask: PodAsk, *, memo: CandidateMemo, wishes: Wishes | None = None
+) -> FitAnswer:
+    return fit_answer(snapshot, ask, wishes=wishes or Wishes(), memo=memo)
 
 
 def form_manifest(form: FitForm) -> dict[str, Any]:
