@@ -22,6 +22,7 @@ from app.web.i18n.translate import Translator
 from app.web.views import figures
 from app.web.views.abandon import check
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
+from app.web.views.evidence import evidence_rows
 from app.web.views.finding_text import (
     demand_reason,
     finding_explanation,
@@ -285,6 +286,7 @@ _BY_NAME = (
     *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, health_items),
     demand_reason,
     mode_counts,
+    evidence_rows,
 )
 views = SimpleNamespace(
     **{helper.__name__: helper for helper in _BY_NAME},
