@@ -158,6 +158,10 @@ def watch_targets(
         "nodes": WatchTarget("nodes", core.list_node, transform=slim_node),
         "pods": WatchTarget("pods", core.list_pod_for_all_namespaces, transform=PodSlimmer()),
         "daemonsets": WatchTarget("daemonsets", apps.list_daemon_set_for_all_namespaces),
+        # The fit check's quotas (optional: the simulated API server serves none).
+        "resourcequotas": WatchTarget(
+            "resourcequotas", core.list_resource_quota_for_all_namespaces, optional=True
+        ),
         "configmaps": WatchTarget(
             "configmaps", core.list_namespaced_config_map, (plugin.namespace,)
         ),

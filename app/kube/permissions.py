@@ -38,6 +38,8 @@ def _verbs(
 READ_CALLS: tuple[ApiCall, ...] = (
     *_verbs("", "nodes", "cluster", "list", "watch"),
     *_verbs("", "pods", "cluster", "list", "watch"),
+    # ResourceQuotas: the fit check says when a namespace's GPU quota is used up.
+    *_verbs("", "resourcequotas", "cluster", "list", "watch"),
     # Every DaemonSet, cluster-wide: plugin installs are found by what they run, wherever
     # they are (Helm release namespace, GPU Operator namespace, one per node group).
     *_verbs("apps", "daemonsets", "cluster", "list", "watch"),

@@ -197,6 +197,8 @@ def test_rbac_plugin_rights_live_in_the_plugin_namespace_only() -> None:
         ("nodes", "patch"),  # the label that hands a split node to its own DaemonSet
         ("pods", "list"),
         ("pods", "watch"),
+        ("resourcequotas", "list"),  # the fit check's quotas (issue 45)
+        ("resourcequotas", "watch"),
         *((resource, verb) for resource in dra for verb in ("list", "watch")),
         ("daemonsets", "list"),
         ("daemonsets", "watch"),

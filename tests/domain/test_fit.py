@@ -306,3 +306,31 @@ def test_fit_memo_never_changes_the_answer() -> None:
             assert fit_answer(snapshot, ask, memo=memo) == fit_answer(snapshot, ask)
     assert fit_answer(before, read_ask(_pod(1)), memo=memo).nodes[0].gpus == ["GPU-gpu-1-1"]
     assert fit_answer(after, read_ask(_pod(1)), memo=memo).nodes[0].gpus == ["GPU-gpu-1-0"]
+
+
+def _quota(namespace: str, *, hard: str, used: str, **spec: Any) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "gpus", "namespace": namespace},
+        "spec": {"hard": {"requests.nvidia.com/gpu": hard}, **spec},
+        "status": {
+            "hard": {"requests.nvidia.com/gpu": hard},
+            "used": {"requests.nvidia.com/gpu": used},
+        },
+    }
+
+
+def test_fit_quota_used_up_refuses_on_every_node() -> None:
+    snapshot = _two_nodes(f.node("gpu-2", allocatable=4))
+    quotas = [_quota("ml", hard="4", used="3")]
+    answer = fit_answer(snapshot, read_ask(_pod(2)), quotas=quotas)
+    params = {"quota": "gpus", "resource": "nvidia.com/gpu", "requested": 2, "used": 3, "hard": 4}
+    assert answer.fits is False
+    assert _reasons(answer) == {
+        "gpu-1": [("quota-exhausted", params)],
+        "gpu-2": [("quota-exhausted", params)],
+    }
+    assert fit_answer(snapshot, read_ask(_pod(1)), quotas=quotas).fits is True
+    elsewhere = [_quota("research", hard="4", used="4")]
+    assert fit_answer(snapshot, read_ask(_pod(2)), quotas=elsewhere).fits is True
+    scoped = [_quota("ml", hard="0", used="0", scopes=["BestEffort"])]
+    assert fit_answer(snapshot, read_ask(_pod(2)), quotas=scoped).fits is True

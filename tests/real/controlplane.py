@@ -39,6 +39,7 @@ CONTROLLERS = ",".join(
         "namespace-controller",
         "serviceaccount-controller",
         "resourceclaim-controller",
+        "resourcequota-controller",  # quota usage, for the fit check's quota case
         "root-ca-certificate-publisher-controller",
         "pod-garbage-collector-controller",
         "clusterrole-aggregation-controller",

@@ -277,3 +277,57 @@ def test_fit_dra_extended_resource_binds_on_the_dra_node(
     assert _bound_to(world, "fit-dra") == "gpu-dra-9"
     _create(world, fit_pods, two)
     _failed_scheduling(world, "fit-dra-two")
+
+
+@pytest.fixture
+def gpu_quota(world: RealWorld, fit_pods: list[str]) -> Iterator[str]:
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": NAMESPACE},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "1"}},
+    }
+    path = f"/api/v1/namespaces/{NAMESPACE}/resourcequotas"
+    with world.plane.http() as http:
+        made = http.post(path, json=quota)
+        assert made.status_code == 201, made.text
+
+    def counted() -> bool:
+        with world.plane.http() as http:
+            status = http.get(f"{path}/gpus").json().get("status") or {}
+        return "requests.nvidia.com/gpu" in (status.get("used") or {})
+
+    # quota admission refuses pods until the controller has counted the namespace once
+    wait_for(counted, timeout_s=30, interval_s=0.2, what="the quota controller's first count")
+    yield "gpus"
+    with world.plane.http() as http:
+        http.delete(f"{path}/gpus")
+
+
+def test_fit_resource_quota_used_up_is_refused_at_creation(
+    world: RealWorld, fit_pods: list[str], gpu_quota: str
+) -> None:
+    wait_for(lambda: _settled(world), timeout_s=60, what="no fit pod left")
+    first = _pod("fit-quota-1", 1)
+    assert _ask(world, first)["fits"] is True
+    _create(world, fit_pods, first)
+    _bound_to(world, "fit-quota-1")
+    second = _pod("fit-quota-2", 1)
+    answer = _ask_when(
+        world,
+        second,
+        lambda a: not a["fits"],
+        what="the quota controller's usage on the dashboard",
+    )
+    assert {r["code"] for n in answer["nodes"] for r in n["reasons"]} >= {"quota-exhausted"}
+    assert all(n["reasons"][0]["code"] == "quota-exhausted" for n in answer["nodes"])
+    assert answer["nodes"][0]["reasons"][0]["params"] == {
+        "quota": gpu_quota,
+        "resource": "nvidia.com/gpu",
+        "requested": 1,
+        "used": 1,
+        "hard": 1,
+    }
+    with world.plane.http() as http:
+        refused = http.post(f"/api/v1/namespaces/{NAMESPACE}/pods", json=second)
+    assert refused.status_code == 403 and "exceeded quota" in refused.text

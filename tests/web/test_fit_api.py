@@ -279,3 +279,39 @@ def test_fit_anonymous_question_with_reads_open_is_not_taken_for_a_write() -> No
         answer = client.post("/api/v1/fit", json=_pod(5))
         assert answer.status_code == 200, answer.text
         assert answer.json()["nodes"][0]["reasons"][0]["code"] == "insufficient"
+
+
+def test_fit_a_namespace_quota_used_up_refuses_everywhere(demo: Stack) -> None:
+    quota = {
+        "apiVersion": "v1",
+        "kind": "ResourceQuota",
+        "metadata": {"name": "gpus", "namespace": "research"},
+        "spec": {"hard": {"requests.nvidia.com/gpu": "1"}},
+    }
+    made = httpx.post(
+        f"{demo.simulator.url}/api/v1/namespaces/research/resourcequotas", json=quota, timeout=10
+    )
+    assert made.status_code == 201, made.text
+    asked = {**_pod(2), "metadata": {"name": "ask", "namespace": "research"}}
+
+    def refused() -> dict[str, Any] | None:
+        body: dict[str, Any] = _ask(demo, asked).json()
+        return body if not body["fits"] else None
+
+    body = wait_for(refused, timeout_s=10, what="the quota in the dashboard's cache")
+    reason = {
+        "code": "quota-exhausted",
+        "params": {
+            "quota": "gpus",
+            "resource": "nvidia.com/gpu",
+            "requested": 2,
+            "used": 0,
+            "hard": 1,
+        },
+    }
+    assert all(n["reasons"][0] == reason for n in body["nodes"])
+    assert _ask(demo, _pod(2)).json()["fits"] is True  # namespace ml has no quota
+    page = demo.client.get(
+        "/fit", params={"resource": "nvidia.com/gpu", "count": "2", "namespace": "research"}
+    )
+    assert "ResourceQuota gpus on requests.nvidia.com/gpu: 0 of 1 used, asks 2" in page.text

@@ -11,8 +11,9 @@ GPUs, from the agents' reports.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from app.domain.fit.manifest import FitInputError, PodAsk
 from app.domain.fit.match import affinity_holds, selector_mismatch, tolerates, untolerated_taint
@@ -24,6 +25,7 @@ from app.domain.fit.placement import (
     free_memory_mib,
     slot_candidates,
 )
+from app.domain.fit.quota import quota_reasons
 from app.domain.snapshot import Mode, NodeState, Snapshot
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
@@ -79,21 +81,29 @@ def fit_answer(
     *,
     wishes: Wishes = NO_WISHES,
     memo: CandidateMemo | None = None,
+    quotas: Iterable[Mapping[str, Any]] = (),
 ) -> FitAnswer:
     """Where `ask` fits in `snapshot`, every GPU node in the snapshot's order (by name)
     (FitInputError when it asks for no GPU, or for a resource no node knows).
 
     `memo` keeps each node's free devices while its node state is the same object: the
-    same answer, without a pass over every GPU of the cluster per question."""
+    same answer, without a pass over every GPU of the cluster per question. `quotas` are the
+    cluster's ResourceQuotas: one the pod would exceed refuses it on every node."""
     candidates = memo.of if memo is not None else _own_candidates
     _check_resources(snapshot, ask)
     asked = sorted(ask.slots.items())
     plain = not (ask.node_name or ask.node_selector or ask.affinity_terms)
+    refused = [
+        FitReason(code="quota-exhausted", params=dict(params))
+        for params in quota_reasons(quotas, namespace=ask.namespace, slots=ask.slots)
+    ]
     nodes = [
         _node_fit(snapshot, node, ask, asked, wishes, plain=plain, candidates=candidates)
         for node in snapshot.nodes
         if is_gpu_node(node)
     ]
+    if refused:
+        nodes = [NodeFit(n.node, False, [*refused, *n.reasons], []) for n in nodes]
     return FitAnswer(fits=any(n.fits for n in nodes), nodes=nodes)
 
 

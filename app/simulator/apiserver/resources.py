@@ -73,6 +73,8 @@ def _generic(
 
 GENERIC: tuple[ResourceType, ...] = (
     _generic("", "secrets", "Secret"),
+    # the fit check reads them (issue 45); the simulator keeps no usage (status as written)
+    _generic("", "resourcequotas", "ResourceQuota", short="quota", status=True),
     _generic("", "services", "Service", short="svc", status=True),
     _generic("", "serviceaccounts", "ServiceAccount", short="sa"),
     _generic("apps", "deployments", "Deployment", short="deploy", status=True),

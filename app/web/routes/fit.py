@@ -36,6 +36,7 @@ from app.web.views.fit_words import input_error_text, node_rows
 api_router = APIRouter(prefix="/api/v1", tags=["read"])
 page_router = APIRouter(include_in_schema=False)
 FIT_PATH = "/fit"
+QUOTAS = "resourcequotas"  # the cache's collection (app.kube.cache)
 
 _EXAMPLE_POD = {
     "apiVersion": "v1",
@@ -82,7 +83,9 @@ async def post_fit(
     body = await request.body()
     try:
         ask = ask_of_body(body, content_type=request.headers.get("content-type", ""))
-        answer = answer_of(snapshot, ask, memo=runtime.fit_memo)
+        answer = answer_of(
+            snapshot, ask, memo=runtime.fit_memo, quotas=runtime.source.items(QUOTAS)
+        )
     except FitInputError as error:
         raise HTTPException(
             status.HTTP_422_UNPROCESSABLE_CONTENT, input_error_text(error, lang)
@@ -134,7 +137,8 @@ def _render(
     if asked and snapshot is not None:
         try:
             ask, wishes = _ask(form, manifest)
-            answer = answer_of(snapshot, ask, memo=runtime.fit_memo, wishes=wishes)
+            quotas = runtime.source.items(QUOTAS)
+            answer = answer_of(snapshot, ask, memo=runtime.fit_memo, quotas=quotas, wishes=wishes)
             rows, fits = node_rows(snapshot, answer, lang), answer.fits
         except FitInputError as exc:
             error = input_error_text(exc, lang)

@@ -9,9 +9,11 @@ Both end in the domain's `fit_answer` over the current snapshot; nothing is writ
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain.cluster import Manifest
 from app.domain.fit.check import FitAnswer, Wishes, fit_answer
 from app.domain.fit.manifest import FitInputError, PodAsk, parse_text, read_ask
 from app.domain.fit.placement import CandidateMemo
@@ -49,9 +51,16 @@ def ask_of_body(body: bytes, *, content_type: str) -> PodAsk:
 
 
 def answer_of(
-    snapshot: Snapshot, ask: PodAsk, *, memo: CandidateMemo, wishes: Wishes | None = None
+    snapshot: Snapshot,
+    ask: PodAsk,
+    *,
+    memo: CandidateMemo,
+    quotas: Sequence[Manifest],
+    wishes: Wishes | None = None,
 ) -> FitAnswer:
-    return fit_answer(snapshot, ask, wishes=wishes or Wishes(), memo=memo)
+    """The check over the snapshot and the cache's ResourceQuotas (read as the usage API
+    reads pods: the cache's list, no call to the API server)."""
+    return fit_answer(snapshot, ask, wishes=wishes or Wishes(), memo=memo, quotas=quotas)
 
 
 def form_manifest(form: FitForm) -> dict[str, Any]:
