@@ -9,6 +9,7 @@ from app.domain.changes.models import PluginSettings, RefusalCode
 from app.domain.changes.preview import rollout_status, slots_by_node
 from app.domain.changes.rollout_record import (
     RolloutRecord,
+    passed_now,
     planned_rollout,
     restored_budget,
     rollout_record,
@@ -119,6 +120,22 @@ def test_passing_failing_nodes_raises_the_budget_records_it_and_puts_it_back() -
     )
     assert plain_record.budget is None
     assert plain.get("spec", {}).get("updateStrategy") == ds.get("spec", {}).get("updateStrategy")
+
+
+def test_a_held_rollout_let_pass_later_keeps_its_template_generation_and_puts_back() -> None:
+    """Issue 44: the rollout page's way forward raises the budget on the held DaemonSet."""
+    ds = f.plugin_daemonset()
+    ds["metadata"]["generation"] = 4
+    record = RolloutRecord(change_id="c-1", since="2026-01-01T00:00:00Z", broken_before=("ws",))
+
+    written, kept = passed_now(ds, record, 1, budget_now=1)
+
+    assert written["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"] == 2
+    assert rollout_record(written) == kept and kept.template_generation == 4
+    assert kept.budget is not None and (kept.budget.before, kept.budget.raised_to) == (None, 2)
+    back = restored_budget(written, kept, at="2026-01-01T00:05:00Z")
+    assert back is not None
+    assert "maxUnavailable" not in back["spec"]["updateStrategy"]["rollingUpdate"]
 
 
 def test_a_gpu_held_by_a_dra_claim_is_never_given_to_the_plugin() -> None:

@@ -183,3 +183,55 @@ def test_rollout_counts_pods_updated_when_the_controller_does() -> None:
         ds, [_plugin_pod(1)], snapshot(allocatable=8), expected=settings(), generation=2
     )
     assert status.done
+
+
+def _crashing_on(node: str, generation: int) -> dict[str, Any]:
+    pod: dict[str, Any] = f.plugin_pod(node, ready=False, waiting_reason="CrashLoopBackOff")
+    pod["metadata"]["name"] = f"plugin-{node}"
+    pod["metadata"]["labels"]["pod-template-generation"] = str(generation)
+    return pod
+
+
+def _budget(ds: dict[str, Any], max_unavailable: int) -> dict[str, Any]:
+    ds["spec"]["updateStrategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxUnavailable": max_unavailable},
+    }
+    return ds
+
+
+def test_rollout_is_held_only_while_the_failing_pods_alone_spend_the_budget() -> None:
+    """Issue 44: a crash-looping pod holds the rollout for good; a pod that is only starting
+    spends the rest of a raised budget for a few seconds, which is progress, not a hold."""
+    failing = _crashing_on("gpu-ws", 2)
+    held = rollout_status(
+        _budget(_ds(2, 2, desired=3), 1),
+        [_pod_on("gpu-1", 1), _pod_on("gpu-2", 1), failing],
+        snapshot(allocatable=2),
+        expected=settings(),
+        generation=2,
+    )
+    assert held.held_by == ("gpu-ws",)
+    passing = rollout_status(
+        _budget(_ds(2, 2, desired=3), 2),
+        [_pod_on("gpu-1", 1), _pod_on("gpu-2", 2, ready=False), failing],
+        snapshot(allocatable=2),
+        expected=settings(),
+        generation=2,
+    )
+    assert passing.blocked_by == ("gpu-2", "gpu-ws")  # the budget is spent for now ...
+    assert passing.held_by == ()  # ... but not held: gpu-2's pod is starting
+
+
+def test_rollout_counts_pods_of_its_template_after_a_budget_raise() -> None:
+    """Raising maxUnavailable mid-rollout moves the generation, not the pod template."""
+    status = rollout_status(
+        _ds(3, 3, desired=2),
+        [_pod_on("gpu-1", 2), _pod_on("gpu-2", 3)],
+        snapshot(allocatable=8),
+        expected=settings(),
+        generation=3,
+        template_generation=2,
+    )
+    assert status.updated == 2
+    assert status.progressed_at is not None

@@ -71,8 +71,9 @@ class RolloutStatus:
     # Nodes whose unavailable plugin pods hold the DaemonSet controller back (its budget,
     # maxUnavailable, is spent on them): the rollout cannot progress until they are fixed.
     blocked_by: tuple[str, ...] = ()
-    # The blocking nodes whose plugin pod fails (CrashLoopBackOff, ...): they never become
-    # ready, so the rollout holds there for good, unlike a pod that is only starting.
+    # The blocking nodes whose plugin pod fails (CrashLoopBackOff, ...) when they alone spend
+    # the whole budget: they never become ready, so the rollout holds there for good, unlike
+    # a pod that is only starting.
     held_by: tuple[str, ...] = ()
     # When the rollout last moved: the change applied, an updated pod created or turned ready.
     progressed_at: datetime | None = None
@@ -156,6 +157,9 @@ def rollout_status(
         if n.state == "waiting"
     ]
     failing_at = {_where(r) for r in rows if r.failing}
+    held = [n for n in blocked_by if n in failing_at]
+    if len(held) < max_unavailable(ds, len(rows)):
+        held = []  # a pod that is only starting spends the rest of the budget for now
     return RolloutStatus(
         generation=generation,
         observed_generation=observed,
@@ -166,7 +170,7 @@ def rollout_status(
         nodes=tuple(nodes),
         stuck=tuple(stuck),
         blocked_by=blocked_by,
-        held_by=tuple(n for n in blocked_by if n in failing_at),
+        held_by=tuple(held),
         progressed_at=_progressed_at(rows, since),
     )
 
