@@ -35,6 +35,7 @@ from app.web.runtime import Runtime
 from app.web.services.change_history import change_listing, preview_rollback, rollback_change
 from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
 from app.web.views.admin_schemas import GpuSplitOut
+from app.web.views.change_words import gpu_names
 
 router = APIRouter(include_in_schema=False)
 
@@ -96,6 +97,7 @@ def _page(
         rolls_back=rolls_back,
         applied=applied,
         base=editor_path(name),
+        gpu_names=gpu_names(runtime.snapshots.current(), translator(request)),
         chosen=list(form.gpus) if form is not None else None,
         chosen_mode=form.mode if form is not None else None,
         chosen_replicas=form.replicas if form is not None else None,

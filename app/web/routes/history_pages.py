@@ -24,7 +24,7 @@ from app.web.http.html import html_response
 from app.web.i18n.translate import CATALOGS, Translator, language_of
 from app.web.services.change_history import change_listing, outcomes
 from app.web.services.rollout_view import rollout_view
-from app.web.views.change_words import unreadable_text
+from app.web.views.change_words import gpu_names, unreadable_text
 
 router = APIRouter(include_in_schema=False)
 CHANGES_PATH = "/admin/changes"
@@ -54,6 +54,7 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "live_url": None,
             "records": listing.records,
             "outcomes": ended,
+            "gpu_names": gpu_names(runtime.snapshots.current(), t),
             "principal": principal,
             "csrf_field": CSRF_FIELD,
             "unverified": listing.unverified,

@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 
 from app.domain.changes.durable import UnreadableRecord
 from app.domain.changes.models import ChangeWarning
-from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
+from app.domain.snapshot import Snapshot
+from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE, Translator
 
 
 def _worded(key: str, code: str, params: Mapping[str, object], lang: str) -> str:
@@ -54,3 +55,14 @@ def outcome_text(state: str, lang: str = DEFAULT_LANGUAGE) -> str:
         "daemonset": catalog.get(f"outcome.found.{daemonset}", daemonset),
     }
     return _worded("outcome.half", state, words, lang)
+
+
+def gpu_names(snapshot: Snapshot | None, t: Translator) -> dict[str, str]:
+    """Each GPU's UUID -> "GPU 2 (NVIDIA A100-SXM4-80GB)", so a split reads by index."""
+    if snapshot is None:
+        return {}
+    return {
+        gpu.uuid: t("history_gpu_name", index=gpu.index, model=gpu.name)
+        for node in snapshot.nodes
+        for gpu in node.gpus
+    }
