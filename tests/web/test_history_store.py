@@ -4,6 +4,7 @@ clock: each sample carries its moment, nothing waits)."""
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -11,9 +12,8 @@ import pytest
 
 from app.domain.history.sample import GpuHold, GpuSeen, Holding, Sample
 from app.domain.history.showback import showback
-from app.domain.history.window import Ages
 from app.errors import HistoryUnavailableError
-from app.web.services.history_store import HOUR, MINUTE, RAW, HistoryStore
+from app.web.services.history_store import HistoryStore
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 INTERVAL_S = 60.0
@@ -65,29 +65,38 @@ def test_four_hours_of_a_quarter_slice_is_one_gpu_hour(tmp_path: Path) -> None:
     assert slots["serving/infer"] == {"nvidia.com/gpu": 2 * 4 * 3600.0}
 
 
-def test_rollups_keep_the_figures_and_coarsen_with_age(tmp_path: Path) -> None:
-    """Minutes after 10 minutes, hours after an hour (the product's ages are 2 minutes and 2
-    days): over 3 hours of samples, the GPU-hours of any hour are what they were."""
-    ages = Ages(raw_s=600, minutes_s=3600)
-    store = HistoryStore(tmp_path / "h.sqlite", ages=ages)
-    fill(store, T0, 3 * 60)
-    levels = store.levels()
-    assert set(levels) == {RAW, MINUTE, HOUR}
-    assert 2 * 10 <= levels[RAW] <= 2 * 12  # the latest ~10 minutes' samples, 2 rows each
-    assert levels[HOUR] == 2 * 1  # the first hour, 2 holdings
-    assert owner_hours(store, T0, T0 + timedelta(hours=3)) == {
-        "serving/infer": 1.5,
-        "ml/carol": 0.75,
-        "physical": 12.0,
-    }
-    for hour in range(3):
+def test_unchanged_holdings_are_one_span_each_and_a_change_opens_one(tmp_path: Path) -> None:
+    """Three days of samples cost a row per key (the file grows with changes, not time);
+    the GPU-hours of any hour are what the samples held."""
+    store = HistoryStore(tmp_path / "h.sqlite")
+    fill(store, T0, 3 * 24 * 60)
+    assert store.rows() == {"held": 2, "slots": 2, "gpus": 4, "holds": 2}
+    for hour in (0, 30, 71):
         start = T0 + timedelta(hours=hour)
-        assert owner_hours(store, start, start + timedelta(hours=1))["ml/carol"] == 0.25
-    holds, _ = store.holds_at("gpu-1", (T0 + timedelta(minutes=30)).timestamp())
-    assert [(h.pod, h.slots, h.span_s) for h in holds] == [
-        ("ml/train", 1, 3600.0),
-        ("serving/infer", 2, 3600.0),
-    ]
+        assert owner_hours(store, start, start + timedelta(hours=1)) == {
+            "serving/infer": 0.5,
+            "ml/carol": 0.25,
+            "physical": 4.0,
+        }
+    later = T0 + timedelta(days=3)
+    changed = quarter_slice_sample(later)
+    changed = replace(changed, holdings=changed.holdings[:1], holds=changed.holds[:1])
+    store.add(changed, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+    assert store.rows() == {"held": 2, "slots": 2, "gpus": 4, "holds": 2}  # infer's span closed
+    fill(store, later + timedelta(minutes=1), 1)  # infer back: a span of its own
+    assert store.rows() == {"held": 3, "slots": 3, "gpus": 4, "holds": 3}
+    holds, _ = store.holds_at("gpu-1", (later + timedelta(seconds=30)).timestamp())
+    assert [h.pod for h in holds] == ["ml/train"]
+
+
+def test_used_and_idle_seconds_add_up_inside_a_span(tmp_path: Path) -> None:
+    store = HistoryStore(tmp_path / "h.sqlite")
+    fill(store, T0, 120)
+    held, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=2)).timestamp())
+    by_owner = {item.owner: (item.used_s, item.idle_s) for item in held}
+    assert by_owner == {"ml/carol": (0.25 * 7200, 0.0), "serving/infer": (0.0, 0.5 * 7200)}
+    half, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=1)).timestamp())
+    assert {item.owner: item.used_s for item in half}["ml/carol"] == 0.25 * 3600  # pro rata
 
 
 def test_retention_drops_what_is_older(tmp_path: Path) -> None:
@@ -137,14 +146,22 @@ def test_full_disk_is_said_and_what_was_kept_stays_readable(tmp_path: Path) -> N
     path = tmp_path / "h.sqlite"
     first = HistoryStore(path)
     fill(first, T0, 10)
-    store = HistoryStore(
-        path, max_pages=first.page_count()
-    )  # SQLite's own "database or disk is full"
+    # SQLite's own "database or disk is full", on a second connection capped at the size
+    store = HistoryStore(path, max_pages=first.page_count())
+    many = tuple(
+        Holding(f"team-{n}", f"team-{n}/job", "gpu-1", 0.001, 0.0, 0.0, (("nvidia.com/gpu", 1),))
+        for n in range(500)
+    )  # 500 new teams at once: rows that need new pages
+    crowded = replace(quarter_slice_sample(T0 + timedelta(minutes=10)), holdings=many)
     with pytest.raises(HistoryUnavailableError) as raised:
-        fill(store, T0 + timedelta(minutes=10), 500)
+        store.add(crowded, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
     assert raised.value.code == "history.disk-full"
     assert owner_hours(store, T0, T0 + timedelta(minutes=10))["ml/carol"] == pytest.approx(
         0.25 * 10 / 60, abs=1e-6
+    )
+    fill(store, T0 + timedelta(minutes=10), 5)  # what fits is still kept
+    assert owner_hours(store, T0, T0 + timedelta(minutes=15))["ml/carol"] == pytest.approx(
+        0.25 * 15 / 60, abs=1e-6
     )
 
 

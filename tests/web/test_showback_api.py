@@ -216,17 +216,23 @@ def test_without_a_path_the_history_is_kept_in_memory(made: Made) -> None:
 
 def test_disk_full_is_said_on_the_page_and_kept_figures_stay(made: Made) -> None:
     app, client, clock = made(samples=60)
-    history = app.state.runtime.history
+    runtime = app.state.runtime
+    history = runtime.history
     kept = history.sampler.store
     # the sampler writes through a second connection capped at the file's size: SQLite's
     # own "database or disk is full", as on a full volume; reads go on through the first
     history.sampler.store = HistoryStore(kept.path, max_pages=kept.page_count())
-    _run(app, clock, 200)
-    assert history.problem() is not None and history.problem().code == "history.disk-full"
+    crowd = [f.pod(f"job-{n}", namespace=f"team-{n}") for n in range(300)]
+    runtime.source.set("pods", [*runtime.source.items("pods"), *crowd])
+    runtime.snapshots.rebuild()  # 300 new teams: rows that need new pages
+    _run(app, clock, 2)
+    problem = history.problem()
+    assert problem is not None and problem.code == "history.disk-full"
     page = client.get("/usage/history")
     assert "disk is full" in page.text
     body = client.get("/api/v1/showback", params=_window(1)).json()
     assert body["totals"]["gpuHours"] == 0.75
+    assert client.get("/api/v1/summary").status_code == 200
 
 
 def test_history_outlives_a_restart_on_the_same_file(made: Made, tmp_path: Path) -> None:

@@ -1,13 +1,18 @@
-"""The GPU-hour history in one SQLite file (WAL): samples, rolled up with age, and queries.
+"""The GPU-hour history in one SQLite file (WAL): spans of unchanged holdings, and queries.
 
 Without a path the same database lives in memory: the history since the process started.
 
-Four tables of the same shape: `at` (epoch seconds the row starts at), `span_s` (the seconds
-it stands for), `level` (0 a sample, 1 a minute, 2 an hour), key columns and columns to add
-up. Figures are kept as share-seconds (a share of GPUs held times the seconds it stood for),
-so rolling up is adding, and a minute or an hour answers like the samples it replaced.
-Rolled up per minute once a minute is over, per hour after two days, dropped after the retention
-(app.domain.history.window.cutoffs). A file SQLite cannot read is set aside (renamed
+A row is a span: from `t0` to `t1` (epoch seconds) a key held the same thing; an open span
+(one the latest sample still showed) ends where the latest sample's interval ends, kept once
+in `meta` rather than on every open row. Four tables:
+`held` (namespace, owner, node: the GPU share held, with used and idle share-seconds added
+up inside the span), `slots` (slots per resource), `gpus` (a GPU and its node's plugin mode,
+replicas and config), `holds` (a pod holding slots of a GPU). Each sample extends the open
+spans it still shows and opens one for what changed, so a holding unchanged for a week is
+one row: the file grows with changes, not with time, and a window's figures are exact to the
+sample (used and idle inside a span the window cuts are counted pro rata). Used and idle
+seconds are kept in memory and written once a minute (and before any read). Spans that end
+before the retention go. A file SQLite cannot read is set aside (renamed
 `<name>.corrupt-<UTC time>`, never deleted) and a new one started; a full disk or a
 read-only file is raised as HistoryUnavailableError, the rest of the dashboard unaffected.
 """
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,78 +30,94 @@ from pathlib import Path
 from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.sample import Sample
 from app.domain.history.showback import HeldSeconds
-from app.domain.history.window import AGES, HOUR_S, MINUTE_S, Ages, cutoffs
 from app.errors import HistoryUnavailableError
 
-SCHEMA_VERSION = "1"
-RAW, MINUTE, HOUR = 0, 1, 2
-ROLLUP_EVERY_S = 60.0  # rolling up is looked at most this often (at a sample's moment)
+SCHEMA_VERSION = "2"
+FLUSH_EVERY_S = 60.0  # used/idle seconds of open spans are written at least this often
+DROP_EVERY_S = 3600.0  # spans past the retention are looked for at most this often
+Key = tuple[object, ...]
 
 
 @dataclass(frozen=True)
 class _Table:
     name: str
-    keys: tuple[str, ...]
-    sums: tuple[str, ...]
-    maxes: tuple[str, ...] = ()
+    keys: tuple[str, ...]  # what a span is the same of
+    sums: tuple[str, ...] = ()  # added up inside a span
 
     def create(self) -> str:
-        columns = ", ".join(f"{c}" for c in (*self.keys, *self.sums, *self.maxes))
+        columns = ", ".join((*self.keys, *self.sums))
         return (
-            f"CREATE TABLE IF NOT EXISTS {self.name} "
-            f"(at REAL NOT NULL, span_s REAL NOT NULL, level INTEGER NOT NULL, {columns})"
+            f"CREATE TABLE IF NOT EXISTS {self.name} (t0 REAL NOT NULL, t1 REAL NOT NULL, "
+            f"open INTEGER NOT NULL, {columns})"
         )
 
-    def rollup(self) -> tuple[str, str]:
-        """Insert one row per bucket and keys from the rows of a level, then delete those."""
-        keys = ", ".join(self.keys)
-        added = ", ".join([*(f"SUM({c})" for c in self.sums), *(f"MAX({c})" for c in self.maxes)])
-        columns = ", ".join(("at", "span_s", "level", *self.keys, *self.sums, *self.maxes))
-        insert = (
-            f"INSERT INTO {self.name} ({columns}) "
-            f"SELECT CAST(at / :bucket AS INTEGER) * :bucket, :bucket, :to_level, {keys}, {added} "
-            f"FROM {self.name} WHERE level = :from_level AND at < :cut "
-            f"GROUP BY CAST(at / :bucket AS INTEGER), {keys}"
-        )
-        delete = f"DELETE FROM {self.name} WHERE level = :from_level AND at < :cut"
-        return insert, delete
+    def insert(self) -> str:
+        marks = ", ".join("?" for _ in (*self.keys, *self.sums))
+        return f"INSERT INTO {self.name} VALUES (?, ?, 1, {marks})"
 
 
-HELD = _Table("held", ("namespace", "owner", "node"), ("share_s", "used_s", "idle_s"))
-SLOTS = _Table("slots", ("namespace", "owner", "node", "resource"), ("slot_s",))
-GPUS = _Table(
-    "gpus",
-    ("node", "uuid", "gpu_index", "mode", "replicas", "config"),
-    ("seen_s", "util_s", "util_known_s"),
-)
+HELD = _Table("held", ("namespace", "owner", "node", "share"), ("used_s", "idle_s"))
+SLOTS = _Table("slots", ("namespace", "owner", "node", "resource", "slots"))
+GPUS = _Table("gpus", ("node", "uuid", "gpu_index", "mode", "replicas", "config"))
 HOLDS = _Table(
-    "holds",
-    ("node", "uuid", "gpu_index", "pod", "resource", "mode", "replicas", "config"),
-    (),
-    ("slots",),
+    "holds", ("node", "uuid", "gpu_index", "pod", "resource", "slots", "mode", "replicas", "config")
 )
 TABLES = (HELD, SLOTS, GPUS, HOLDS)
+T1 = "IIF(open = 1, :open_t1, t1)"  # where a span ends, open or not
+OVERLAP = f"(MIN({T1}, :end) - MAX(t0, :start))"  # seconds of a span inside the window
+LENGTH = f"MAX({T1} - t0, 1e-9)"
+
+
+def _keys(sample: Sample) -> dict[str, dict[Key, tuple[float, ...]]]:
+    """Per table, the keys a sample shows and what it adds inside their spans."""
+    return {
+        "held": {
+            (h.namespace, h.owner, h.node, h.share): (h.used_share, h.idle_share)
+            for h in sample.holdings
+            if h.share
+        },
+        "slots": {
+            (h.namespace, h.owner, h.node, resource, count): ()
+            for h in sample.holdings
+            for resource, count in h.slots
+        },
+        "gpus": {
+            (g.node, g.gpu_uuid, g.gpu_index, g.mode, g.replicas, g.config): () for g in sample.gpus
+        },
+        "holds": {
+            (
+                h.node,
+                h.gpu_uuid,
+                h.gpu_index,
+                h.pod,
+                h.resource,
+                h.slots,
+                h.mode,
+                h.replicas,
+                h.config,
+            ): ()
+            for h in sample.holds
+        },
+    }
 
 
 class HistoryStore:
     """One SQLite file; every call holds one lock (the sampler writes, requests read)."""
 
-    def __init__(
-        self,
-        path: Path | None,
-        *,
-        max_pages: int | None = None,
-        ages: Ages = AGES,
-    ) -> None:
+    def __init__(self, path: Path | None, *, max_pages: int | None = None) -> None:
         self.path = path
-        self._ages = ages
         self.set_aside: Path | None = None  # where an unreadable file was moved at open
         self._max_pages = max_pages  # tests: a full disk, as SQLite reports it
         self._lock = threading.Lock()
-        self._rolled_at = float("-inf")
-        self._db = self._open()
+        self._open: dict[str, dict[Key, int]] = {table.name: {} for table in TABLES}
+        self._open_t1: float | None = None  # where the open spans end
+        self._pending: dict[int, list[float]] = {}  # held rowid -> used, idle seconds
+        self._flushed_at = float("-inf")
+        self._dropped_at = float("-inf")
+        self._db = self._open_file()
+        self._load_open()
 
-    def _open(self) -> sqlite3.Connection:
+    def _open_file(self) -> sqlite3.Connection:
         try:
             return self._connect()
         except OSError as exc:  # its folder cannot be made: a file there, a read-only mount
@@ -131,123 +152,144 @@ class HistoryStore:
             if self._max_pages is not None:
                 db.execute(f"PRAGMA max_page_count={int(self._max_pages)}")
             with _transaction(db):
+                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+                found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+                if found is not None and found[0] != SCHEMA_VERSION:
+                    for table in TABLES:  # an earlier layout: its rows cannot be read as spans
+                        db.execute(f"DROP TABLE IF EXISTS {table.name}")
                 for table in TABLES:
                     db.execute(table.create())
-                    db.execute(f"CREATE INDEX IF NOT EXISTS {table.name}_at ON {table.name} (at)")
                     db.execute(
-                        f"CREATE INDEX IF NOT EXISTS {table.name}_level ON {table.name} (level, at)"
+                        f"CREATE INDEX IF NOT EXISTS {table.name}_t ON {table.name} (t0, t1)"
                     )
-                db.execute("CREATE INDEX IF NOT EXISTS holds_node ON holds (node, at)")
-                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-                db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+                    db.execute(
+                        f"CREATE INDEX IF NOT EXISTS {table.name}_open ON {table.name} (open)"
+                    )
+                db.execute("CREATE INDEX IF NOT EXISTS holds_node ON holds (node, t0)")
+                db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
         except BaseException:
             db.close()
             raise
         return db
 
+    def _load_open(self) -> None:
+        """The spans a previous run (or the latest good write) left open: a sample right
+        after extends them."""
+        self._open = {table.name: {} for table in TABLES}
+        self._pending.clear()
+        with self._reading():
+            found = self._db.execute("SELECT value FROM meta WHERE key = 'open_t1'").fetchone()
+            self._open_t1 = float(found[0]) if found is not None else None
+            for table in TABLES:
+                rows = self._db.execute(
+                    f"SELECT rowid, {', '.join(table.keys)} FROM {table.name} WHERE open = 1"
+                ).fetchall()
+                for rowid, *key in rows:
+                    self._open[table.name][tuple(key)] = rowid
+
     def close(self) -> None:
+        with self._writing():
+            self._flush()
         with self._lock:
             self._db.close()
 
     def add(self, sample: Sample, *, span_s: float, retention_days: int) -> None:
-        """Keep one sample standing for `span_s` seconds from its moment; roll up with age."""
-        at = sample.at.timestamp()
-        with self._writing():
-            self._db.executemany(
-                "INSERT INTO held VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        at,
-                        span_s,
-                        h.namespace,
-                        h.owner,
-                        h.node,
-                        h.share * span_s,
-                        h.used_share * span_s,
-                        h.idle_share * span_s,
-                    )
-                    for h in sample.holdings
-                ],
-            )
-            self._db.executemany(
-                "INSERT INTO slots VALUES (?, ?, 0, ?, ?, ?, ?, ?)",
-                [
-                    (at, span_s, h.namespace, h.owner, h.node, resource, count * span_s)
-                    for h in sample.holdings
-                    for resource, count in h.slots
-                ],
-            )
-            self._db.executemany(
-                "INSERT INTO gpus VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        at,
-                        span_s,
-                        g.node,
-                        g.gpu_uuid,
-                        g.gpu_index,
-                        g.mode,
-                        g.replicas,
-                        g.config,
-                        span_s,
-                        (g.utilization_pct or 0) * span_s,
-                        span_s if g.utilization_pct is not None else 0.0,
-                    )
-                    for g in sample.gpus
-                ],
-            )
-            self._db.executemany(
-                "INSERT INTO holds VALUES (?, ?, 0, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        at,
-                        span_s,
-                        h.node,
-                        h.gpu_uuid,
-                        h.gpu_index,
-                        h.pod,
-                        h.resource,
-                        h.mode,
-                        h.replicas,
-                        h.config,
-                        h.slots,
-                    )
-                    for h in sample.holds
-                ],
-            )
-            if at - self._rolled_at >= ROLLUP_EVERY_S:
-                self._roll_up(at, retention_days=retention_days)
-                self._rolled_at = at
+        """Keep one sample standing for `span_s` seconds from its moment."""
+        t0 = sample.at.timestamp()
+        t1 = t0 + span_s
+        last = self._open_t1
+        follows = last is not None and last - span_s <= t0 <= last + span_s
+        shown = _keys(sample)
+        try:
+            with self._writing():
+                for table in TABLES:
+                    self._extend(table, shown[table.name], t0=t0, t1=t1, last=last, follows=follows)
+                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('open_t1', ?)", (str(t1),))
+                self._open_t1 = t1
+                if t0 - self._flushed_at >= FLUSH_EVERY_S:
+                    self._flush()
+                    self._flushed_at = t0
+                if t0 - self._dropped_at >= DROP_EVERY_S:
+                    drop = t0 - retention_days * 24 * 3600
+                    for table in TABLES:
+                        self._db.execute(
+                            f"DELETE FROM {table.name} WHERE open = 0 AND t1 < ?", (drop,)
+                        )
+                    self._dropped_at = t0
+        except HistoryUnavailableError:
+            self._load_open()  # the transaction was rolled back: so is what memory holds
+            raise
 
-    def _roll_up(self, now_s: float, *, retention_days: int) -> None:
-        cut = cutoffs(now_s, retention_days=retention_days, ages=self._ages)
-        for table in TABLES:
-            self._db.execute(f"DELETE FROM {table.name} WHERE at < ?", (cut.drop,))
-            insert, delete = table.rollup()
-            for params in (
-                {"bucket": MINUTE_S, "from_level": RAW, "to_level": MINUTE, "cut": cut.to_minutes},
-                {"bucket": HOUR_S, "from_level": MINUTE, "to_level": HOUR, "cut": cut.to_hours},
-            ):
-                self._db.execute(insert, params)
-                self._db.execute(delete, {"from_level": params["from_level"], "cut": params["cut"]})
+    def _extend(
+        self,
+        table: _Table,
+        shown: dict[Key, tuple[float, ...]],
+        *,
+        t0: float,
+        t1: float,
+        last: float | None,
+        follows: bool,
+    ) -> None:
+        """Close the open spans the sample no longer shows (where the previous interval
+        ended), keep the others open (they end with this one), open one for each key the
+        sample shows first."""
+        opened = self._open[table.name]
+        if not follows and opened:
+            self._flush()
+            self._db.execute(f"UPDATE {table.name} SET open = 0, t1 = ? WHERE open = 1", (last,))
+            opened.clear()
+        gone = [opened.pop(key) for key in [key for key in opened if key not in shown]]
+        if gone:
+            self._flush(gone)
+            self._db.executemany(
+                f"UPDATE {table.name} SET open = 0, t1 = ? WHERE rowid = ?",
+                [(last, rowid) for rowid in gone],
+            )
+        span_s = t1 - t0
+        for key, added in shown.items():
+            rowid = opened.get(key)
+            if rowid is None:
+                zero = tuple(0.0 for _ in table.sums)
+                cursor = self._db.execute(table.insert(), (t0, t1, *key, *zero))
+                rowid = opened[key] = int(cursor.lastrowid or 0)
+            if added:
+                pending = self._pending.setdefault(rowid, [0.0, 0.0])
+                pending[0] += added[0] * span_s
+                pending[1] += added[1] * span_s
+
+    def _flush(self, rowids: Sequence[int] | None = None) -> None:
+        """Write the used/idle seconds kept in memory (of `rowids`, or all)."""
+        chosen = (
+            list(self._pending) if rowids is None else [r for r in rowids if r in self._pending]
+        )
+        if not chosen:
+            return
+        self._db.executemany(
+            "UPDATE held SET used_s = used_s + ?, idle_s = idle_s + ? WHERE rowid = ?",
+            [(*self._pending.pop(rowid), rowid) for rowid in chosen],
+        )
 
     def held(self, start_s: float, end_s: float) -> tuple[list[HeldSeconds], float]:
-        """Share- and slot-seconds per namespace, owner and node with `at` in the window,
-        and the physical GPU-seconds there."""
-        window = (start_s, end_s)
+        """Share- and slot-seconds per namespace, owner and node inside the window, and the
+        physical GPU-seconds there."""
+        window = {"start": start_s, "end": end_s, "open_t1": self._open_t1}
+        inside = f"WHERE t0 < :end AND {T1} > :start"
+        pro_rata = f"{OVERLAP} / {LENGTH}"
+        self._try_flush()
         with self._reading():
             shares = self._db.execute(
-                "SELECT namespace, owner, node, SUM(share_s), SUM(used_s), SUM(idle_s) "
-                "FROM held WHERE at >= ? AND at < ? GROUP BY namespace, owner, node",
+                f"SELECT namespace, owner, node, SUM(share * {OVERLAP}), "
+                f"SUM(used_s * {pro_rata}), SUM(idle_s * {pro_rata}) FROM held {inside} "
+                "GROUP BY namespace, owner, node",
                 window,
             ).fetchall()
             slots = self._db.execute(
-                "SELECT namespace, owner, node, resource, SUM(slot_s) FROM slots "
-                "WHERE at >= ? AND at < ? GROUP BY namespace, owner, node, resource",
+                f"SELECT namespace, owner, node, resource, SUM(slots * {OVERLAP}) FROM slots "
+                f"{inside} GROUP BY namespace, owner, node, resource",
                 window,
             ).fetchall()
             (physical,) = self._db.execute(
-                "SELECT COALESCE(SUM(seen_s), 0) FROM gpus WHERE at >= ? AND at < ?", window
+                f"SELECT COALESCE(SUM({OVERLAP}), 0) FROM gpus {inside}", window
             ).fetchone()
         by_key: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
         for namespace, owner, node, resource, slot_s in slots:
@@ -269,21 +311,37 @@ class HistoryStore:
 
     def buckets(self, start_s: float, end_s: float, *, step_s: float) -> list[HeldBucket]:
         """The window in buckets of `step_s` seconds: held, used, idle and physical."""
-        params = {"start": start_s, "end": end_s, "step": step_s}
-        bucket = "CAST((at - :start) / :step AS INTEGER)"
-        where = "WHERE at >= :start AND at < :end"
+        count = max(int(-(-(end_s - start_s) // step_s)), 1)
+        params = {
+            "start": start_s,
+            "end": end_s,
+            "step": step_s,
+            "count": count,
+            "open_t1": self._open_t1,
+        }
+        # the buckets as rows, then each span's seconds inside each bucket it overlaps
+        buckets = (
+            "WITH RECURSIVE b(i, lo, hi) AS (SELECT 0, :start, :start + :step UNION ALL "
+            "SELECT i + 1, lo + :step, hi + :step FROM b WHERE i + 1 < :count) "
+        )
+        end = "IIF(s.open = 1, :open_t1, s.t1)"
+        inside = f"(MIN({end}, b.hi) - MAX(s.t0, b.lo))"
+        length = f"MAX({end} - s.t0, 1e-9)"
+        join = f"JOIN b ON s.t0 < b.hi AND {end} > b.lo WHERE s.t0 < :end AND {end} > :start"
+        self._try_flush()
         with self._reading():
             held = self._db.execute(
-                f"SELECT {bucket}, SUM(share_s), SUM(used_s), SUM(idle_s) FROM held {where} "
-                f"GROUP BY 1",
+                f"{buckets} SELECT b.i, SUM(s.share * {inside}), "
+                f"SUM(s.used_s * {inside} / {length}), "
+                f"SUM(s.idle_s * {inside} / {length}) FROM held s {join} "
+                "GROUP BY b.i",
                 params,
             ).fetchall()
             physical = dict(
                 self._db.execute(
-                    f"SELECT {bucket}, SUM(seen_s) FROM gpus {where} GROUP BY 1", params
+                    f"{buckets} SELECT b.i, SUM({inside}) FROM gpus s {join} GROUP BY b.i", params
                 ).fetchall()
             )
-        count = int(-(-(end_s - start_s) // step_s))
         sums = {index: (share, used, idle) for index, share, used, idle in held}
         return [
             HeldBucket(index, *sums.get(index, (0.0, 0.0, 0.0)), physical.get(index, 0.0))
@@ -292,26 +350,29 @@ class HistoryStore:
 
     def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]:
         """Who held each GPU of `node` at the moment `at_s`, and the node's GPUs then."""
-        moment = {"node": node, "at": at_s}
+        moment = {"node": node, "at": at_s, "open_t1": self._open_t1}
         with self._reading():
             holds = self._db.execute(
-                "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, at, span_s "
-                "FROM holds WHERE node = :node AND at <= :at AND :at < at + span_s "
+                "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, t0, "
+                f"{T1} - t0 FROM holds WHERE node = :node AND t0 <= :at AND :at < {T1} "
                 "ORDER BY gpu_index, pod, resource",
                 moment,
             ).fetchall()
             gpus = self._db.execute(
                 "SELECT DISTINCT uuid, gpu_index, mode, replicas, config FROM gpus "
-                "WHERE node = :node AND at <= :at AND :at < at + span_s ORDER BY gpu_index, uuid",
+                f"WHERE node = :node AND t0 <= :at AND :at < {T1} ORDER BY gpu_index, uuid",
                 moment,
             ).fetchall()
         return [PastHold(*row) for row in holds], [PastGpu(*row) for row in gpus]
 
-    def span(self) -> tuple[float, float] | None:
-        """The first and last moments the file holds, or None when it holds none."""
-        with self._reading():
-            first, last = self._db.execute("SELECT MIN(at), MAX(at + span_s) FROM gpus").fetchone()
-        return None if first is None else (float(first), float(last))
+    def _try_flush(self) -> None:
+        """Write the used/idle seconds kept in memory before a read; a file that cannot be
+        written (a full disk) is still read, without them."""
+        try:
+            with self._writing():
+                self._flush()
+        except HistoryUnavailableError:
+            pass
 
     def page_count(self) -> int:
         """The file's size in SQLite pages (its growth: the bench reads it)."""
@@ -319,10 +380,15 @@ class HistoryStore:
             (pages,) = self._db.execute("PRAGMA page_count").fetchone()
         return int(pages)
 
-    def levels(self) -> dict[int, int]:
-        """How many rows of each level the file holds (tests and the bench read it)."""
+    def rows(self) -> dict[str, int]:
+        """How many spans each table holds (tests and the bench read it)."""
         with self._reading():
-            return dict(self._db.execute("SELECT level, COUNT(*) FROM held GROUP BY level"))
+            return {
+                table.name: int(
+                    self._db.execute(f"SELECT COUNT(*) FROM {table.name}").fetchone()[0]
+                )
+                for table in TABLES
+            }
 
     @contextmanager
     def _writing(self) -> Iterator[None]:

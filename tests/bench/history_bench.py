@@ -1,0 +1,137 @@
+"""The GPU-hour history's cost on a big cluster: `python -m tests.bench.history_bench [nodes...]`.
+
+Over a hand-built snapshot (8 GPUs x 8 time-sliced slots per node, 28 pods holding slots of
+each node, every pod its own owner: the most keys a sample can have), prints per size:
+- a sample's cost (taken from the snapshot, then written: the spans it extends), and that
+  cost as a share of one core at the default 15 s interval;
+- the file's growth: the first sample writes every key once; an unchanged cluster adds
+  nothing after; a day in which every pod is replaced once adds about as much again;
+- the showback query's time over 7 and 30 days of such days (every pod replaced daily).
+`make bench` runs it at 1,000 and 10,000 nodes.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from app.domain.history.sample import Sample, sample_of
+from app.domain.history.showback import showback
+from app.domain.snapshot import PodSlots, Snapshot
+from app.web.services.history_store import HistoryStore
+from tests.web.page_snapshots import big_cluster
+
+INTERVAL_S = 15.0
+RETENTION_DAYS = 35
+END = datetime(2026, 12, 1, tzinfo=UTC)
+
+
+def _ms(run: object, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        run()  # type: ignore[operator]
+        times.append((time.perf_counter() - started) * 1000)
+    return statistics.median(times)
+
+
+def _renamed(sample: Sample, day: int, at: datetime) -> Sample:
+    """The sample with every pod replaced by a new one (new owners, new holders)."""
+    return replace(
+        sample,
+        at=at,
+        holdings=tuple(replace(h, owner=f"{h.owner}-d{day}") for h in sample.holdings),
+        holds=tuple(replace(h, pod=f"{h.pod}-d{day}") for h in sample.holds),
+    )
+
+
+def held_cluster(nodes: int) -> Snapshot:
+    """The page benchmarks' cluster with each holder a running pod of its node."""
+    snapshot = big_cluster(nodes)
+    return snapshot.model_copy(
+        update={
+            "nodes": [
+                node.model_copy(
+                    update={
+                        "pods": [
+                            PodSlots(
+                                pod=h.pod,
+                                uid=f"uid-{h.pod}",
+                                phase="Running",
+                                slots=h.slots,
+                                resource="nvidia.com/gpu",
+                            )
+                            for gpu in node.gpus
+                            for h in gpu.holders
+                        ]
+                    }
+                )
+                for node in snapshot.nodes
+            ]
+        }
+    )
+
+
+def measure(nodes: int) -> str:
+    snapshot = held_cluster(nodes)
+    take_ms = _ms(lambda: sample_of(snapshot, [], at=END), 3)
+    sample = sample_of(snapshot, [], at=END)
+    keys = len(sample.holdings) + len(sample.holds) + len(sample.gpus)
+    with tempfile.TemporaryDirectory(prefix="history-bench-") as folder:
+        store = HistoryStore(Path(folder) / "h.sqlite")
+        started = time.perf_counter()
+        store.add(sample, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+        first_ms = (time.perf_counter() - started) * 1000
+        first_mib = store.page_count() * 4096 / 2**20
+        moments = iter(range(1, 10_000))
+
+        def write() -> None:
+            at = END + timedelta(seconds=INTERVAL_S * next(moments))
+            store.add(replace(sample, at=at), span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+
+        write_ms = _ms(write, 8)
+        steady_mib = store.page_count() * 4096 / 2**20 - first_mib
+        store.close()
+    share_pct = (take_ms + write_ms) / (INTERVAL_S * 1000) * 100
+    with tempfile.TemporaryDirectory(prefix="history-bench-") as folder:
+        store = HistoryStore(Path(folder) / "h.sqlite")
+        month = END - timedelta(days=30)
+        for day in range(30):  # a sample a day standing for the day: every pod replaced daily
+            at = month + timedelta(days=day)
+            store.add(_renamed(sample, day, at), span_s=86_400, retention_days=RETENTION_DAYS)
+        queries = {}
+        for days in (7, 30):
+
+            def query(days: int = days) -> None:
+                held, physical_s = store.held(
+                    (END - timedelta(days=days)).timestamp(), END.timestamp()
+                )
+                result = showback(held, "namespace", physical_gpu_s=physical_s)
+                assert result.rows and result.gpu_hours <= result.physical_gpu_hours
+
+            queries[days] = _ms(query, 3)
+        size_mib = store.page_count() * 4096 / 2**20
+        store.close()
+    return (
+        f"history, {nodes:,} nodes ({keys:,} keys a sample): a sample {take_ms:.0f} ms to take "
+        f"+ {write_ms:.0f} ms to write = {share_pct:.1f} % of a core at {INTERVAL_S:.0f} s "
+        f"(the first, every span new: {first_ms:.0f} ms); file: {first_mib:,.1f} MiB after the "
+        f"first sample, +{steady_mib:,.2f} MiB over 8 unchanged samples, about "
+        f"{size_mib / 30:,.1f} MiB a day when every pod is replaced daily; showback over 7 days "
+        f"{queries[7]:,.0f} ms, 30 days {queries[30]:,.0f} ms ({size_mib:,.0f} MiB file)"
+    )
+
+
+def main(argv: list[str]) -> int:
+    for nodes in [int(a) for a in argv] or [1_000, 10_000]:
+        print(measure(nodes), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
