@@ -124,3 +124,4 @@ screenshots: $(STAMP) chromium
 
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run
+	$(BIN)/python -m tests.bench.fit_bench 1000 10000

@@ -267,9 +267,7 @@ class NodeConfig(_Out):
         description="flags.plugin.sharedDevicesAllocationPolicy (v0.20): distributed | packed",
     )
     fail_requests_greater_than_one: bool = Field(
-        default=False,
-        description="The plugin refuses a request of more than one shared slot (time-slicing, "
-        "MPS) at admission",
+        default=False, description="Time-slicing/MPS: a request of 2+ shared slots is refused"
     )
 
 

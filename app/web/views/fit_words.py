@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.fit.check import FitAnswer, FitReason, NodeFit
+from app.domain.fit.check import FitAnswer, FitReason
 from app.domain.fit.manifest import FitInputError
 from app.domain.snapshot import GpuState, Snapshot
 from app.web.i18n.translate import CATALOGS
@@ -90,7 +90,3 @@ def _gpu_row(uuid: str, gpu: GpuState | None) -> GpuRow:
         others_mib=mib(gpu.memory_used_mib),
         total_mib=mib(gpu.memory_total_mib),
     )
-
-
-def fitting(answer: FitAnswer) -> list[NodeFit]:
-    return [n for n in answer.nodes if n.fits]
