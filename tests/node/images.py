@@ -65,6 +65,7 @@ def write_image(
     files: dict[str, bytes | Path],
     entrypoint: list[str],
     env: dict[str, str] | None = None,
+    user: str = "",
 ) -> Path:
     """A docker-archive tar at `target` holding `files` (image path -> content or host file)."""
     buffer = io.BytesIO()
@@ -84,6 +85,7 @@ def write_image(
         "config": {
             "Entrypoint": entrypoint,
             "Env": [f"{k}={v}" for k, v in (env or {}).items()] or ["PATH=/usr/bin:/bin"],
+            **({"User": user} if user else {}),
         },
         "rootfs": {"type": "layers", "diff_ids": [diff_id]},
     }

@@ -29,6 +29,17 @@ SYSCTLS = (
     "kernel/keys/root_maxkeys",
     "kernel/keys/root_maxbytes",
     "net/ipv4/ip_forward",
+    # k3s's agent sets these too (pkg/agent/syssetup).
+    "net/ipv4/conf/all/forwarding",
+    "net/ipv4/conf/default/forwarding",
+    "net/ipv6/conf/all/forwarding",
+    "net/ipv6/conf/default/forwarding",
+    "net/bridge/bridge-nf-call-iptables",
+    "net/bridge/bridge-nf-call-ip6tables",
+    "net/core/devconf_inherit_init_net",
+    "net/netfilter/nf_conntrack_max",
+    "net/netfilter/nf_conntrack_tcp_timeout_established",
+    "net/netfilter/nf_conntrack_tcp_timeout_close_wait",
 )
 # Folders outside the test's folder that the kubelet, containerd or CNI make when missing.
 GLOBAL_DIRS = (
@@ -39,6 +50,10 @@ GLOBAL_DIRS = (
     Path("/run/containerd"),
     Path("/run/netns"),
     Path("/etc/kubernetes"),
+    # k3s's (tests/k3s): its containerd's state, its node password, its default data folder.
+    Path("/run/k3s"),
+    Path("/etc/rancher"),
+    Path("/var/lib/rancher"),
 )
 TOOLS = ("containerd", "containerd-shim-runc-v2", "runc", "ctr", "ip", "openssl", "nft")
 

@@ -60,6 +60,8 @@ from tests.node.toolkit import write_runtime
 from tests.real.controlplane import ControlPlane
 
 LOCK = Path("/run/gpu-slots-real-node.lock")
+# Where containerd's shims and CNI mount below /run (Debian's containerd; k3s's own).
+RUN_PATHS = ("/run/netns/", "/run/containerd/", "/run/k3s/")
 START_TIMEOUT_S = 90.0
 
 
@@ -118,9 +120,8 @@ class RealNode:
             if probe():
                 return
             time.sleep(0.25)
-        raise RuntimeError(
-            f"timed out after {timeout_s} s waiting for {what}:\n{self.log('kubelet')}"
-        )
+        last = list(self.processes)[-1]  # the kubelet here, k3s in tests/k3s
+        raise RuntimeError(f"timed out after {timeout_s} s waiting for {what}:\n{self.log(last)}")
 
     # ---- stopping: the pods, the kubelet, containerd, then what they left on the machine
 
@@ -191,7 +192,7 @@ class RealNode:
             self.lock.close()
 
     def _sweep(self) -> None:
-        owned = (str(self.folder), str(KUBELET_ROOT), "/run/netns/", "/run/containerd/")
+        owned = (str(self.folder), str(KUBELET_ROOT), *RUN_PATHS)
         for point in reversed(mounts()):
             if point not in self.before.mounts and point.startswith(owned):
                 done = subprocess.run(
@@ -225,7 +226,7 @@ class RealNode:
     def leftovers(self) -> list[str]:
         """What the node left behind on the machine (empty after a clean `stop()`)."""
         found: list[str] = []
-        owned = (str(self.folder), str(KUBELET_ROOT), "/run/netns/", "/run/containerd/")
+        owned = (str(self.folder), str(KUBELET_ROOT), *RUN_PATHS)
         found += [
             f"mount {p}" for p in mounts() if p not in self.before.mounts and p.startswith(owned)
         ]

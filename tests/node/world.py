@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 
@@ -23,7 +23,7 @@ from app.simulator.world.scenario import read_scenario
 from tests.node.images import PAUSE_IMAGE, PLUGIN_IMAGE
 from tests.node.node import RealNode
 from tests.real.controlplane import ControlPlane
-from tests.real.world import ADMIN_TOKEN, Dashboard
+from tests.real.world import ADMIN_TOKEN
 
 T = TypeVar("T")
 NODE = "gpu-server-1"
@@ -155,11 +155,18 @@ def _path(obj: dict[str, Any]) -> str:
     return f"/api/v1/namespaces/{meta['namespace']}/{plural[kind]}"
 
 
+class Served(Protocol):
+    """What the tests use of a dashboard: where it answers (a host process, or a pod's Service)."""
+
+    @property
+    def url(self) -> str: ...
+
+
 @dataclass
 class NodeWorld:
     plane: ControlPlane
-    node: RealNode
-    dashboard: Dashboard
+    node: RealNode  # or tests/k3s's K3sNode
+    dashboard: Served
     machine_path: Path  # the host's machine file: what the agent's NVML reads
 
     # ---- the real side
