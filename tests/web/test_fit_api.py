@@ -41,7 +41,9 @@ GPU_NODES = [
 @pytest.fixture(scope="module")
 def demo() -> Iterator[Stack]:
     simulator = SimulatedCluster("demo")
-    simulator.scenario.steps = []  # hold still: the verdicts are compared literally
+    # hold still: the verdicts are compared literally (the timeline copied the scenario's
+    # steps when the simulator was made, so they are emptied there)
+    simulator.timeline.steps = []
     url = simulator.start(host="127.0.0.1", port=0)
     settings = stack_settings(plugin_config_namespaces=simulator.scenario.daemonset_namespaces())
     app = build_app(settings, kube_server=url, refresh_interval_s=0.5)
