@@ -6,6 +6,7 @@ the same questions from Prometheus alone."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -73,9 +74,20 @@ def test_prometheus_and_the_file_agree_within_one_sample(
             at = {"at": (start + timedelta(seconds=WINDOW_S / 2)).isoformat()}
             file_holders = stack.client.get(f"/api/v1/nodes/{node}/holders", params=at).json()
             prom_holders = from_prometheus.get(f"/api/v1/nodes/{node}/holders", params=at).json()
+            timelines = [
+                _timeline_pods(client.get(f"/nodes/{node}/history").text)
+                for client in (stack.client, from_prometheus)
+            ]
     assert (file_holders["engine"], prom_holders["engine"]) == ("sqlite", "prometheus")
     assert file_holders["gpus"], "the demo's gpu-server-1 has GPUs"
     assert file_holders["gpus"] == prom_holders["gpus"]
+    assert timelines[0], "gpu-server-1's pods held GPUs over the window"
+    assert timelines[0] == timelines[1]
+
+
+def _timeline_pods(page: str) -> list[str]:
+    """The pods the node's timeline lists, GPU by GPU."""
+    return re.findall(r'data-testid="timeline-hold"><th scope="row">([^<]+)</th>', page)
 
 
 def _agree(from_file: dict[str, Any], from_prometheus: dict[str, Any], *, by: str) -> None:

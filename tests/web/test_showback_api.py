@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import socket
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -318,3 +319,30 @@ def test_prometheus_down_or_slow_is_said_and_the_present_keeps_serving(
     finally:
         if silent is not None:
             silent.close()
+
+
+@pytest.mark.parametrize(("lang", "words"), [("en", "GPU 1"), ("ko", "플러그인 설정")])
+def test_node_history_page_draws_a_timeline_per_gpu(made: Made, lang: str, words: str) -> None:
+    _, client, _ = made(samples=60)
+    node_page = client.get("/nodes/gpu-1", params={"lang": lang})
+    assert 'href="/nodes/gpu-1/history?lang=' in node_page.text
+    page = client.get("/nodes/gpu-1/history", params={"lang": lang})
+    assert page.status_code == 200, page.text
+    assert words in page.text
+    assert page.text.count('data-testid="gpu-timeline"') == 4
+    holds = re.findall(r'data-testid="timeline-hold"><th scope="row">([^<]+)</th>', page.text)
+    assert holds == ["ml/train", "serving/infer"]
+    assert "time-slicing \N{MULTIPLICATION SIGN} 4" in page.text
+
+
+def test_holds_between_are_the_spans_inside_the_window(made: Made) -> None:
+    app, _, _ = made(samples=60)
+    store = app.state.runtime.history.sampler.store
+    start = START + timedelta(minutes=30)
+    spans = store.holds_between(
+        "gpu-1", start.timestamp(), (start + timedelta(hours=2)).timestamp()
+    )
+    assert [(h.pod, h.since_s, h.span_s) for h in spans] == [
+        ("ml/train", start.timestamp(), 1800.0),
+        ("serving/infer", start.timestamp(), 1800.0),
+    ]

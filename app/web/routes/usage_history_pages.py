@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse
 
 from app.domain.history.showback import SHOWBACK_BY, ShowbackBy
@@ -16,8 +16,15 @@ from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response
 from app.web.i18n.translate import CATALOGS, Translator, language_of
-from app.web.services.history_service import PERIODS, HistoryChart
-from app.web.views.history_views import BAR_W, column_chart, gpu_hours_text, row_bars
+from app.web.services.history_service import PERIODS, HistoryChart, NodeTimeline
+from app.web.views.history_views import (
+    BAR_W,
+    TIMELINE_W,
+    column_chart,
+    gpu_hours_text,
+    row_bars,
+    timeline_bars,
+)
 
 router = APIRouter(include_in_schema=False)
 HISTORY_PATH = "/usage/history"
@@ -69,6 +76,45 @@ def usage_history_page(
             "bar_width": BAR_W,
             "hours": gpu_hours_text,
             "csv_url": csv_url,
+        }
+    )
+    return html_response(html, cache=REVALIDATE)
+
+
+@router.get("/nodes/{name}/history", response_class=HTMLResponse)
+def node_history_page(
+    request: Request, runtime: RuntimeDep, name: Annotated[str, Path(max_length=253)]
+) -> HTMLResponse:
+    """Who held each GPU of a node over the last 24 hours, under which plugin config."""
+    lang = language_of(request)
+    t = Translator(lang)
+    history = runtime.history
+    problem = history.problem()
+    timeline: NodeTimeline | None = None
+    try:
+        timeline = history.timeline(name)
+    except HistoryUnavailableError as exc:
+        problem = exc
+    principal = get_auth(request).identify(request, for_write=False)
+    html = runtime.templates.get_template("pages/node_history.html").render(
+        {
+            "t": t,
+            "lang": lang,
+            "languages": list(CATALOGS),
+            "title": t("title_node_history", node=name),
+            "path": request.url.path,
+            "live_url": None,
+            "signed_in": principal.user if principal is not None else None,
+            "node": name,
+            "problem": t(problem.code, detail=problem.detail) if problem is not None else None,
+            "timeline": timeline,
+            "lanes": [
+                (index, uuid, timeline_bars(holds, start=timeline.start, end=timeline.end))
+                for index, uuid, holds in timeline.lanes
+            ]
+            if timeline is not None
+            else [],
+            "width": TIMELINE_W,
         }
     )
     return html_response(html, cache=REVALIDATE)

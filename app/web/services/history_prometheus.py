@@ -97,7 +97,7 @@ class PrometheusHistory:
 
     def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]:
         """Who held each GPU of `node` at `at_s`: the latest scrape at or before it."""
-        quoted = node.replace("\\", "\\\\").replace('"', '\\"')
+        quoted = _quoted(node)
         holds = []
         for labels, value in self._vector(
             f'gpu_slots_held_gpu_slots{{node="{quoted}"}}', at_s=at_s
@@ -130,6 +130,49 @@ class PrometheusHistory:
         ]
         holds.sort(key=lambda hold: (hold.gpu_index, hold.pod, hold.resource))
         return holds, sorted(gpus, key=lambda gpu: (gpu.index, gpu.uuid))
+
+    def holds_between(self, node: str, start_s: float, end_s: float) -> list[PastHold]:
+        """Spans of pods holding slots of the node's GPUs: a range query's points, joined
+        while they follow each other."""
+        quoted = _quoted(node)
+        step_s = max(self._interval_s, (end_s - start_s) / 1000)
+        data = self._get(
+            "/api/v1/query_range",
+            {
+                "query": f'gpu_slots_held_gpu_slots{{node="{quoted}"}}',
+                "start": f"{start_s:.3f}",
+                "end": f"{end_s:.3f}",
+                "step": f"{step_s:g}",
+            },
+        )
+        spans = []
+        for series in data.get("result") or []:
+            labels = series["metric"]
+            since: float | None = None
+            last = 0.0
+            points = [(float(at), int(float(value))) for at, value in series["values"]]
+            for index, (at, slots) in enumerate(points):
+                if since is None:
+                    since = at
+                ends = index + 1 == len(points) or points[index + 1][0] - at > step_s * 1.5
+                last = at
+                if ends:
+                    spans.append(
+                        PastHold(
+                            gpu_uuid=labels.get("UUID", ""),
+                            gpu_index=int(labels.get("gpu", "-1")),
+                            pod=f"{labels.get('namespace', '')}/{labels.get('pod', '')}",
+                            resource=labels.get("resource", ""),
+                            slots=slots,
+                            mode=labels.get("mode", ""),
+                            replicas=int(labels.get("replicas", "0")),
+                            config=labels.get("config", ""),
+                            since_s=since,
+                            span_s=last - since + step_s,
+                        )
+                    )
+                    since = None
+        return sorted(spans, key=lambda hold: (hold.gpu_index, hold.since_s, hold.pod))
 
     def _vector(self, query: str, *, at_s: float) -> list[tuple[dict[str, str], float]]:
         data = self._get("/api/v1/query", {"query": query, "time": f"{at_s:.3f}"})
@@ -171,3 +214,8 @@ class PrometheusHistory:
         if not isinstance(data, dict):
             raise HistoryUnavailableError("history.prometheus-answer", f"{path}: no data")
         return data
+
+
+def _quoted(value: str) -> str:
+    """A label value inside a PromQL double-quoted string."""
+    return value.replace("\\", "\\\\").replace('"', '\\"')

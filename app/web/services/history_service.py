@@ -42,11 +42,23 @@ class HistoryReader(Protocol):
 
     def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]: ...
 
+    def holds_between(self, node: str, start_s: float, end_s: float) -> list[PastHold]: ...
+
 
 @dataclass(frozen=True)
 class GpuHolders:
     gpu: PastGpu
     holds: tuple[PastHold, ...]
+
+
+@dataclass(frozen=True)
+class NodeTimeline:
+    """Per GPU of a node (index, UUID), the spans of the pods that held it."""
+
+    node: str
+    start: datetime
+    end: datetime
+    lanes: tuple[tuple[int, str, tuple[PastHold, ...]], ...]
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,25 @@ class HistoryService:
             GpuHolders(gpu, tuple(hold for hold in holds if hold.gpu_uuid == uuid))
             for uuid, gpu in sorted(listed.items(), key=lambda item: (item[1].index, item[0]))
         ]
+
+    def timeline(self, node: str, *, hours: int = 24) -> NodeTimeline:
+        """Who held each GPU of `node` over the last `hours`, span by span."""
+        end = self._clock()
+        start = end - timedelta(hours=hours)
+        reader = self._read()
+        spans = reader.holds_between(node, start.timestamp(), end.timestamp())
+        _, gpus_now = reader.holds_at(node, end.timestamp() - 1)
+        lanes = {(gpu.index, gpu.uuid) for gpu in gpus_now}
+        lanes |= {(hold.gpu_index, hold.gpu_uuid) for hold in spans}
+        return NodeTimeline(
+            node,
+            start,
+            end,
+            tuple(
+                (index, uuid, tuple(h for h in spans if h.gpu_uuid == uuid))
+                for index, uuid in sorted(lanes)
+            ),
+        )
 
     def _read(self) -> HistoryReader:
         if self._reader is None:  # the file could not be opened: say why

@@ -365,6 +365,18 @@ class HistoryStore:
             ).fetchall()
         return [PastHold(*row) for row in holds], [PastGpu(*row) for row in gpus]
 
+    def holds_between(self, node: str, start_s: float, end_s: float) -> list[PastHold]:
+        """Every span of a pod holding slots of a GPU of `node` inside the window, clipped."""
+        window = {"node": node, "start": start_s, "end": end_s, "open_t1": self._open_t1}
+        with self._reading():
+            rows = self._db.execute(
+                "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, "
+                f"MAX(t0, :start), {OVERLAP} FROM holds WHERE node = :node AND t0 < :end "
+                f"AND {T1} > :start ORDER BY gpu_index, t0, pod",
+                window,
+            ).fetchall()
+        return [PastHold(*row) for row in rows]
+
     def _try_flush(self) -> None:
         """Write the used/idle seconds kept in memory before a read; a file that cannot be
         written (a full disk) is still read, without them."""

@@ -237,3 +237,35 @@ def gpu_hours_text(hours: float) -> str:
     if 0 < hours < 0.005:
         return "<0.01"
     return f"{hours:,.2f}"
+
+
+@dataclass(frozen=True)
+class TimelineBar:
+    x: float
+    width: float
+    hold: PastHold
+    since: datetime
+    until: datetime
+
+
+TIMELINE_W = 600
+
+
+def timeline_bars(
+    holds: Sequence[PastHold], *, start: datetime, end: datetime, width: int = TIMELINE_W
+) -> list[TimelineBar]:
+    """A GPU's holders as bars along the window (at least a pixel wide)."""
+    length_s = max((end - start).total_seconds(), 1.0)
+    bars = []
+    for hold in holds:
+        x = (hold.since_s - start.timestamp()) / length_s * width
+        bars.append(
+            TimelineBar(
+                round(max(x, 0.0), 2),
+                round(max(hold.span_s / length_s * width, 1.0), 2),
+                hold,
+                datetime.fromtimestamp(hold.since_s, UTC),
+                datetime.fromtimestamp(hold.since_s + hold.span_s, UTC),
+            )
+        )
+    return bars
