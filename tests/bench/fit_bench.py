@@ -8,7 +8,6 @@ and serialised). Prints p50 and p99 per size; `make bench` runs it at 1,000 and 
 
 from __future__ import annotations
 
-import gc
 import statistics
 import sys
 import time
@@ -21,6 +20,7 @@ from app.domain.fit.check import fit_answer
 from app.domain.fit.manifest import read_ask
 from app.domain.fit.placement import CandidateMemo
 from app.domain.snapshot import ResourceState, Snapshot
+from app.kube.collector import settle
 from app.web.routes import fit
 from tests.web.page_snapshots import big_cluster, page_app
 
@@ -71,8 +71,7 @@ def fitting_cluster(nodes: int) -> Snapshot:
 
 def measure(nodes: int, *, rounds: int = 50) -> str:
     snapshot = fitting_cluster(nodes)
-    gc.collect()
-    gc.freeze()  # as the dashboard freezes what a build keeps (app.kube.collector)
+    settle()  # the collector as the dashboard sets it: what is kept frozen, threshold raised
     ask = read_ask(POD)
     cold = percentiles(lambda: fit_answer(snapshot, ask), max(rounds // 5, 3))
     memo = CandidateMemo()
