@@ -259,6 +259,11 @@ def _limit(value: str) -> str:
             {"field": "spec.containers[0].resources.limits.nvidia.com/gpu", "value": "x"},
         ),
         ("a: &a [*a]\n", "fit.input.too-deep", {"limit": 64}),
+        (
+            "kind: Pod\nspec: {resourceClaims: [{name: gpu}], containers: [{name: a}]}",
+            "fit.input.dra-claims",
+            {"field": "spec.resourceClaims"},
+        ),
         ("x: " + "[" * 200 + "]" * 200, "fit.input.too-deep", {"limit": 64}),
     ],
 )

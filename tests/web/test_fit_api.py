@@ -202,6 +202,11 @@ def test_fit_a_deployment_asks_its_template_and_selectors_apply(demo: Stack) -> 
             "No node knows the resource nvidia.com/gpus.",
         ),
         (
+            yaml.safe_dump(_pod(1, resourceClaims=[{"name": "gpu"}])),
+            "en",
+            "spec.resourceClaims: DRA claims a pod names itself are not judged yet",
+        ),
+        (
             yaml.safe_dump(_pod(1, resource="nvidia.com/gpus")),
             "ko",
             "리소스 nvidia.com/gpus를 아는 노드가 없습니다.",

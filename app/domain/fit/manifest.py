@@ -156,6 +156,9 @@ def read_ask(manifest: Mapping[str, Any], *, default_namespace: str = "default")
     where = f"{prefix}.spec" if prefix else "spec"
     if not _sequence(spec.get("containers"), f"{where}.containers"):
         raise FitInputError("fit.input.no-containers", field=f"{where}.containers")
+    if _sequence(spec.get("resourceClaims"), f"{where}.resourceClaims"):
+        # DeviceClass and claim selectors are CEL: not judged rather than judged wrong
+        raise FitInputError("fit.input.dra-claims", field=f"{where}.resourceClaims")
     _check_gpu_requests(spec, where)
     try:
         slots = pod_slots({"spec": spec})
