@@ -147,11 +147,18 @@ def test_every_page_and_admin_flow_in_korean_has_no_english_sentence(
     tab.get_by_test_id("preview-button").click()
     expect(tab.get_by_test_id("apply-button")).to_be_visible()
     _check(tab, "mode change preview", found)
+    tab.get_by_test_id("fix-failing-first").check()  # gpu-ws-5 would hold it: answer first
     tab.get_by_test_id("apply-button").click()
-    expect(tab.get_by_test_id("rollout")).to_be_visible()
-    _check(tab, "rollout, under way", found)
+    expect(tab.get_by_test_id("fix-first")).to_be_visible()
+    _check(tab, "fix the failing node first", found)
+    _held_by_a_blind_api_write(stack)  # a rollout that waits, with its way forward
+    tab.goto(f"{stack.dashboard_url}/admin/plugin/rollout")
     expect(tab.get_by_test_id("rollout-pending")).to_be_visible()
-    _check(tab, "rollout, waiting", found)
+    expect(tab.get_by_test_id("pass-now-button")).to_be_visible()
+    _check(tab, "rollout, held", found)
+    tab.get_by_test_id("pass-now-button").click()
+    expect(tab.get_by_test_id("rollout-done")).to_be_visible(timeout=60_000)
+    _check(tab, "rollout, done", found)
 
     _open(tab, stack, "/admin/changes", found)
     for node in nodes:  # the editor of every node: refusals (DRA, other installs) included
@@ -162,6 +169,18 @@ def test_every_page_and_admin_flow_in_korean_has_no_english_sentence(
     expect(tab.get_by_test_id("apply-button")).to_be_visible()
     _check(tab, "split preview", found)
     assert found == {}
+
+
+def _held_by_a_blind_api_write(stack: Stack) -> None:
+    """Time-slicing x2 through the API without passing gpu-ws-5: the rollout holds there."""
+    headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+    body = {"mode": "time-slicing", "replicas": 2}
+    preview = stack.client.put("/api/v1/plugin/config?dryRun=true", json=body, headers=headers)
+    token = preview.json()["token"]
+    applied = stack.client.put(
+        "/api/v1/plugin/config", json={**body, "expectedToken": token}, headers=headers
+    )
+    assert applied.status_code == 200, applied.text
 
 
 def _worded_fields(value: Any, keys: tuple[str, ...]) -> Iterator[str]:

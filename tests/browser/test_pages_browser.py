@@ -97,7 +97,7 @@ def test_overview_shows_the_demo_totals(watched: Watched, demo_stack: Stack) -> 
     totals = demo_stack.summary()["totals"]
     assert isinstance(totals, dict)
     for field_name in ("physical_gpus", "visible_gpus", "host_gpus", "allocatable"):
-        figure = page.get_by_test_id(f"total-{field_name}").locator("dd")
+        figure = page.get_by_test_id(f"total-{field_name}").locator("dd").first
         expect(figure).to_have_text(str(totals[field_name]))
     expect(page.get_by_test_id("plugin-mode")).to_have_attribute("data-mode", "basic")
 
