@@ -112,6 +112,7 @@ def test_helm_node_picks_its_config_by_label(clusters: Stack) -> None:
         "label": "ts4",
         "mig_strategy": "mixed",
         "allocation_policy": "distributed",
+        "fail_requests_greater_than_one": False,
         "change_with": "helm upgrade <release> -n nvidia-device-plugin --reuse-values -f "
         "values.yaml  # config.map / config.default; per node: kubectl label node gpu-ts-3 "
         "nvidia.com/device-plugin.config=<config key> --overwrite",
@@ -182,6 +183,7 @@ def test_gpu_operator_node_is_read_with_the_operators_way_to_change_it(clusters:
         "label": None,
         "mig_strategy": "single",
         "allocation_policy": "distributed",
+        "fail_requests_greater_than_one": False,
         "change_with": "kubectl edit clusterpolicy cluster-policy  "
         "# spec.devicePlugin.config (name, default)",
     }
