@@ -322,3 +322,20 @@ def test_fit_a_namespace_quota_used_up_refuses_everywhere(demo: Stack) -> None:
         "/fit", params={"resource": "nvidia.com/gpu", "count": "2", "namespace": "research"}
     )
     assert "ResourceQuota gpus on requests.nvidia.com/gpu: 0 of 1 used, asks 2" in page.text
+
+
+def test_fit_pending_demand_links_to_the_same_question(demo: Stack) -> None:
+    pending = {**_pod(40), "metadata": {"name": "too-big", "namespace": "research"}}
+    made = httpx.post(
+        f"{demo.simulator.url}/api/v1/namespaces/research/pods", json=pending, timeout=10
+    )
+    assert made.status_code == 201, made.text
+    link = 'href="/fit?resource=nvidia.com/gpu&amp;count=40&amp;lang=en"'
+    page = wait_for(
+        lambda: text if link in (text := demo.client.get("/?lang=en").text) else None,
+        timeout_s=10,
+        what="the pending demand's link on the overview",
+    )
+    assert 'data-testid="pending-fit-link"' in page
+    linked = demo.client.get("/fit?resource=nvidia.com/gpu&count=40&lang=en")
+    assert 'data-testid="fit-answer" data-fits="false"' in linked.text
