@@ -141,9 +141,11 @@ def _requirements() -> str | None:
     return missing_requirements() or image_requirements()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def k3s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K3sNode]:
-    """k3s running air-gapped with the four images imported; no chart yet."""
+    """k3s running air-gapped with the four images imported; no chart yet.
+
+    Package-scoped: k3s stops (and frees the node's lock) before tests/node starts."""
     if os.environ.get("GPU_SLOTS_K3S_TIER") != "1":  # TEMPORARY until wired into make test
         pytest.skip("the k3s tier runs only with GPU_SLOTS_K3S_TIER=1 for now")
     reason = _requirements()
@@ -197,7 +199,7 @@ def k3s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K3sNode]:
     assert not left, f"k3s left this on the machine: {left}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def node_world(k3s_node: K3sNode) -> NodeWorld:
     """The chart installed by k3s's helm-controller from a HelmChart manifest; both pods Ready."""
     node = k3s_node

@@ -6,8 +6,10 @@ test's folder, as an air-gapped user runs it:
   starts (k3s imports them into its containerd); `--pause-image` names our `pause`;
 - no CoreDNS, Traefik, ServiceLB, metrics-server or local-path (their images are not here;
   the chart is given the dashboard Service's fixed ClusterIP, see docs/INSTALL.md);
+- the machine's containerd, runc and shim (Debian's; k3s runs the `containerd` on its PATH
+  when its own bundle is not installed, and writes its config for that version);
 - no flannel (its CNI plugin is not Debian's): a bridge network from Debian's
-  containernetworking-plugins, set through k3s's `config.toml.tmpl` for its containerd;
+  containernetworking-plugins, set through k3s's `config.toml.tmpl` for containerd;
   k3s's own kube-proxy carries pods to the `kubernetes` Service's ClusterIP;
 - the NVIDIA container toolkit's runtime is on PATH as `nvidia-container-runtime` (our
   runc wrapper mounting the mock NVML, tests/node/toolkit.py), so k3s itself adds the
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -67,11 +70,50 @@ KUBELET_ARGS = (
     "eviction-hard=memory.available<1Mi,nodefs.available<1%,imagefs.available<1%",
 )
 
-CONTAINERD_TEMPLATE = """{{{{ template "base" . }}}}
+# k3s's containerd config template (`config.toml.tmpl`, its version 2 for containerd 1.x, the
+# values k3s fills in) with two changes: the CNI folders (k3s sets them only for flannel),
+# and `restrict_oom_score_adj` (this machine refuses a negative oom_score_adj; k3s sets it
+# only inside a user namespace).
+CONTAINERD_TEMPLATE = """version = 2
+root = {{{{ printf "%q" .NodeConfig.Containerd.Root }}}}
+state = {{{{ printf "%q" .NodeConfig.Containerd.State }}}}
 
-[plugins.'io.containerd.cri.v1.runtime'.cni]
-  bin_dirs = ["/usr/lib/cni"]
+[grpc]
+  address = {{{{ deschemify .NodeConfig.Containerd.Address | printf "%q" }}}}
+
+[plugins."io.containerd.internal.v1.opt"]
+  path = {{{{ printf "%q" .NodeConfig.Containerd.Opt }}}}
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+  stream_server_port = "10010"
+  enable_selinux = false
+  restrict_oom_score_adj = true
+  sandbox_image = "{{{{ .NodeConfig.AgentConfig.PauseImage }}}}"
+
+[plugins."io.containerd.grpc.v1.cri".containerd]
+  snapshotter = "{{{{ .NodeConfig.AgentConfig.Snapshotter }}}}"
+  disable_snapshot_annotations = true
+
+[plugins."io.containerd.grpc.v1.cri".cni]
+  bin_dir = "/usr/lib/cni"
   conf_dir = "{conf_dir}"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+  runtime_type = "io.containerd.runc.v2"
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+  SystemdCgroup = {{{{ .SystemdCgroup }}}}
+
+[plugins."io.containerd.grpc.v1.cri".registry]
+  config_path = {{{{ printf "%q" .NodeConfig.Containerd.Registry }}}}
+{{{{ range $k, $v := .ExtraRuntimes }}}}
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."{{{{ $k }}}}"]
+  runtime_type = "{{{{ $v.RuntimeType }}}}"
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes."{{{{ $k }}}}".options]
+  BinaryName = "{{{{ $v.BinaryName }}}}"
+  SystemdCgroup = {{{{ $.SystemdCgroup }}}}
+{{{{ end }}}}
 """
 
 
@@ -122,7 +164,9 @@ class K3sNode(RealNode):
                     time.sleep(0.5)
                 for task in self._tasks():
                     self._ctr_quietly("tasks", "delete", "-f", task)
+            children = _children(process.pid) if process is not None else []
             self._stop_process("k3s")
+            _end(children)  # its containerd, or it re-creates its sockets under /run/k3s
             _kill_shims()
         finally:
             for log in self.logs:
@@ -136,8 +180,8 @@ class K3sNode(RealNode):
         return found
 
 
-def _shims() -> list[int]:
-    """The PIDs of containerd shims serving k3s's containerd (they outlive it by design)."""
+def _processes(first: bytes, argument: bytes) -> list[int]:
+    """PIDs whose command is `first` (its file name) with `argument` among its arguments."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -146,13 +190,34 @@ def _shims() -> list[int]:
             command = (entry / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if (
-            command
-            and command[0].endswith(b"containerd-shim-runc-v2")
-            and str(K3S_SOCKET).encode() in command
-        ):
+        if command and command[0].endswith(first) and argument in command:
             found.append(int(entry.name))
     return found
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (k3s: its containerd)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*/children"):
+        with contextlib.suppress(OSError):
+            found += [int(child) for child in task.read_text().split()]
+    return found
+
+
+def _end(pids: list[int]) -> None:
+    """Each of `pids` asked to end, then killed if still there after 30 s."""
+    for signal_ in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal_)
+        deadline = time.monotonic() + 30
+        while any(Path(f"/proc/{pid}").exists() for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.2)
+
+
+def _shims() -> list[int]:
+    """The PIDs of containerd shims serving k3s's containerd (they outlive it by design)."""
+    return _processes(b"containerd-shim-runc-v2", str(K3S_SOCKET).encode())
 
 
 def _kill_shims() -> None:
@@ -191,13 +256,13 @@ def _toolkit_path(folder: Path, mock_nvml: Path, machine_file: str) -> Path:
     return bin_dir
 
 
-def _k3s_path(folder: Path, k3s: Path, toolkit: Path) -> str:
-    """k3s's PATH: its own containerd (the k3s binary, as k3s's install links it), the
-    toolkit, then the machine's (Debian's runc and containerd shim)."""
-    bin_dir = folder / "k3s-bin"
-    bin_dir.mkdir()
-    (bin_dir / "containerd").symlink_to(k3s)
-    return f"{bin_dir}:{toolkit}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+def _containerd_major() -> int:
+    """The machine's containerd's major version (Debian's: k3s runs it, with Debian's runc)."""
+    done = subprocess.run(
+        ["containerd", "--version"], capture_output=True, text=True, timeout=30, check=True
+    )
+    found = re.search(r" v?(\d+)\.\d+", done.stdout)
+    return int(found[1]) if found else 1
 
 
 def start_k3s(
@@ -216,6 +281,8 @@ def start_k3s(
     reason = missing_requirements()
     if reason:
         raise NodeSkipped(reason)
+    if _containerd_major() != 1:
+        raise NodeSkipped("the k3s tier's containerd template is for containerd 1.x (Debian 12)")
     folder.mkdir(parents=True, exist_ok=True)
     lock = open(LOCK, "w")  # noqa: SIM115 - closed by K3sNode.stop
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -250,6 +317,10 @@ def start_k3s(
             "server",
             f"--data-dir={data}",
             f"--https-listen-port={port}",
+            # Its API server's and its agent's load balancer's own ports, free ones too
+            # (by default the next port up, and 6444).
+            f"--apiserver-port={free_port()}",
+            f"--lb-server-port={free_port()}",
             f"--write-kubeconfig={folder / 'kubeconfig.yaml'}",
             "--write-kubeconfig-mode=600",
             f"--disable={DISABLED}",
@@ -264,7 +335,7 @@ def start_k3s(
             *(f"--node-label={k}={v}" for k, v in sorted(labels.items())),
             *(f"--kubelet-arg={arg}" for arg in KUBELET_ARGS),
         ]
-        env = {**os.environ, "PATH": _k3s_path(folder, k3s, toolkit)}
+        env = {**os.environ, "PATH": f"{toolkit}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
         node.spawn("k3s", command, env=env)
         node.wait(
             lambda: _node_ready(plane, name),

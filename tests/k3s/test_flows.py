@@ -91,10 +91,24 @@ def _host_processes() -> Iterator[list[subprocess.Popen[bytes]]]:
 host_processes = pytest.fixture(_host_processes)
 
 
+def _one_plugin_ready(world: NodeWorld) -> bool:
+    """One plugin pod serves the node (the shared DaemonSet's, or the split's own), Ready."""
+    pods = [
+        p
+        for p in world.pods(PLUGIN_NS)
+        if p["metadata"]["name"].startswith(PLUGIN_DS)
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+    conditions = [c for p in pods for c in (p.get("status") or {}).get("conditions") or []]
+    return len(pods) == 1 and any(
+        c["type"] == "Ready" and c["status"] == "True" for c in conditions
+    )
+
+
 def _settled(world: NodeWorld, slots: int) -> bool:
     return (
         describe_node(world)["allocatable"] == slots
-        and world.plugin_rolled()
+        and _one_plugin_ready(world)
         and world.node_view().get("allocatable") == slots
     )
 
