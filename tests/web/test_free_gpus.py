@@ -15,6 +15,7 @@ import httpx
 import pytest
 
 from app.simulator.world.cluster import SimulatedCluster
+from app.simulator.world.scenario import read_scenario
 from app.web.server import build_app
 from tests.conftest import AGENT_TOKEN, Stack, stack_settings
 from tests.live import LiveServer, wait_for
@@ -22,8 +23,9 @@ from tests.live import LiveServer, wait_for
 
 @pytest.fixture(scope="module")
 def demo() -> Iterator[Stack]:
-    simulator = SimulatedCluster("demo")
-    simulator.scenario.steps = []  # hold still: the figures are compared literally
+    scenario = read_scenario("demo")
+    scenario.steps = []  # hold still: the figures are compared literally
+    simulator = SimulatedCluster(scenario)
     url = simulator.start(host="127.0.0.1", port=0)
     settings = stack_settings(plugin_config_namespaces=simulator.scenario.daemonset_namespaces())
     app = build_app(settings, kube_server=url, refresh_interval_s=0.5)
