@@ -85,7 +85,7 @@ class SplitWriter:
         self._writer = writer
         self._calls = writer.calls
         self.namespace = writer.plugin.namespace
-        self._handover = HandOver(writer.calls, wait_s=handover_wait_s)
+        self._handover = HandOver(writer.own_calls, wait_s=handover_wait_s)
 
     def read(self, node: str, own_name: str) -> SplitObjects:
         objects = self._writer.read()
@@ -202,7 +202,7 @@ class SplitWriter:
         """The node label write `write` in two: vacated, the old plugin pod gone, then set."""
         vacated = None
         if old != VACANT:
-            vacated = self._label(write, {NODE_LABEL: VACANT}, "vacating")
+            vacated = self._label(write, {NODE_LABEL: VACANT}, "vacating", warnings)
         lingered = self._handover.wait_gone(
             write.name, frozenset(n for n in (old, new, self._writer.plugin.name) if n)
         )
@@ -213,19 +213,29 @@ class SplitWriter:
             )
         if new == VACANT:
             return vacated
+        labels = (write.after or {}).get("labels") or {}
         try:
-            return self._label(write, (write.after or {}).get("labels") or {}, "setting")
+            return self._label(write, labels, "setting", warnings)
         except ClusterError:
             # as it was: the old DaemonSet's pod comes back; the error says what failed
             with contextlib.suppress(ClusterError):
-                self._label(write, {NODE_LABEL: old}, "restoring")
+                self._label(write, {NODE_LABEL: old}, "restoring", [])
             raise
 
-    def _label(self, write: ObjectWrite, labels: Manifest, verb: str) -> Manifest | None:
-        """Patch the node's labels (None: remove); the Node as the API server answered."""
+    def _label(
+        self, write: ObjectWrite, labels: Manifest, verb: str, warnings: list[ChangeWarning]
+    ) -> Manifest | None:
+        """Patch the node's labels (None: remove); the Node as answered, or as re-read when
+        the answer was lost but the patch made (app.kube.split_undo.settle_failed)."""
         step = dataclasses.replace(write, after={"labels": labels})
-        action = f"{verb} label {NODE_LABEL} of Node {write.name}"
-        return call_json(self._call(step, raw()), action=action)
+        try:
+            return call_json(self._call(step, raw()), action=f"{verb} label of Node {write.name}")
+        except ClusterError as exc:
+            try:
+                settle_failed(step, exc, self._read_object, warnings)
+            except LostAnswer:
+                return self._read_object(step)
+            raise
 
     def _call(self, write: ObjectWrite, kwargs: dict[str, Any]) -> Callable[[], Any]:
         """The client call that makes `write` (all but the DaemonSet replace)."""

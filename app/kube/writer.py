@@ -98,6 +98,9 @@ class PluginWriter:
         self.configmap_name = configmap_name
         self.clock = clock
         self.trail = AuditTrail(audit_client or api_client, plugin=plugin, history=history)
+        # reads made as the dashboard itself, whoever the writes impersonate (the split's
+        # hand-over waits on the node's pods: app.kube.handover)
+        self.own_calls = NamespaceCalls(audit_client or api_client, plugin.namespace)
         self._bind(api_client)
 
     def _bind(self, api_client: client.ApiClient) -> None:
