@@ -207,7 +207,7 @@ class SplitWriter:
             write.name, frozenset(n for n in (old, new, self._writer.plugin.name) if n)
         )
         if lingered is not None:  # a kubelet that does not answer: let the new pod in anyway
-            params = {"node": write.name, "seconds": int(self._handover.wait_s)}
+            params = {"node": write.name, "seconds": f"{self._handover.wait_s:g}"}
             warnings.append(
                 ChangeWarning("handover-unconfirmed", {**params, "pods": lingered.detail})
             )

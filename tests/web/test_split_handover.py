@@ -17,12 +17,19 @@ from typing import Any
 import httpx
 import pytest
 
+from app.domain.changes.history import change_id
+from app.domain.changes.records import split_record
+from app.domain.changes.split_models import SplitRequest
 from app.kube.calls import NamespaceCalls
 from app.kube.client import make_api_client
 from app.kube.handover import HandOver, Lingered
+from app.kube.split_writer import SplitWriter
+from app.web.services.change_pipeline import writer_for
+from app.web.services.gpu_split import preview_split
 from tests.conftest import Stack
-from tests.web.test_gpu_split_api import BEARER, NODE, NS, OWN, SHARED, admin, put
-from tests.web.test_writes_truth import CONFIRMED
+from tests.web.test_gpu_split_api import BEARER, GPU, NODE, NS, OWN, SHARED, admin, put
+from tests.web.test_gpu_split_undo import node_labels
+from tests.web.test_writes_truth import ADMIN, CONFIRMED, NOW
 
 __all__ = ["admin"]  # the fixture
 
@@ -123,3 +130,22 @@ def test_the_hand_over_waits_for_the_old_pod_within_its_bound(admin: Stack, leav
         api.close()
 
     assert found == (None if leaves else Lingered(NODE, "old-plugin"))
+
+
+def test_a_wait_that_cannot_read_the_pods_ends_at_its_bound_and_says_so(admin: Stack) -> None:
+    runtime = admin.app.state.runtime
+    request = SplitRequest(NODE, (GPU[1], GPU[2], GPU[3]), confirm_host_processes=True)
+    plan = preview_split(runtime.changes, ADMIN, request).plan
+    admin.simulator.fail_next(verb="list", kind="Pod", code=500, count=1000)
+    try:
+        with writer_for(runtime.changes, ADMIN) as plugin_writer:
+            record = split_record(plan, change=change_id(NOW, "c0ffee"), user="bob", at=NOW)
+            applied = SplitWriter(plugin_writer, handover_wait_s=0.5).apply(plan, record=record)
+    finally:
+        admin.simulator.clear_faults()
+
+    assert [(w.code, w.params["node"], w.params["seconds"]) for w in applied.warnings] == [
+        ("handover-unconfirmed", NODE, "0.5")
+    ]
+    assert "injected fault for list Pod" in str(applied.warnings[0].params["pods"])  # why
+    assert node_labels(admin) == {LABEL: OWN}  # the new DaemonSet let in all the same
