@@ -10,6 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime", "fields"}
+# Kept as JSON (an audit line's before/after stay objects, never a Python repr); anything
+# else inside them is written as its str() by json.dumps(default=str).
+_JSON_VALUES = (str, int, float, bool, dict, list, tuple, type(None))
 
 
 class JsonFormatter(logging.Formatter):
@@ -38,7 +41,7 @@ class JsonFormatter(logging.Formatter):
             extra.update(nested)
         for key, value in extra.items():
             if key not in entry and not key.startswith("_"):
-                entry[key] = value if isinstance(value, (str, int, float, bool)) else str(value)
+                entry[key] = value if isinstance(value, _JSON_VALUES) else str(value)
         if record.exc_info and record.exc_info[1] is not None:
             error = record.exc_info[1]
             entry["exception"] = f"{type(error).__name__}: {error}"

@@ -143,23 +143,7 @@ def rollout_status(
     if updated + failing_old < desired:
         stuck.append(Waiting("pods-updated", {"updated": updated, "desired": desired}))
     nodes = _node_rows(ds, snapshot, rows, expected=expected, broken_before=broken_before)
-    stuck += [
-        Waiting(
-            "node-advertises-nothing" if n.advertised is None else "node-advertises",
-            {
-                "node": n.node,
-                "advertised": n.advertised or 0,
-                "resource": expected.resource,
-                "expected": n.expected or 0,
-            },
-        )
-        for n in nodes
-        if n.state == "waiting"
-    ]
-    failing_at = {_where(r) for r in rows if r.failing}
-    held = [n for n in blocked_by if n in failing_at]
-    if len(held) < max_unavailable(ds, len(rows)):
-        held = []  # a pod that is only starting spends the rest of the budget for now
+    stuck += _nodes_waiting(nodes, expected.resource)
     return RolloutStatus(
         generation=generation,
         observed_generation=observed,
@@ -170,9 +154,36 @@ def rollout_status(
         nodes=tuple(nodes),
         stuck=tuple(stuck),
         blocked_by=blocked_by,
-        held_by=tuple(held),
+        held_by=_held_by(ds, rows, blocked_by),
         progressed_at=_progressed_at(rows, since),
     )
+
+
+def _nodes_waiting(nodes: Sequence[NodeRollout], resource: str) -> list[Waiting]:
+    """A line per node still advertising another count than the new config gives."""
+    return [
+        Waiting(
+            "node-advertises-nothing" if n.advertised is None else "node-advertises",
+            {
+                "node": n.node,
+                "advertised": n.advertised or 0,
+                "resource": resource,
+                "expected": n.expected or 0,
+            },
+        )
+        for n in nodes
+        if n.state == "waiting"
+    ]
+
+
+def _held_by(
+    daemonset: Manifest, rows: Sequence[PodRollout], blocked_by: Sequence[str]
+) -> tuple[str, ...]:
+    """The blocking nodes whose plugin pod fails, when they alone spend the whole budget (a
+    pod that is only starting spends the rest of it for a few seconds: that is progress)."""
+    failing_at = {_where(r) for r in rows if r.failing}
+    held = tuple(n for n in blocked_by if n in failing_at)
+    return held if len(held) >= max_unavailable(daemonset, len(rows)) else ()
 
 
 def _progressed_at(rows: Sequence[PodRollout], since: datetime | None) -> datetime | None:

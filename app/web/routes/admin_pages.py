@@ -11,24 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Form, Path, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from markupsafe import Markup
 
-from app.domain.changes.models import (
-    MAX_REPLICAS,
-    MIN_REPLICAS,
-    ChangeRequest,
-    ChangeWarning,
-    PlanRefused,
-    RefusalCode,
-)
+from app.domain.changes.models import ChangeRequest, PlanRefused
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import acting_admin, get_auth
-from app.web.auth.state import CSRF_FIELD
 from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import (
     Alert,
@@ -40,33 +31,29 @@ from app.web.http.admin_forms import (
     render_admin,
 )
 from app.web.http.html import html_response, safe_next, translator, with_lang
+from app.web.http.mode_pages import (
+    PLUGIN_PATH,
+    ROLLOUT_PATH,
+    UNDO_MODE_PATH,
+    after_mode_write,
+    choose_first_page,
+    error_page,
+    fix_first_page,
+    mode_preview_page,
+    plugin_page,
+    rollout_context,
+    rollout_page,
+)
 from app.web.i18n.translate import Translator, language_of
 from app.web.runtime import Runtime
 from app.web.services.change_history import preview_undo_mode, rollback_change
-from app.web.services.mode_rollout import (
-    NothingHeld,
-    RolloutWouldHold,
-    failing_now,
-    pass_failing_now,
-)
-from app.web.services.plugin_admin import (
-    Preview,
-    allocation_policy_offered,
-    apply_mode,
-    config_view,
-    preview_mode,
-)
-from app.web.services.rollout_view import rollout_view
+from app.web.services.mode_rollout import NothingHeld, RolloutWouldHold, pass_failing_now
+from app.web.services.plugin_admin import apply_mode, preview_mode
 
 router = APIRouter(include_in_schema=False)
 login_router = APIRouter(include_in_schema=False)  # open to all: the way in
 
-PLUGIN_PATH = "/admin/plugin"
-ROLLOUT_PATH = "/admin/plugin/rollout"
-# Undoing a mode change: offered by the change list, previewed and confirmed here.
-UNDO_MODE_PATH = "/admin/changes/{change}/mode-rollback"
 ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
-
 Checkbox = Annotated[str | None, Form()]
 
 
@@ -84,57 +71,10 @@ def _login_page(
     )
 
 
-def _plugin_page(
-    request: Request,
-    runtime: Runtime,
-    *,
-    alert: Alert | None = None,
-    status_code: int = 200,
-    fix_first: frozenset[str] = frozenset(),
-) -> HTMLResponse:
-    return render_admin(
-        request,
-        runtime,
-        "admin/plugin.html",
-        title=translator(request)("title_admin_plugin"),
-        status_code=status_code,
-        view=config_view(runtime.changes),
-        rollout=rollout_view(runtime.changes),
-        principal=principal_of(request),
-        alert=alert,
-        fix_first=sorted(fix_first),
-        policy_offered=allocation_policy_offered(runtime.changes),
-        replicas_min=MIN_REPLICAS,
-        replicas_max=MAX_REPLICAS,
-    )
-
-
-def _error_page(request: Request, runtime: Runtime, error: Exception) -> HTMLResponse:
-    """The form page with the refusal, in the request's language, for any refused write."""
-    status_code, alert = refusal(request, error)
-    if isinstance(error, PlanRefused) and error.code is RefusalCode.NO_CHANGE:
-        alert = _no_change_alert(request, runtime)
-    return _plugin_page(request, runtime, alert=alert, status_code=status_code)
-
-
-def _no_change_alert(request: Request, runtime: Runtime) -> Alert:
-    """ "Nothing to change", said once; never of a change whose rollout has not finished."""
-    t = translator(request)
-    view = rollout_view(runtime.changes)
-    if view.state not in ("rolling-out", "stuck"):
-        return Alert(t("refusal_no-change"))
-    link = Markup('<a href="{}" data-testid="to-rollout">{}</a>').format(
-        with_lang(ROLLOUT_PATH, request), t("rollout_open_link")
-    )
-    if view.held_by:
-        return Alert(t("no_change_held", nodes=", ".join(view.held_by), link=link))
-    return Alert(t("no_change_rolling_out", link=link))
-
-
 def refused_form(request: Request, exc: Exception) -> Response:
     """The translated form page for a refusal of `app.web.auth.guards.require_admin_form`."""
     assert isinstance(exc, AuthRefused)
-    page = _error_page(request, request.app.state.runtime, exc)
+    page = error_page(request, request.app.state.runtime, exc)
     if exc.retry_after_s is not None:
         page.headers["Retry-After"] = str(exc.retry_after_s)
     return page
@@ -181,7 +121,7 @@ def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -
     principal = principal_of(request)
     if principal is None or not auth.csrf_valid(principal, csrf_token):
         alert = Alert(translator(request)("auth_csrf"))
-        return _plugin_page(request, runtime, alert=alert, status_code=403)
+        return plugin_page(request, runtime, alert=alert, status_code=403)
     response = RedirectResponse("/", status_code=303)
     auth.logout(request, response, principal)
     return response
@@ -192,7 +132,7 @@ def logout(request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None) -
 
 @router.get(PLUGIN_PATH, response_class=HTMLResponse)
 def plugin_form(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    return _plugin_page(request, runtime)
+    return plugin_page(request, runtime)
 
 
 @dataclass(frozen=True)
@@ -286,32 +226,8 @@ def _preview_page(
         change = to_request()
         shown = preview_mode(runtime.changes, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
-        return _error_page(request, runtime, error)
+        return error_page(request, runtime, error)
     return mode_preview_page(request, runtime, shown, principal, change=change)
-
-
-def mode_preview_page(
-    request: Request,
-    runtime: Runtime,
-    shown: Preview,
-    principal: Principal,
-    *,
-    change: ChangeRequest | None = None,
-    undoes: str | None = None,
-) -> HTMLResponse:
-    """The preview page of a mode change, or (`undoes`: its id) of undoing one."""
-    return render_admin(
-        request,
-        runtime,
-        "admin/preview.html",
-        title=translator(request)("title_admin_preview" if change else "rollback_preview_title"),
-        preview=shown,
-        change=change,
-        principal=principal,
-        rollback=undoes is not None,
-        apply_path=UNDO_MODE_PATH.format(change=undoes) if undoes else f"{PLUGIN_PATH}/apply",
-        rollout=rollout_view(runtime.changes),
-    )
 
 
 @router.post(f"{PLUGIN_PATH}/apply")
@@ -326,7 +242,7 @@ def apply(
         principal = admin_of(request, csrf_token)
         return _apply(request, runtime, principal, form.to_request(), choices)
     except (AuthRefused, PlanRefused) as error:
-        return _error_page(request, runtime, error)
+        return error_page(request, runtime, error)
 
 
 @router.post(f"{UNDO_MODE_PATH}/preview", response_class=HTMLResponse)
@@ -338,7 +254,7 @@ def mode_undo_preview(
         principal = admin_of(request, csrf_token)
         shown = preview_undo_mode(runtime.changes, principal, change)
     except (AuthRefused, PlanRefused, ClusterError) as error:
-        return _error_page(request, runtime, error)
+        return error_page(request, runtime, error)
     return mode_preview_page(request, runtime, shown, principal, undoes=change)
 
 
@@ -366,22 +282,8 @@ def mode_undo(
     except RolloutWouldHold as held:
         return choose_first_page(request, runtime, held)
     except (AuthRefused, PlanRefused, ClusterError) as error:
-        return _error_page(request, runtime, error)
+        return error_page(request, runtime, error)
     return after_mode_write(request, runtime, ())
-
-
-def fix_first_page(request: Request, runtime: Runtime) -> HTMLResponse:
-    """The admin chose to fix the failing nodes before the change: nothing is written."""
-    return _plugin_page(request, runtime, fix_first=failing_now(runtime.changes))
-
-
-def choose_first_page(request: Request, runtime: Runtime, held: RolloutWouldHold) -> HTMLResponse:
-    """Apply without answering the preview's question: nothing is written (409)."""
-    t = translator(request)
-    nodes = ", ".join(sorted(held.failing.nodes))
-    return _plugin_page(
-        request, runtime, alert=Alert(t("apply_choose_first", nodes=nodes)), status_code=409
-    )
 
 
 def _apply(
@@ -404,64 +306,13 @@ def _apply(
     except RolloutWouldHold as held:
         return choose_first_page(request, runtime, held)
     except (PlanRefused, ClusterError) as error:
-        return _error_page(request, runtime, error)
+        return error_page(request, runtime, error)
     return after_mode_write(request, runtime, applied.result.warnings)
-
-
-def after_mode_write(
-    request: Request, runtime: Runtime, warnings: tuple[ChangeWarning, ...] | list[ChangeWarning]
-) -> Response:
-    """The rollout page after a mode write (its warnings shown once, never in a URL)."""
-    if warnings:
-        return _rollout_page(request, runtime, warnings=list(warnings))
-    return RedirectResponse(with_lang(ROLLOUT_PATH, request), status_code=303)
-
-
-# rollout -----------------------------------------------------------------------------------
-
-
-def _rollout_context(runtime: Runtime, request: Request) -> dict[str, Any]:
-    view = rollout_view(runtime.changes)
-    return {
-        "status": view.status,
-        "expected": view.expected,
-        "generation": view.generation,
-        "record": view.record,
-        "state": view.state,
-        "elapsed_s": view.elapsed_s,
-        "idle_s": view.idle_s,
-        "stuck": view.stuck,
-        "held_by": view.held_by,
-        "principal": principal_of(request),
-        "csrf_field": CSRF_FIELD,
-        "poll_url": f"{ROLLOUT_PATH}/fragment?lang={language_of(request)}",
-    }
-
-
-def _rollout_page(
-    request: Request,
-    runtime: Runtime,
-    *,
-    warnings: list[ChangeWarning] | None = None,
-    alert: Alert | None = None,
-    status_code: int = 200,
-) -> HTMLResponse:
-    return render_admin(
-        request,
-        runtime,
-        "admin/rollout.html",
-        title=translator(request)("title_admin_rollout"),
-        status_code=status_code,
-        view=config_view(runtime.changes),
-        warnings=warnings or [],
-        alert=alert,
-        **_rollout_context(runtime, request),
-    )
 
 
 @router.get(ROLLOUT_PATH, response_class=HTMLResponse)
 def rollout(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    return _rollout_page(request, runtime)
+    return rollout_page(request, runtime)
 
 
 @router.post(f"{ROLLOUT_PATH}/pass-failing")
@@ -474,10 +325,10 @@ def rollout_pass_failing(
         pass_failing_now(runtime.changes, acting_admin(principal, request))
     except NothingHeld:
         alert = Alert(translator(request)("rollout_not_held"))
-        return _rollout_page(request, runtime, alert=alert, status_code=409)
+        return rollout_page(request, runtime, alert=alert, status_code=409)
     except (AuthRefused, ClusterError) as error:
         status_code, alert = refusal(request, error)
-        return _rollout_page(request, runtime, alert=alert, status_code=status_code)
+        return rollout_page(request, runtime, alert=alert, status_code=status_code)
     return RedirectResponse(with_lang(ROLLOUT_PATH, request), status_code=303)
 
 
@@ -485,7 +336,7 @@ def rollout_pass_failing(
 def rollout_fragment(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     lang = language_of(request)
     t = Translator(lang)
-    context = _rollout_context(runtime, request)
+    context = rollout_context(runtime, request)
     html = runtime.templates.get_template("admin/_rollout.html").render(
         {"t": t, "lang": lang, **context}
     )
