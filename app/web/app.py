@@ -201,9 +201,7 @@ def build_runtime(
             clock=clock,
             on_stored=snapshots.poke,
         ),
-        history=build_history(
-            settings, current=snapshots.current, pods=lambda: source.items("pods"), clock=clock
-        ),
+        history=build_history(settings, snapshots.current, source, clock=clock),
         clock=clock,
         writer=writer,
         page_refresh_s=page_refresh_s,

@@ -29,6 +29,11 @@ def test_api_fuzzed_requests_never_500_and_match_schema(case: schemathesis.Case)
         # some node knows) answer 422 to schema-valid objects; tests/web/test_fit_api.py and
         # tests/domain/test_fit.py cover them.
         excluded.append(schemathesis.checks.positive_data_acceptance)
+    if case.operation.path in ("/api/v1/showback", "/api/v1/nodes/{name}/holders"):
+        # A window's own rules (`from` before `to`, within the history's retention), a day
+        # the calendar lacks and a time without a zone answer 422 to what the pattern lets
+        # through; tests/web/test_showback_api.py covers them.
+        excluded.append(schemathesis.checks.positive_data_acceptance)
     if case.operation.path == "/api/v1/nodes" and "continue" in (case.query or {}):
         # A `continue` token is opaque: one this API did not write is refused (422), which
         # JSON Schema cannot state; tests/web/test_node_paging.py covers it.

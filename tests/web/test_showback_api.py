@@ -7,6 +7,7 @@ import csv
 import io
 import re
 import socket
+import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -17,6 +18,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.web.app import create_app
+from app.web.services.history_sampler import MAX_CORE_SHARE, HistorySampler
 from app.web.services.history_store import HistoryStore
 from tests import factories as f
 from tests.conftest import AGENT_TOKEN, stack_settings
@@ -346,3 +348,38 @@ def test_holds_between_are_the_spans_inside_the_window(made: Made) -> None:
         ("ml/train", start.timestamp(), 1800.0),
         ("serving/infer", start.timestamp(), 1800.0),
     ]
+
+
+def test_a_costly_sample_stands_for_longer_so_sampling_stays_under_a_twentieth_of_a_core(
+    made: Made,
+) -> None:
+    app, _, clock = made(samples=1)
+    snapshot = app.state.runtime.snapshots.current()
+
+    def slow_pods() -> list[f.Manifest]:  # 20 ms of this thread's CPU: a big cluster's pass
+        until = time.thread_time() + 0.02
+        while time.thread_time() < until:
+            pass
+        return []
+
+    sampler = HistorySampler(
+        None,
+        current=lambda: snapshot,
+        pods=slow_pods,
+        clock=clock,
+        interval_s=0.1,
+        retention_days=35,
+    )
+    assert sampler.sample_now() is not None
+    assert sampler.span_s >= 0.02 / MAX_CORE_SHARE  # sampled every 0.4 s or more, not 0.1
+
+
+@pytest.mark.parametrize(
+    ("at", "words"),
+    [("2026-02-30T03:00:00Z", "is no time"), ("2026-12-01T03:00", "with a zone"), ("0", "Invalid")],
+)
+def test_holders_refuse_a_moment_that_is_not_one(made: Made, at: str, words: str) -> None:
+    _, client, _ = made(samples=1)
+    answer = client.get("/api/v1/nodes/gpu-1/holders", params={"at": at})
+    assert answer.status_code == 422
+    assert words in answer.json()["detail"]

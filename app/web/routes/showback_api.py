@@ -24,6 +24,8 @@ from app.web.views.schemas import ProblemOut
 router = APIRouter(prefix="/api/v1", tags=["read"])
 
 DEFAULT_WINDOW = timedelta(hours=24)
+# RFC 3339 as the schema says it (a zone is asked for by the route, with its own words)
+MOMENT = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([Zz]|[+-]\d{2}:\d{2})?$"
 REFUSED: dict[int | str, dict[str, Any]] = {
     422: {"model": ProblemOut, "description": "A window or grouping that cannot be answered"},
     503: {"model": ProblemOut, "description": "No history is kept, or it cannot be read now"},
@@ -45,9 +47,12 @@ def get_showback(
     request: Request,
     runtime: RuntimeDep,
     start: Annotated[
-        datetime | None, Query(alias="from", description="RFC 3339; default: `to` - 24 h")
+        str | None,
+        Query(alias="from", pattern=MOMENT, description="RFC 3339; default: `to` - 24 h"),
     ] = None,
-    end: Annotated[datetime | None, Query(alias="to", description="RFC 3339; default: now")] = None,
+    end: Annotated[
+        str | None, Query(alias="to", pattern=MOMENT, description="RFC 3339; default: now")
+    ] = None,
     by: Annotated[str, Query(description="namespace | owner | node")] = "namespace",
     answer_format: Annotated[
         Literal["json", "csv"], Query(alias="format", description="json or csv")
@@ -57,10 +62,10 @@ def get_showback(
     times hours, with the used and idle parts; the rows add up to `totals.gpuHours`, which
     never exceeds the physical GPU-hours."""
     history = runtime.history
-    end = end or history.now()
-    start = start or end - DEFAULT_WINDOW
+    until = _moment(request, end, "to") if end else history.now()
+    since = _moment(request, start, "from") if start else until - DEFAULT_WINDOW
     refusal = window_refusal(
-        start, end, by, now=history.now(), retention_days=history.retention_days
+        since, until, by, now=history.now(), retention_days=history.retention_days
     )
     if refusal is not None:
         t = Translator(language_of(request))
@@ -68,7 +73,7 @@ def get_showback(
             status.HTTP_422_UNPROCESSABLE_CONTENT, t(refusal.code, **refusal.params)
         )
     try:
-        result = history.showback(start, end, as_by(by))
+        result = history.showback(since, until, as_by(by))
     except HistoryUnavailableError as exc:
         raise unavailable(request, exc) from exc
     if answer_format == "csv":
@@ -77,7 +82,7 @@ def get_showback(
             media_type="text/csv; charset=utf-8",
             headers={"Content-Disposition": f'attachment; filename="showback-{by}.csv"'},
         )
-    return showback_out(result, start=start, end=end)
+    return showback_out(result, start=since, end=until)
 
 
 @router.get("/nodes/{name}/holders", response_model=HoldersOut, responses=REFUSED)
@@ -85,16 +90,27 @@ def get_holders(
     request: Request,
     runtime: RuntimeDep,
     name: Annotated[str, Path(max_length=253)],
-    at: Annotated[datetime, Query(description="RFC 3339 moment")],
+    at: Annotated[str, Query(pattern=MOMENT, description="RFC 3339 moment")],
 ) -> HoldersOut:
     """Per GPU of the node at `at`: the pods that held it, their slots, and the plugin
     config (mode, replicas, its source) in force then."""
     history = runtime.history
-    if at.tzinfo is None:
+    moment = _moment(request, at, "at")
+    if moment.tzinfo is None:
         t = Translator(language_of(request))
         raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, t("history.time-without-zone"))
     try:
-        found = history.holders(name, at)
+        found = history.holders(name, moment)
     except HistoryUnavailableError as exc:
         raise unavailable(request, exc) from exc
-    return holders_out(name, at, history.engine, [(item.gpu, item.holds) for item in found])
+    return holders_out(name, moment, history.engine, [(item.gpu, item.holds) for item in found])
+
+
+def _moment(request: Request, text: str, name: str) -> datetime:
+    """An RFC 3339 time the pattern let through; a day or hour that does not exist is 422."""
+    try:
+        return datetime.fromisoformat(text.replace("z", "Z"))
+    except ValueError as exc:
+        t = Translator(language_of(request))
+        detail = t("history.not-a-time", name=name, value=text)
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, detail) from exc

@@ -25,6 +25,7 @@ from app.web.views.history_views import (
     row_bars,
     timeline_bars,
 )
+from app.web.views.times import when
 
 router = APIRouter(include_in_schema=False)
 HISTORY_PATH = "/usage/history"
@@ -75,6 +76,7 @@ def usage_history_page(
             "bars": row_bars(chart.showback) if chart is not None else [],
             "bar_width": BAR_W,
             "hours": gpu_hours_text,
+            "when": when,
             "csv_url": csv_url,
         }
     )
@@ -115,6 +117,7 @@ def node_history_page(
             if timeline is not None
             else [],
             "width": TIMELINE_W,
+            "when": when,
         }
     )
     return html_response(html, cache=REVALIDATE)

@@ -2,7 +2,10 @@
 
 It reads what the snapshot service publishes (never the cluster a second time): the
 current snapshot and the cached pod manifests (owners). Each sample stands for the interval
-after it. A store that cannot be written (a full disk, a read-only file) leaves the
+after it: the interval, or longer where a sample costs more than `MAX_CORE_SHARE` of the
+sampler's thread (a big cluster is sampled less often rather than slowing the dashboard;
+the spans still tile time, and Prometheus integrates over its own scrapes). A store that
+cannot be written (a full disk, a read-only file) leaves the
 sample out and says why (`error`); the dashboard's present-time pages never wait on it.
 """
 
@@ -21,6 +24,8 @@ from app.errors import HistoryUnavailableError
 from app.web.services.history_store import HistoryStore
 
 log = logging.getLogger(__name__)
+
+MAX_CORE_SHARE = 0.05  # a sample's CPU time is at most this share of the time it stands for
 
 
 class HistorySampler:
@@ -41,6 +46,8 @@ class HistorySampler:
         self.interval_s = interval_s
         self._retention_days = retention_days
         self.latest: Sample | None = None
+        self.span_s = interval_s  # what the latest sample stands for (the wait to the next)
+        self._write_s = 0.0  # the CPU time the latest write took
         self.error: HistoryUnavailableError | None = None  # why the latest write failed
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -50,11 +57,16 @@ class HistorySampler:
         snapshot = self._current()
         if snapshot is None:
             return None
+        started_s = time.thread_time()
         sample = sample_of(snapshot, self._pods(), at=self._clock())
+        cost_s = time.thread_time() - started_s + self._write_s
+        self.span_s = max(self.interval_s, cost_s / MAX_CORE_SHARE)
         self.latest = sample
         if self.store is not None:
             try:
-                self.store.add(sample, span_s=self.interval_s, retention_days=self._retention_days)
+                started_s = time.thread_time()
+                self.store.add(sample, span_s=self.span_s, retention_days=self._retention_days)
+                self._write_s = time.thread_time() - started_s
                 self.error = None
             except HistoryUnavailableError as exc:
                 if self.error is None or self.error.code != exc.code:
@@ -79,6 +91,6 @@ class HistorySampler:
                 self.sample_now()
             except Exception:  # one bad snapshot never stops the history
                 log.exception("history sample failed")
-            due += self.interval_s  # paced by deadlines: samples tile time, never drift
+            due += self.span_s  # paced by deadlines: samples tile time, never drift
             if self._stop.wait(max(0.0, due - time.monotonic())):
                 return

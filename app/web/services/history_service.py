@@ -8,12 +8,11 @@ HistoryUnavailableError with a code the web layer words.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
-from app.domain.cluster import Manifest
 from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.sample import Sample
 from app.domain.history.showback import HeldSeconds, Showback, ShowbackBy, showback
@@ -23,6 +22,7 @@ from app.settings import Settings
 from app.web.services.history_prometheus import PrometheusHistory
 from app.web.services.history_sampler import HistorySampler
 from app.web.services.history_store import HistoryStore
+from app.web.services.snapshot_builder import ClusterSource
 from app.web.views.metrics_history import render_history
 
 log = logging.getLogger(__name__)
@@ -166,9 +166,9 @@ class HistoryService:
 
 def build_history(
     settings: Settings,
-    *,
     current: Callable[[], Snapshot | None],
-    pods: Callable[[], Sequence[Manifest]],
+    source: ClusterSource,
+    *,
     clock: Callable[[], datetime],
 ) -> HistoryService:
     """The history the settings ask for: the file at GEO_MLOPS_HISTORY_PATH (in memory when
@@ -195,7 +195,7 @@ def build_history(
         sampler=HistorySampler(
             store,
             current=current,
-            pods=pods,
+            pods=lambda: source.items("pods"),
             clock=clock,
             interval_s=settings.history_interval_s,
             retention_days=settings.history_retention_days,

@@ -23,7 +23,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -31,74 +30,21 @@ from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.sample import Sample
 from app.domain.history.showback import HeldSeconds
 from app.errors import HistoryUnavailableError
-
-SCHEMA_VERSION = "2"
-FLUSH_EVERY_S = 60.0  # used/idle seconds of open spans are written at least this often
-DROP_EVERY_S = 3600.0  # spans past the retention are looked for at most this often
-Key = tuple[object, ...]
-
-
-@dataclass(frozen=True)
-class _Table:
-    name: str
-    keys: tuple[str, ...]  # what a span is the same of
-    sums: tuple[str, ...] = ()  # added up inside a span
-
-    def create(self) -> str:
-        columns = ", ".join((*self.keys, *self.sums))
-        return (
-            f"CREATE TABLE IF NOT EXISTS {self.name} (t0 REAL NOT NULL, t1 REAL NOT NULL, "
-            f"open INTEGER NOT NULL, {columns})"
-        )
-
-    def insert(self) -> str:
-        marks = ", ".join("?" for _ in (*self.keys, *self.sums))
-        return f"INSERT INTO {self.name} VALUES (?, ?, 1, {marks})"
-
-
-HELD = _Table("held", ("namespace", "owner", "node", "share"), ("used_s", "idle_s"))
-SLOTS = _Table("slots", ("namespace", "owner", "node", "resource", "slots"))
-GPUS = _Table("gpus", ("node", "uuid", "gpu_index", "mode", "replicas", "config"))
-HOLDS = _Table(
-    "holds", ("node", "uuid", "gpu_index", "pod", "resource", "slots", "mode", "replicas", "config")
+from app.web.services.history_sqlite import (
+    DROP_EVERY_S,
+    FLUSH_EVERY_S,
+    LENGTH,
+    OVERLAP,
+    SCHEMA_VERSION,
+    T1,
+    TABLES,
+    Key,
+    Table,
+    keys_of,
+    transaction,
+    unavailable,
+    unreadable,
 )
-TABLES = (HELD, SLOTS, GPUS, HOLDS)
-T1 = "IIF(open = 1, :open_t1, t1)"  # where a span ends, open or not
-OVERLAP = f"(MIN({T1}, :end) - MAX(t0, :start))"  # seconds of a span inside the window
-LENGTH = f"MAX({T1} - t0, 1e-9)"
-
-
-def _keys(sample: Sample) -> dict[str, dict[Key, tuple[float, ...]]]:
-    """Per table, the keys a sample shows and what it adds inside their spans."""
-    return {
-        "held": {
-            (h.namespace, h.owner, h.node, h.share): (h.used_share, h.idle_share)
-            for h in sample.holdings
-            if h.share
-        },
-        "slots": {
-            (h.namespace, h.owner, h.node, resource, count): ()
-            for h in sample.holdings
-            for resource, count in h.slots
-        },
-        "gpus": {
-            (g.node, g.gpu_uuid, g.gpu_index, g.mode, g.replicas, g.config): () for g in sample.gpus
-        },
-        "holds": {
-            (
-                h.node,
-                h.gpu_uuid,
-                h.gpu_index,
-                h.pod,
-                h.resource,
-                h.slots,
-                h.mode,
-                h.replicas,
-                h.config,
-            ): ()
-            for h in sample.holds
-        },
-    }
 
 
 class HistoryStore:
@@ -123,8 +69,8 @@ class HistoryStore:
         except OSError as exc:  # its folder cannot be made: a file there, a read-only mount
             raise HistoryUnavailableError("history.read-only", str(exc)) from exc
         except sqlite3.DatabaseError as exc:
-            if self.path is None or not _unreadable(exc) or not self.path.exists():
-                raise _unavailable(exc) from exc
+            if self.path is None or not unreadable(exc) or not self.path.exists():
+                raise unavailable(exc) from exc
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
         self.path.rename(aside)
@@ -136,7 +82,7 @@ class HistoryStore:
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
-            raise _unavailable(exc) from exc
+            raise unavailable(exc) from exc
 
     def _connect(self) -> sqlite3.Connection:
         if self.path is not None:
@@ -151,7 +97,7 @@ class HistoryStore:
                 raise sqlite3.DatabaseError(f"database disk image is malformed: {checked[:3]}")
             if self._max_pages is not None:
                 db.execute(f"PRAGMA max_page_count={int(self._max_pages)}")
-            with _transaction(db):
+            with transaction(db):
                 db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
                 found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
                 if found is not None and found[0] != SCHEMA_VERSION:
@@ -199,7 +145,7 @@ class HistoryStore:
         t1 = t0 + span_s
         last = self._open_t1
         follows = last is not None and last - span_s <= t0 <= last + span_s
-        shown = _keys(sample)
+        shown = keys_of(sample)
         try:
             with self._writing():
                 for table in TABLES:
@@ -222,7 +168,7 @@ class HistoryStore:
 
     def _extend(
         self,
-        table: _Table,
+        table: Table,
         shown: dict[Key, tuple[float, ...]],
         *,
         t0: float,
@@ -406,10 +352,10 @@ class HistoryStore:
     def _writing(self) -> Iterator[None]:
         with self._lock:
             try:
-                with _transaction(self._db):
+                with transaction(self._db):
                     yield
             except sqlite3.Error as exc:
-                raise _unavailable(exc) from exc
+                raise unavailable(exc) from exc
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
@@ -417,33 +363,4 @@ class HistoryStore:
             try:
                 yield
             except sqlite3.Error as exc:
-                raise _unavailable(exc) from exc
-
-
-@contextmanager
-def _transaction(db: sqlite3.Connection) -> Iterator[None]:
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield
-    except BaseException:
-        if db.in_transaction:  # SQLite may have rolled back already (a full disk)
-            db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
-
-
-def _unreadable(exc: sqlite3.DatabaseError) -> bool:
-    """SQLite's words for a file that is not a database or is damaged."""
-    text = str(exc).lower()
-    return "not a database" in text or "malformed" in text or "corrupt" in text
-
-
-def _unavailable(exc: sqlite3.Error) -> HistoryUnavailableError:
-    """SQLite's error as ours: a full disk, a read-only file, or else unreadable."""
-    text = str(exc)
-    lowered = text.lower()
-    if "full" in lowered:
-        return HistoryUnavailableError("history.disk-full", text)
-    if "readonly" in lowered or "read-only" in lowered or "unable to open" in lowered:
-        return HistoryUnavailableError("history.read-only", text)
-    return HistoryUnavailableError("history.unreadable", text)
+                raise unavailable(exc) from exc

@@ -54,33 +54,33 @@ class ShowbackTotalsOut(_Camel):
 
 
 class ShowbackOut(_Camel):
-    start: datetime = Field(serialization_alias="from")
-    end: datetime = Field(serialization_alias="to")
-    by: ShowbackBy
-    rows: list[ShowbackRowOut]
-    totals: ShowbackTotalsOut
+    start: datetime = Field(serialization_alias="from", description="The window's start")
+    end: datetime = Field(serialization_alias="to", description="The window's end (excluded)")
+    by: ShowbackBy = Field(description="What the rows add up per: namespace, owner or node")
+    rows: list[ShowbackRowOut] = Field(description="Most GPU-hours first")
+    totals: ShowbackTotalsOut = Field(description="What the rows add up to, and the physical")
 
 
 class PastHolderOut(BaseModel):
     pod: str = Field(description="namespace/name")
-    resource: str
-    slots: int
+    resource: str = Field(description="The resource the slots are of (nvidia.com/gpu, MIG)")
+    slots: int = Field(description="Slots of the GPU the pod held")
 
 
 class PastGpuOut(BaseModel):
-    uuid: str
-    index: int
+    uuid: str = Field(description="The GPU's UUID")
+    index: int = Field(description="The GPU's index on its node")
     mode: str = Field(description="The node's plugin mode then: basic, time-slicing, ...")
     replicas: int = Field(description="The plugin's replicas per GPU then (1: whole GPUs)")
     config: str = Field(description="Where the plugin config came from (configmap/<name>#<key>)")
-    holders: list[PastHolderOut]
+    holders: list[PastHolderOut] = Field(description="The pods that held slots of it then")
 
 
 class HoldersOut(BaseModel):
-    node: str
-    at: datetime
+    node: str = Field(description="The node asked about")
+    at: datetime = Field(description="The moment asked about")
     engine: str = Field(description="Where the answer comes from: sqlite or prometheus")
-    gpus: list[PastGpuOut]
+    gpus: list[PastGpuOut] = Field(description="The node's GPUs then, by index (none: no sample)")
 
 
 def showback_out(result: Showback, *, start: datetime, end: datetime) -> ShowbackOut:
