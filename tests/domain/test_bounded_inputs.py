@@ -11,7 +11,7 @@ import pytest
 
 from app.domain.bounds import JsonRefused, read_json
 from app.domain.changes.edits import time_slicing_text
-from app.domain.changes.freshness import parse_token
+from app.domain.changes.freshness import check_fresh, freshness_token, parse_token
 from app.domain.changes.history import RecordInvalid, record_from_json
 from app.domain.changes.models import ChangeWarning, PlanRefused
 
@@ -128,3 +128,12 @@ def test_the_same_config_is_kept_as_the_admin_wrote_it() -> None:
     warnings: list[ChangeWarning] = []
     assert _edit(written, warnings) is written  # go-yaml v2 reads `no` as false
     assert warnings == []
+
+
+def test_a_token_naming_objects_this_change_does_not_read_is_another_changes() -> None:
+    shared = {"kind": "DaemonSet", "metadata": {"uid": "u1", "generation": 2}, "spec": {}}
+    split_read = {"node/n": {"kind": "Node", "metadata": {"uid": "n1"}}, "daemonset/x": shared}
+    with pytest.raises(PlanRefused) as refused:
+        check_fresh(freshness_token(split_read), {"daemonset/x": shared})
+    assert refused.value.why == "bad-token.other-change"
+    check_fresh(freshness_token(split_read), split_read)  # the change it was made for: fresh

@@ -220,3 +220,29 @@ def test_an_alias_bomb_beside_the_asked_block_previews_fast(
     assert took < 1.0  # 5.6-7.0 s before: PyYAML's expanded trees were compared
     assert len(healthz) == 5 and max(healthz) < 1.0
     _fresh(stack)
+
+
+def test_a_token_of_one_change_kind_never_applies_another(host_split: Stack) -> None:
+    """The token is a freshness check of what one preview read (docs/ADMIN.md)."""
+    mode = {"mode": "time-slicing", "replicas": 4}
+    split = {**GIVE_GPU_1, "confirmHostProcesses": True}
+    split_path = f"/api/v1/nodes/{NODE}/gpu-split"
+    previews = {
+        "mode": host_split.client.put(
+            "/api/v1/plugin/config", json=mode, params={"dryRun": "true"}, headers=BEARER
+        ),
+        "split": host_split.client.put(
+            split_path, json=split, params={"dryRun": "true"}, headers=BEARER
+        ),
+    }
+    for preview in previews.values():
+        assert preview.status_code == 200, preview.text
+    tokens = {kind: answer.json()["token"] for kind, answer in previews.items()}
+    crossed = [
+        ("/api/v1/plugin/config", {**mode, "expectedToken": tokens["split"]}),
+        (split_path, {**split, "expectedToken": tokens["mode"]}),
+    ]
+    for path, body in crossed:
+        answer = host_split.client.put(path, json=body, headers=BEARER)
+        assert answer.status_code in (409, 422), (path, answer.text)
+    assert host_split.client.get("/api/v1/changes", headers=BEARER).json()["changes"] == []

@@ -152,9 +152,15 @@ def check_fresh(token: str, objects: Mapping[str, Manifest | None]) -> None:
     """PlanRefused(STALE) naming what moved when `objects` differ in meaning from `token`.
 
     `objects` are the ones the apply re-read, keyed as at preview; a key the token does not
-    hold (a plan that now reads one more object) counts as moved.
+    hold (a plan that now reads one more object) counts as moved, and a token holding a key
+    the apply does not read is a preview of another change: PlanRefused(BAD_TOKEN).
     """
     then = parse_token(token)
+    if set(then) - set(objects):
+        # Each kind of change reads a fixed set of objects (a mode change 2, a node's split
+        # 5, absent ones as None): a token naming one this apply does not read is another
+        # change's preview, never a freshness check of this one.
+        raise _bad("other-change")
     changes = [
         reason
         for key in sorted(set(then) | set(objects))
@@ -169,6 +175,4 @@ def _moved_or_new(
 ) -> Phrase | None:
     if key not in then:
         return Phrase("new-read", {"key": key})
-    if key not in objects:
-        return None  # the plan no longer reads it: nothing it planned from moved
     return moved(key, then[key], objects[key])
