@@ -198,6 +198,10 @@ def test_a_held_rollout_is_said_everywhere_and_its_page_lets_it_pass(demo: Stack
         expect(alert).to_contain_text("held at gpu-ws-5")  # never "nothing to change" alone
         tab.goto(f"{demo.dashboard_url}/admin/changes")
         expect(tab.get_by_test_id("change-row").first).to_have_attribute("data-outcome", "held")
+        tab.goto(f"{demo.dashboard_url}/")
+        expect(tab.get_by_test_id("overview-rolling-out")).to_have_attribute(
+            "data-held", "gpu-ws-5"
+        )
 
         tab.goto(f"{demo.dashboard_url}/admin/plugin/rollout")
         waiting = tab.get_by_test_id("rollout-waiting")

@@ -33,6 +33,7 @@ from app.settings import Settings
 from app.web.app import page_templates
 from app.web.auth.state import AuthState
 from app.web.routes import pages
+from app.web.services.change_pipeline import ChangeContext
 from app.web.services.fragments import Pages
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -335,6 +336,13 @@ class FakeRuntime:
 
     def __post_init__(self) -> None:
         self.auth = AuthState(self.settings)
+        self.changes = ChangeContext(
+            self.settings,
+            self.source,  # type: ignore[arg-type]
+            self.snapshots,  # type: ignore[arg-type]
+            clock=lambda: NOW,
+            writer=None,
+        )
         self.pages = Pages(
             self.templates.env,
             self.snapshots,  # type: ignore[arg-type]

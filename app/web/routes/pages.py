@@ -31,6 +31,7 @@ from app.web.services.fragments import (
     overview_fragment,
     usage_fragment,
 )
+from app.web.services.rollout_view import rollout_view
 from app.web.views import docs_page
 from app.web.views.figures import seconds
 from app.web.views.filters import (
@@ -87,6 +88,8 @@ def _page(
         "refresh_ms": round(interval_s * 1000),
         "refresh_s": seconds(interval_s),
         "path": request.url.path,
+        # the overview never reads a config as done while its rollout is not (watch cache)
+        "rollout": rollout_view(runtime.changes) if page == "overview" else None,
     }
     html = runtime.pages.render(f"pages/{page}.html", context)
     return html_response(html, status_code=status_code, cache=REVALIDATE)
