@@ -119,9 +119,8 @@ def measure(nodes: int, *, month: bool = True) -> None:
         for days in (7, 30):
 
             def query(days: int = days) -> None:
-                held, physical_s = store.held(
-                    (END - timedelta(days=days)).timestamp(), END.timestamp()
-                )
+                window = ((END - timedelta(days=days)).timestamp(), END.timestamp())
+                held, physical_s = store.held(*window, by="namespace")
                 result = showback(held, "namespace", physical_gpu_s=physical_s)
                 assert result.rows and result.gpu_hours <= result.physical_gpu_hours
 

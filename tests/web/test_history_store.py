@@ -47,7 +47,7 @@ def fill(store: HistoryStore, start: datetime, count: int) -> None:
 
 
 def owner_hours(store: HistoryStore, start: datetime, end: datetime) -> dict[str, float]:
-    held, physical_s = store.held(start.timestamp(), end.timestamp())
+    held, physical_s = store.held(start.timestamp(), end.timestamp(), by="owner")
     result = showback(held, "owner", physical_gpu_s=physical_s)
     return {row.key: row.gpu_hours for row in result.rows} | {"physical": result.physical_gpu_hours}
 
@@ -60,7 +60,7 @@ def test_four_hours_of_a_quarter_slice_is_one_gpu_hour(tmp_path: Path) -> None:
         "serving/infer": 2.0,
         "physical": 16.0,
     }
-    held, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=4)).timestamp())
+    held, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=4)).timestamp(), by="owner")
     slots = {item.owner: dict(item.slot_s) for item in held}
     assert slots["serving/infer"] == {"nvidia.com/gpu": 2 * 4 * 3600.0}
 
@@ -92,10 +92,10 @@ def test_unchanged_holdings_are_one_span_each_and_a_change_opens_one(tmp_path: P
 def test_used_and_idle_seconds_add_up_inside_a_span(tmp_path: Path) -> None:
     store = HistoryStore(tmp_path / "h.sqlite")
     fill(store, T0, 120)
-    held, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=2)).timestamp())
+    held, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=2)).timestamp(), by="owner")
     by_owner = {item.owner: (item.used_s, item.idle_s) for item in held}
     assert by_owner == {"ml/carol": (0.25 * 7200, 0.0), "serving/infer": (0.0, 0.5 * 7200)}
-    half, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=1)).timestamp())
+    half, _ = store.held(T0.timestamp(), (T0 + timedelta(hours=1)).timestamp(), by="owner")
     assert {item.owner: item.used_s for item in half}["ml/carol"] == 0.25 * 3600  # pro rata
 
 

@@ -24,13 +24,57 @@ SCALE = 10**DECIMALS
 class HeldSeconds:
     """Share-seconds one namespace/owner held on one node (or slot-seconds of a resource)."""
 
-    namespace: str
-    owner: str
-    node: str
+    namespace: str = ""  # the store fills the key a showback asks for (the others: "")
+    owner: str = ""
+    node: str = ""
     share_s: float = 0.0
     used_s: float = 0.0
     idle_s: float = 0.0
     slot_s: tuple[tuple[str, float], ...] = ()
+
+
+def held_seconds(
+    by: ShowbackBy,
+    shares: Iterable[tuple[str, float, float, float]],
+    slots: Iterable[tuple[str, str, float]],
+) -> list[HeldSeconds]:
+    """A store's sums per key (share-, used-, idle-seconds; slot-seconds per resource) as
+    HeldSeconds keyed by `by`."""
+    by_key: dict[str, list[tuple[str, float]]] = {}
+    for key, resource, slot_s in slots:
+        by_key.setdefault(key, []).append((resource, slot_s))
+    found = [
+        _keyed(
+            by,
+            key,
+            share_s=share_s,
+            used_s=used_s,
+            idle_s=idle_s,
+            slot_s=tuple(sorted(by_key.pop(key, []))),
+        )
+        for key, share_s, used_s, idle_s in shares
+    ]
+    return found + [_keyed(by, key, slot_s=tuple(sorted(rest))) for key, rest in by_key.items()]
+
+
+def _keyed(
+    by: ShowbackBy,
+    key: str,
+    *,
+    share_s: float = 0.0,
+    used_s: float = 0.0,
+    idle_s: float = 0.0,
+    slot_s: tuple[tuple[str, float], ...] = (),
+) -> HeldSeconds:
+    return HeldSeconds(
+        key if by == "namespace" else "",
+        key if by == "owner" else "",
+        key if by == "node" else "",
+        share_s,
+        used_s,
+        idle_s,
+        slot_s,
+    )
 
 
 @dataclass

@@ -15,10 +15,8 @@ from typing import Any
 import httpx
 
 from app.domain.history.records import HeldBucket, PastGpu, PastHold
-from app.domain.history.showback import HeldSeconds
+from app.domain.history.showback import HeldSeconds, ShowbackBy, held_seconds
 from app.errors import HistoryUnavailableError
-
-HELD_KEYS = ("namespace", "owner", "node")
 
 
 class PrometheusHistory:
@@ -29,39 +27,29 @@ class PrometheusHistory:
         self._interval_s = interval_s
         self._timeout_s = timeout_s
 
-    def held(self, start_s: float, end_s: float) -> tuple[list[HeldSeconds], float]:
-        """Share- and slot-seconds per namespace, owner and node, and physical GPU-seconds."""
+    def held(
+        self, start_s: float, end_s: float, *, by: ShowbackBy
+    ) -> tuple[list[HeldSeconds], float]:
+        """Share- and slot-seconds per namespace, owner or node, and physical GPU-seconds."""
         window = f"{max(1, round(end_s - start_s))}s"
-        keys = ", ".join(HELD_KEYS)
-        figures: dict[tuple[str, str, str], dict[str, float]] = {}
-        for field, family in (
-            ("share_s", "gpu_slots_held_gpus"),
-            ("used_s", "gpu_slots_held_used_gpus"),
-            ("idle_s", "gpu_slots_held_idle_gpus"),
+        figures: dict[str, list[float]] = {}
+        for column, family in enumerate(
+            ("gpu_slots_held_gpus", "gpu_slots_held_used_gpus", "gpu_slots_held_idle_gpus")
         ):
-            query = f"sum by ({keys}) (sum_over_time({family}[{window}]))"
+            query = f"sum by ({by}) (sum_over_time({family}[{window}]))"
             for labels, value in self._vector(query, at_s=end_s):
-                key = (labels.get("namespace", ""), labels.get("owner", ""), labels.get("node", ""))
-                figures.setdefault(key, {})[field] = value * self._interval_s
-        slots: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
-        query = f"sum by ({keys}, resource) (sum_over_time(gpu_slots_held_slots[{window}]))"
-        for labels, value in self._vector(query, at_s=end_s):
-            key = (labels.get("namespace", ""), labels.get("owner", ""), labels.get("node", ""))
-            slots.setdefault(key, []).append((labels.get("resource", ""), value * self._interval_s))
+                sums = figures.setdefault(labels.get(by, ""), [0.0, 0.0, 0.0])
+                sums[column] = value * self._interval_s
+        query = f"sum by ({by}, resource) (sum_over_time(gpu_slots_held_slots[{window}]))"
+        slots = [
+            (labels.get(by, ""), labels.get("resource", ""), value * self._interval_s)
+            for labels, value in self._vector(query, at_s=end_s)
+        ]
         physical = self._vector(
             f"sum(count_over_time(gpu_slots_history_gpu_info[{window}]))", at_s=end_s
         )
-        found = [
-            HeldSeconds(
-                *key,
-                share_s=values.get("share_s", 0.0),
-                used_s=values.get("used_s", 0.0),
-                idle_s=values.get("idle_s", 0.0),
-                slot_s=tuple(sorted(slots.pop(key, []))),
-            )
-            for key, values in figures.items()
-        ]
-        found += [HeldSeconds(*key, slot_s=tuple(sorted(rest))) for key, rest in slots.items()]
+        shares = [(key, share, used, idle) for key, (share, used, idle) in figures.items()]
+        found = held_seconds(by, shares, slots)
         return found, (physical[0][1] * self._interval_s if physical else 0.0)
 
     def buckets(self, start_s: float, end_s: float, *, step_s: float) -> list[HeldBucket]:

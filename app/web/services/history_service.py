@@ -36,7 +36,9 @@ PERIODS: dict[str, tuple[timedelta, timedelta]] = {  # the window and its chart'
 
 
 class HistoryReader(Protocol):
-    def held(self, start_s: float, end_s: float) -> tuple[list[HeldSeconds], float]: ...
+    def held(
+        self, start_s: float, end_s: float, *, by: ShowbackBy
+    ) -> tuple[list[HeldSeconds], float]: ...
 
     def buckets(self, start_s: float, end_s: float, *, step_s: float) -> list[HeldBucket]: ...
 
@@ -110,7 +112,7 @@ class HistoryService:
         return self.sampler.error
 
     def showback(self, start: datetime, end: datetime, by: ShowbackBy) -> Showback:
-        held, physical_s = self._read().held(start.timestamp(), end.timestamp())
+        held, physical_s = self._read().held(start.timestamp(), end.timestamp(), by=by)
         return showback(held, by, physical_gpu_s=physical_s)
 
     def chart(self, period: str, by: ShowbackBy) -> HistoryChart:
@@ -119,7 +121,7 @@ class HistoryService:
         start = end - length
         reader = self._read()
         buckets = reader.buckets(start.timestamp(), end.timestamp(), step_s=step.total_seconds())
-        held, physical_s = reader.held(start.timestamp(), end.timestamp())
+        held, physical_s = reader.held(start.timestamp(), end.timestamp(), by=by)
         return HistoryChart(
             start, end, step, tuple(buckets), showback(held, by, physical_gpu_s=physical_s)
         )

@@ -28,7 +28,7 @@ from pathlib import Path
 
 from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.sample import Sample
-from app.domain.history.showback import HeldSeconds
+from app.domain.history.showback import HeldSeconds, ShowbackBy, held_seconds
 from app.errors import HistoryUnavailableError
 from app.web.services.history_sqlite import (
     DROP_EVERY_S,
@@ -215,45 +215,30 @@ class HistoryStore:
             [(*self._pending.pop(rowid), rowid) for rowid in chosen],
         )
 
-    def held(self, start_s: float, end_s: float) -> tuple[list[HeldSeconds], float]:
-        """Share- and slot-seconds per namespace, owner and node inside the window, and the
-        physical GPU-seconds there."""
+    def held(
+        self, start_s: float, end_s: float, *, by: ShowbackBy
+    ) -> tuple[list[HeldSeconds], float]:
+        """Share- and slot-seconds per namespace, owner or node (`by`) inside the window,
+        and the physical GPU-seconds there."""
         window = {"start": start_s, "end": end_s, "open_t1": self._open_t1}
-        inside = f"WHERE t0 < :end AND {T1} > :start"
+        inside = f"WHERE +t0 < :end AND {T1} > :start"  # a scan: most spans match
         pro_rata = f"{OVERLAP} / {LENGTH}"
         self._try_flush()
         with self._reading():
             shares = self._db.execute(
-                f"SELECT namespace, owner, node, SUM(share * {OVERLAP}), "
-                f"SUM(used_s * {pro_rata}), SUM(idle_s * {pro_rata}) FROM held {inside} "
-                "GROUP BY namespace, owner, node",
+                f"SELECT {by}, SUM(share * {OVERLAP}), SUM(used_s * {pro_rata}), "
+                f"SUM(idle_s * {pro_rata}) FROM held {inside} GROUP BY {by}",
                 window,
             ).fetchall()
             slots = self._db.execute(
-                f"SELECT namespace, owner, node, resource, SUM(slots * {OVERLAP}) FROM slots "
-                f"{inside} GROUP BY namespace, owner, node, resource",
+                f"SELECT {by}, resource, SUM(slots * {OVERLAP}) FROM slots {inside} "
+                f"GROUP BY {by}, resource",
                 window,
             ).fetchall()
             (physical,) = self._db.execute(
                 f"SELECT COALESCE(SUM({OVERLAP}), 0) FROM gpus {inside}", window
             ).fetchone()
-        by_key: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
-        for namespace, owner, node, resource, slot_s in slots:
-            by_key.setdefault((namespace, owner, node), []).append((resource, slot_s))
-        found = [
-            HeldSeconds(
-                ns,
-                owner,
-                node,
-                share_s,
-                used_s,
-                idle_s,
-                tuple(sorted(by_key.pop((ns, owner, node), []))),
-            )
-            for ns, owner, node, share_s, used_s, idle_s in shares
-        ]
-        found += [HeldSeconds(*key, slot_s=tuple(sorted(rest))) for key, rest in by_key.items()]
-        return found, float(physical)
+        return held_seconds(by, shares, slots), float(physical)
 
     def buckets(self, start_s: float, end_s: float, *, step_s: float) -> list[HeldBucket]:
         """The window in buckets of `step_s` seconds: held, used, idle and physical."""
