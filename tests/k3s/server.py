@@ -18,10 +18,11 @@ test's folder, as an air-gapped user runs it:
   `/var/lib/kubelet` (where the plugin's DaemonSet and our agent look), and a static admin
   token for the tests.
 
-`K3sNode.stop()` deletes the workloads, kills what containerd still runs, stops k3s, then
-puts the machine back (mounts, network namespaces, the bridge, cgroups, sysctls, the
-`KUBE-` chains kube-proxy and the kubelet wrote, the folders k3s made); `leftovers()`
-lists what is still there. It holds the real node's lock: one node on the machine at a time.
+`K3sNode.stop()` does what k3s's killall script does: k3s, its containerd, then each shim
+and its containers killed; then it puts the machine back (mounts, network namespaces, the
+bridge, cgroups, sysctls, the `KUBE-` chains kube-proxy and the kubelet wrote, the folders
+k3s made); `leftovers()` lists what is still there. It holds the real node's lock: one
+node on the machine at a time.
 """
 
 from __future__ import annotations
@@ -134,36 +135,11 @@ class K3sNode(RealNode):
         """k3s's auto-deploying manifests folder (`server/manifests/`)."""
         return self.data_dir / "server" / "manifests"
 
-    def _delete_workloads(self) -> None:
-        """Deployments and Jobs (the chart's, helm-controller's), then DaemonSets and pods."""
-        with self.plane.http() as http:
-            for group, kind in (("apps/v1", "deployments"), ("batch/v1", "jobs")):
-                for item in http.get(f"/apis/{group}/{kind}").json().get("items") or []:
-                    meta = item["metadata"]
-                    http.delete(
-                        f"/apis/{group}/namespaces/{meta['namespace']}/{kind}/{meta['name']}",
-                        params={"propagationPolicy": "Background"},
-                    )
-        super()._delete_workloads()
-
     def stop(self) -> None:
+        """As k3s's own killall script: k3s ended (its kubelet with it), then its containerd,
+        then each shim with the containers it runs; then the machine put back."""
         try:
             process = self.processes.get("k3s")
-            if process is not None and process.poll() is None and self.plane.ca_file.exists():
-                try:
-                    self._delete_workloads()
-                    deadline = time.monotonic() + 60
-                    while self._tasks() and time.monotonic() < deadline:
-                        time.sleep(0.5)
-                except (httpx.HTTPError, RuntimeError, subprocess.TimeoutExpired):
-                    pass  # what is left is killed below
-                for task in self._tasks():
-                    self._ctr_quietly("tasks", "kill", "-s", "SIGKILL", task)
-                deadline = time.monotonic() + 30
-                while self._tasks() and time.monotonic() < deadline:
-                    time.sleep(0.5)
-                for task in self._tasks():
-                    self._ctr_quietly("tasks", "delete", "-f", task)
             children = _children(process.pid) if process is not None else []
             self._stop_process("k3s")
             _end(children)  # its containerd, or it re-creates its sockets under /run/k3s
@@ -223,11 +199,9 @@ def _shims() -> list[int]:
 def _kill_shims() -> None:
     """Each leftover shim and its containers (the shim's children) killed, by PID."""
     for pid in _shims():
-        children = Path(f"/proc/{pid}/task/{pid}/children")
-        kids = children.read_text().split() if children.exists() else []
-        for kid in [*kids, str(pid)]:
+        for kid in [*_children(pid), pid]:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(int(kid), signal.SIGKILL)
+                os.kill(kid, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while _shims() and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -154,6 +154,10 @@ def test_4a_host_reservation_through_the_split_form(
         tab.get_by_test_id("return-button").click()
         expect(tab.get_by_test_id("dry-run-ok")).to_be_visible()
         assert numbers(tab.get_by_test_id("slots-change").inner_text()) == [2, 4]
+        # GPUs 2 and 3 go back to Kubernetes with the host's processes on them: confirmed.
+        warning = tab.get_by_test_id("host-processes").inner_text()
+        assert str(on_2) in warning and str(on_3) in warning, warning
+        tab.get_by_test_id("apply-confirm").check()
         tab.get_by_test_id("apply-button").click()
         expect(tab.get_by_test_id("applied")).to_be_visible()
     wait_until(lambda: _settled(world, 4), what="the undo's 4 slots on k3s", timeout_s=180)

@@ -35,7 +35,9 @@ if "create" in args:
         spec = json.load(f)
     env = spec.setdefault("process", {{}}).setdefault("env", [])
     if any(e.startswith("NVIDIA_VISIBLE_DEVICES=") for e in env):
-        spec.setdefault("mounts", []).extend(EDITS["mounts"])
+        mounts = spec.setdefault("mounts", [])
+        taken = {{m.get("destination") for m in mounts}}  # the pod's own mounts stay as they are
+        mounts.extend(m for m in EDITS["mounts"] if m["destination"] not in taken)
         env.extend(EDITS["env"])
         with open(path, "w") as f:
             json.dump(spec, f)
