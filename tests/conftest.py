@@ -129,6 +129,7 @@ TIER_FOLDERS = frozenset(
         "browser",
         "chart",
         "differential",
+        "fuzz",
         "install",
         "k3s",
         "monitoring",
