@@ -12,6 +12,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, TypeVar
 
 import httpx
@@ -29,7 +30,7 @@ OPENAPI_EXAMPLES = 12  # per operation of the OpenAPI document, per caller (anon
 CHAIN_EXAMPLES = 25  # change chains (preview -> apply, split -> undo), of up to CHAIN_STEPS
 CHAIN_STEPS = 8
 TENANT_EXAMPLES = 25  # hostile tenant objects created in the simulator, each kind
-PAGE_EXAMPLES = 1  # every page is read after each batch of hostile objects
+REAL_SAMPLE_EXAMPLES = 8  # of those, pods and claims, on the real control plane (tests/real)
 
 SLOW_S = 1.0  # no answer, and no /healthz while one is made, takes longer than this
 # but an applied write: it answers once the watch cache holds what it wrote (`settle`, at
@@ -108,9 +109,34 @@ def timed(call: Callable[[], T]) -> tuple[T, float]:
 
 def healthz_s(stack: Stack) -> float:
     """How long /healthz takes now (it must never wait on a request being made)."""
-    response, took = timed(lambda: stack.client.get("/healthz"))
+    return _healthz_s(stack.client)
+
+
+def _healthz_s(dashboard: httpx.Client) -> float:
+    response, took = timed(lambda: dashboard.get("/healthz"))
     assert response.status_code == 200, response.text
     return took
+
+
+# What a tenant's object shows on: these answer 200 once it is in.
+OBJECT_PAGES = ("/api/v1/usage", "/api/v1/findings", "/usage", "/findings", "/")
+
+
+def shown_fresh(dashboard: httpx.Client, *, after: datetime) -> None:
+    """A snapshot built after `after` is served, not stale; the pages an object shows on
+    answer 200 in time, and /healthz within SLOW_S."""
+
+    def built_after() -> bool:
+        summary = dashboard.get("/api/v1/summary").json()
+        return datetime.fromisoformat(summary["generated_at"]) > after
+
+    wait_for(built_after, timeout_s=20, what="a snapshot built after the object")
+    assert dashboard.get("/api/v1/summary").json()["stale"] is False
+    for path in OBJECT_PAGES:
+        answer, took = timed(lambda p=path: dashboard.get(p))
+        held_response(answer, took)
+        assert answer.status_code == 200, (path, answer.text[:500])
+    assert _healthz_s(dashboard) < SLOW_S
 
 
 def held(status: int, body: str, took: float, *, what: str, write: bool) -> None:
