@@ -129,7 +129,11 @@ def test_a_record_a_parser_refuses_quotes_the_parser(data: object, why: str) -> 
         ({RECORD_KEY: "[1, 2]"}, "not-an-object", {}),
         ({RECORD_KEY: json.dumps({"id": "x"})}, "missing-field", {"field": "at"}),
         ({RECORD_KEY: "[NaN]"}, "number-constant", {"key": "record.json", "name": "NaN"}),
-        ({RECORD_KEY: "[" + "1" * 30 + "]"}, "number-too-long", {"key": "record.json", "digits": 30}),
+        (
+            {RECORD_KEY: "[" + "1" * 30 + "]"},
+            "number-too-long",
+            {"key": "record.json", "digits": 30},
+        ),
         ({RECORD_KEY: "[" * 40 + "]" * 40}, "too-deep", {"key": "record.json", "levels": 16}),
         (
             {
