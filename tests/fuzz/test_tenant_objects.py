@@ -180,6 +180,19 @@ def _json_values() -> st.SearchStrategy[Any]:
     )
 
 
+def _deep(change: str) -> st.SearchStrategy[str]:
+    """A record whose `before` nests 17 to 50,000 levels deep (past every JSON bound)."""
+    return st.integers(min_value=17, max_value=50_000).map(
+        lambda n: (
+            json.dumps({"id": change, "kind": "mode"})[:-1]
+            + ', "before": '
+            + "[" * n
+            + "]" * n
+            + "}"
+        )
+    )
+
+
 @st.composite
 def records(draw: st.DrawFn) -> dict[str, Any]:
     """A change record as anyone who may create ConfigMaps in the history's namespace
@@ -211,7 +224,7 @@ def records(draw: st.DrawFn) -> dict[str, Any]:
             "namespace": "kube-system",
             "labels": {"gpu-slots.io/change-record": kind},
         },
-        "data": {"record.json": json.dumps(record)},
+        "data": {"record.json": draw(st.one_of(st.just(json.dumps(record)), _deep(change)))},
     }
 
 
