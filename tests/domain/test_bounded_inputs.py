@@ -13,7 +13,7 @@ from app.domain.bounds import JsonRefused, read_json
 from app.domain.changes.edits import time_slicing_text
 from app.domain.changes.freshness import check_fresh, freshness_token, parse_token
 from app.domain.changes.history import RecordInvalid, record_from_json
-from app.domain.changes.models import ChangeWarning, PlanRefused
+from app.domain.changes.models import ChangeWarning, PlanRefused, json_annotation
 
 
 @pytest.mark.parametrize(
@@ -137,3 +137,10 @@ def test_a_token_naming_objects_this_change_does_not_read_is_another_changes() -
         check_fresh(freshness_token(split_read), {"daemonset/x": shared})
     assert refused.value.why == "bad-token.other-change"
     check_fresh(freshness_token(split_read), split_read)  # the change it was made for: fresh
+
+
+def test_a_deep_annotation_of_ours_is_no_record_never_a_recursion_error() -> None:
+    deep = {"metadata": {"annotations": {"gpu-slots.io/split": "[" * 20_000 + "]" * 20_000}}}
+    assert json_annotation(deep, "gpu-slots.io/split") is None
+    kept = {"metadata": {"annotations": {"gpu-slots.io/split": '{"mode": "basic"}'}}}
+    assert json_annotation(kept, "gpu-slots.io/split") == {"mode": "basic"}

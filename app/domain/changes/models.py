@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from app.domain.bounds import read_json
 from app.domain.cluster import Manifest
 from app.domain.snapshot import Mode
 from app.errors import GpuSlotsError
@@ -206,14 +206,15 @@ def resource_version(obj: Manifest | None) -> str | None:
 
 
 def json_annotation(obj: Manifest | None, key: str) -> dict[str, Any] | None:
-    """The JSON object GPU Slots stored in an annotation; None when absent or not one."""
+    """The JSON object GPU Slots stored in an annotation; None when absent or not one
+    (read by the one bounded JSON reader: anyone who may edit the DaemonSet writes it)."""
     if obj is None:
         return None
     raw = ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
     if not raw:
         return None
     try:
-        value = json.loads(raw)
+        value = read_json(raw)  # bounded: a 20,000-deep annotation is no record either
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
