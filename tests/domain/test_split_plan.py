@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from app.domain.changes.models import PlanRefused, RefusalCode
-from app.domain.changes.split import plan_split
+from app.domain.changes.split import plan_split, split_state
 from app.domain.changes.split_affinity import exclude_split_nodes
 from app.domain.changes.split_models import NODE_LABEL, NodeGpu, SplitPlan, SplitRequest
 from app.domain.cluster import Manifest
@@ -154,3 +154,31 @@ def test_a_node_left_vacant_by_a_cut_short_hand_over_is_returned_by_removing_the
     assert [(w.action, w.kind, w.after) for w in writes] == [
         ("label", "Node", {"labels": {NODE_LABEL: None}})
     ]
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        {"mode": "time-slicing", "replicas": "four"},
+        {"mode": "time-slicing", "replicas": int("9" * 4000)},
+        {"mode": "time-slicing", "replicas": 0},
+        {"mode": "mps", "replicas": 4},
+        {"mode": ["time-slicing"], "replicas": 4},
+    ],
+)
+def test_a_split_annotation_we_never_write_is_passed_over_for_the_daemonsets_own_config(
+    stored: dict[str, Any],
+) -> None:
+    # Anyone who may edit the node's own DaemonSet may write its split annotation: what we
+    # never write there reads the DaemonSet's own config instead (no 500 on the editor).
+    excluded = exclude_split_nodes(shared())
+    assert excluded is not None
+    configmap, own = (
+        w.after
+        for w in plan(SplitRequest("gpu-1", tuple(UUIDS), "time-slicing", 4), ds=excluded).writes[
+            :2
+        ]
+    )
+    own["metadata"]["annotations"]["gpu-slots.io/split"] = json.dumps(stored)
+    state = split_state(own, configmap, GPUS)
+    assert (state.own, state.mode, state.replicas) == (True, "time-slicing", 4)

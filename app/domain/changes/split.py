@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.domain.changes.edits import time_slicing_text
-from app.domain.changes.models import PlanRefused, RefusalCode, json_annotation
+from app.domain.changes.models import MAX_REPLICAS, PlanRefused, RefusalCode, json_annotation
 from app.domain.changes.plan import current_settings
 from app.domain.changes.split_affinity import exclude_split_nodes
 from app.domain.changes.split_checks import require_inventory, require_known_gpus, wanted_replicas
@@ -62,9 +62,9 @@ def split_state(
         return node_config_state(daemonset, configmap, node, visible_uuids(daemonset, gpus))
     meta = daemonset.get("metadata") or {}
     own = SPLIT_OF_LABEL in (meta.get("labels") or {})
-    stored = json_annotation(daemonset, SPLIT_ANNOTATION)
-    if own and stored is not None:
-        mode, replicas = str(stored.get("mode", "basic")), int(stored.get("replicas", 1))
+    stored = stored_split(json_annotation(daemonset, SPLIT_ANNOTATION)) if own else None
+    if stored is not None:
+        mode, replicas = stored
     else:
         settings = current_settings(daemonset, configmap)
         mode, replicas = settings.mode.value, settings.replicas
@@ -73,6 +73,20 @@ def split_state(
     return SplitState(
         str(meta.get("name", "")), own, visible_uuids(daemonset, gpus), mode, replicas
     )
+
+
+def stored_split(stored: Manifest | None) -> tuple[str, int] | None:
+    """The mode and replicas our split annotation names, or None when it is absent or holds
+    what we never write (anyone who may edit the DaemonSet may edit it): the DaemonSet's own
+    config is read instead."""
+    if stored is None:
+        return None
+    mode, replicas = stored.get("mode", Mode.BASIC.value), stored.get("replicas", 1)
+    if mode not in (Mode.BASIC.value, Mode.TIME_SLICING.value):
+        return None
+    if type(replicas) is not int or not 1 <= replicas <= MAX_REPLICAS:
+        return None
+    return mode, replicas
 
 
 def governing(node: Manifest, shared: Manifest, own: Sequence[Manifest]) -> Manifest:
