@@ -74,14 +74,17 @@ prometheus:
 ## the differential tier's oracles (the device plugin's api/config/v1 v0.19.3 and
 ## Kubernetes v1.35.4's pod validation and PodRequests), built the same way; then the real
 ## node's parts: the kubelet v1.35.4 (tests/node/kubelet/go.sum), the NVIDIA device plugin
-## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1; and, as root, the
-## offline image build's inputs: the Debian-made base and the wheelhouse, cached under
-## ~/.cache/gpu-slots keyed by their inputs (scripts/build-image-offline.sh).
+## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1; k3s v1.35.1+k3s1
+## from its pinned module (tests/k3s/build.py: the longest build, about half an hour cold on
+## 2 cores, under a minute warm); and, as root, the offline image build's inputs: the
+## Debian-made base and the wheelhouse, cached under ~/.cache/gpu-slots keyed by their
+## inputs (scripts/build-image-offline.sh).
 tools: $(STAMP) node-runtime image-tools
 	$(BIN)/python -m tests.kube_tools
 	$(BIN)/python -m tests.real.build
 	$(BIN)/python -m tests.differential.build
 	$(BIN)/python -m tests.node.build
+	$(BIN)/python -m tests.k3s.build
 	@if [ "$$(id -u)" = 0 ] && command -v podman >/dev/null && command -v debootstrap >/dev/null; then \
 	  scripts/build-image-offline.sh base && PYTHON=$(BIN)/python scripts/build-image-offline.sh wheels; \
 	else echo "not root or no podman/debootstrap: the offline image test will be skipped"; fi
@@ -113,7 +116,8 @@ check: style
 ## promtool on the demo's /metrics, the rules and their unit tests, and a Prometheus scraping
 ## the demo until an alert fires; the real tier: the product against a real kube-apiserver,
 ## scheduler and controllers; and the real-node tier: a real kubelet, containerd and NVIDIA
-## device plugin, no GPU, where our image, built offline, runs the chart).
+## device plugin, no GPU, where our image, built offline, runs the chart; and the k3s tier:
+## the product as a user installs it on a real air-gapped k3s, its flows in a browser).
 test: $(STAMP) chromium prometheus lint tools
 	$(BIN)/pytest $(UNIT_TESTS) -n auto --maxprocesses 4
 	$(BIN)/pytest -q -m tier

@@ -7,17 +7,16 @@ helm-controller's job image; our image from the Dockerfile, offline) dropped int
 `host-split` scenario's four GPUs) in the kubelet's device-plugins folder -> a `HelmChart`
 manifest in k3s's `server/manifests/`: k3s's helm-controller installs the chart with its
 job -> the dashboard Deployment and the agent DaemonSet run from our image (the agent with
-RuntimeClass `nvidia`, which k3s made for the toolkit it found) -> the agent's report reaches
-the dashboard through the chart's Service. The tests drive the dashboard's pages in a real
-browser; `node_world` is what tests/node's helpers take. Torn down in reverse; then k3s must
-have left nothing on the machine.
+RuntimeClass `nvidia`, from k3s's manifests; its runtime is the toolkit k3s found) -> the
+agent's report reaches the dashboard through the chart's Service. The tests drive the
+dashboard's pages in a real browser; `node_world` is what tests/node's helpers take. Torn
+down in reverse; then k3s must have left nothing on the machine.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -146,8 +145,6 @@ def k3s_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[K3sNode]:
     """k3s running air-gapped with the four images imported; no chart yet.
 
     Package-scoped: k3s stops (and frees the node's lock) before tests/node starts."""
-    if os.environ.get("GPU_SLOTS_K3S_TIER") != "1":  # TEMPORARY until wired into make test
-        pytest.skip("the k3s tier runs only with GPU_SLOTS_K3S_TIER=1 for now")
     reason = _requirements()
     if reason:
         pytest.skip(reason)

@@ -3,8 +3,8 @@
 What a user would check after dropping the manifest into `server/manifests/` on an
 air-gapped k3s node: helm-controller's install Job succeeded and the release exists; the
 dashboard and the agent run from our image (imported from `agent/images/`, never pulled),
-with the chart's ServiceAccounts, the agent with RuntimeClass `nvidia` (made by k3s for the
-toolkit it found); the dashboard answers through its Service; the agent's report, read
+with the chart's ServiceAccounts, the agent with RuntimeClass `nvidia` (k3s's, whose runtime
+is the toolkit k3s found); the dashboard answers through its Service; the agent's report, read
 through NVML in its pod, shows the node's four GPUs on it.
 """
 

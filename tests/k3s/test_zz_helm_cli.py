@@ -1,7 +1,7 @@
 """Last on the k3s node (hence the name): the HelmChart removed, then the chart from helm itself.
 
-Removing the manifest from `server/manifests/` makes k3s delete its HelmChart, and the
-helm-controller uninstall the release with its `delete` Job; the same chart installed
+The manifest removed from `server/manifests/` and its HelmChart deleted, the helm-controller
+uninstalls the release with its `delete` Job; the same chart installed
 with the real helm CLI then runs the same pods from the same imported image, and the
 agent's report reaches the dashboard again.
 """
@@ -26,9 +26,18 @@ def test_manifest_removed_uninstalls_then_helm_installs_the_same_chart(
 ) -> None:
     world = node_world
     node = world.node
+    # k3s's way: the file removed (or it is applied again), then the HelmChart deleted.
     (node.folder / "data" / "server" / "manifests" / "gpu-slots.yaml").unlink()
+    with world.plane.http() as http:
+        path = f"/apis/helm.cattle.io/v1/namespaces/kube-system/helmcharts/{RELEASE}"
+        http.delete(path).raise_for_status()
 
-    wait_until(lambda: _helm_chart_gone(world), what="k3s deleting the HelmChart", timeout_s=120)
+    wait_until(
+        lambda: _helm_chart_gone(world),
+        what="the helm-controller's delete Job done (its finalizer lets the HelmChart go)",
+        timeout_s=180,
+        explain=lambda: explain(world, "kube-system"),
+    )
     wait_until(
         lambda: not world.pods(NAMESPACE),
         what="the helm-controller's delete Job uninstalling the release",
