@@ -11,12 +11,13 @@ so GPU-hours never exceed physical GPU-hours.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from app.domain.accounting.fractions import RESERVATION_NAMESPACES
 from app.domain.accounting.pods import pod_key
 from app.domain.cluster import Manifest
+from app.domain.sequences import same_objects
 from app.domain.snapshot import GpuState, NodeState, SlotHolder, Snapshot
 from app.domain.usage.holders import owner_of
 from app.domain.usage.shares import Held, held_on_node
@@ -77,14 +78,68 @@ class Sample:
 
 def sample_of(snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> Sample:
     """The sample at `at` of the published snapshot; `pods` (cached manifests) name owners."""
-    manifests = {pod_key(pod): pod for pod in pods}
-    holdings: list[Holding] = []
-    holds: list[GpuHold] = []
-    gpus: list[GpuSeen] = []
-    for node in snapshot.nodes:
-        holdings += node_holdings(node, manifests)
-        for gpu in node.gpus:
-            gpus.append(
+    return Sampler().sample(snapshot, pods, at=at)
+
+
+@dataclass(frozen=True)
+class _NodePart:
+    """One node's share of a sample, and what it was taken from."""
+
+    node: NodeState
+    pods: tuple[str, ...]  # the pods holding on it, whose manifests name their owners
+    manifests: tuple[Manifest | None, ...]
+    holdings: tuple[Holding, ...]
+    holds: tuple[GpuHold, ...]
+    gpus: tuple[GpuSeen, ...]
+
+
+class Sampler:
+    """Takes the samples of successive snapshots, each costing what changed since the last.
+
+    The snapshot engine keeps an unchanged node's NodeState the very same object from one
+    build to the next (docs/ARCHITECTURE.md), and the pod cache an unchanged pod's manifest:
+    a node's part of the sample is kept while both are, and taken again otherwise. The
+    samples are the ones `sample_of` takes, their unchanged parts the same objects.
+    """
+
+    def __init__(self) -> None:
+        self._parts: dict[str, _NodePart] = {}
+        self._pods: Sequence[Manifest] = ()
+        self._manifests: dict[str, Manifest] = {}
+
+    def sample(self, snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> Sample:
+        if not same_objects(self._pods, pods):
+            self._manifests = {pod_key(pod): pod for pod in pods}
+            self._pods = list(pods)
+        parts = [self._part(node) for node in snapshot.nodes]
+        self._parts = {part.node.name: part for part in parts}
+        return Sample(
+            at,
+            tuple(item for part in parts for item in part.holdings),
+            tuple(item for part in parts for item in part.holds),
+            tuple(item for part in parts for item in part.gpus),
+        )
+
+    def _part(self, node: NodeState) -> _NodePart:
+        kept = self._parts.get(node.name)
+        if kept is not None and kept.node is node:
+            manifests = tuple(map(self._manifests.get, kept.pods))
+            if same_objects(kept.manifests, manifests):
+                return kept
+            return replace(
+                kept,
+                manifests=manifests,
+                holdings=tuple(_holdings(node, held_on_node(node), self._manifests)),
+            )
+        held = held_on_node(node)
+        config = _config_source(node)
+        return _NodePart(
+            node,
+            pods=tuple(held),
+            manifests=tuple(map(self._manifests.get, held)),
+            holdings=tuple(_holdings(node, held, self._manifests)),
+            holds=tuple(hold for gpu in node.gpus for hold in _gpu_holds(node, gpu)),
+            gpus=tuple(
                 GpuSeen(
                     node.name,
                     gpu.uuid,
@@ -92,16 +147,17 @@ def sample_of(snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> 
                     gpu.utilization_pct,
                     mode=node.mode.value,
                     replicas=node.replicas,
-                    config=_config_source(node),
+                    config=config,
                 )
-            )
-            holds += _gpu_holds(node, gpu)
-    return Sample(at, tuple(holdings), tuple(holds), tuple(gpus))
+                for gpu in node.gpus
+            ),
+        )
 
 
-def node_holdings(node: NodeState, manifests: Mapping[str, Manifest]) -> list[Holding]:
+def _holdings(
+    node: NodeState, held: Mapping[str, Held], manifests: Mapping[str, Manifest]
+) -> list[Holding]:
     """The node's holdings per namespace and owner, scaled to its physical GPUs at most."""
-    held = held_on_node(node)
     shares = _physical_shares(held)
     physical = max(len(node.gpus), node.physical_gpus or 0)
     total = sum(shares.values())

@@ -1,7 +1,9 @@
 """Samples the published snapshot into the history every `interval_s` (one thread).
 
 It reads what the snapshot service publishes (never the cluster a second time): the
-current snapshot and the cached pod manifests (owners). Each sample stands for the interval
+current snapshot and the cached pod manifests (owners), and takes again only the nodes
+whose state or pods' manifests changed since the previous sample (the store then writes only
+the spans whose key changed). Each sample stands for the interval
 after it: the interval, or longer where a sample costs more than `MAX_CORE_SHARE` of the
 sampler's thread (a big cluster is sampled less often rather than slowing the dashboard;
 the spans still tile time, and Prometheus integrates over its own scrapes). A store that
@@ -18,7 +20,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from app.domain.cluster import Manifest
-from app.domain.history.sample import Sample, sample_of
+from app.domain.history.sample import Sample, Sampler
 from app.domain.snapshot import Snapshot
 from app.errors import HistoryUnavailableError
 from app.web.services.history_store import HistoryStore
@@ -46,6 +48,7 @@ class HistorySampler:
         self.interval_s = interval_s
         self._retention_days = retention_days
         self.latest: Sample | None = None
+        self._sampler = Sampler()  # takes again only the nodes that changed since the last
         self.span_s = interval_s  # what the latest sample stands for (the wait to the next)
         self._write_s = 0.0  # the CPU time the latest write took
         self.error: HistoryUnavailableError | None = None  # why the latest write failed
@@ -58,7 +61,7 @@ class HistorySampler:
         if snapshot is None:
             return None
         started_s = time.thread_time()
-        sample = sample_of(snapshot, self._pods(), at=self._clock())
+        sample = self._sampler.sample(snapshot, self._pods(), at=self._clock())
         cost_s = time.thread_time() - started_s + self._write_s
         self.span_s = max(self.interval_s, cost_s / MAX_CORE_SHARE)
         self.latest = sample

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
-from app.domain.history.sample import Sample
+from app.domain.history.sample import GpuHold, GpuSeen, Holding, Sample
+from app.domain.sequences import same_objects
 from app.errors import HistoryUnavailableError
 
 SCHEMA_VERSION = "2"
@@ -46,37 +48,100 @@ OVERLAP = f"(MIN({T1}, :end) - MAX(t0, :start))"  # seconds of a span inside the
 LENGTH = f"MAX({T1} - t0, 1e-9)"
 
 
-def keys_of(sample: Sample) -> dict[str, dict[Key, tuple[float, ...]]]:
+Sums = tuple[float, ...]  # what an item adds inside its span (used and idle share)
+
+
+def _held(h: Holding) -> list[tuple[Key, Sums]]:
+    return (
+        [((h.namespace, h.owner, h.node, h.share), (h.used_share, h.idle_share))] if h.share else []
+    )
+
+
+def _slots(h: Holding) -> list[tuple[Key, Sums]]:
+    return [((h.namespace, h.owner, h.node, resource, count), ()) for resource, count in h.slots]
+
+
+def _gpus(g: GpuSeen) -> list[tuple[Key, Sums]]:
+    return [((g.node, g.gpu_uuid, g.gpu_index, g.mode, g.replicas, g.config), ())]
+
+
+def _holds(h: GpuHold) -> list[tuple[Key, Sums]]:
+    key = (
+        h.node,
+        h.gpu_uuid,
+        h.gpu_index,
+        h.pod,
+        h.resource,
+        h.slots,
+        h.mode,
+        h.replicas,
+        h.config,
+    )
+    return [(key, ())]
+
+
+# per table: the sample's items it keeps, and the keys an item shows with what it adds
+SHOWN: dict[str, tuple[Callable[[Sample], Sequence[Any]], Callable[[Any], list[tuple[Key, Sums]]]]]
+SHOWN = {
+    "held": (lambda sample: sample.holdings, _held),
+    "slots": (lambda sample: sample.holdings, _slots),
+    "gpus": (lambda sample: sample.gpus, _gpus),
+    "holds": (lambda sample: sample.holds, _holds),
+}
+
+
+def keys_of(sample: Sample) -> dict[str, dict[Key, Sums]]:
     """Per table, the keys a sample shows and what it adds inside their spans."""
     return {
-        "held": {
-            (h.namespace, h.owner, h.node, h.share): (h.used_share, h.idle_share)
-            for h in sample.holdings
-            if h.share
-        },
-        "slots": {
-            (h.namespace, h.owner, h.node, resource, count): ()
-            for h in sample.holdings
-            for resource, count in h.slots
-        },
-        "gpus": {
-            (g.node, g.gpu_uuid, g.gpu_index, g.mode, g.replicas, g.config): () for g in sample.gpus
-        },
-        "holds": {
-            (
-                h.node,
-                h.gpu_uuid,
-                h.gpu_index,
-                h.pod,
-                h.resource,
-                h.slots,
-                h.mode,
-                h.replicas,
-                h.config,
-            ): ()
-            for h in sample.holds
-        },
+        name: dict(pair for item in items(sample) for pair in keys(item))
+        for name, (items, keys) in SHOWN.items()
     }
+
+
+class ShownKeys:
+    """The keys the latest sample showed in one table, kept from sample to sample: a new
+    sample costs its items that are not the very objects the last one held (the sampler
+    keeps an unchanged node's items). `update` says which keys went and which came, or None
+    where the sample shows a key twice (the caller then compares every key)."""
+
+    def __init__(self, name: str) -> None:
+        self._items_of, self._keys_of = SHOWN[name]
+        self._items: Sequence[Any] = ()
+        self._at: dict[int, int] = {}  # an item's identity -> its position in the items
+        self._pairs = 0  # the keys the items show, counted with repeats
+        self.shown: dict[Key, Sums] = {}
+
+    def update(self, sample: Sample) -> tuple[list[Key], list[Key]] | None:
+        items = self._items_of(sample)
+        if same_objects(self._items, items):
+            return [], []
+        at = dict(zip(map(id, items), range(len(items)), strict=True))
+        went = [self._items[self._at[i]] for i in self._at.keys() - at.keys()]
+        came = [items[n] for n in sorted(at[i] for i in at.keys() - self._at.keys())]
+        self._items, self._at = items, at
+        if self._pairs != len(self.shown):  # a key shown twice: the sample's keys anew
+            self._rebuild(items)
+            return None
+        gone: list[Key] = []
+        for item in went:
+            for key, _ in self._keys_of(item):
+                self.shown.pop(key, None)
+                gone.append(key)
+                self._pairs -= 1
+        new: list[Key] = []
+        for item in came:
+            for key, added in self._keys_of(item):
+                self.shown[key] = added
+                new.append(key)
+                self._pairs += 1
+        if self._pairs != len(self.shown):
+            self._rebuild(items)
+            return None
+        return [key for key in gone if key not in self.shown], new
+
+    def _rebuild(self, items: Sequence[Any]) -> None:
+        pairs = [pair for item in items for pair in self._keys_of(item)]
+        self.shown, self._pairs = dict(pairs), len(pairs)
 
 
 @contextmanager

@@ -39,8 +39,9 @@ from app.web.services.history_sqlite import (
     T1,
     TABLES,
     Key,
+    ShownKeys,
+    Sums,
     Table,
-    keys_of,
     transaction,
     unavailable,
     unreadable,
@@ -56,6 +57,8 @@ class HistoryStore:
         self._max_pages = max_pages  # tests: a full disk, as SQLite reports it
         self._lock = threading.Lock()
         self._open: dict[str, dict[Key, int]] = {table.name: {} for table in TABLES}
+        self._shown = {table.name: ShownKeys(table.name) for table in TABLES}
+        self._synced = False  # whether the open spans are the latest sample's keys
         self._open_t1: float | None = None  # where the open spans end
         self._pending: dict[int, list[float]] = {}  # held rowid -> used, idle seconds
         self._flushed_at = float("-inf")
@@ -122,6 +125,7 @@ class HistoryStore:
         """The spans a previous run (or the latest good write) left open: a sample right
         after extends them."""
         self._open = {table.name: {} for table in TABLES}
+        self._synced = False
         self._pending.clear()
         with self._reading():
             found = self._db.execute("SELECT value FROM meta WHERE key = 'open_t1'").fetchone()
@@ -145,11 +149,17 @@ class HistoryStore:
         t1 = t0 + span_s
         last = self._open_t1
         follows = last is not None and last - span_s <= t0 <= last + span_s
-        shown = keys_of(sample)
+        changed = {table.name: self._shown[table.name].update(sample) for table in TABLES}
+        if not self._synced or not follows:
+            changed = dict.fromkeys(changed)  # every key is compared with the open spans
+        self._synced = False
         try:
             with self._writing():
                 for table in TABLES:
-                    self._extend(table, shown[table.name], t0=t0, t1=t1, last=last, follows=follows)
+                    shown = self._shown[table.name].shown
+                    self._extend(
+                        table, shown, changed[table.name], t0=t0, t1=t1, last=last, follows=follows
+                    )
                 self._db.execute("INSERT OR REPLACE INTO meta VALUES ('open_t1', ?)", (str(t1),))
                 self._open_t1 = t1
                 if t0 - self._flushed_at >= FLUSH_EVERY_S:
@@ -162,6 +172,7 @@ class HistoryStore:
                             f"DELETE FROM {table.name} WHERE open = 0 AND t1 < ?", (drop,)
                         )
                     self._dropped_at = t0
+            self._synced = True
         except HistoryUnavailableError:
             self._load_open()  # the transaction was rolled back: so is what memory holds
             raise
@@ -169,7 +180,8 @@ class HistoryStore:
     def _extend(
         self,
         table: Table,
-        shown: dict[Key, tuple[float, ...]],
+        shown: dict[Key, Sums],
+        changed: tuple[list[Key], list[Key]] | None,
         *,
         t0: float,
         t1: float,
@@ -178,30 +190,33 @@ class HistoryStore:
     ) -> None:
         """Close the open spans the sample no longer shows (where the previous interval
         ended), keep the others open (they end with this one), open one for each key the
-        sample shows first."""
+        sample shows first. `changed`: the keys that went and came since the latest sample,
+        whose keys the open spans are (None: compare them all; a sample that does not follow
+        the open spans closes them all)."""
         opened = self._open[table.name]
         if not follows and opened:
             self._flush()
             self._db.execute(f"UPDATE {table.name} SET open = 0, t1 = ? WHERE open = 1", (last,))
             opened.clear()
-        gone = [opened.pop(key) for key in [key for key in opened if key not in shown]]
+        went, came = changed or ([key for key in opened if key not in shown], list(shown))
+        gone = [opened.pop(key) for key in went if key in opened]
         if gone:
             self._flush(gone)
             self._db.executemany(
                 f"UPDATE {table.name} SET open = 0, t1 = ? WHERE rowid = ?",
                 [(last, rowid) for rowid in gone],
             )
-        span_s = t1 - t0
-        for key, added in shown.items():
-            rowid = opened.get(key)
-            if rowid is None:
-                zero = tuple(0.0 for _ in table.sums)
+        zero = tuple(0.0 for _ in table.sums)
+        for key in came:
+            if key not in opened:
                 cursor = self._db.execute(table.insert(), (t0, t1, *key, *zero))
-                rowid = opened[key] = int(cursor.lastrowid or 0)
-            if added:
-                pending = self._pending.setdefault(rowid, [0.0, 0.0])
-                pending[0] += added[0] * span_s
-                pending[1] += added[1] * span_s
+                opened[key] = int(cursor.lastrowid or 0)
+        span_s = t1 - t0
+        for key, (used, idle) in shown.items() if table.sums else ():
+            if used or idle:  # adding nothing changes nothing
+                pending = self._pending.setdefault(opened[key], [0.0, 0.0])
+                pending[0] += used * span_s
+                pending[1] += idle * span_s
 
     def _flush(self, rowids: Sequence[int] | None = None) -> None:
         """Write the used/idle seconds kept in memory (of `rowids`, or all)."""

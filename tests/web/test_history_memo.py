@@ -1,0 +1,84 @@
+"""A sample costs what changed: the memoised sampler and the store's kept keys give the very
+answers of a plain sample and a full comparison, over a changing sequence of snapshots
+(nodes replaced, removed and added back, owners relabelled, a gap in the samples)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from app.domain.cluster import Manifest
+from app.domain.history.sample import Sampler, sample_of
+from app.domain.snapshot import NodeState, Snapshot
+from app.web.services.history_store import HistoryStore
+from tests.bench.history_bench import held_cluster
+
+T0 = datetime(2026, 11, 1, tzinfo=UTC)
+
+
+def _manifest(pod: str, owner: str | None = None) -> Manifest:
+    namespace, _, name = pod.partition("/")
+    labels = {"owner": owner} if owner else {}
+    return {"metadata": {"namespace": namespace, "name": name, "labels": labels}}
+
+
+def _steps() -> list[tuple[Snapshot, list[Manifest]]]:
+    """Snapshots as the engine publishes them: unchanged nodes keep their very objects."""
+    base = held_cluster(6)
+    nodes = list(base.nodes)
+    pods = [_manifest(p.pod) for node in nodes for p in node.pods]
+    steps = [(base, pods)]
+
+    def step(new_nodes: list[NodeState], new_pods: list[Manifest]) -> None:
+        steps.append((base.model_copy(update={"nodes": list(new_nodes)}), new_pods))
+
+    step(nodes, pods)  # unchanged
+    nodes[1] = nodes[1].model_copy(update={"pods": nodes[1].pods[:5]})  # pods ended
+    step(nodes, pods)
+    relabelled = list(pods)
+    relabelled[0] = _manifest(nodes[0].pods[0].pod, "carol")  # a new owner, same node object
+    step(nodes, relabelled)
+    step(nodes[:3] + nodes[4:], relabelled)  # a node gone
+    step(nodes, relabelled)  # and back, the same object
+    nodes[2] = nodes[2].model_copy()  # a new, equal state
+    step(nodes, [*relabelled[:10], _manifest(nodes[2].pods[0].pod, "dave")])  # pods gone
+    return steps
+
+
+def test_memoised_samples_equal_plain_ones_over_changing_snapshots() -> None:
+    sampler = Sampler()
+    for n, (snapshot, pods) in enumerate(_steps()):
+        at = T0 + timedelta(seconds=15 * n)
+        memoised = sampler.sample(snapshot, pods, at=at)
+        plain = sample_of(snapshot, pods, at=at)
+        assert memoised == plain, n
+    assert {"ml/carol", "ml/dave"} <= {h.owner for h in plain.holdings}  # relabelled
+
+
+def _answers(store: HistoryStore, end_s: float) -> object:
+    start_s = T0.timestamp()
+    return (
+        store.rows(),
+        [store.held(start_s, end_s, by=by) for by in ("namespace", "owner", "node")],
+        store.buckets(start_s, end_s, step_s=30),
+        [store.holds_between(f"gpu-{n:03d}", start_s, end_s) for n in range(6)],
+        store.holds_at("gpu-001", start_s + 40),
+    )
+
+
+def test_a_store_fed_memoised_samples_keeps_what_a_full_comparison_keeps(tmp_path: Path) -> None:
+    """The reference store is opened anew for every sample: it compares every key it is
+    shown with the open spans it reads back from its file."""
+    sampler = Sampler()
+    kept = HistoryStore(tmp_path / "memo.sqlite")
+    moment = T0
+    for n, (snapshot, pods) in enumerate(_steps() * 2):
+        moment += timedelta(seconds=15 if n != 9 else 600)  # one gap: the spans close
+        kept.add(sampler.sample(snapshot, pods, at=moment), span_s=15, retention_days=35)
+        plain = HistoryStore(tmp_path / "plain.sqlite")
+        plain.add(sample_of(snapshot, pods, at=moment), span_s=15, retention_days=35)
+        end_s = moment.timestamp() + 15
+        assert _answers(kept, end_s) == _answers(plain, end_s), n
+        plain.close()
+    assert kept.rows()["holds"] > 6 * 28  # spans closed and opened again
+    kept.close()
