@@ -114,13 +114,14 @@ def measure(nodes: int, *, month: bool = True) -> None:
         times: list[float] = []
         for _ in range(8):
             write()
-        write_ms = statistics.mean(times)
+        write_ms, steady_ms = statistics.mean(times), statistics.median(times)
         steady_mib = store.page_count() * 4096 / 2**20 - first_mib
         store.close()
     share_pct = (take_ms + write_ms) / (INTERVAL_S * 1000) * 100
     print(
         f"history, {nodes:,} nodes ({keys:,} keys a sample): a sample {take_ms:,.0f} ms to take "
-        f"+ {write_ms:,.0f} ms to write = {share_pct:.1f} % of a core at {INTERVAL_S:.0f} s "
+        f"+ {write_ms:,.0f} ms to write (median {steady_ms:,.0f} ms) = {share_pct:.1f} % of a "
+        f"core at {INTERVAL_S:.0f} s "
         f"(1 % of the nodes changed; the sampler stretches its interval to keep under 5 %; the "
         f"first sample, every span new: {full_ms:,.0f} ms to take + {first_ms:,.0f} ms to "
         f"write); file: {first_mib:,.1f} MiB after the first sample, "

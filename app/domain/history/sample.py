@@ -69,20 +69,7 @@ class GpuSeen:
 
 
 @dataclass(frozen=True)
-class Sample:
-    at: datetime
-    holdings: tuple[Holding, ...]
-    holds: tuple[GpuHold, ...]
-    gpus: tuple[GpuSeen, ...]
-
-
-def sample_of(snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> Sample:
-    """The sample at `at` of the published snapshot; `pods` (cached manifests) name owners."""
-    return Sampler().sample(snapshot, pods, at=at)
-
-
-@dataclass(frozen=True)
-class _NodePart:
+class NodePart:
     """One node's share of a sample, and what it was taken from."""
 
     node: NodeState
@@ -91,6 +78,22 @@ class _NodePart:
     holdings: tuple[Holding, ...]
     holds: tuple[GpuHold, ...]
     gpus: tuple[GpuSeen, ...]
+
+
+@dataclass(frozen=True)
+class Sample:
+    at: datetime
+    holdings: tuple[Holding, ...]
+    holds: tuple[GpuHold, ...]
+    gpus: tuple[GpuSeen, ...]
+    # taken by a Sampler: the nodes' parts the items above are made of, in order, each the
+    # same object while its node is unchanged (a store compares parts rather than items)
+    nodes: tuple[NodePart, ...] = field(default=(), compare=False, repr=False)
+
+
+def sample_of(snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> Sample:
+    """The sample at `at` of the published snapshot; `pods` (cached manifests) name owners."""
+    return Sampler().sample(snapshot, pods, at=at)
 
 
 class Sampler:
@@ -103,7 +106,7 @@ class Sampler:
     """
 
     def __init__(self) -> None:
-        self._parts: dict[str, _NodePart] = {}
+        self._parts: dict[str, NodePart] = {}
         self._pods: Sequence[Manifest] = ()
         self._manifests: dict[str, Manifest] = {}
 
@@ -111,16 +114,17 @@ class Sampler:
         if not same_objects(self._pods, pods):
             self._manifests = {pod_key(pod): pod for pod in pods}
             self._pods = list(pods)
-        parts = [self._part(node) for node in snapshot.nodes]
+        parts = tuple(self._part(node) for node in snapshot.nodes)
         self._parts = {part.node.name: part for part in parts}
         return Sample(
             at,
             tuple(item for part in parts for item in part.holdings),
             tuple(item for part in parts for item in part.holds),
             tuple(item for part in parts for item in part.gpus),
+            nodes=parts,
         )
 
-    def _part(self, node: NodeState) -> _NodePart:
+    def _part(self, node: NodeState) -> NodePart:
         kept = self._parts.get(node.name)
         if kept is not None and kept.node is node:
             manifests = tuple(map(self._manifests.get, kept.pods))
@@ -133,7 +137,7 @@ class Sampler:
             )
         held = held_on_node(node)
         config = _config_source(node)
-        return _NodePart(
+        return NodePart(
             node,
             pods=tuple(held),
             manifests=tuple(map(self._manifests.get, held)),

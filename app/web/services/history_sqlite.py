@@ -6,9 +6,10 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
-from app.domain.history.sample import GpuHold, GpuSeen, Holding, Sample
+from app.domain.history.sample import GpuHold, GpuSeen, Holding, NodePart, Sample
 from app.domain.sequences import same_objects
 from app.errors import HistoryUnavailableError
 
@@ -80,8 +81,8 @@ def _holds(h: GpuHold) -> list[tuple[Key, Sums]]:
     return [(key, ())]
 
 
-# per table: the sample's items it keeps, and the keys an item shows with what it adds
-SHOWN: dict[str, tuple[Callable[[Sample], Sequence[Any]], Callable[[Any], list[tuple[Key, Sums]]]]]
+# per table: the items it keeps (of a sample or a node's part), and the keys an item shows
+SHOWN: dict[str, tuple[Callable[[Any], Sequence[Any]], Callable[[Any], list[tuple[Key, Sums]]]]]
 SHOWN = {
     "held": (lambda sample: sample.holdings, _held),
     "slots": (lambda sample: sample.holdings, _slots),
@@ -101,13 +102,15 @@ def keys_of(sample: Sample) -> dict[str, dict[Key, Sums]]:
 class ShownKeys:
     """The keys the latest sample showed in one table, kept from sample to sample: a new
     sample costs its items that are not the very objects the last one held (the sampler
-    keeps an unchanged node's items). `update` says which keys went and which came, or None
-    where the sample shows a key twice (the caller then compares every key)."""
+    keeps an unchanged node's part, and its items). `update` says which keys went and which
+    came, or None where the sample shows a key twice (the caller then compares every key)."""
 
     def __init__(self, name: str) -> None:
         self._items_of, self._keys_of = SHOWN[name]
         self._items: Sequence[Any] = ()
-        self._at: dict[int, int] = {}  # an item's identity -> its position in the items
+        self._at: dict[int, int] | None = {}  # an item's identity -> its position
+        self._parts: Sequence[NodePart] = ()  # the nodes' parts the items are made of
+        self._part_at: dict[int, int] = {}
         self._pairs = 0  # the keys the items show, counted with repeats
         self.shown: dict[Key, Sums] = {}
 
@@ -115,10 +118,8 @@ class ShownKeys:
         items = self._items_of(sample)
         if same_objects(self._items, items):
             return [], []
-        at = dict(zip(map(id, items), range(len(items)), strict=True))
-        went = [self._items[self._at[i]] for i in self._at.keys() - at.keys()]
-        came = [items[n] for n in sorted(at[i] for i in at.keys() - self._at.keys())]
-        self._items, self._at = items, at
+        went, came = self._by_part(sample.nodes, items) or self._by_item(items)
+        self._items = items
         if self._pairs != len(self.shown):  # a key shown twice: the sample's keys anew
             self._rebuild(items)
             return None
@@ -139,9 +140,47 @@ class ShownKeys:
             return None
         return [key for key in gone if key not in self.shown], new
 
+    def _by_part(
+        self, parts: Sequence[NodePart], items: Sequence[Any]
+    ) -> tuple[list[Any], list[Any]] | None:
+        """The items that went and came, from the nodes' parts that did (None: the items
+        are not the parts' own, in order, or the last sample's were not)."""
+        made_of = parts and same_objects(
+            items, tuple(chain.from_iterable(map(self._items_of, parts)))
+        )
+        if not made_of or not self._parts:
+            self._parts, self._part_at = (parts, _positions(parts)) if made_of else ((), {})
+            return None
+        at = _positions(parts)
+        went = [
+            item
+            for i in self._part_at.keys() - at.keys()
+            for item in self._items_of(self._parts[self._part_at[i]])
+        ]
+        came = [
+            item
+            for n in sorted(at[i] for i in at.keys() - self._part_at.keys())
+            for item in self._items_of(parts[n])
+        ]
+        self._parts, self._part_at, self._at = parts, at, None
+        return went, came
+
+    def _by_item(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """The items that went and came, each compared by its identity."""
+        last = _positions(self._items) if self._at is None else self._at
+        at = self._at = _positions(items)
+        went = [self._items[last[i]] for i in last.keys() - at.keys()]
+        came = [items[n] for n in sorted(at[i] for i in at.keys() - last.keys())]
+        return went, came
+
     def _rebuild(self, items: Sequence[Any]) -> None:
         pairs = [pair for item in items for pair in self._keys_of(item)]
         self.shown, self._pairs = dict(pairs), len(pairs)
+
+
+def _positions(items: Sequence[object]) -> dict[int, int]:
+    """Each object's identity -> its position."""
+    return dict(zip(map(id, items), range(len(items)), strict=True))
 
 
 @contextmanager
