@@ -147,9 +147,14 @@ def test_deleting_pods_releases_their_claims(dra: Stack) -> None:
     sim = dra.simulator
     sim.delete_pod("ml", "train-0")  # its claim came from a template: deleted with the pod
     sim.delete_pod("ml", "notebook-a")  # the shared claim stays, reserved for notebook-b
+    # Two deletions, seen by the dashboard one after the other: wait for both (the shared
+    # claim stays allocated, so the count alone says nothing of notebook-a's).
     dra.wait(
-        lambda: dra.summary()["dra"]["allocated"] == 4,  # type: ignore[index]
-        what="train-0's device released",
+        lambda: (
+            dra.summary()["dra"]["allocated"] == 4  # type: ignore[index]
+            and [h["pod"] for h in _nodes(dra)[A100]["gpus"][1]["holders"]] == ["ml/notebook-b"]
+        ),
+        what="train-0's device released and notebook-a gone from the shared claim",
     )
     gpus = _nodes(dra)[A100]["gpus"]
     assert gpus[0]["holders"] == []
