@@ -7,8 +7,8 @@ import time
 
 import pytest
 
+from app.domain.goyaml import GoYamlError, load_first_document
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
-from app.domain.plugin.goyaml import GoYamlError, load_first_document
 from app.domain.snapshot import Mode
 from app.web.i18n.coded import upstream_text
 from tests import factories as f

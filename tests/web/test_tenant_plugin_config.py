@@ -3,7 +3,7 @@
 A 600-byte YAML alias bomb made the mode preview take 8-13 s and froze /healthz for 7-12 s;
 a config carrying `sharedDevicesAllocationPolicy` was shown invalid on a v0.18 plugin, which
 ignores the key. The YAML is read as the plugin's go-yaml v2 reads it, bounded
-(app/domain/plugin/goyaml.py), and the rules are those of the running plugin's version.
+(app/domain/goyaml.py), and the rules are those of the running plugin's version.
 """
 
 from __future__ import annotations

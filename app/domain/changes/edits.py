@@ -16,8 +16,8 @@ import yaml
 
 from app.domain.changes.models import ChangeWarning
 from app.domain.cluster import Manifest
+from app.domain.goyaml import GoYamlError, load_first_document
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
-from app.domain.plugin.goyaml import GoYamlError, load_first_document
 
 VOLUME_NAME = "nvidia-device-plugin-config"
 MOUNT_DIR = "/etc/nvidia-device-plugin"

@@ -5,8 +5,9 @@ StatefulSet, ReplicaSet, DaemonSet, Job or CronJob by its pod template. GPU requ
 read by the engine's own reader (`pod_slots`: Kubernetes' PodRequests, limits standing in
 for a missing request as the API server defaults them), after the checks the API server's
 validation makes on extended resources (no negative and no fractional count, a request
-equal to its limit). The text is input from a stranger: its nesting and the values its
-aliases expand to are bounded, and every refusal is a code naming the field.
+equal to its limit). YAML is read by the product's one reader (`app.domain.goyaml`: go-yaml
+v2's rules, as kubectl reads a manifest). The text is input from a stranger: its nesting and
+the values its aliases expand to are bounded, and every refusal is a code naming the field.
 """
 
 from __future__ import annotations
@@ -14,14 +15,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
 from typing import Any
-
-import yaml
 
 from app.domain.accounting.pods import pod_slots
 from app.domain.bounds import READ_ERRORS
 from app.domain.coded import CodedError
+from app.domain.goyaml import Bounds, GoYamlError, load_documents
 from app.domain.quantity import QuantityError, parse_quantity
 
 MAX_DEPTH = 64
@@ -35,7 +34,12 @@ _TEMPLATE_PATHS: Mapping[str, tuple[str, ...]] = {
     "Job": ("spec", "template"),
     "CronJob": ("spec", "jobTemplate", "spec", "template"),
 }
-_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BOUNDS = Bounds(max_bytes=1024 * 1024, max_depth=MAX_DEPTH, max_nodes=MAX_VALUES)
+_YAML_CODES = {  # the one YAML reader's refusals, in the fit check's words
+    "plugin.bound.size": "fit.input.too-large",
+    "plugin.bound.aliases": "fit.input.too-large",
+    "plugin.bound.depth": "fit.input.too-deep",
+}
 
 
 class FitInputError(CodedError):
@@ -90,19 +94,25 @@ def parse_text(text: str, *, content_type: str = "") -> dict[str, Any]:
 
 
 def _documents(text: str, *, json_only: bool) -> list[Any]:
-    try:
-        if json_only:
+    if json_only:
+        try:
             return [json.loads(text)]
-        return list(yaml.load_all(text, Loader=_LOADER))
-    except RecursionError:
-        raise FitInputError("fit.input.too-deep", limit=MAX_DEPTH) from None
-    except (yaml.YAMLError, ValueError) as exc:
-        error = " ".join(str(exc).split())[:200]
-        raise FitInputError("fit.input.syntax", error=error) from None
+        except RecursionError:
+            raise FitInputError("fit.input.too-deep", limit=MAX_DEPTH) from None
+        except ValueError as exc:
+            raise FitInputError("fit.input.syntax", error=str(exc)[:200]) from None
+    try:
+        return load_documents(text, _BOUNDS)
+    except GoYamlError as exc:
+        code = _YAML_CODES.get(exc.code)
+        if code is None:
+            error = str(exc.params.get("error", exc.code))[:200]
+            raise FitInputError("fit.input.syntax", error=error) from None
+        raise FitInputError(code, **exc.params) from None
 
 
 def _plain(value: Any, *, depth: int, budget: list[int]) -> Any:
-    """`value` as JSON would hold it (dates as text), within the depth and value bounds."""
+    """`value` with text keys, within the depth and value bounds (JSON's are not bounded)."""
     budget[0] -= 1
     if budget[0] < 0:
         raise FitInputError("fit.input.too-large", limit=MAX_VALUES)
@@ -112,10 +122,6 @@ def _plain(value: Any, *, depth: int, budget: list[int]) -> Any:
         return {str(k): _plain(v, depth=depth + 1, budget=budget) for k, v in value.items()}
     if isinstance(value, list):
         return [_plain(v, depth=depth + 1, budget=budget) for v in value]
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
     return value
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from app.domain.bounds import READ_ERRORS, cut
 from app.domain.coded import Coded
+from app.domain.goyaml import GoYamlError, load_first_document
 from app.domain.plugin.flags import (
     ALLOCATION_POLICIES,
     DEFAULT_ALLOCATION_POLICY,
@@ -32,7 +33,6 @@ from app.domain.plugin.gojson import (
     merged_struct,
     struct_fields,
 )
-from app.domain.plugin.goyaml import GoYamlError, load_first_document
 from app.domain.plugin.replicated import (
     PluginConfigError,
     Replicated,

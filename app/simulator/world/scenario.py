@@ -51,8 +51,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from app.domain.goyaml import Bounds, GoYamlError, load_first_document
 from app.errors import ConfigError
 from app.simulator.node.inventory import GpuProcess, NodeInventory, SimGpu, SimMig
 from app.simulator.plugin.rollout import RolloutPace
@@ -73,6 +72,7 @@ LOAD_ORDER = (
     "Event",
 )
 STEP_ACTIONS = ("start_process", "stop_process", "create_pod", "delete_pod")
+_SCENARIO_BOUNDS = Bounds(max_bytes=4 * 1024 * 1024, max_nodes=1_000_000)  # a file of ours
 
 
 @dataclass(frozen=True)
@@ -143,8 +143,8 @@ def read_scenario(name_or_path: str | Path) -> Scenario:
 def parse_scenario(text: str, *, name: str = "scenario") -> Scenario:
     """Parse scenario YAML; raise ConfigError with the offending place on bad input."""
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
+        data = load_first_document(text, _SCENARIO_BOUNDS)
+    except GoYamlError as exc:
         raise ConfigError(f"scenario {name}: invalid YAML: {exc}") from exc
     data = data or {}
     if not isinstance(data, dict):

@@ -1,11 +1,14 @@
-"""YAML read the way the device plugin reads it (sigs.k8s.io/yaml over go-yaml v2), with bounds.
+"""The product's one YAML reader: YAML read the way Kubernetes and the device plugin read it
+(sigs.k8s.io/yaml over go-yaml v2), with bounds.
 
-The plugin takes the first document only; plain scalars resolve by go-yaml v2's rules, which
+Plugin configs, pasted manifests and the simulator's scenario files all come through here. The
+plugin takes the first document only; plain scalars resolve by go-yaml v2's rules, which
 are neither PyYAML's nor YAML 1.2's: `yes`/`on` are booleans, `010` is octal, `1_0` is 10,
 `1:30` is a string (no base-60), `0o10` and `0x10` are integers, timestamps stay text here.
 Merge keys (`<<`) apply where they stand. A config is input from whoever may write the
-ConfigMap, so the text, its nesting and the nodes its aliases expand to are bounded: a
-600-byte alias bomb is refused after a few thousand nodes, never expanded.
+ConfigMap (a manifest, from whoever may call the API), so the text, its nesting and the nodes
+its aliases expand to are bounded: a 600-byte alias bomb is refused after a few thousand nodes,
+never expanded. Errors carry `plugin.*` codes; other readers name them in their own words.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -58,6 +62,16 @@ class GoYamlError(CodedError):
     """Text the plugin could not read as YAML, or one past our bounds (the plugin refuses too)."""
 
 
+@dataclass(frozen=True)
+class Bounds:
+    max_bytes: int = MAX_TEXT_BYTES
+    max_depth: int = MAX_DEPTH
+    max_nodes: int = MAX_NODES  # nodes visited, an alias's each time it is met
+
+
+CONFIG_BOUNDS = Bounds()  # a plugin config
+
+
 class _Loader(Reader, Scanner, Parser, Composer, BaseResolver):
     """PyYAML's scanner, parser and composer; scalars keep their text for go_scalar()."""
 
@@ -74,29 +88,43 @@ class _Loader(Reader, Scanner, Parser, Composer, BaseResolver):
         return super().resolve(kind, value, implicit)  # type: ignore[no-any-return,no-untyped-call]
 
 
-def load_first_document(text: str) -> Any:
+def load_first_document(text: str, bounds: Bounds = CONFIG_BOUNDS) -> Any:
     """The first YAML document of `text` as go-yaml v2 decodes it (None when empty)."""
-    if len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
-        raise GoYamlError("plugin.bound.size", limit=MAX_TEXT_BYTES)
-    if _flow_depth(text) > MAX_DEPTH:
-        raise GoYamlError("plugin.bound.depth", limit=MAX_DEPTH)
+    documents = _load(text, bounds, first_only=True)
+    return documents[0] if documents else None
+
+
+def load_documents(text: str, bounds: Bounds) -> list[Any]:
+    """Every YAML document of `text` (None for an empty one), the bounds over them all."""
+    return _load(text, bounds, first_only=False)
+
+
+def _load(text: str, bounds: Bounds, *, first_only: bool) -> list[Any]:
+    if len(text.encode("utf-8", "surrogatepass")) > bounds.max_bytes:
+        raise GoYamlError("plugin.bound.size", limit=bounds.max_bytes)
+    if _flow_depth(text) > bounds.max_depth:
+        raise GoYamlError("plugin.bound.depth", limit=bounds.max_depth)
     try:
-        node = _first_node(text)
+        nodes = _nodes(text, first_only=first_only)
     except yaml.YAMLError as exc:
         if text.lstrip().startswith(("{", "[")):
-            return _json_document(text, exc)
+            return [_json_document(text, exc)]
         raise GoYamlError("plugin.yaml.syntax", error=_short(exc)) from exc
     except RecursionError as exc:
-        raise GoYamlError("plugin.bound.depth", limit=MAX_DEPTH) from exc
-    if node is None:
-        return None
-    return _Builder().value(node, 0)
+        raise GoYamlError("plugin.bound.depth", limit=bounds.max_depth) from exc
+    builder = _Builder(bounds)
+    return [None if node is None else builder.value(node, 0) for node in nodes]
 
 
-def _first_node(text: str) -> Node | None:
+def _nodes(text: str, *, first_only: bool) -> list[Node | None]:
     loader = _Loader(text)
     try:
-        return loader.get_node() if loader.check_node() else None
+        nodes: list[Node | None] = []
+        while loader.check_node():
+            nodes.append(loader.get_node())
+            if first_only:
+                break
+        return nodes
     finally:
         loader.dispose()
 
@@ -135,15 +163,16 @@ def _flow_depth(text: str) -> int:
 class _Builder:
     """Node graph -> Python values, counting every node an alias makes us visit again."""
 
-    def __init__(self) -> None:
+    def __init__(self, bounds: Bounds) -> None:
+        self.bounds = bounds
         self.visited = 0
 
     def value(self, node: Node, depth: int) -> Any:
         self.visited += 1
-        if self.visited > MAX_NODES:
-            raise GoYamlError("plugin.bound.aliases", limit=MAX_NODES)
-        if depth > MAX_DEPTH:
-            raise GoYamlError("plugin.bound.depth", limit=MAX_DEPTH)
+        if self.visited > self.bounds.max_nodes:
+            raise GoYamlError("plugin.bound.aliases", limit=self.bounds.max_nodes)
+        if depth > self.bounds.max_depth:
+            raise GoYamlError("plugin.bound.depth", limit=self.bounds.max_depth)
         if isinstance(node, ScalarNode):
             return go_scalar(node.tag, node.value)
         if isinstance(node, SequenceNode):
