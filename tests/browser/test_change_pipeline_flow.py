@@ -52,8 +52,8 @@ def _keep_gpu_2_for_a_host_process(tab: Any, stack: Stack) -> None:
     """Split: GPU 3 alone to Kubernetes; then carol starts a process on GPU 2 (host)."""
     _log_in(tab, stack, EDITOR)
     for index in (0, 1, 2):
-        tab.get_by_test_id(f"gpu-{index}").uncheck()
-    tab.get_by_test_id("gpu-3").check()
+        tab.get_by_test_id(f"gpu-{index}-host").check()
+    tab.get_by_test_id("gpu-3-kubernetes").check()
     tab.get_by_test_id("preview-button").click()
     tab.get_by_test_id("apply-button").click()
     expect(tab.get_by_test_id("applied")).to_be_visible()

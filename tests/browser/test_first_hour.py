@@ -247,11 +247,11 @@ def test_the_split_preview_says_where_each_gpu_goes_and_the_change_list_undoes_i
     with sync_api.sync_playwright() as playwright:
         tab = _tab(playwright, stack, lang, width)
         tab.goto(f"{stack.dashboard_url}{editor}?lang={lang}")
-        tab.get_by_test_id("gpu-2").uncheck()  # the seed gives Kubernetes GPUs 2 and 3
-        tab.get_by_test_id("gpu-0").check()
+        tab.get_by_test_id("gpu-2-host").check()  # the seed gives Kubernetes GPUs 2 and 3
+        tab.get_by_test_id("gpu-0-kubernetes").check()
         tab.get_by_test_id("preview-button").click()
-        expect(tab.get_by_test_id("gpu-2")).not_to_be_checked()  # the form keeps the choice
-        expect(tab.get_by_test_id("gpu-0")).to_be_checked()
+        expect(tab.get_by_test_id("gpu-2-host")).to_be_checked()  # the form keeps the choice
+        expect(tab.get_by_test_id("gpu-0-kubernetes")).to_be_checked()
         expect(tab.get_by_test_id("moves-to-host")).to_have_attribute("data-gpus", "2")
         expect(tab.get_by_test_id("moves-to-kubernetes")).to_have_attribute("data-gpus", "0")
         expect(tab.get_by_test_id("kubernetes-keeps")).to_have_attribute("data-gpus", "0,3")

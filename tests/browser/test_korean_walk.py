@@ -164,7 +164,7 @@ def test_every_page_and_admin_flow_in_korean_has_no_english_sentence(
     for node in nodes:  # the editor of every node: refusals (DRA, other installs) included
         _open(tab, stack, f"/admin/nodes/{node}/gpus", found)
     _open(tab, stack, f"/admin/nodes/{SPLIT_NODE}/gpus", found)
-    tab.get_by_test_id("gpu-0").uncheck()
+    tab.get_by_test_id("gpu-0-host").check()
     tab.get_by_test_id("preview-button").first.click()
     expect(tab.get_by_test_id("apply-button")).to_be_visible()
     _check(tab, "split preview", found)

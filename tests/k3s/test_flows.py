@@ -121,9 +121,9 @@ def test_4a_host_reservation_through_the_split_form(
     set_processes(world, {2: [on_2], 3: [on_3]})
     with signed_in(world, "ko", EDITOR) as tab:
         for index in (0, 1):
-            tab.get_by_test_id(f"gpu-{index}").check()
+            tab.get_by_test_id(f"gpu-{index}-kubernetes").check()
         for index in (2, 3):
-            tab.get_by_test_id(f"gpu-{index}").uncheck()
+            tab.get_by_test_id(f"gpu-{index}-host").check()
         tab.get_by_test_id("preview-button").first.click()
         expect(tab.get_by_test_id("dry-run-ok")).to_be_visible()
         assert numbers(tab.get_by_test_id("slots-change").inner_text()) == [4, 2]

@@ -162,9 +162,10 @@ def test_the_editor_page_explains_the_label_and_previews_with_the_gpus_kept(helm
     log_in(helm)
     html = helm.client.get(page).text
     assert "config by the node label nvidia.com/device-plugin.config (now: ts4)" in html
-    hidden = re.findall(r'<input type="hidden" name="gpu" value="([^"]+)">', html)
-    assert len(hidden) == 4  # the GPUs cannot be toggled here, but go with the form
-    form = {"gpu": hidden, "mode": "time-slicing", "replicas": "2", "csrf_token": csrf_of(html)}
+    hidden = re.findall(r'<input type="hidden" name="(to:[^"]+)" value="([^"]+)">', html)
+    assert len(hidden) == 4  # the GPUs cannot be moved here, but go with the form
+    assert {place for _, place in hidden} == {"kubernetes"}
+    form = {**dict(hidden), "mode": "time-slicing", "replicas": "2", "csrf_token": csrf_of(html)}
     preview = helm.client.post(f"{page}/preview", data=form)
     assert preview.status_code == 200, preview.text
     assert "Slots on this node: 16 → 8" in preview.text

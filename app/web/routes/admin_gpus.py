@@ -1,9 +1,10 @@
 """The per-node GPU editor: /admin/nodes/{name}/gpus (Korean and English).
 
-Each GPU with its model, memory, processes and slots, toggled between Kubernetes and the
-host; the node's sharing mode; preview, apply, return to the shared DaemonSet, roll
-back. The work is done by the same use cases as the JSON API (app.web.services.gpu_split,
-app.web.services.change_history); every POST form carries the CSRF token.
+Each GPU with its model, memory, processes and slots, and where it goes (Kubernetes or the
+host: one radio group per GPU); the node's sharing mode; preview, apply, return to the
+shared DaemonSet, roll back. The work is done by the same use cases as the JSON API
+(app.web.services.gpu_split, app.web.services.change_history); every POST form carries the
+CSRF token.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from app.web.auth.requests import acting_admin
 from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import (
     Alert,
+    FormInvalid,
     admin_of,
     mode_and_replicas,
     principal_of,
@@ -41,7 +43,6 @@ router = APIRouter(include_in_schema=False)
 
 NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 Field = Annotated[str | None, Form(max_length=100)]
-Gpus = Annotated[list[str], Form(max_length=64)]
 Token = Annotated[str | None, Form(max_length=16384)]
 ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
 NodeField = Annotated[str, Form(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
@@ -98,7 +99,7 @@ def _page(
         applied=applied,
         base=editor_path(name),
         gpu_names=gpu_names(runtime.snapshots.current(), translator(request)),
-        chosen=list(form.gpus) if form is not None else None,
+        chosen=list(form.kubernetes_gpus()) if form is not None else None,
         chosen_mode=form.mode if form is not None else None,
         chosen_replicas=form.replicas if form is not None else None,
         replicas_min=MIN_REPLICAS,
@@ -111,15 +112,32 @@ def _refused(request: Request, runtime: Runtime, name: str, error: Exception) ->
     return _page(request, runtime, name, alert=alert, status_code=code)
 
 
+GOES_TO = "to:"  # one radio group per GPU: `to:<uuid>` = kubernetes | host
+PLACES = ("kubernetes", "host")
+MAX_GPUS = 64
+
+
 @dataclass(frozen=True)
 class SplitForm:
-    """The editor's form fields: the GPUs ticked, the mode and replicas, the action."""
+    """The editor's form fields: where each GPU goes, the mode and replicas, the action."""
 
-    gpus: list[str]
+    places: tuple[tuple[str, str], ...]
     mode: str | None
     replicas: str | None
     confirm: str | None
     action: str | None
+
+    def kubernetes_gpus(self) -> tuple[str, ...]:
+        """The GPUs the admin gives Kubernetes (FormInvalid for a place that is neither)."""
+        uuids = [uuid for uuid, _ in self.places]
+        if (
+            len(uuids) > MAX_GPUS
+            or len(set(uuids)) != len(uuids)
+            or any(not uuid or len(uuid) > 100 for uuid in uuids)
+            or any(place not in PLACES for _, place in self.places)
+        ):
+            raise FormInvalid("form_bad_goes_to")
+        return tuple(uuid for uuid, place in self.places if place == "kubernetes")
 
     def request(self, name: str) -> SplitRequest:
         """The split it asks for; `return` gives the node back to the shared DaemonSet."""
@@ -127,17 +145,24 @@ class SplitForm:
         if self.action == "return":
             return SplitRequest(name, None, confirm_host_processes=confirmed)
         checked_mode, count = mode_and_replicas(self.mode, self.replicas)
-        return SplitRequest(name, tuple(self.gpus), checked_mode, count, confirmed)
+        return SplitRequest(name, self.kubernetes_gpus(), checked_mode, count, confirmed)
 
 
-def split_form(
-    gpu: Gpus = [],  # noqa: B006 (FastAPI copies form defaults)
+async def split_form(
+    request: Request,
     mode: Field = None,
     replicas: Field = None,
     confirm_host_processes: Field = None,
     action: Field = None,
 ) -> SplitForm:
-    return SplitForm(gpu, mode, replicas, confirm_host_processes, action)
+    """The posted form; the GPUs' places are read by their field names (`to:<uuid>`)."""
+    posted = await request.form()  # already parsed for the fields above: no second read
+    places = tuple(
+        (key.removeprefix(GOES_TO), value if isinstance(value, str) else "")
+        for key, value in posted.multi_items()
+        if key.startswith(GOES_TO)
+    )
+    return SplitForm(places, mode, replicas, confirm_host_processes, action)
 
 
 SplitFormDep = Annotated[SplitForm, Depends(split_form)]
