@@ -27,6 +27,7 @@ from app.domain.changes.split_models import NODE_LABEL
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL
 from tests.node.build import NodeUnavailable, node_binaries
 from tests.node.images import MACHINE_FILE, pause_image, plugin_image
+from tests.node.machine_state import KUBELET_ROOT
 from tests.node.node import NodeSkipped, missing_requirements, start_node
 from tests.node.world import NODE, NodeWorld, machine_file, node_labels, wait_until
 from tests.real.build import control_plane_binaries
@@ -195,11 +196,6 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
                 name = item["metadata"]["name"]
                 if "nvidia-device-plugin" in name:  # the seed's, a split's, the chart's
                     http.delete(f"/{kind}/{name}")
-        http.patch(  # a split's or config-manager's label, should a test have left one
-            f"/api/v1/nodes/{NODE}",
-            json={"metadata": {"labels": {NODE_LABEL: None, NODE_CONFIG_LABEL: None}}},
-            headers={"Content-Type": "application/merge-patch+json"},
-        ).raise_for_status()
     for namespace in ("ml",):
         if node_world.pods(namespace):
             node_world.delete_pods(namespace)
@@ -214,11 +210,46 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
         what="the plugin's pod gone",
         timeout_s=90,
     )
+    # The labels only once no plugin runs: config-manager answers a label change by restarting
+    # the plugin (SIGHUP), and a plugin re-registering while its pod is killed can leave this
+    # kubelet (v1.35) advertising its devices for good (kubernetes/kubernetes#121994).
+    with node_world.plane.http() as http:
+        http.patch(  # a split's or config-manager's label, should a test have left one
+            f"/api/v1/nodes/{NODE}",
+            json={"metadata": {"labels": {NODE_LABEL: None, NODE_CONFIG_LABEL: None}}},
+            headers={"Content-Type": "application/merge-patch+json"},
+        ).raise_for_status()
     # Until the kubelet's status says so, the scheduler would still place GPU pods here and
     # the kubelet reject them (no healthy devices) before the next plugin registers.
     wait_until(
         lambda: node_world.allocatable() in (None, "0"),
         what="the real node advertising no nvidia.com/gpu once the plugin is gone",
         timeout_s=90,
+        explain=lambda: _plugin_leftovers(node_world),
     )
     return node_world
+
+
+def _plugin_leftovers(world: NodeWorld) -> str:
+    """What still makes the kubelet advertise GPUs: sockets, processes, its own log lines."""
+    sockets = sorted(p.name for p in (KUBELET_ROOT / "device-plugins").glob("*"))
+    processes = subprocess.run(
+        ["ps", "-eo", "pid,ppid,stat,etime,args"], capture_output=True, text=True, check=False
+    ).stdout.splitlines()
+    plugin = [
+        line for line in processes if "nvidia-device-plugin" in line or "config-manager" in line
+    ]
+    kubelet = [
+        line
+        for line in world.node.log("kubelet").splitlines()
+        if "plugin" in line.lower() or "nvidia.com" in line
+    ][-40:]
+    return "\n".join(
+        [
+            f"allocatable: {world.allocatable()}, device-plugins/: {sockets}",
+            "processes:",
+            *plugin,
+            "kubelet:",
+            *kubelet,
+        ]
+    )
