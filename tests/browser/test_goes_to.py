@@ -1,7 +1,7 @@
 """Issue 44: the split form's "Goes to" control in headless Chromium, English and Korean,
 1400 and 400 px wide: per GPU a group named for it, with two visible, labelled radios
-(Kubernetes, Host) that never overlap and stay on screen; clicking a label chooses, and the form keeps the
-choice after Preview."""
+(Kubernetes, Host) that never overlap and stay on screen; clicking a label chooses, and the
+form keeps the choice after Preview."""
 
 from __future__ import annotations
 
