@@ -46,12 +46,8 @@ def run(args: argparse.Namespace) -> int:
 def serve(app: FastAPI, *, host: str, port: int) -> None:
     """Serve `app` until stopped (`gpu-slots serve` and `gpu-slots demo`).
 
-    The snapshot thread computes while the event loop serves; each time a request's socket
-    operation gives up the GIL, taking it back waits for the other thread's switch interval
-    (5 ms by default), which capped a busy dashboard at a few dozen requests a second.
-    A request gives up the GIL several times (the poll, each write), so while a build runs
-    each costs up to that interval again: at 10,000 nodes 1 ms held /healthz to ~1,500
-    requests a second during builds, 0.2 ms to ~2,300 (and the summary from ~720 to ~2,100).
+    The GIL switch interval is set to GIL_SWITCH_INTERVAL_S first: a request waits up to
+    that long each time it takes the GIL back from a running build (docs/PERFORMANCE.md).
     """
     import uvicorn
 
@@ -60,12 +56,10 @@ def serve(app: FastAPI, *, host: str, port: int) -> None:
 
 
 class AcceptedReportsUnlogged:
-    """Leaves the access line of an accepted agent report out of the log.
-
-    Every node's agent posts every 15 s: at 10,000 nodes that was 667 lines a second
-    (58 million a day) saying "202", and a tenth of the event loop's time spent writing
-    them. A refused or failed report is still logged (its status is 4xx or 5xx), and each
-    node's newest report shows in /metrics (gpu_slots_agent_report_age_seconds).
+    """Leaves the access line of an accepted agent report out of the log (one per node
+    every 15 s; docs/PERFORMANCE.md). A refused or failed report is still logged (its status
+    is 4xx or 5xx), and each node's newest report shows in /metrics
+    (gpu_slots_agent_report_age_seconds).
     """
 
     def filter(self, record: object) -> bool:

@@ -23,10 +23,8 @@ PATH = "/reports"
 
 
 async def take_report(request: Request) -> Response:
-    """The report POST as served: a plain route, matched before the documented one below.
-
-    Every agent posts every 15 s (667 requests a second at 10,000 nodes): FastAPI's
-    dependency solving and response-model encoding were ~40 % of such a request's CPU.
+    """The report POST as served: a plain route, matched before the documented one below,
+    without FastAPI's dependency solving and response-model encoding (docs/PERFORMANCE.md).
     The rules are the same ones (`_take`); refusals are the same HTTPExceptions.
     """
     runtime: Runtime = request.app.state.runtime

@@ -1,50 +1,19 @@
 """The build loop: the current snapshot, recomputed off the request path on every change.
 
-Requests only read `current()`; the engine runs in one background thread, at most once per
-`min_interval_s`, again every `refresh_interval_s` so agent ages stay true, and at the
-moment an agent's report turns stale (`ReportStore.next_stale_at`). Rendered
-forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per snapshot
-in one typed cache per kind (app.web.services.render_cache); the build itself is
-app.web.services.snapshot_builder.
+Requests only read `current()`. One background thread builds (app.web.services.snapshot_builder)
+at once for a change of the cluster or a node's first report; after a pause for a stream of
+reports with new readings (`STREAM_REPORTS`, at most `MAX_HOLD_S`); every
+`refresh_interval_s`, reckoning the agents' ages; and at the moment an agent turns stale
+(`ReportStore.next_stale_at`). A report that only renews an agent asks for no build, and a
+build between two reckonings keeps the ages of the latest one. Builds run outside the
+cyclic garbage collector (app.kube.collector.outside_collections).
 
-What keeps a big cluster's dashboard responsive while every agent reports (1,000 nodes at a
-15 s interval is 67 reports a second, each asking for a new snapshot):
-
-- the engine memo: pods and nodes that did not change are not recomputed (EngineMemo);
-- agents' ages are reckoned by the periodic build (and by any build once
-  `refresh_interval_s` has passed since they were), and at the moment an agent turns
-  stale; a build for a change in between keeps the ages of the latest reckoning and reads
-  renewals at the next one (ReportStore.for_build), so it renews no agent (two model
-  copies a node: at 10,000 nodes most of such a build) and the engine looks only at the
-  nodes the change touched (app.domain.engine.nodes);
-- reports that only renew an agent (the same readings, newer times: most reports of a
-  quiet cluster) ask for no build: they change no figure, only the agent's age and
-  `collected_at`, which the next periodic build takes in; their absence shows only when
-  an agent crosses the stale threshold, and a build is scheduled at that moment (the
-  earliest one after the latest build, asked of the store again when it comes, since a
-  renewal meanwhile puts it off); reports with new readings ask at once (`poke`);
-- pacing: after a build during which reports with new readings arrived (a stream of
-  them: `STREAM_REPORTS` or more; a lone one, say the next of reports posted one after
-  another, each awaited, is built at once), report-driven builds wait as long as that build
-  (and its renders) took, at least `min_interval_s` and at most `MAX_HOLD_S`, so the engine uses
-  about half of the process's time while reports stream in (more on a cluster whose
-  builds take longer than `MAX_HOLD_S`), and reports arriving meanwhile are taken in one
-  batch; a change of the cluster itself (a pod, a node) or a node's first report is never
-  held back: it is built as soon as the build in progress ends (`gpu-slots serve` sets a
-  0.2 ms GIL switch interval, so back-to-back builds leave the event loop its share);
-- the garbage collector: a build runs with the cyclic collector off, and what it keeps
-  is frozen out of it after (app.kube.collector.outside_collections): at 10,000 nodes
-  young collections walking a build's big containers held the GIL 60-70 ms each;
-- rendering ahead: memo keys requested in the last `HOT_KEY_S` are rendered for each new
-  snapshot in the snapshot thread right after it is published, cheapest first, so
-  requests do not render JSON bodies on the event loop (where they would hold up every
-  other request); a request for a key being rendered waits for that rendering; a change
-  of the cluster arriving meanwhile stops the rendering ahead: its build comes first;
-- slow renderings (`SLOW_RENDER_S`, e.g. every node's JSON at 1,000 nodes: ~0.15 s) are
-  not redone for every snapshot: requests get the latest one, and a second thread renders
-  the key again for the newest snapshot once it has been requested since (and, under a
-  flood of requests, spends at most half of the time on it). Such a body may thus be one
-  rendering behind the summary; it carries its own `generated_at`.
+Rendered forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per
+snapshot in one typed cache per kind (app.web.services.render_cache). The keys requested in
+the last `HOT_KEY_S` are rendered ahead in this thread after each build, cheapest first,
+until a cluster change comes in; renderings slower than `SLOW_RENDER_S` are redone by a
+second thread only once asked for again. Why, with the figures: docs/PERFORMANCE.md, "How
+the build loop keeps up".
 """
 
 from __future__ import annotations
@@ -208,8 +177,7 @@ class SnapshotService:
         """Compute a snapshot from what the cache and the report store hold now.
 
         `keep_ages`: reckon agents' ages at the latest build's moment for them, unless
-        that is `refresh_interval_s` old or an agent has turned stale since (see the
-        module notes). A failure of any kind keeps the last good snapshot served, marked
+        that is `refresh_interval_s` old or an agent has turned stale since. A failure of any kind keeps the last good snapshot served, marked
         stale with the reason (`stale_reason`), and /readyz degraded, until a build
         succeeds again.
         """
@@ -309,7 +277,7 @@ class SnapshotService:
             self._wait(seen, self._refresh_interval_s - hold_s)
 
     def _pace(self, seen: int, hold_s: float) -> None:
-        """Hold back report-driven builds for `hold_s` (see the module notes).
+        """Hold back report-driven builds for `hold_s` (docs/PERFORMANCE.md, "Pacing").
 
         A change of the cluster itself (pods, nodes, the plugin) is not held back, nor is
         the first report of a node (its GPUs were unknown until then), nor a report with
