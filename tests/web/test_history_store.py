@@ -4,6 +4,7 @@ clock: each sample carries its moment, nothing waits)."""
 from __future__ import annotations
 
 import os
+import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -184,3 +185,74 @@ def test_read_only_file_is_said(tmp_path: Path) -> None:
         assert raised.value.code == "history.read-only"
     finally:
         tmp_path.chmod(0o755)
+
+
+def _sample(at: datetime, *, used: float, idle: float) -> Sample:
+    """ml/carol holds a quarter GPU, with a process on it (`used`) or none (`idle`)."""
+    carol = Holding("ml", "ml/carol", "gpu-1", 0.25, used, idle, (("nvidia.com/gpu", 1),))
+    return replace(quarter_slice_sample(at), holdings=(carol,))
+
+
+def _carol_seconds(store: HistoryStore, start: datetime, end: datetime) -> tuple[float, float]:
+    held, _ = store.held(start.timestamp(), end.timestamp(), by="owner")
+    (carol,) = held
+    return carol.used_s, carol.idle_s
+
+
+def test_used_and_idle_seconds_are_on_file_at_every_sample(tmp_path: Path) -> None:
+    """An open span keeps its rates on file: a second reader (or the next run after a
+    crash, nothing closed) finds the seconds up to the latest sample, not the last minute's."""
+    path = tmp_path / "h.sqlite"
+    running = HistoryStore(path)
+    for n in range(6):
+        at = T0 + timedelta(seconds=15 * n)
+        running.add(_sample(at, used=0.25, idle=0.0), span_s=15, retention_days=RETENTION_DAYS)
+    after_a_crash = HistoryStore(path)
+    assert _carol_seconds(after_a_crash, T0, T0 + timedelta(minutes=2)) == (0.25 * 90, 0.0)
+    assert _carol_seconds(running, T0, T0 + timedelta(minutes=2)) == (0.25 * 90, 0.0)
+
+
+def test_a_span_whose_process_stops_keeps_one_row_and_both_rates(tmp_path: Path) -> None:
+    """The same quarter GPU held for 20 minutes, used for 8, idle for the next 12, a restart
+    in between: one span, its used and idle seconds each what the samples said."""
+    path = tmp_path / "h.sqlite"
+    store = HistoryStore(path)
+    for n in range(20):
+        if n == 10:
+            store.close()
+            store = HistoryStore(path)
+        used = 0.25 if n < 8 else 0.0
+        sample = _sample(T0 + timedelta(minutes=n), used=used, idle=0.25 - used)
+        store.add(sample, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+    assert store.rows()["held"] == 1
+    assert _carol_seconds(store, T0, T0 + timedelta(minutes=20)) == (0.25 * 480, 0.25 * 720)
+    held, _ = store.held(T0.timestamp(), (T0 + timedelta(minutes=20)).timestamp(), by="owner")
+    assert held[0].share_s == 0.25 * 1200  # held = used + idle: the agent saw it throughout
+
+
+def test_a_file_from_before_the_rates_is_read_and_goes_on(tmp_path: Path) -> None:
+    """A file written before open spans kept their rates (no rate columns): its spans are
+    read as they were, and its open span goes on, its seconds from the next sample on."""
+    path = tmp_path / "h.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);"
+        "CREATE TABLE held (t0 REAL NOT NULL, t1 REAL NOT NULL, open INTEGER NOT NULL, "
+        "namespace, owner, node, share, used_s, idle_s);"
+    )
+    ten_minutes = T0 + timedelta(minutes=10)
+    db.execute(
+        "INSERT INTO meta VALUES ('schema', '2'), ('open_t1', ?)", (ten_minutes.timestamp(),)
+    )
+    db.execute(
+        "INSERT INTO held VALUES (?, ?, 1, 'ml', 'ml/carol', 'gpu-1', 0.25, 150.0, 0.0)",
+        (T0.timestamp(), T0.timestamp()),
+    )
+    db.commit()
+    db.close()
+    store = HistoryStore(path)
+    for n in range(10):
+        sample = _sample(ten_minutes + timedelta(minutes=n), used=0.25, idle=0.0)
+        store.add(sample, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+    assert store.rows()["held"] == 1  # the old span went on
+    assert _carol_seconds(store, T0, T0 + timedelta(minutes=20)) == (0.25 * 1200, 0.0)

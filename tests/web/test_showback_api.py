@@ -247,6 +247,44 @@ def test_history_outlives_a_restart_on_the_same_file(made: Made, tmp_path: Path)
     assert before["totals"]["gpuHours"] == 0.75
 
 
+def test_retention_prunes_the_file_and_restarts_keep_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GEO_MLOPS_HISTORY_RETENTION_DAYS=1: an hour kept, a restart 20 hours later goes on
+    with it; a restart 26 hours after the start prunes the first hour (ended over a day
+    before) and keeps the 20th."""
+    monkeypatch.setenv("GEO_MLOPS_HISTORY_RETENTION_DAYS", "1")
+    path, clock = tmp_path / "h.sqlite", Clock()
+
+    def an_hour_from(start: datetime) -> tuple[FastAPI, TestClient]:
+        clock.now = start
+        app, client = _app(path, clock)
+        _run(app, clock, 60)
+        return app, client
+
+    def pods_at(client: TestClient, moment: datetime) -> list[str]:
+        answer = client.get("/api/v1/nodes/gpu-1/holders", params={"at": moment.isoformat()})
+        assert answer.status_code == 200, answer.text
+        return sorted(h["pod"] for gpu in answer.json()["gpus"] for h in gpu["holders"])
+
+    first, _ = an_hour_from(START)
+    first.state.runtime.history.sampler.store.close()
+    later = START + timedelta(hours=20)
+    second, client = an_hour_from(later)
+    assert second.state.runtime.history.retention_days == 1
+    window = {"from": START.isoformat(), "to": (later + timedelta(hours=1)).isoformat()}
+    assert client.get("/api/v1/showback", params=window).json()["totals"]["gpuHours"] == 1.5
+    second.state.runtime.history.sampler.store.close()
+    third, client = an_hour_from(START + timedelta(hours=26))
+    assert pods_at(client, START + timedelta(minutes=30)) == []  # pruned
+    assert pods_at(client, later + timedelta(minutes=30)) == ["ml/train", "serving/infer"]
+    window = {"from": later.isoformat(), "to": (later + timedelta(hours=1)).isoformat()}
+    assert client.get("/api/v1/showback", params=window).json()["totals"]["gpuHours"] == 0.75
+    old = {"from": START.isoformat(), "to": later.isoformat()}
+    assert client.get("/api/v1/showback", params=old).status_code == 422  # over the retention
+    third.state.runtime.history.sampler.store.close()
+
+
 def test_two_replicas_give_the_same_answers(tmp_path: Path) -> None:
     answers = []
     for replica in ("a", "b"):

@@ -14,30 +14,59 @@ from app.domain.sequences import same_objects
 from app.errors import HistoryUnavailableError
 
 SCHEMA_VERSION = "2"
-FLUSH_EVERY_S = 60.0  # used/idle seconds of open spans are written at least this often
 DROP_EVERY_S = 3600.0  # spans past the retention are looked for at most this often
 Key = tuple[object, ...]
 
 
 @dataclass(frozen=True)
 class Table:
+    """A span table. Its `sums` are seconds added up inside a span: an open span keeps the
+    rate each one grows at (`rates`, per second sampled) from `since_s` on the sampled clock,
+    and its seconds up to then are written; they are written again only when the rate
+    changes or the span closes, never at every sample."""
+
     name: str
     keys: tuple[str, ...]  # what a span is the same of
-    sums: tuple[str, ...] = ()  # added up inside a span
+    sums: tuple[str, ...] = ()  # seconds added up inside a span
+    rates: tuple[str, ...] = ()  # an open span's rate of each sum, since `since_s`
+
+    def columns(self) -> tuple[str, ...]:
+        """The columns after t0, t1 and open, in the order of an insert."""
+        return (*self.keys, *self.sums, *self.rates, *(("since_s",) if self.rates else ()))
 
     def create(self) -> str:
-        columns = ", ".join((*self.keys, *self.sums))
         return (
             f"CREATE TABLE IF NOT EXISTS {self.name} (t0 REAL NOT NULL, t1 REAL NOT NULL, "
-            f"open INTEGER NOT NULL, {columns})"
+            f"open INTEGER NOT NULL, {', '.join(self.columns())})"
         )
 
     def insert(self) -> str:
-        marks = ", ".join("?" for _ in (*self.keys, *self.sums))
-        return f"INSERT INTO {self.name} VALUES (?, ?, 1, {marks})"
+        columns = ", ".join(("t0", "t1", "open", *self.columns()))
+        marks = ", ".join("?" for _ in self.columns())
+        return f"INSERT INTO {self.name} ({columns}) VALUES (?, ?, 1, {marks})"
+
+    def closing(self) -> str:
+        """Close spans where :t1 is, their seconds up to :clock (the sampled clock) written."""
+        return f"UPDATE {self.name} SET open = 0, t1 = :t1{self._written()}"
+
+    def rated(self) -> str:
+        """A span's seconds up to :clock written, and its new rates from then on."""
+        rates = ", ".join(f"{rate} = :{rate}" for rate in self.rates)
+        return f"UPDATE {self.name} SET since_s = :clock, {rates}{self._written()}"
+
+    def _written(self) -> str:
+        return "".join(
+            f", {total} = {total} + {rate} * (:clock - since_s)"
+            for total, rate in zip(self.sums, self.rates, strict=True)
+        )
 
 
-HELD = Table("held", ("namespace", "owner", "node", "share"), ("used_s", "idle_s"))
+HELD = Table(
+    "held",
+    ("namespace", "owner", "node", "share"),
+    ("used_s", "idle_s"),
+    ("used_rate", "idle_rate"),
+)
 SLOTS = Table("slots", ("namespace", "owner", "node", "resource", "slots"))
 GPUS = Table("gpus", ("node", "uuid", "gpu_index", "mode", "replicas", "config"))
 HOLDS = Table(
@@ -47,6 +76,14 @@ TABLES = (HELD, SLOTS, GPUS, HOLDS)
 T1 = "IIF(open = 1, :open_t1, t1)"  # where a span ends, open or not
 OVERLAP = f"(MIN({T1}, :end) - MAX(t0, :start))"  # seconds of a span inside the window
 LENGTH = f"MAX({T1} - t0, 1e-9)"
+
+
+def seconds_so_far(total: str, *, span: str = "") -> str:
+    """A held span's used or idle seconds (`total`): those written, and an open span's rate
+    times the seconds sampled since (:sampled_s, the sampled clock now). `span`: its alias."""
+    of = f"{span}." if span else ""
+    rate = HELD.rates[HELD.sums.index(total)]
+    return f"({of}{total} + IIF({of}open = 1, {of}{rate} * (:sampled_s - {of}since_s), 0))"
 
 
 Sums = tuple[float, ...]  # what an item adds inside its span (used and idle share)
@@ -181,6 +218,16 @@ class ShownKeys:
 def _positions(items: Sequence[object]) -> dict[int, int]:
     """Each object's identity -> its position."""
     return dict(zip(map(id, items), range(len(items)), strict=True))
+
+
+def create(db: sqlite3.Connection, table: Table) -> None:
+    """The table, with the columns added since a file was made (an open span's rates: its
+    spans' rates read 0 until the next sample sets them)."""
+    db.execute(table.create())
+    made = {row[1] for row in db.execute(f"PRAGMA table_info({table.name})")}
+    for column in table.columns():
+        if column not in made:
+            db.execute(f"ALTER TABLE {table.name} ADD COLUMN {column} NOT NULL DEFAULT 0")
 
 
 @contextmanager

@@ -10,9 +10,11 @@ up inside the span), `slots` (slots per resource), `gpus` (a GPU and its node's 
 replicas and config), `holds` (a pod holding slots of a GPU). Each sample extends the open
 spans it still shows and opens one for what changed, so a holding unchanged for a week is
 one row: the file grows with changes, not with time, and a window's figures are exact to the
-sample (used and idle inside a span the window cuts are counted pro rata). Used and idle
-seconds are kept in memory and written once a minute (and before any read). Spans that end
-before the retention go. A file SQLite cannot read is set aside (renamed
+sample (used and idle inside a span the window cuts are counted pro rata). An open `held`
+span keeps the rate its used and idle seconds grow at, per second sampled (the sum of the
+intervals the samples stood for, `sampled_s` in `meta`), and its seconds are written only
+when that rate changes or the span closes: a sample writes what changed, never a row per
+open span. Spans that end before the retention go. A file SQLite cannot read is set aside (renamed
 `<name>.corrupt-<UTC time>`, never deleted) and a new one started; a full disk or a
 read-only file is raised as HistoryUnavailableError, the rest of the dashboard unaffected.
 """
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +34,6 @@ from app.domain.history.showback import HeldSeconds, ShowbackBy, held_seconds
 from app.errors import HistoryUnavailableError
 from app.web.services.history_sqlite import (
     DROP_EVERY_S,
-    FLUSH_EVERY_S,
     LENGTH,
     OVERLAP,
     SCHEMA_VERSION,
@@ -42,6 +43,8 @@ from app.web.services.history_sqlite import (
     ShownKeys,
     Sums,
     Table,
+    create,
+    seconds_so_far,
     transaction,
     unavailable,
     unreadable,
@@ -57,11 +60,11 @@ class HistoryStore:
         self._max_pages = max_pages  # tests: a full disk, as SQLite reports it
         self._lock = threading.Lock()
         self._open: dict[str, dict[Key, int]] = {table.name: {} for table in TABLES}
+        self._rates: dict[str, dict[Key, Sums]] = {table.name: {} for table in TABLES}
         self._shown = {table.name: ShownKeys(table.name) for table in TABLES}
         self._synced = False  # whether the open spans are the latest sample's keys
         self._open_t1: float | None = None  # where the open spans end
-        self._pending: dict[int, list[float]] = {}  # held rowid -> used, idle seconds
-        self._flushed_at = float("-inf")
+        self._sampled_s = 0.0  # the sampled clock: the seconds the samples stood for, summed
         self._dropped_at = float("-inf")
         self._db = self._open_file()
         self._load_open()
@@ -107,7 +110,7 @@ class HistoryStore:
                     for table in TABLES:  # an earlier layout: its rows cannot be read as spans
                         db.execute(f"DROP TABLE IF EXISTS {table.name}")
                 for table in TABLES:
-                    db.execute(table.create())
+                    create(db, table)
                     db.execute(
                         f"CREATE INDEX IF NOT EXISTS {table.name}_t ON {table.name} (t0, t1)"
                     )
@@ -125,21 +128,29 @@ class HistoryStore:
         """The spans a previous run (or the latest good write) left open: a sample right
         after extends them."""
         self._open = {table.name: {} for table in TABLES}
+        self._rates = {table.name: {} for table in TABLES}
         self._synced = False
-        self._pending.clear()
         with self._reading():
-            found = self._db.execute("SELECT value FROM meta WHERE key = 'open_t1'").fetchone()
-            self._open_t1 = float(found[0]) if found is not None else None
+            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
+            self._open_t1 = float(meta["open_t1"]) if "open_t1" in meta else None
+            self._sampled_s = float(meta.get("sampled_s", 0.0))
             for table in TABLES:
                 rows = self._db.execute(
-                    f"SELECT rowid, {', '.join(table.keys)} FROM {table.name} WHERE open = 1"
+                    f"SELECT rowid, {', '.join((*table.keys, *table.rates))} FROM {table.name} "
+                    "WHERE open = 1"
                 ).fetchall()
-                for rowid, *key in rows:
-                    self._open[table.name][tuple(key)] = rowid
+                opened, rates, width = (
+                    self._open[table.name],
+                    self._rates[table.name],
+                    len(table.keys),
+                )
+                for rowid, *columns in rows:
+                    key = tuple(columns[:width])
+                    opened[key] = rowid
+                    if table.rates:
+                        rates[key] = tuple(columns[width:])
 
     def close(self) -> None:
-        with self._writing():
-            self._flush()
         with self._lock:
             self._db.close()
 
@@ -147,7 +158,7 @@ class HistoryStore:
         """Keep one sample standing for `span_s` seconds from its moment."""
         t0 = sample.at.timestamp()
         t1 = t0 + span_s
-        last = self._open_t1
+        last, clock = self._open_t1, self._sampled_s
         follows = last is not None and last - span_s <= t0 <= last + span_s
         changed = {table.name: self._shown[table.name].update(sample) for table in TABLES}
         if not self._synced or not follows:
@@ -158,13 +169,18 @@ class HistoryStore:
                 for table in TABLES:
                     shown = self._shown[table.name].shown
                     self._extend(
-                        table, shown, changed[table.name], t0=t0, t1=t1, last=last, follows=follows
+                        table,
+                        shown,
+                        changed[table.name],
+                        span=(t0, t1),
+                        ended={"t1": last, "clock": clock},
+                        follows=follows,
                     )
-                self._db.execute("INSERT OR REPLACE INTO meta VALUES ('open_t1', ?)", (str(t1),))
-                self._open_t1 = t1
-                if t0 - self._flushed_at >= FLUSH_EVERY_S:
-                    self._flush()
-                    self._flushed_at = t0
+                self._open_t1, self._sampled_s = t1, clock + span_s
+                self._db.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('open_t1', ?), ('sampled_s', ?)",
+                    (repr(t1), repr(self._sampled_s)),
+                )
                 if t0 - self._dropped_at >= DROP_EVERY_S:
                     drop = t0 - retention_days * 24 * 3600
                     for table in TABLES:
@@ -183,66 +199,60 @@ class HistoryStore:
         shown: dict[Key, Sums],
         changed: tuple[list[Key], list[Key]] | None,
         *,
-        t0: float,
-        t1: float,
-        last: float | None,
+        span: tuple[float, float],
+        ended: dict[str, float | None],
         follows: bool,
     ) -> None:
         """Close the open spans the sample no longer shows (where the previous interval
         ended), keep the others open (they end with this one), open one for each key the
-        sample shows first. `changed`: the keys that went and came since the latest sample,
-        whose keys the open spans are (None: compare them all; a sample that does not follow
-        the open spans closes them all)."""
-        opened = self._open[table.name]
+        sample shows first, and write the seconds of an open span whose rates changed.
+        `changed`: the keys that went and came since the latest sample, whose keys the open
+        spans are (None: compare them all; a sample that does not follow the open spans
+        closes them all). `span`: the sample's t0 and t1; `ended`: where the previous
+        interval ended (t1) and the sampled clock then (clock)."""
+        opened, rates = self._open[table.name], self._rates[table.name]
         if not follows and opened:
-            self._flush()
-            self._db.execute(f"UPDATE {table.name} SET open = 0, t1 = ? WHERE open = 1", (last,))
+            self._db.execute(f"{table.closing()} WHERE open = 1", ended)
             opened.clear()
+            rates.clear()
         went, came = changed or ([key for key in opened if key not in shown], list(shown))
         gone = [opened.pop(key) for key in went if key in opened]
         if gone:
-            self._flush(gone)
             self._db.executemany(
-                f"UPDATE {table.name} SET open = 0, t1 = ? WHERE rowid = ?",
-                [(last, rowid) for rowid in gone],
+                f"{table.closing()} WHERE rowid = :rowid",
+                [{**ended, "rowid": rowid} for rowid in gone],
             )
+            for key in went:
+                rates.pop(key, None)
         zero = tuple(0.0 for _ in table.sums)
+        since = (ended["clock"],) if table.rates else ()
+        rated: list[dict[str, object]] = []
         for key in came:
             if key not in opened:
-                cursor = self._db.execute(table.insert(), (t0, t1, *key, *zero))
+                cursor = self._db.execute(table.insert(), (*span, *key, *zero, *shown[key], *since))
                 opened[key] = int(cursor.lastrowid or 0)
-        span_s = t1 - t0
-        for key, (used, idle) in shown.items() if table.sums else ():
-            if used or idle:  # adding nothing changes nothing
-                pending = self._pending.setdefault(opened[key], [0.0, 0.0])
-                pending[0] += used * span_s
-                pending[1] += idle * span_s
-
-    def _flush(self, rowids: Sequence[int] | None = None) -> None:
-        """Write the used/idle seconds kept in memory (of `rowids`, or all)."""
-        chosen = (
-            list(self._pending) if rowids is None else [r for r in rowids if r in self._pending]
-        )
-        if not chosen:
-            return
-        self._db.executemany(
-            "UPDATE held SET used_s = used_s + ?, idle_s = idle_s + ? WHERE rowid = ?",
-            [(*self._pending.pop(rowid), rowid) for rowid in chosen],
-        )
+                if table.rates:
+                    rates[key] = shown[key]
+            elif table.rates and rates[key] != shown[key]:  # from now on, at other rates
+                rates[key] = shown[key]
+                new = dict(zip(table.rates, shown[key], strict=True))
+                rated.append({**new, **ended, "rowid": opened[key]})
+        if rated:
+            self._db.executemany(f"{table.rated()} WHERE rowid = :rowid", rated)
 
     def held(
         self, start_s: float, end_s: float, *, by: ShowbackBy
     ) -> tuple[list[HeldSeconds], float]:
         """Share- and slot-seconds per namespace, owner or node (`by`) inside the window,
         and the physical GPU-seconds there."""
-        window = {"start": start_s, "end": end_s, "open_t1": self._open_t1}
         inside = f"WHERE +t0 < :end AND {T1} > :start"  # a scan: most spans match
         pro_rata = f"{OVERLAP} / {LENGTH}"
-        self._try_flush()
+        used, idle = (seconds_so_far(total) for total in ("used_s", "idle_s"))
         with self._reading():
+            window = {"start": start_s, "end": end_s, **self._clocks()}
             shares = self._db.execute(
-                f"SELECT {by}, SUM(share * {OVERLAP}), SUM(used_s * {pro_rata}), "
-                f"SUM(idle_s * {pro_rata}) FROM held {inside} GROUP BY {by}",
+                f"SELECT {by}, SUM(share * {OVERLAP}), SUM({used} * {pro_rata}), "
+                f"SUM({idle} * {pro_rata}) FROM held {inside} GROUP BY {by}",
                 window,
             ).fetchall()
             slots = self._db.execute(
@@ -258,13 +268,6 @@ class HistoryStore:
     def buckets(self, start_s: float, end_s: float, *, step_s: float) -> list[HeldBucket]:
         """The window in buckets of `step_s` seconds: held, used, idle and physical."""
         count = max(int(-(-(end_s - start_s) // step_s)), 1)
-        params = {
-            "start": start_s,
-            "end": end_s,
-            "step": step_s,
-            "count": count,
-            "open_t1": self._open_t1,
-        }
         # the buckets as rows, then each span's seconds inside each bucket it overlaps
         buckets = (
             "WITH RECURSIVE b(i, lo, hi) AS (SELECT 0, :start, :start + :step UNION ALL "
@@ -274,12 +277,14 @@ class HistoryStore:
         inside = f"(MIN({end}, b.hi) - MAX(s.t0, b.lo))"
         length = f"MAX({end} - s.t0, 1e-9)"
         join = f"JOIN b ON s.t0 < b.hi AND {end} > b.lo WHERE s.t0 < :end AND {end} > :start"
-        self._try_flush()
+        used, idle = (seconds_so_far(total, span="s") for total in ("used_s", "idle_s"))
         with self._reading():
+            params = {"start": start_s, "end": end_s, "step": step_s, **self._clocks()}
+            params["count"] = count
             held = self._db.execute(
                 f"{buckets} SELECT b.i, SUM(s.share * {inside}), "
-                f"SUM(s.used_s * {inside} / {length}), "
-                f"SUM(s.idle_s * {inside} / {length}) FROM held s {join} "
+                f"SUM({used} * {inside} / {length}), "
+                f"SUM({idle} * {inside} / {length}) FROM held s {join} "
                 "GROUP BY b.i",
                 params,
             ).fetchall()
@@ -296,8 +301,8 @@ class HistoryStore:
 
     def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]:
         """Who held each GPU of `node` at the moment `at_s`, and the node's GPUs then."""
-        moment = {"node": node, "at": at_s, "open_t1": self._open_t1}
         with self._reading():
+            moment = {"node": node, "at": at_s, **self._clocks()}
             holds = self._db.execute(
                 "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, t0, "
                 f"{T1} - t0 FROM holds WHERE node = :node AND t0 <= :at AND :at < {T1} "
@@ -313,8 +318,8 @@ class HistoryStore:
 
     def holds_between(self, node: str, start_s: float, end_s: float) -> list[PastHold]:
         """Every span of a pod holding slots of a GPU of `node` inside the window, clipped."""
-        window = {"node": node, "start": start_s, "end": end_s, "open_t1": self._open_t1}
         with self._reading():
+            window = {"node": node, "start": start_s, "end": end_s, **self._clocks()}
             rows = self._db.execute(
                 "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, "
                 f"MAX(t0, :start), {OVERLAP} FROM holds WHERE node = :node AND t0 < :end "
@@ -323,14 +328,9 @@ class HistoryStore:
             ).fetchall()
         return [PastHold(*row) for row in rows]
 
-    def _try_flush(self) -> None:
-        """Write the used/idle seconds kept in memory before a read; a file that cannot be
-        written (a full disk) is still read, without them."""
-        try:
-            with self._writing():
-                self._flush()
-        except HistoryUnavailableError:
-            pass
+    def _clocks(self) -> dict[str, float | None]:
+        """Where the open spans end, and the sampled clock then (read under the lock)."""
+        return {"open_t1": self._open_t1, "sampled_s": self._sampled_s}
 
     def page_count(self) -> int:
         """The file's size in SQLite pages (its growth: the bench reads it)."""
