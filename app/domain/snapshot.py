@@ -10,7 +10,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from app.domain.dra_models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
 from app.domain.health import GpuHealthReading
@@ -81,6 +81,24 @@ class Finding(_Out):
     node: str | None = None
     gpu_uuid: str | None = None
     pod: str | None = Field(default=None, description="namespace/name")
+    caused_by: str | None = Field(
+        default=None,
+        description="The `id` of the finding on the same node this one follows from (its root "
+        "cause); null for a root or a finding on its own. Pages fold it under that finding",
+    )
+    consequences: tuple[str, ...] = Field(
+        default=(),
+        description="The `id`s of the findings that follow from this one (each names this one "
+        "in `caused_by`)",
+    )
+
+    @computed_field(  # type: ignore[prop-decorator]
+        description="Stable identity within a snapshot: code|node|gpu_uuid|pod (empty parts "
+        "where the finding names none)"
+    )
+    @property
+    def id(self) -> str:
+        return "|".join((self.code, self.node or "", self.gpu_uuid or "", self.pod or ""))
 
 
 class GpuProcess(_Out):

@@ -112,4 +112,4 @@ def test_usage_lists_dra_holders_shares_and_resources_apart(demo: Stack) -> None
     assert "ml/eval-direct-0" not in {p["pod"] for p in usage["pods"]}  # it holds no slot
     page = demo.client.get("/usage?by=node").text
     assert 'data-key="gpu-dra-9"' in page
-    assert "+ 3 DRA device(s)" in page
+    assert "+ 3 DRA devices" in page

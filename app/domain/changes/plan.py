@@ -226,6 +226,7 @@ def _to_basic(
                 "configmap-in-use",
                 configmap=configmap_name,
                 containers=", ".join(sorted(others)),
+                count=len(others),
             )
         action = ConfigMapAction.DELETE
     return new_ds, action, None, None

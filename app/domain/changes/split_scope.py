@@ -65,4 +65,5 @@ def dra_held(node: NodeState, chosen: Iterable[str]) -> PlanRefused | None:
         details=tuple(held),
         gpus=", ".join(held),
         node=node.name,
+        count=len(held),
     )

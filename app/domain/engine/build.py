@@ -24,6 +24,7 @@ from app.domain.engine.nodes import all_node_facts
 from app.domain.engine.pods import cluster_pod_findings, demand_of
 from app.domain.engine.results import node_results, with_pod_findings
 from app.domain.findings.catalogue import sort_key
+from app.domain.findings.causes import link_causes
 from app.domain.findings.cluster import cluster_findings
 from app.domain.findings.dra_cluster import dra_cluster_findings
 from app.domain.findings.resources import demand_findings
@@ -64,6 +65,7 @@ def build_snapshot(
     findings += _set_aside(index, dra, memo)
     node_states = with_pod_findings(node_states, findings)
     findings.sort(key=sort_key)
+    findings, node_states = link_causes(findings, node_states)
     plugin = plugin_state(facts.spec, facts.default_config, options)
     return Snapshot(
         generated_at=now,

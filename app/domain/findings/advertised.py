@@ -140,6 +140,8 @@ def _silent_zero(spec: PluginSpec, node: NodeFacts) -> Finding | None:
             "capacity": capacity,
             "physical_gpus": physical,
         },
+        # the state the node's badge says; a pod that is not ready fails visibly already
+        words={"state": pod.state or pod.phase, "variant": None if pod.ready else "not-ready"},
         remedy=remedy(
             f"kubectl -n {sh(spec.namespace)} logs {sh(pod.name)}; kubectl set env "
             f"{ds_ref(spec)} -c {sh(spec.container)} FAIL_ON_INIT_ERROR=true",

@@ -112,6 +112,7 @@ def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
                 "ready": False,
                 "waiting_reason": _waiting_reason(node.plugin_pod) if node.plugin_pod else None,
             },
+            words={"state": pod.state or pod.phase},  # what the node's badge says
             remedy=f"kubectl -n {sh(spec.namespace)} logs {sh(pod.name)} --all-containers",
             node=node.name,
         )

@@ -55,6 +55,13 @@ CATALOGS: Mapping[str, Mapping[str, str]] = {lang: m for lang, (_, m, _) in _LOA
 PLURAL_IDS: Mapping[str, frozenset[str]] = {lang: p for lang, (_, _, p) in _LOADED.items()}
 
 
+def message_for(lang: str, key: str, count: object = None) -> str | None:
+    """The message of `key` in `lang`, in the plural form of `count` where the id has one."""
+    if key in PLURAL_IDS[lang] and isinstance(count, int):
+        return str(TRANSLATIONS[lang].ngettext(key, f"{key}.plural", count))
+    return CATALOGS[lang].get(key)
+
+
 def _format(message: str, params: dict[str, object]) -> str:
     if any(isinstance(value, Markup) for value in params.values()):
         return escape(message).format(**params)

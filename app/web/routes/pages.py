@@ -41,6 +41,14 @@ from app.web.views.filters import (
 )
 from app.web.views.finding_text import finding_explanation, finding_summary
 from app.web.views.node_window import parse_page
+from app.web.views.page_view import (
+    VIEW_COOKIE_MAX_AGE_S,
+    VIEW_PARAM,
+    parse_view,
+    remembered,
+    view_cookie,
+    view_query,
+)
 
 router = APIRouter(include_in_schema=False)
 open_router = APIRouter(include_in_schema=False)  # routes that disclose nothing
@@ -156,10 +164,11 @@ def _filtered_routes(path: str, page: str, view: FilteredView) -> None:
     def full(request: Request, runtime: RuntimeDep, refresh_s: RefreshS = None) -> HTMLResponse:
         lang = language_of(request)
         try:
-            body, live_query = view(runtime.pages, request.query_params, lang)
+            body, live_query = view(runtime.pages, _viewed(request, page), lang)
+            chosen = parse_view(request.query_params)
         except FilterError as error:
             return _filter_error(request, runtime, error)
-        return _page(
+        response = _page(
             request,
             runtime,
             page=page,
@@ -168,11 +177,20 @@ def _filtered_routes(path: str, page: str, view: FilteredView) -> None:
             live_url=_live(f"/fragments/{page}", live_query),
             refresh_s=refresh_s,
         )
+        if chosen:  # remembered: the page opens this way next time
+            response.set_cookie(
+                view_cookie(page),
+                chosen,
+                max_age=VIEW_COOKIE_MAX_AGE_S,
+                samesite="lax",
+                httponly=True,
+            )
+        return response
 
     def live(request: Request, runtime: RuntimeDep) -> HTMLResponse:
         lang = language_of(request)
         try:
-            body, _ = view(runtime.pages, request.query_params, lang)
+            body, _ = view(runtime.pages, _viewed(request, page), lang)
         except FilterError:
             body, _ = view(runtime.pages, {}, lang)
         return _fragment_response(body)
@@ -183,9 +201,19 @@ def _filtered_routes(path: str, page: str, view: FilteredView) -> None:
     )
 
 
+def _viewed(request: Request, page: str) -> Mapping[str, str]:
+    """The request's query, with the view its page's cookie keeps when the query names none."""
+    params = request.query_params
+    if params.get(VIEW_PARAM):
+        return params
+    kept = remembered(request.cookies.get(view_cookie(page)))
+    return {**params, VIEW_PARAM: kept} if kept else params
+
+
 def _overview_view(pages: Pages, params: Mapping[str, str], lang: str) -> tuple[Markup, str]:
-    spec, page = parse_node_filter(params), parse_page(params)
-    return overview_fragment(pages, lang, spec, page), _with_page(spec.query(), page)
+    spec, page, shown = parse_node_filter(params), parse_page(params), parse_view(params)
+    body = overview_fragment(pages, lang, spec, page, shown)
+    return body, view_query(_with_page(spec.query(), page), shown)
 
 
 _filtered_routes("/", "overview", _overview_view)
@@ -222,8 +250,8 @@ async def node_detail_live(name: NodeName, request: Request, runtime: RuntimeDep
 
 
 def _findings_view(pages: Pages, params: Mapping[str, str], lang: str) -> tuple[Markup, str]:
-    spec = parse_finding_filter(params)
-    return findings_fragment(pages, lang, spec), spec.query()
+    spec, shown = parse_finding_filter(params), parse_view(params)
+    return findings_fragment(pages, lang, spec, shown), view_query(spec.query(), shown)
 
 
 _filtered_routes("/findings", "findings", _findings_view)

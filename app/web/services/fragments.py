@@ -28,7 +28,9 @@ from app.web.views.filters import (
     filter_findings,
     filter_nodes,
 )
+from app.web.views.finding_groups import roots
 from app.web.views.node_window import window
+from app.web.views.page_view import COMPACT_FINDINGS_ABOVE, COMPACT_NODES_ABOVE, View, is_compact
 from app.web.views.sparks import spark
 from app.web.views.views import most_severe, views
 from app.web.views.views import pod_gpus as view_pod_gpus
@@ -83,16 +85,19 @@ def _fragment(
 
 
 def _overview_extra(
-    pages: Pages, spec: NodeFilter, page: int = 1
+    pages: Pages, spec: NodeFilter, page: int = 1, view: View = ""
 ) -> Callable[[Snapshot], dict[str, Any]]:
     def extra(snapshot: Snapshot) -> dict[str, Any]:
         gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
         shown = window(filter_nodes(gpu_nodes, spec), page)
         return {
             "free_models": pages.snapshots.free_gpus(snapshot),
-            "top_findings": most_severe(snapshot.findings, limit=5),
+            "top_findings": most_severe(roots(snapshot.findings), limit=5),
             "nodes": shown.nodes,
             "window": shown,
+            "view": view,
+            "compact": is_compact(view, shown.total, above=COMPACT_NODES_ABOVE),
+            "view_query": _view_links(spec.query(), page),
             "node_filter": spec,
             "filter_choices": choices(gpu_nodes),
         }
@@ -100,17 +105,23 @@ def _overview_extra(
     return extra
 
 
+def _view_links(query: str, page: int = 1) -> str:
+    """The query a view switch links with: the page's filter (and page), no view."""
+    return "&".join(part for part in (query, f"page={page}" if page > 1 else "") if part)
+
+
 def overview_fragment(
-    pages: Pages, lang: str, spec: NodeFilter | None = None, page: int = 1
+    pages: Pages, lang: str, spec: NodeFilter | None = None, page: int = 1, view: View = ""
 ) -> Markup:
-    """The overview; unfiltered pages are memoised per snapshot (page 1 as `overview`)."""
+    """The overview; unfiltered pages are memoised per snapshot and view (page 1 as
+    `overview`)."""
     spec = spec or NodeFilter()
     return _fragment(
         pages,
         lang,
-        key="overview" if page == 1 else f"overview:p{page}",
+        key=("overview" if page == 1 else f"overview:p{page}") + f":{view}",
         template="partials/overview.html",
-        extra=_overview_extra(pages, spec, page),
+        extra=_overview_extra(pages, spec, page, view),
         memo=not spec.active and page <= MEMO_PAGES,
     )
 
@@ -144,23 +155,29 @@ def node_fragment(pages: Pages, lang: str, name: str) -> Markup:
     )
 
 
-def findings_fragment(pages: Pages, lang: str, spec: FindingFilter | None = None) -> Markup:
+def findings_fragment(
+    pages: Pages, lang: str, spec: FindingFilter | None = None, view: View = ""
+) -> Markup:
     spec = spec or FindingFilter()
 
     def extra(snapshot: Snapshot) -> dict[str, Any]:
         gpu_nodes = [node for node in snapshot.nodes if node.gpu_node]
         offered = choices(gpu_nodes)
         offered["codes"] = sorted({item.code for item in snapshot.findings})
+        shown = most_severe(filter_findings(snapshot.findings, spec))
         return {
-            "all_findings": most_severe(filter_findings(snapshot.findings, spec)),
+            "all_findings": shown,
             "finding_filter": spec,
             "filter_choices": offered,
+            "view": view,
+            "compact": is_compact(view, len(shown), above=COMPACT_FINDINGS_ABOVE),
+            "view_query": _view_links(spec.query()),
         }
 
     return _fragment(
         pages,
         lang,
-        key="findings",
+        key=f"findings:{view}",
         template="partials/findings.html",
         extra=extra,
         memo=not spec.active,

@@ -90,7 +90,7 @@ def _counted(gpu: GpuState, lines: dict[str, ClaimLine], t: Translator) -> Marku
         "".join(
             f'<li class="slot-count dra {kind}" data-testid="dra-device-count" '
             f'data-kind="{kind}" data-count="{count}">'
-            f"<span>{escape(t(label[kind], count=count))}</span></li>"
+            f"<span>{escape(t.n(label[kind], count))}</span></li>"
             for kind, count in counts.items()
             if count
         )

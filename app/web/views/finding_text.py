@@ -18,7 +18,7 @@ from app.domain.findings.shell import one_line
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
 from app.web.i18n.coded import worded_values
-from app.web.i18n.translate import CATALOGS, PLURAL_IDS, TRANSLATIONS
+from app.web.i18n.translate import CATALOGS, message_for
 
 _FORMATTER = string.Formatter()
 _DURATION_UNITS = {"en": (" s", " min", " h"), "ko": ("초", "분", "시간")}
@@ -70,16 +70,8 @@ def title_key(item: Finding) -> str:
     return key
 
 
-def _template(key: str, params: dict[str, object], lang: str) -> str | None:
-    """The title template of `key`, in the plural form of `params["count"]` where it has one."""
-    count = params.get("count")
-    if key in PLURAL_IDS[lang] and isinstance(count, int):
-        return str(TRANSLATIONS[lang].ngettext(key, f"{key}.plural", count))
-    return CATALOGS[lang].get(key)
-
-
 def finding_title(item: Finding, lang: str) -> str:
-    template = _template(title_key(item), dict(item.params), lang)
+    template = message_for(lang, title_key(item), item.params.get("count"))
     filled = _fill(template, _params(item, lang)) if template else None
     return filled or finding_summary(item.code, lang)
 

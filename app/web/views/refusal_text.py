@@ -2,8 +2,9 @@
 
 The domain raises `PlanRefused(code, why, **params)`; the sentence is `refused.<why>` filled
 with the params. A param holding `Phrase`s (what moved since a preview) is worded as their
-`phrase.<code>` sentences joined by "; ". Every `why`, the domain's and the web services',
-has a catalog id (tests/web/test_refusal_words.py); one without would be shown as it is.
+`phrase.<code>` sentences joined by "; "; a `count` param picks the plural form. Every
+`why`, the domain's and the web services', has a catalog id (tests/web/test_refusal_words.py);
+one without would be shown as it is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from markupsafe import Markup, escape
 from app.domain.changes.durable import UnreadableRecord
 from app.domain.changes.models import Phrase, PlanRefused
 from app.web.i18n.coded import coded_markup, coded_text
-from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
+from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE, message_for
 from app.web.views.change_words import unreadable_text
 
 # Params that quote the plugin's own words (its config parser's error, why a path does not
@@ -34,7 +35,7 @@ def _value(value: object, lang: str) -> object:
 
 def refusal_text(refused: PlanRefused, lang: str = DEFAULT_LANGUAGE) -> str:
     """Why the change was refused, in `lang`."""
-    template = CATALOGS[lang].get(f"refused.{refused.why}")
+    template = message_for(lang, f"refused.{refused.why}", refused.params.get("count"))
     if template is None:
         return refused.why
     return template.format(**{k: _value(v, lang) for k, v in refused.params.items()})
@@ -42,7 +43,7 @@ def refusal_text(refused: PlanRefused, lang: str = DEFAULT_LANGUAGE) -> str:
 
 def refusal_markup(refused: PlanRefused, lang: str) -> Markup:
     """`refusal_text` for a page: the quoted evidence in <code>, everything else escaped."""
-    template = CATALOGS[lang].get(f"refused.{refused.why}")
+    template = message_for(lang, f"refused.{refused.why}", refused.params.get("count"))
     if template is None:
         return escape(refused.why)
     params = {

@@ -7,7 +7,6 @@ Figures are written by `figures`, sparklines drawn by `sparks`, diffs by `diffs`
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from app.web.views import figures
 from app.web.views.abandon import check
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices
 from app.web.views.evidence import evidence_rows
+from app.web.views.finding_groups import cause_code, element_id, finding_key, grouped, roots
 from app.web.views.finding_text import (
     demand_reason,
     finding_explanation,
@@ -43,8 +43,9 @@ def most_severe(findings: Iterable[Finding], *, limit: int | None = None) -> lis
 
 
 def worst_finding(node: NodeState) -> Finding | None:
-    """The node's most severe finding (any scope), or None."""
-    return min(node.findings, key=lambda f: SEVERITY_RANK[f.severity], default=None)
+    """The node's most severe root finding (any scope; not one that follows from another), or
+    None."""
+    return min(roots(node.findings), key=lambda f: SEVERITY_RANK[f.severity], default=None)
 
 
 def plugin_state(node: NodeState) -> str | None:
@@ -256,14 +257,6 @@ def where(finding: Finding) -> str:
     return " · ".join(parts)
 
 
-def finding_key(finding: Finding) -> str:
-    """A stable element id for a finding, so an open or closed row survives a refresh."""
-    subject = "|".join(
-        (finding.code, finding.node or "", finding.gpu_uuid or "", finding.pod or "")
-    )
-    return "finding-" + hashlib.sha1(subject.encode(), usedforsecurity=False).hexdigest()[:12]
-
-
 def mode_counts(snapshot: Snapshot) -> list[tuple[str, int, int]]:
     """The GPU nodes per mode, most first: (mode, replicas, nodes); a DRA node as "dra".
 
@@ -287,6 +280,7 @@ _BY_NAME = (
     demand_reason,
     mode_counts,
     evidence_rows,
+    *(grouped, roots, element_id, cause_code),
 )
 views = SimpleNamespace(
     **{helper.__name__: helper for helper in _BY_NAME},
