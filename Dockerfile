@@ -20,6 +20,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/venv
 WORKDIR /src
 COPY pyproject.toml README.md ./
+# app/ without app/simulator (.dockerignore): the image runs no demo and no simulator.
 COPY app ./app
 COPY scripts/install-package.sh ./scripts/
 # Every dependency ships wheels for linux amd64/arm64, so no build tools are needed; pip

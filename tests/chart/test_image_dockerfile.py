@@ -110,3 +110,10 @@ def test_dockerignore_keeps_the_venv_tests_and_git_out() -> None:
     kept = ("app/cli.py", "app/web/assets/static/vendor", "app/web/assets/templates")
     for path in (*kept, "pyproject.toml"):
         assert not _ignored(path), path
+
+
+def test_dockerignore_leaves_the_simulator_out_of_the_image() -> None:
+    for path in ("app/simulator/main.py", "app/simulator/world/scenarios/demo.yaml"):
+        assert _ignored(path), path
+    for path in ("app/demo.py", "app/domain/quantity.py", "app/web/server.py"):
+        assert not _ignored(path), path

@@ -5,11 +5,13 @@ with no registry and no network (`scripts/build-image-offline.sh`); containerd i
 real helm installs the chart from it; a real kube-proxy carries the pods' traffic to the
 API server's ClusterIP and to the dashboard's Service. The dashboard pod answers /readyz,
 the agent pod's report (NVML through the mock library, mounted as the NVIDIA toolkit
-mounts the driver's) shows on it, and its expected slots equal the real kubelet's.
+mounts the driver's) shows on it, and its expected slots equal the real kubelet's. The image
+leaves the simulator out: its `demo` and `simulate` say so, run by the node's containerd.
 """
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -139,6 +141,35 @@ def test_chart_from_offline_image_serves_readyz_and_the_agent_report(
     view = wait_until(reported, what="the agent pod's report on the dashboard pod", timeout_s=60)
     # The agent read the node's four GPUs through NVML (the mock library) in its pod.
     assert view["physical_gpus"] == 4, view
+
+
+def _run_in_image(world: NodeWorld, name: str, *command: str) -> subprocess.CompletedProcess[str]:
+    """`command` in a container of our image, run by the node's containerd and runc."""
+    ctr = ["ctr", "--address", str(world.node.containerd_socket), "-n", "k8s.io"]
+    return subprocess.run(
+        [*ctr, "run", "--rm", IMAGE, name, *command],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_image_leaves_the_simulator_out_and_its_commands_say_so(
+    image_world: tuple[NodeWorld, str],
+) -> None:
+    """The image has no app.simulator (the wheel keeps it): `demo` and `simulate` answer one
+    sentence and exit 2, no traceback; the dashboard it serves is the pod above, Ready."""
+    world, url = image_world
+    probe = "import importlib.util as u, app.web.server; print(u.find_spec('app.simulator'))"
+    found = _run_in_image(world, "gpu-slots-no-simulator", "python", "-c", probe)
+    assert (found.returncode, found.stdout.strip()) == (0, "None"), found.stderr
+    for command in ("demo", "simulate"):
+        done = _run_in_image(world, f"gpu-slots-{command}", "gpu-slots", command)
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"gpu-slots {command}: this installation has no simulator" in done.stderr
+        assert "Traceback" not in done.stderr
+    assert httpx.get(f"{url}/readyz", timeout=10).status_code == 200
 
 
 def test_dashboard_pod_expected_slots_equal_real_allocatable(
