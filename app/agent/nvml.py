@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, TypeVar
 
 from app.agent.nvml_events import XidWatcher
@@ -28,6 +28,7 @@ from app.agent.readings import (
     RawReadings,
     ReaderUnavailableError,
 )
+from app.clock import utc_now
 from app.domain.health import GpuHealthReading
 
 _MIB = 1024 * 1024
@@ -43,7 +44,7 @@ class NvmlReader:
         self, *, nvml: Any | None = None, now: Callable[[], datetime] | None = None
     ) -> None:
         self._nvml = nvml
-        self._now = now or _utc_now
+        self._now = now or utc_now
         self._initialised = False
         self._processes_v2 = False
         self._xids: XidWatcher | None = None
@@ -188,10 +189,6 @@ class NvmlReader:
             RawProcess(int(info.pid), _mib(getattr(info, "usedGpuMemory", None)))
             for info in infos or ()
         )
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _optional(nvml: Any, call: Callable[[], _T]) -> _T | None:

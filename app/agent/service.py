@@ -12,7 +12,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from types import FrameType
 from typing import IO, Any
 
@@ -26,6 +25,7 @@ from app.agent.nvml import NvmlReader
 from app.agent.podresources import PodResourcesReader
 from app.agent.sender import ReportPoster, TokenFile, tls_verify
 from app.agent.smi import SmiReader
+from app.clock import utc_now
 from app.errors import ConfigError
 from app.replicas import Resolver, resolve_all
 
@@ -88,7 +88,7 @@ def _run(
         node=node,
         readers=[nvml_reader, SmiReader()],
         proc_root=args.proc_root,
-        clock=lambda: datetime.now(UTC),
+        clock=utc_now,
         agent_version=__version__,
         assignments=pod_resources.read,
         dra_assignments=pod_resources.read_dra,

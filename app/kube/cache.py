@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from kubernetes import client
 
+from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.domain.plugin_target import PluginTarget
 from app.kube.client import translate
@@ -84,7 +85,7 @@ class ClusterCache:
                 self._version_api.get_code(_request_timeout=5)
             except Exception as exc:
                 if self._probe_failing_since is None:
-                    self._probe_failing_since = datetime.now(UTC)
+                    self._probe_failing_since = utc_now()
                     self._probe_error = str(translate(exc, action="probing the API server"))
                     log.warning("%s", self._probe_error)
                     self._bump()

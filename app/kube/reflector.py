@@ -12,12 +12,13 @@ import logging
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kubernetes import watch
 from kubernetes.client.exceptions import ApiException
 
+from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.errors import ForbiddenError
 from app.kube.client import translate
@@ -252,7 +253,7 @@ class Reflector:
         self.refused = isinstance(error, ForbiddenError)
         message = str(error)
         if self.failing_since is None:
-            self.failing_since = datetime.now(UTC)
+            self.failing_since = utc_now()
             log.warning("%s", message, extra={"collection": self.target.name})
         self.last_error = message
         self._on_change()

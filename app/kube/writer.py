@@ -19,11 +19,12 @@ import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from kubernetes import client
 
+from app.clock import utc_now
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import ChangePlan, ChangeWarning, ConfigMapAction
 from app.domain.changes.outcome import Found, describe
@@ -72,10 +73,6 @@ class ApplyResult:
     applied_at: datetime
     warnings: tuple[ChangeWarning, ...] = ()
     change_id: str | None = None  # the entry in the change history (None: not recorded)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class PluginWriter:

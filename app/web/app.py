@@ -13,6 +13,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.types import Scope
 
 import app as package
+from app.clock import utc_now
 from app.domain.cluster import AccountingOptions
 from app.kube.writer import PluginWriter
 from app.settings import Settings
@@ -51,7 +52,7 @@ from app.web.routes import (
     usage_api,
     usage_history_pages,
 )
-from app.web.runtime import RunningSource, Runtime, default_assets_dir, utc_now
+from app.web.runtime import RunningSource, Runtime, default_assets_dir
 from app.web.services.change_pipeline import ChangeContext
 from app.web.services.fragments import Pages
 from app.web.services.history_service import build_history

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
 from fastapi.templating import Jinja2Templates
 
+from app.clock import utc_now
 from app.domain.fit.placement import CandidateMemo
 from app.kube.writer import PluginWriter
 from app.settings import Settings
@@ -36,10 +37,6 @@ class StartStop(Protocol):
 
 class RunningSource(ClusterSource, StartStop, Protocol):
     """A cluster cache the app starts in its lifespan and stops on shutdown."""
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def default_assets_dir() -> Path:

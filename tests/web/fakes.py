@@ -8,9 +8,9 @@ from datetime import datetime
 
 from fastapi import FastAPI
 
+from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.web.app import create_app
-from app.web.runtime import utc_now
 from app.web.services.snapshot_builder import Clock
 from tests.conftest import stack_settings
 from tests.domain.worlds import world

@@ -19,11 +19,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from app.clock import utc_now
 from app.domain.report import ReceivedReport
 from app.replicas import Resolver, resolve_all, targets
 from app.settings import Settings
@@ -66,7 +67,7 @@ class ReportSync:
         on_copied: Callable[[], None] = lambda: None,
         resolve: Resolver = resolve_all,
         clock: Callable[[], float] = time.monotonic,
-        wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        wall_clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._wall_clock = wall_clock
         self._peers = [url.strip() for url in settings.peers.split(",") if url.strip()]
