@@ -40,7 +40,7 @@ class ClusterCache:
 
     DaemonSets are watched cluster-wide so every plugin install is found wherever it runs
     (a Helm release namespace, the GPU Operator's namespace, per node group); ConfigMaps
-    only in the plugin namespace and `config_namespaces` (see docs/ARCHITECTURE.md).
+    only in the plugin namespace and `config_namespaces` (docs/decisions/0011-*.md).
     """
 
     def __init__(

@@ -1,4 +1,7 @@
-"""The cyclic garbage collector and the cache's big lists (see docs/ARCHITECTURE.md)."""
+"""The cyclic garbage collector and the cache's big lists.
+
+Why, with the figures: docs/decisions/0009-garbage-collection.md and docs/PERFORMANCE.md.
+"""
 
 from __future__ import annotations
 

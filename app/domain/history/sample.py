@@ -100,7 +100,7 @@ class Sampler:
     """Takes the samples of successive snapshots, each costing what changed since the last.
 
     The snapshot engine keeps an unchanged node's NodeState the very same object from one
-    build to the next (docs/ARCHITECTURE.md), and the pod cache an unchanged pod's manifest:
+    build to the next (docs/decisions/0005-*.md), and the pod cache an unchanged pod's manifest:
     a node's part of the sample is kept while both are, and taken again otherwise. The
     samples are the ones `sample_of` takes, their unchanged parts the same objects.
     """
