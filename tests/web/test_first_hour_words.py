@@ -22,7 +22,7 @@ def _idle() -> Finding:
             "watched_since": "2026-12-06T09:00:16.944214+00:00",
             "NVIDIA_VISIBLE_DEVICES": "2,3",
         },
-        remedy=remedy("", "host-process-editor", pid=1, editor="/"),
+        remedy=remedy("", "host-process-editor", pid=1, node="gpu-server-1"),
         node="gpu-server-1",
     )
 

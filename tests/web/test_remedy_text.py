@@ -12,6 +12,7 @@ from app.domain.findings.remedies import REMEDIES, remedy
 from app.domain.snapshot import Finding
 from app.web.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.finding_text import placeholders, remedy_text, remedy_words, worded
+from app.web.views.links import linked_names
 from tests.domain.test_findings import CASES, Builder
 from tests.web.page_snapshots import demo_like, page_app
 from tests.web.test_finding_text import _raised
@@ -23,7 +24,8 @@ def test_every_remedy_code_is_worded_in_both_languages_from_its_params(code: str
     for lang in LANGUAGES:
         template = CATALOGS[lang].get(f"remedy.{code}")
         assert template, (lang, code)
-        assert set(placeholders(template)) <= REMEDIES[code], (lang, code)
+        allowed = REMEDIES[code] | linked_names(REMEDIES[code])  # links made from a node
+        assert set(placeholders(template)) <= allowed, (lang, code)
 
 
 def test_the_catalogs_word_no_remedy_code_the_domain_does_not_know() -> None:
@@ -58,17 +60,18 @@ def test_raised_remedy_is_its_command_with_what_to_do_in_both_languages(
         assert texts["en"] != texts["ko"]
 
 
-def _host_process(pid: object) -> Finding:
+def _host_process(node: str) -> Finding:
     return finding(
         "host-process-on-advertised-gpu",
         evidence={"pid": 48213},
-        remedy=remedy("", "host-process-editor", pid=48213, editor=str(pid)),
+        remedy=remedy("", "host-process-editor", pid=48213, node=node),
         node="gpu-server-1",
     )
 
 
 def test_words_alone_are_a_shell_comment_so_pasting_them_runs_nothing() -> None:
-    item = _host_process("/admin/nodes/gpu-server-1/gpus")
+    item = _host_process("gpu-server-1")
+    assert item.remedy_params == {"pid": 48213, "node": "gpu-server-1"}  # no URL: the web's
     assert remedy_text(item, "en") == (
         "# move PID 48213 to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), or keep this "
         "GPU for the host in the GPU editor /admin/nodes/gpu-server-1/gpus"
@@ -78,7 +81,7 @@ def test_words_alone_are_a_shell_comment_so_pasting_them_runs_nothing() -> None:
 
 
 def test_a_hostile_value_cannot_end_the_comment_and_start_a_command() -> None:
-    item = _host_process("/admin/x\nrm -rf ~\r")
+    item = _host_process("x\nrm -rf ~\r")
     for lang in LANGUAGES:
         text = remedy_text(item, lang)
         assert "\n" not in text and "\r" not in text

@@ -47,11 +47,6 @@ def node_label_value(node: str) -> str:
     return f"{re.sub(r'[^A-Za-z0-9]+$', '', node[:54])}-{digest}"
 
 
-def editor_path(node: str) -> str:
-    """The admin page that edits a node's GPU split."""
-    return f"/admin/nodes/{node}/gpus"
-
-
 @dataclass(frozen=True)
 class NodeGpu:
     """One physical GPU of the node as the agent reports it."""

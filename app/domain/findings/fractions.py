@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from app.domain.accounting.facts import NodeFacts
 from app.domain.accounting.ledger.models import GpuFacts
-from app.domain.changes.split_models import editor_path
 from app.domain.findings.catalogue import finding, gpu_finding
 from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
@@ -89,5 +88,5 @@ def _unreserved(node: NodeFacts, gpu: GpuFacts, holders: list[SlotHolder]) -> li
         "free_slots": gpu.slots,
         "gpu_index": gpu.reading.index,
     }
-    fix = remedy("", "fraction-kai-scheduler", editor=editor_path(node.name))
+    fix = remedy("", "fraction-kai-scheduler", node=node.name)
     return [gpu_finding("gpu-fraction-unreserved", evidence, fix, node=node.name, gpu=gpu.uuid)]

@@ -52,7 +52,7 @@ dra-delete-idle
 # fractions.py
 fractions-shrink pods
 fraction-memory-cap
-fraction-kai-scheduler editor
+fraction-kai-scheduler node
 # gpu.py, pods.py
 pressure-device-plugin
 pressure-dra
@@ -75,9 +75,9 @@ config-namespaces-setting
 compare-node-selector
 restart-gfd
 # split_remedies.py
-split-per-node node,editor,api,source,copy,selector,devices,label,daemonset
-split-per-node-list editors,daemonset,nodes
-host-process-editor pid,editor
+split-per-node node,source,copy,selector,devices,label,daemonset
+split-per-node-list editor_nodes,daemonset,nodes
+host-process-editor pid,node
 host-process-operator pid
 host-process-install pid,install
 devices-operator node,configured

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.domain.changes.split_models import NODE_LABEL, editor_path, own_name
+from app.domain.changes.split_models import NODE_LABEL, own_name
 from app.domain.findings.remedies import Remedy, remedy
 from app.domain.findings.shell import sh
 from app.domain.plugin.daemonset import PluginSpec
@@ -39,8 +39,6 @@ def per_node_remedy(spec: PluginSpec, node: str, uuids: Sequence[str]) -> Remedy
         f"kubectl label node {sh(node)} {sh(selector)}",
         "split-per-node",
         node=node,
-        editor=editor_path(node),
-        api=f"/api/v1/nodes/{node}/gpu-split",
         source=f"{spec.namespace}/{spec.name}",
         copy=own,
         selector=selector,
@@ -55,7 +53,7 @@ def per_node_list(spec: PluginSpec, nodes: Sequence[str]) -> Remedy:
     return remedy(
         "",
         "split-per-node-list",
-        editors=" ".join(editor_path(n) for n in nodes) or editor_path("NODE"),
+        editor_nodes=" ".join(nodes) or "NODE",
         daemonset=spec.name,
         nodes=spec.desired or len(nodes),
     )
@@ -81,7 +79,7 @@ def keep_for_host(spec: PluginSpec | None, node: str, target: PluginTarget, pid:
     """Move host process `pid` off a GPU of `node`, or keep the GPU for the host: in the
     editor, or the install's own way."""
     if editor_edits(spec, node, target) or spec is None:
-        return remedy("", "host-process-editor", pid=pid, editor=editor_path(node))
+        return remedy("", "host-process-editor", pid=pid, node=node)
     if spec.operator_managed:
         return remedy("", "host-process-operator", pid=pid)
     return remedy("", "host-process-install", pid=pid, install=spec.ref)

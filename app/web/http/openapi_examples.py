@@ -39,7 +39,7 @@ _FINDING: dict[str, Any] = {
     "remedy": "# move PID 48213 to a host GPU (CUDA_VISIBLE_DEVICES=<host GPU UUID>), or keep this GPU for the host in the GPU editor /admin/nodes/gpu-server-1/gpus",
     "remedy_command": "",
     "remedy_code": "host-process-editor",
-    "remedy_params": {"pid": 48213, "editor": "/admin/nodes/gpu-server-1/gpus"},
+    "remedy_params": {"pid": 48213, "node": "gpu-server-1"},
     "node": "gpu-server-1",
     "gpu_uuid": _UUID,
     "pod": None,

@@ -18,7 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
-from app.domain.changes.split_models import SplitRequest, editor_path
+from app.domain.changes.split_models import SplitRequest
 from app.errors import ClusterError
 from app.web.auth.principal import AuthRefused
 from app.web.auth.requests import acting_admin
@@ -38,6 +38,7 @@ from app.web.services.change_history import change_listing, preview_rollback, ro
 from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
 from app.web.views.admin_schemas import GpuSplitOut
 from app.web.views.change_words import gpu_names
+from app.web.views.links import gpu_editor_path
 
 router = APIRouter(include_in_schema=False)
 
@@ -97,7 +98,7 @@ def _page(
         action=action,
         rolls_back=rolls_back,
         applied=applied,
-        base=editor_path(name),
+        base=gpu_editor_path(name),
         gpu_names=gpu_names(runtime.snapshots.current(), translator(request)),
         chosen=list(form.kubernetes_gpus()) if form is not None else None,
         chosen_mode=form.mode if form is not None else None,
@@ -172,7 +173,7 @@ _REFUSALS = (AuthRefused, PlanRefused, ClusterError)
 def _to_editor(request: Request, node: str, applied: str | None) -> RedirectResponse:
     """Back to the node's editor, saying which change was applied."""
     query = urlencode({"applied": applied or "-"})
-    return RedirectResponse(with_lang(f"{editor_path(node)}?{query}", request), status_code=303)
+    return RedirectResponse(with_lang(f"{gpu_editor_path(node)}?{query}", request), status_code=303)
 
 
 @router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)

@@ -19,6 +19,7 @@ from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
 from app.web.i18n.coded import worded_values
 from app.web.i18n.translate import CATALOGS, message_for
+from app.web.views.links import remedy_links
 
 _FORMATTER = string.Formatter()
 _DURATION_UNITS = {"en": (" s", " min", " h"), "ko": ("초", "분", "시간")}
@@ -95,8 +96,9 @@ def remedy_words(item: Finding, lang: str) -> str | None:
     template = CATALOGS[lang].get(f"remedy.{item.remedy_code}") if item.remedy_code else None
     if template is None:
         return None
+    given = {**item.remedy_params, **remedy_links(item.remedy_params)}
     params: dict[str, object] = {
-        k: one_line(v) if isinstance(v, str) else v for k, v in item.remedy_params.items()
+        k: one_line(v) if isinstance(v, str) else v for k, v in given.items()
     }
     return _fill(template, params)
 
