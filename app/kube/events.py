@@ -27,6 +27,9 @@ log = logging.getLogger(__name__)
 audit_log = logging.getLogger("gpu_slots.audit")
 
 EVENT_REASONS = {"change": "GpuSlotsConfigChanged", "rollback": "GpuSlotsConfigRolledBack"}
+# what the audit line (and a mode change's Event) adds for a change applied without a
+# preview's token, as the API's caller asked (`?force=true`)
+FORCED = "forced: applied without a preview"
 COMPONENT = "gpu-slots"
 
 
@@ -67,7 +70,8 @@ class AuditTrail:
         verb = "rolled back" if plan.kind == "rollback" else "changed"
         message = (
             f"{record.user} {verb} the device plugin config: {described(plan.before)} -> "
-            f"{described(plan.after)} (ConfigMap {plan.configmap_action.value})"
+            f"{described(plan.after)} (ConfigMap {plan.configmap_action.value}"
+            f"{'; ' + FORCED if record.forced else ''})"
         )
         audit_log.info(
             message,
@@ -75,6 +79,7 @@ class AuditTrail:
                 "user": record.user,
                 "kind": plan.kind,
                 "change_id": record.id,
+                "forced": record.forced,
                 "before": plan.before.as_json(),
                 "after": plan.after.as_json(),
                 "configmap_action": plan.configmap_action.value,

@@ -30,7 +30,7 @@ from app.errors import ClusterError, ConflictError
 from app.kube.calls import delete_options, raw
 from app.kube.client import call_json
 from app.kube.concurrent import ConcurrentChange, concurrent_change, with_change_id
-from app.kube.events import daemonset_event
+from app.kube.events import FORCED, daemonset_event
 from app.kube.handover import HANDOVER_WAIT_S, VACANT, HandOver, handed_over
 from app.kube.split_undo import LostAnswer, SplitFailed, settle_failed, undo
 from app.kube.writer import PluginWriter
@@ -44,12 +44,14 @@ audit_log = logging.getLogger("gpu_slots.audit")
 def _audit(plan: SplitPlan, record: ChangeRecord) -> None:
     """One audit line per applied split, return or undo (docs/ADMIN.md; issue 33)."""
     verb = "rolled back a GPU split of" if plan.kind == "rollback" else "changed the GPU split of"
+    forced = f" ({FORCED})" if record.forced else ""
     audit_log.info(
-        f"{record.user} {verb} node {plan.node}: {record.summary}",
+        f"{record.user} {verb} node {plan.node}: {record.summary}{forced}",
         extra={
             "user": record.user,
             "kind": plan.kind,
             "change_id": record.id,
+            "forced": record.forced,
             "node": plan.node,
             "before": record.before,
             "after": record.after,

@@ -6,11 +6,12 @@ request that these (which never block) do not need.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request, status
 
+from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.snapshot import Snapshot
 from app.web.auth.principal import Admin
 from app.web.auth.requests import AdminDep
@@ -47,21 +48,54 @@ Lang = Annotated[str, Depends(language_of)]
 """The language the request is answered in (`?lang=`, the cookie, then Accept-Language)."""
 
 
+Force = Annotated[
+    bool,
+    Query(
+        description="Apply without a preview's token (`expectedToken`), planned from the "
+        "objects as they are now: a blind write, audited as forced. Without it, an apply "
+        "with no token is a 428 naming the preview to ask for (`?dryRun=true`)"
+    ),
+]
+
+
 @dataclass(frozen=True)
 class Write:
-    """What every JSON write takes: who changes what, whether it only previews, the language."""
+    """What every JSON write takes: who changes what, whether it only previews (`dry_run`) or
+    asked for a blind write (`force`), the language, and the write's own preview (`preview`:
+    its method and path with `?dryRun=true`, named by the 428 of an apply without a token)."""
 
     changes: ChangeContext
     admin: Admin
     dry_run: bool
     lang: str
+    force: bool = False
+    preview: str = ""
+
+    def applying(self, expected: str | None) -> Admin:
+        """The admin who applies this write with the preview's token `expected`.
+
+        An apply without a token is refused (428, `preview-token-required`) unless the request
+        asked for a blind write (`?force=true`): then the admin is marked forced, and the
+        change's record and audit line say so. A preview needs no token.
+        """
+        if self.dry_run or expected is not None:
+            return self.admin
+        if not self.force:
+            raise PlanRefused(RefusalCode.TOKEN_REQUIRED, "token-required", preview=self.preview)
+        return replace(self.admin, forced=True)
 
 
 async def get_write(
-    runtime: RuntimeDep, admin: AdminDep, lang: Lang, dry_run: DryRun = False
+    request: Request,
+    runtime: RuntimeDep,
+    admin: AdminDep,
+    lang: Lang,
+    dry_run: DryRun = False,
+    force: Force = False,
 ) -> Write:
-    return Write(runtime.changes, admin, dry_run, lang)
+    preview = f"{request.method} {request.url.path}?dryRun=true"
+    return Write(runtime.changes, admin, dry_run, lang, force=force, preview=preview)
 
 
 WriteDep = Annotated[Write, Depends(get_write)]
-"""A JSON write: the admin (refused otherwise), `?dryRun=`, and the answer's language."""
+"""A JSON write: the admin (refused otherwise), `?dryRun=`, `?force=`, the answer's language."""

@@ -136,6 +136,9 @@ def test_a_token_naming_objects_this_change_does_not_read_is_another_changes() -
     with pytest.raises(PlanRefused) as refused:
         check_fresh(freshness_token(split_read), {"daemonset/x": shared})
     assert refused.value.why == "bad-token.other-change"
+    with pytest.raises(PlanRefused) as fewer:  # a mode change's token sent to a split
+        check_fresh(freshness_token({"daemonset/x": shared}), split_read)
+    assert fewer.value.why == "bad-token.other-change"
     check_fresh(freshness_token(split_read), split_read)  # the change it was made for: fresh
 
 

@@ -23,6 +23,7 @@ TO_TS4 = {
     "failRequestsGreaterThanOne": True,
     "deleteConfigMap": False,
 }
+BLIND = {"force": "true"}  # an apply without its preview's token, asked for (else 428)
 
 
 @pytest.fixture
@@ -47,7 +48,7 @@ def node_slots(stack: Stack) -> tuple[int | None, str] | None:
 
 
 def put(stack: Stack, body: dict[str, Any], *, dry_run: bool = False) -> httpx.Response:
-    params = {"dryRun": "true"} if dry_run else {}
+    params = {"dryRun": "true"} if dry_run else BLIND
     return stack.client.put("/api/v1/plugin/config", json=body, params=params, headers=BEARER)
 
 
@@ -101,7 +102,7 @@ def test_admin_api_switch_and_rollback_change_slots_and_leave_events(admin: Stac
     wait_for(lambda: node_slots(admin) == (8, "nvidia.com/gpu"), what="8 slots after rollout")
     assert config(admin)["previous"]["mode"] == "basic"
 
-    rolled = admin.client.post("/api/v1/plugin/config/rollback", headers=BEARER)
+    rolled = admin.client.post("/api/v1/plugin/config/rollback", params=BLIND, headers=BEARER)
 
     assert rolled.status_code == 200, rolled.text
     wait_for(lambda: node_slots(admin) == (2, "nvidia.com/gpu"), what="2 slots after rollback")
@@ -145,13 +146,16 @@ def test_admin_api_no_change_says_so(admin: Stack) -> None:
     assert response.json()["changed"] is False
     assert "Nothing to change" in response.json()["detail"]
     korean = admin.client.put(
-        "/api/v1/plugin/config", json={"mode": "basic"}, params={"lang": "ko"}, headers=BEARER
+        "/api/v1/plugin/config",
+        json={"mode": "basic"},
+        params={"lang": "ko", **BLIND},
+        headers=BEARER,
     )
     assert korean.json()["detail"].startswith("변경할 내용이 없습니다: 플러그인이 이미")
     missing = admin.client.put(
         "/api/v1/plugin/config",
         json={"mode": "time-slicing"},
-        params={"lang": "ko"},
+        params={"lang": "ko", **BLIND},
         headers=BEARER,
     )
     assert (missing.status_code, missing.json()["detail"]) == (
@@ -262,7 +266,7 @@ def test_admin_api_bad_bodies_are_422(
 
 
 def test_admin_api_rollback_without_previous_is_404(admin: Stack) -> None:
-    response = admin.client.post("/api/v1/plugin/config/rollback", headers=BEARER)
+    response = admin.client.post("/api/v1/plugin/config/rollback", params=BLIND, headers=BEARER)
     assert response.status_code == 404
     assert "No previous config" in response.json()["detail"]
 
@@ -292,7 +296,8 @@ def test_admin_api_allocation_policy_needs_v020_and_is_written_when_it_has_it(
     assert "v0.18.2" in refused.json()["detail"]
     korean = admin.client.put(
         "/api/v1/plugin/config",
-        json={**TO_TS4, "allocation_policy": "packed"},
+        json={**TO_TS4, "allocationPolicy": "packed"},
+        params=BLIND,
         headers={**BEARER, "Accept-Language": "ko"},
     )
     assert korean.status_code == 422

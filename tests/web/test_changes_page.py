@@ -15,10 +15,15 @@ def test_changes_page_lists_an_applied_mode_change_and_its_rollback(
     assert empty.status_code == 200 and 'data-testid="changes-none"' in empty.text
     auth = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
     changed = stack.client.put(
-        "/api/v1/plugin/config", json={"mode": "time-slicing", "replicas": 4}, headers=auth
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        params={"force": "true"},
+        headers=auth,
     )
     assert changed.status_code == 200, changed.text
-    rolled = stack.client.post("/api/v1/plugin/config/rollback", headers=auth)
+    rolled = stack.client.post(
+        "/api/v1/plugin/config/rollback", params={"force": "true"}, headers=auth
+    )
     assert rolled.status_code == 200, rolled.text
     page = stack.client.get("/admin/changes?lang=ko").text
     rows = page.split('data-testid="change-row"')[1:]

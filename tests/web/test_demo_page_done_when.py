@@ -168,9 +168,10 @@ def _switch_to_ts4(stack: Stack) -> dict[str, Any]:
         ),
         what="no rollout in progress, as the dashboard's cache sees the DaemonSet now",
     )
-    response = stack.client.put(
+    response = stack.client.put(  # blind, without passFailingNodes: the rollout may hold
         "/api/v1/plugin/config",
         json={"mode": "time-slicing", "replicas": 4},
+        params={"force": "true"},
         headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
     )
     assert response.status_code == 200, response.text

@@ -18,6 +18,7 @@ NS = "kube-system"
 SHARED = "nvidia-device-plugin-daemonset"
 OWN = f"{SHARED}-{NODE}"
 BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+BLIND = {"force": "true"}  # an apply without its preview's token, asked for (else 428)
 GPU = [
     "GPU-3f1c5a2e-8b4d-4e6f-9a7b-0c1d2e3f4a50",
     "GPU-7a2b9c4d-1e3f-4a5b-8c6d-2e4f6a8b0c61",
@@ -25,7 +26,7 @@ GPU = [
     "GPU-e8f0a2b4-3c5d-4e7f-8a9b-4c6d8e0f2a83",
 ]
 GIVE_GPU_1 = {
-    "kubernetes_gpus": [GPU[1], GPU[2], GPU[3]],
+    "kubernetesGpus": [GPU[1], GPU[2], GPU[3]],
     "mode": "basic",
     "replicas": 1,
     "confirmHostProcesses": False,
@@ -52,7 +53,7 @@ def daemonsets(stack: Stack) -> list[str]:
 
 
 def put(stack: Stack, node: str, body: dict[str, Any], *, dry_run: bool = False) -> httpx.Response:
-    params = {"dryRun": "true"} if dry_run else {}
+    params = {"dryRun": "true"} if dry_run else BLIND
     return stack.client.put(
         f"/api/v1/nodes/{node}/gpu-split", json=body, params=params, headers=BEARER
     )
@@ -141,7 +142,7 @@ def test_giving_gpu_1_to_kubernetes_changes_only_that_node_and_rollback_restores
     change = history[0]["id"]
     assert change == applied.json()["changeId"]
 
-    undo = admin.client.post(f"/api/v1/changes/{change}/rollback", headers=BEARER)
+    undo = admin.client.post(f"/api/v1/changes/{change}/rollback", params=BLIND, headers=BEARER)
     assert undo.status_code == 200, undo.text
     wait_for(lambda: allocatable(admin) == {NODE: "2"}, what="allocatable back to 2")
     assert daemonsets(admin) == [SHARED]
@@ -171,17 +172,17 @@ def test_delete_returns_the_node_to_the_shared_daemonset(admin: Stack) -> None:
         "dryRun": False,
         "detail": "The node already runs with this split.",
     }
-    back = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", headers=BEARER)
+    back = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", params=BLIND, headers=BEARER)
     assert back.status_code == 200, back.text
     wait_for(lambda: allocatable(admin) == {NODE: "2"}, what="the shared DaemonSet's 2 slots")
     assert daemonsets(admin) == [SHARED]
-    twice = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", headers=BEARER)
+    twice = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", params=BLIND, headers=BEARER)
     assert twice.status_code == 409
     assert twice.json()["detail"] == f"Node {NODE} is already served by the shared DaemonSet."
 
 
 def test_gpu_split_refuses_unknown_gpus_and_needs_an_admin(admin: Stack) -> None:
-    unknown = put(admin, NODE, {**GIVE_GPU_1, "kubernetes_gpus": ["GPU-not-here"]})
+    unknown = put(admin, NODE, {**GIVE_GPU_1, "kubernetesGpus": ["GPU-not-here"]})
     assert unknown.status_code == 422
     assert "has no GPU GPU-not-here" in unknown.json()["detail"]
     anonymous = admin.client.put(f"/api/v1/nodes/{NODE}/gpu-split", json=GIVE_GPU_1)
@@ -203,7 +204,7 @@ def test_a_split_on_the_five_node_demo_touches_no_other_node(
     wait_for(lambda: allocatable(stack)[NODE] == "3", what="allocatable 3 on gpu-server-1")
     assert allocatable(stack) == {**before, NODE: "3"}
     undo = stack.client.post(
-        f"/api/v1/changes/{applied.json()['changeId']}/rollback", headers=BEARER
+        f"/api/v1/changes/{applied.json()['changeId']}/rollback", params=BLIND, headers=BEARER
     )
     assert undo.status_code == 200, undo.text
     wait_for(lambda: allocatable(stack) == before, what="every node as before")
@@ -211,7 +212,7 @@ def test_a_split_on_the_five_node_demo_touches_no_other_node(
 
 def _host_process_on_gpu_2(stack: Stack) -> None:
     """GPU 2 kept for the host by a split, then a host process starts there."""
-    applied = put(stack, NODE, {**GIVE_GPU_1, "kubernetes_gpus": [GPU[3]]})
+    applied = put(stack, NODE, {**GIVE_GPU_1, "kubernetesGpus": [GPU[3]]})
     assert applied.status_code == 200, applied.text
     wait_for(lambda: allocatable(stack) == {NODE: "1"}, what="1 slot: GPU 3 alone")
     stack.simulator.start_process(NODE, 2, used_memory_mib=2048, user="carol", command="eval.py")
@@ -229,7 +230,7 @@ def test_return_to_shared_asks_to_confirm_host_processes_on_returning_gpus(admin
     ).json()
     assert preview["blocking"] is True
     assert [p for p in preview["hostProcesses"] if "carol" in p]
-    refused = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", headers=BEARER)
+    refused = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", params=BLIND, headers=BEARER)
     assert refused.status_code == 409
     assert "carol" in refused.json()["detail"]
     assert "confirmHostProcesses=true" in refused.json()["detail"]
@@ -249,13 +250,16 @@ def test_split_rollback_asks_to_confirm_host_processes_on_returning_gpus(admin: 
     _host_process_on_gpu_2(admin)
     change = changes(admin)[0]["id"]
 
-    refused = admin.client.post(f"/api/v1/changes/{change}/rollback", headers=BEARER)
+    refused = admin.client.post(f"/api/v1/changes/{change}/rollback", params=BLIND, headers=BEARER)
     assert refused.status_code == 409
     assert "carol" in refused.json()["detail"]
     assert daemonsets(admin) == [SHARED, OWN]
 
     confirmed = admin.client.post(
-        f"/api/v1/changes/{change}/rollback", json={"confirmHostProcesses": True}, headers=BEARER
+        f"/api/v1/changes/{change}/rollback",
+        json={"confirmHostProcesses": True},
+        params=BLIND,
+        headers=BEARER,
     )
     assert confirmed.status_code == 200, confirmed.text
     wait_for(lambda: allocatable(admin) == {NODE: "2"}, what="back to the shared 2 slots")

@@ -70,7 +70,7 @@ def plugin_pods(stack: Stack) -> list[str]:
 
 
 def put(stack: Stack, body: dict[str, Any], *, dry_run: bool = False) -> httpx.Response:
-    params = {"dryRun": "true"} if dry_run else {}
+    params = {"dryRun": "true"} if dry_run else {"force": "true"}  # else 428: no token
     return stack.client.put(
         f"/api/v1/nodes/{NODE}/gpu-split", json=body, params=params, headers=BEARER
     )
@@ -110,7 +110,7 @@ def test_a_mode_change_sets_the_node_label_and_adds_a_key_and_rollback_restores_
     pods = plugin_pods(helm)
     assert len(pods) == 1
 
-    body = {"kubernetes_gpus": gpus, "mode": "time-slicing", "replicas": 2}
+    body = {"kubernetesGpus": gpus, "mode": "time-slicing", "replicas": 2}
     preview = put(helm, body, dry_run=True)
     assert preview.status_code == 200, preview.text
     plan = preview.json()
@@ -132,7 +132,7 @@ def test_a_mode_change_sets_the_node_label_and_adds_a_key_and_rollback_restores_
     assert config_keys(helm) == ["default", "gpu-slots-ts-2", "ts4"]
     assert plugin_pods(helm) == pods  # config-manager restarts the plugin in place
 
-    basic = put(helm, {"kubernetes_gpus": gpus, "mode": "basic"})
+    basic = put(helm, {"kubernetesGpus": gpus, "mode": "basic"})
     assert basic.status_code == 200, basic.text
     assert basic.json()["after"]["config_key"] == "default"  # same content: reused
     wait_for(lambda: allocatable(helm)[NODE] == "4", what="gpu-ts-3 basic")
@@ -140,7 +140,9 @@ def test_a_mode_change_sets_the_node_label_and_adds_a_key_and_rollback_restores_
 
     history = helm.client.get("/api/v1/changes").json()["changes"]
     assert [(c["kind"], c["node"]) for c in history] == [("split", NODE), ("split", NODE)]
-    undo = helm.client.post(f"/api/v1/changes/{history[1]['id']}/rollback", headers=BEARER)
+    undo = helm.client.post(
+        f"/api/v1/changes/{history[1]['id']}/rollback", params={"force": "true"}, headers=BEARER
+    )
     assert undo.status_code == 200, undo.text
     wait_for(lambda: allocatable(helm)[NODE] == "16", what="gpu-ts-3 back on ts4")
     assert node_label(helm) == "ts4"
@@ -150,7 +152,7 @@ def test_a_mode_change_sets_the_node_label_and_adds_a_key_and_rollback_restores_
 def test_a_different_gpu_set_is_refused_with_the_reason(helm: Stack) -> None:
     view = helm.client.get(f"/api/v1/nodes/{NODE}/gpu-split").json()
     gpus = [g["uuid"] for g in view["gpus"]]
-    refused = put(helm, {"kubernetes_gpus": gpus[1:], "mode": "basic"})
+    refused = put(helm, {"kubernetesGpus": gpus[1:], "mode": "basic"})
     assert refused.status_code == 409, refused.text
     assert "config-manager, which selects no GPUs" in refused.json()["detail"]
     assert node_label(helm) == "ts4"
@@ -195,7 +197,7 @@ def test_nodes_of_another_install_and_dra_are_refused_up_front_on_the_demo(
     refused = stack.client.put(
         f"/api/v1/nodes/{node}/gpu-split",
         params={"dryRun": "true"},
-        json={"kubernetes_gpus": gpus, "mode": "basic"},
+        json={"kubernetesGpus": gpus, "mode": "basic"},
         headers=BEARER,
     )
     assert refused.status_code == 409, refused.text
@@ -218,7 +220,7 @@ def test_nodes_of_another_install_and_dra_are_refused_up_front_on_the_demo(
     put_dra = stack.client.put(
         "/api/v1/nodes/gpu-dra-9/gpu-split",
         params={"dryRun": "true"},
-        json={"kubernetes_gpus": [g["uuid"] for g in dra["gpus"]][:1], "mode": "basic"},
+        json={"kubernetesGpus": [g["uuid"] for g in dra["gpus"]][:1], "mode": "basic"},
         headers=BEARER,
     )
     assert put_dra.status_code == 409 and "DRA" in put_dra.json()["detail"]

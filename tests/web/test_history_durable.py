@@ -23,6 +23,7 @@ from tests.live import LiveServer, wait_for
 PLUGIN_NS = "kube-system"
 HISTORY_NS = "gpu-slots"
 BEARER = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
+BLIND = {"force": "true"}  # an apply without its preview's token, asked for (else 428)
 
 
 class Dashboards:
@@ -100,7 +101,10 @@ def test_history_change_after_events_deleted_and_restart_is_listed_and_rolls_bac
 ) -> None:
     first = dashboards.start()
     made = first.put(
-        "/api/v1/plugin/config", json={"mode": "time-slicing", "replicas": 4}, headers=BEARER
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        params=BLIND,
+        headers=BEARER,
     )
     assert made.status_code == 200, made.text
     change = made.json()["changeId"]
@@ -123,7 +127,8 @@ def test_history_change_after_events_deleted_and_restart_is_listed_and_rolls_bac
     assert preview.json()["kind"] == "rollback" and preview.json()["after"]["mode"] == "basic"
     assert mode(second) == "time-slicing"  # the preview wrote nothing
 
-    undone = second.post(f"/api/v1/changes/{change}/rollback", headers=BEARER)
+    token = {"expectedToken": preview.json()["token"]}
+    undone = second.post(f"/api/v1/changes/{change}/rollback", json=token, headers=BEARER)
     assert undone.status_code == 200, undone.text
     assert mode(second) == "basic"
     after = changes(second)["changes"]
@@ -139,7 +144,7 @@ def test_history_keeps_the_newest_per_setting_and_deletes_the_oldest(
     dashboard = dashboards.start(change_history_keep=2)
     for replicas in (2, 3, 4):
         body = {"mode": "time-slicing", "replicas": replicas}
-        made = dashboard.put("/api/v1/plugin/config", json=body, headers=BEARER)
+        made = dashboard.put("/api/v1/plugin/config", json=body, params=BLIND, headers=BEARER)
         assert made.status_code == 200, made.text
 
     listed = changes(dashboard)["changes"]
@@ -160,13 +165,16 @@ def test_history_with_a_garbage_record_lists_it_unreadable_and_refuses_its_rollb
     client.CoreV1Api(dashboards.api).create_namespaced_config_map(HISTORY_NS, garbage)
     dashboard = dashboards.start()
     made = dashboard.put(
-        "/api/v1/plugin/config", json={"mode": "time-slicing", "replicas": 4}, headers=BEARER
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        params=BLIND,
+        headers=BEARER,
     )
     assert made.status_code == 200, made.text
 
     body = changes(dashboard)
     page = dashboard.get("/admin/changes?lang=en")
-    refused = dashboard.post("/api/v1/changes/garbage/rollback", headers=BEARER)
+    refused = dashboard.post("/api/v1/changes/garbage/rollback", params=BLIND, headers=BEARER)
 
     assert [c["id"] for c in body["changes"]] == [made.json()["changeId"]]
     assert [u["name"] for u in body["unreadable"]] == ["gpu-slots-change-garbage"]
@@ -181,7 +189,9 @@ def test_history_with_a_garbage_record_lists_it_unreadable_and_refuses_its_rollb
     ko_body = dashboard.get("/api/v1/changes", params={"lang": "ko"}).json()
     assert ko_body["unreadable"][0]["reason"].startswith("record.json이(가) JSON이 아닙니다 (")
     assert "record.json이(가) JSON이 아닙니다" in dashboard.get("/admin/changes?lang=ko").text
-    ko_refused = dashboard.post("/api/v1/changes/garbage/rollback?lang=ko", headers=BEARER)
+    ko_refused = dashboard.post(
+        "/api/v1/changes/garbage/rollback?lang=ko&force=true", headers=BEARER
+    )
     assert ko_refused.status_code == 409
     assert ko_refused.json()["detail"].startswith("변경 garbage의 기록을 읽을 수 없어 (record.json")
 
@@ -192,7 +202,10 @@ def test_history_not_writable_warns_and_the_change_stays_applied(
     """A history namespace that does not exist: the change is made, with a warning, unlisted."""
     dashboard = dashboards.start(change_history_namespace="missing")
     made = dashboard.put(
-        "/api/v1/plugin/config", json={"mode": "time-slicing", "replicas": 4}, headers=BEARER
+        "/api/v1/plugin/config",
+        json={"mode": "time-slicing", "replicas": 4},
+        params=BLIND,
+        headers=BEARER,
     )
 
     assert made.status_code == 200, made.text

@@ -23,7 +23,7 @@ from app.kube.client import make_api_client
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.live import wait_for
 from tests.web.test_admin_pages_i18n import log_in
-from tests.web.test_gpu_split_api import GIVE_GPU_1, reported
+from tests.web.test_gpu_split_api import BLIND, GIVE_GPU_1, reported
 
 NODE = "gpu-server-1"
 NS = "kube-system"  # the history's namespace: the plugin's, unless set
@@ -69,7 +69,7 @@ def _mode(stack: Stack) -> str:
 
 
 def test_forged_record_is_unverified_and_needs_preview_and_confirmation(stack: Stack) -> None:
-    made = stack.client.put("/api/v1/plugin/config", json=TS4, headers=BEARER)
+    made = stack.client.put("/api/v1/plugin/config", json=TS4, params=BLIND, headers=BEARER)
     assert made.status_code == 200, made.text
     _forge(stack, "forged-1", before={"mode": "basic"}, after=TS4)
 
@@ -79,11 +79,11 @@ def test_forged_record_is_unverified_and_needs_preview_and_confirmation(stack: S
     assert 'data-id="forged-1" data-action="change" data-verified="false"' in page
     assert 'data-testid="change-unverified"' in page
 
-    refused = stack.client.post("/api/v1/changes/forged-1/rollback", headers=BEARER)
+    refused = stack.client.post("/api/v1/changes/forged-1/rollback", params=BLIND, headers=BEARER)
     assert refused.status_code == 409, refused.text
     assert "not signed by this dashboard" in refused.json()["detail"]
     refused_ko = stack.client.post(
-        "/api/v1/changes/forged-1/rollback", params={"lang": "ko"}, headers=BEARER
+        "/api/v1/changes/forged-1/rollback", params={"lang": "ko", **BLIND}, headers=BEARER
     )
     assert refused_ko.status_code == 409
     assert "이 대시보드가 서명하지 않았습니다" in refused_ko.json()["detail"]
@@ -92,7 +92,9 @@ def test_forged_record_is_unverified_and_needs_preview_and_confirmation(stack: S
     preview = stack.client.post("/api/v1/changes/forged-1/rollback?dryRun=true", headers=BEARER)
     assert preview.status_code == 200, preview.text
     confirmed = stack.client.post(
-        "/api/v1/changes/forged-1/rollback", json={"confirmUnverified": True}, headers=BEARER
+        "/api/v1/changes/forged-1/rollback",
+        json={"confirmUnverified": True, "expectedToken": preview.json()["token"]},
+        headers=BEARER,
     )
     assert confirmed.status_code == 200, confirmed.text
     assert _mode(stack) == "basic"
@@ -123,12 +125,16 @@ def test_a_retention_flood_of_forged_records_deletes_no_genuine_record(stack: St
     genuine = []
     for replicas in (2, 3):
         made = stack.client.put(
-            "/api/v1/plugin/config", json={**TS4, "replicas": replicas}, headers=BEARER
+            "/api/v1/plugin/config",
+            json={**TS4, "replicas": replicas},
+            params=BLIND,
+            headers=BEARER,
         )
         genuine.append(made.json()["changeId"])
     for n in range(60):  # dated 2099: the newest by far
         _forge(stack, f"flood-{n:03}")
-    made = stack.client.put("/api/v1/plugin/config", json=TS4, headers=BEARER)  # prunes
+    # this one prunes
+    made = stack.client.put("/api/v1/plugin/config", json=TS4, params=BLIND, headers=BEARER)
     genuine.append(made.json()["changeId"])
 
     listed = _changes(stack)["changes"]
@@ -191,6 +197,7 @@ def test_a_split_beside_a_malformed_record_answers_200_and_is_recorded(stack: St
     applied = stack.client.put(
         f"/api/v1/nodes/{NODE}/gpu-split",
         json={**GIVE_GPU_1, "confirmHostProcesses": True},
+        params=BLIND,
         headers=BEARER,
     )
     assert applied.status_code == 200, applied.text

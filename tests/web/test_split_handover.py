@@ -27,7 +27,7 @@ from app.kube.split_writer import SplitWriter
 from app.web.services.change_pipeline import writer_for
 from app.web.services.gpu_split import preview_split
 from tests.conftest import Stack
-from tests.web.test_gpu_split_api import BEARER, GPU, NODE, NS, OWN, SHARED, admin, put
+from tests.web.test_gpu_split_api import BEARER, BLIND, GPU, NODE, NS, OWN, SHARED, admin, put
 from tests.web.test_gpu_split_undo import node_labels
 from tests.web.test_writes_truth import ADMIN, CONFIRMED, NOW
 
@@ -79,7 +79,7 @@ def test_a_split_and_its_return_hand_the_node_over_only_once_the_old_plugin_pod_
     split = _history(admin, since)
 
     since = _version(admin)
-    returned = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", headers=BEARER)
+    returned = admin.client.delete(f"/api/v1/nodes/{NODE}/gpu-split", params=BLIND, headers=BEARER)
     assert returned.status_code == 200, returned.text
     back = _history(admin, since)
 

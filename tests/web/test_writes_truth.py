@@ -64,6 +64,7 @@ def test_an_applied_split_and_its_undo_each_leave_one_audit_line(
         undone = admin.client.post(
             f"/api/v1/changes/{change}/rollback",
             json={"confirmHostProcesses": True},
+            params={"force": "true"},
             headers={"Authorization": "Bearer test-admin-token"},
         )
         assert undone.status_code == 200, undone.text

@@ -151,28 +151,18 @@ def moved(key: str, then: Fingerprint | None, now: Manifest | None) -> Phrase | 
 def check_fresh(token: str, objects: Mapping[str, Manifest | None]) -> None:
     """PlanRefused(STALE) naming what moved when `objects` differ in meaning from `token`.
 
-    `objects` are the ones the apply re-read, keyed as at preview; a key the token does not
-    hold (a plan that now reads one more object) counts as moved, and a token holding a key
-    the apply does not read is a preview of another change: PlanRefused(BAD_TOKEN).
+    `objects` are the ones the apply re-read, keyed as at preview. Each kind of change reads a
+    fixed set of objects (a mode change 2, a node's split 5, absent ones as None), so a token
+    naming another set is another change's preview, never a freshness check of this one:
+    PlanRefused(BAD_TOKEN), whichever set holds more.
     """
     then = parse_token(token)
-    if set(then) - set(objects):
-        # Each kind of change reads a fixed set of objects (a mode change 2, a node's split
-        # 5, absent ones as None): a token naming one this apply does not read is another
-        # change's preview, never a freshness check of this one.
+    if set(then) != set(objects):
         raise _bad("other-change")
     changes = [
         reason
-        for key in sorted(set(then) | set(objects))
-        if (reason := _moved_or_new(key, then, objects)) is not None
+        for key in sorted(objects)
+        if (reason := moved(key, then[key], objects[key])) is not None
     ]
     if changes:
         raise PlanRefused(RefusalCode.STALE, "changed-since-preview", changes=tuple(changes))
-
-
-def _moved_or_new(
-    key: str, then: Mapping[str, Fingerprint | None], objects: Mapping[str, Manifest | None]
-) -> Phrase | None:
-    if key not in then:
-        return Phrase("new-read", {"key": key})
-    return moved(key, then[key], objects[key])

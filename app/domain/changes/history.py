@@ -42,6 +42,7 @@ class ChangeRecord:
     # the rollout's facts (app.domain.changes.rollout_record): nodes already failing, the
     # maxUnavailable raised to pass them; None for changes that roll out no DaemonSet
     rollout: dict[str, Any] | None = None
+    forced: bool = False  # applied without a preview's token, as asked (`?force=true`)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class ChangeRecord:
             "rollsBack": self.rolls_back,
             "warnings": [w.as_json() for w in self.warnings],
             "rollout": self.rollout,
+            "forced": self.forced,
         }
 
 
@@ -150,6 +152,7 @@ def _record(data: dict[str, Any]) -> ChangeRecord:
         rolls_back=_optional_str(data.get("rollsBack")),
         warnings=tuple(warning_from_json(w) for w in warnings),
         rollout=data["rollout"] if isinstance(data.get("rollout"), dict) else None,
+        forced=data.get("forced") is True,
     )
 
 

@@ -45,6 +45,7 @@ class RefusalCode(StrEnum):
     DRA_ONLY = "dra-only"
     STALE = "changed-since-preview"
     BAD_TOKEN = "bad-freshness-token"
+    TOKEN_REQUIRED = "preview-token-required"  # an API apply with no token and no ?force=true
     DRA_NODE = "dra-node"
     DRA_HELD_GPU = "dra-held-gpu"
     UNVERIFIED = "unverified-record"  # issue 33: a history record this dashboard did not sign

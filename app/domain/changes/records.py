@@ -24,6 +24,7 @@ def mode_record(
     at: datetime,
     rolls_back: str | None = None,
     rollout: dict[str, Any] | None = None,
+    forced: bool = False,
 ) -> ChangeRecord:
     """The record of a mode change (or its rollback) as planned."""
     return ChangeRecord(
@@ -37,11 +38,18 @@ def mode_record(
         after=plan.after.as_json(),
         rolls_back=rolls_back,
         rollout=rollout,
+        forced=forced,
     )
 
 
 def split_record(
-    plan: SplitPlan, *, change: str, user: str, at: datetime, rolls_back: str | None = None
+    plan: SplitPlan,
+    *,
+    change: str,
+    user: str,
+    at: datetime,
+    rolls_back: str | None = None,
+    forced: bool = False,
 ) -> ChangeRecord:
     """The record of a node's split, return to shared, or their rollback, as planned."""
     return ChangeRecord(
@@ -55,6 +63,7 @@ def split_record(
         after=plan.after.as_json(),
         node=plan.node,
         rolls_back=rolls_back,
+        forced=forced,
     )
 
 

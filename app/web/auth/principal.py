@@ -31,10 +31,15 @@ class Principal:
 
 @dataclass(frozen=True)
 class Admin:
-    """An admin making a change, and how the change history names them."""
+    """An admin making a change, and how the change history names them.
+
+    `forced`: the change is applied blind, without a preview's token, because the request
+    asked for it (`?force=true`); its record and audit line say so.
+    """
 
     principal: Principal
     user: str
+    forced: bool = False
 
 
 class AuthRefused(Exception):

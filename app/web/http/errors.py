@@ -35,6 +35,7 @@ _REFUSAL_STATUS = {
     RefusalCode.CHANGE_NOT_FOUND: status.HTTP_404_NOT_FOUND,
     RefusalCode.UNKNOWN_GPU: status.HTTP_422_UNPROCESSABLE_CONTENT,
     RefusalCode.BAD_TOKEN: status.HTTP_422_UNPROCESSABLE_CONTENT,
+    RefusalCode.TOKEN_REQUIRED: status.HTTP_428_PRECONDITION_REQUIRED,
 }
 _CLUSTER_STATUS = (
     (ConflictError, status.HTTP_409_CONFLICT),
@@ -56,7 +57,14 @@ WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
     403: problem("Not an admin, missing CSRF token, or RBAC refused"),
     404: problem("DaemonSet (or the previous config) not found"),
     409: problem("Changed since the preview, or the DaemonSet cannot be edited"),
-    422: problem("Values out of range"),
+    422: problem(
+        "Values out of range, a bad preview token, malformed JSON (the detail says the line "
+        "and column), or an old and a new spelling of one key with different values"
+    ),
+    428: problem(
+        "An apply without the preview's token (`expectedToken`): preview first with "
+        "`?dryRun=true`, or ask for a blind write with `?force=true`"
+    ),
     429: problem("Too many failed authentications from this address"),
     502: problem("A write failed; the detail says which state the cluster is in"),
     503: problem("API server unreachable, or writes not enabled"),

@@ -5,13 +5,15 @@ Thin: the use cases live in app.web.services.plugin_admin, shared with the admin
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
 from fastapi import APIRouter
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.deps import RuntimeDep, Write, WriteDep
+from app.web.http.body_keys import CamelBody
 from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.plugin_admin import change_mode, config_json
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
@@ -30,10 +32,11 @@ TOKEN_DESCRIPTION = (
 # schemas ---------------------------------------------------------------------------------
 
 
-class PluginConfigIn(BaseModel):
+class PluginConfigIn(CamelBody):
     """The requested plugin mode."""
 
-    model_config = ConfigDict(extra="forbid")
+    # the old spelling, still read through 0.1.x (docs/API.md)
+    RENAMED: ClassVar[Mapping[str, str]] = {"allocation_policy": "allocationPolicy"}
 
     mode: Literal["basic", "time-slicing"]
     replicas: StrictInt | None = Field(default=None, description="2..64, for time-slicing")
@@ -45,7 +48,6 @@ class PluginConfigIn(BaseModel):
     allocationPolicy: str | None = Field(
         default=None,
         max_length=32,
-        validation_alias=AliasChoices("allocationPolicy", "allocation_policy"),
         description="distributed | packed: flags.plugin.sharedDevicesAllocationPolicy (v0.20+; "
         "refused for an older plugin, which ignores it); unset: keep what the config says",
     )
@@ -65,8 +67,8 @@ class PluginConfigIn(BaseModel):
         )
 
 
-class RollbackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RollbackIn(CamelBody):
+    """Restore the config kept from before the last mode change."""
 
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
     passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)
@@ -102,7 +104,7 @@ def _change_mode(
 ) -> ModeOut:
     return change_mode(
         write.changes,
-        write.admin,
+        write.applying(expected),
         change,
         expected,
         dry_run=write.dry_run,

@@ -6,13 +6,15 @@ Thin: the use cases are app.web.services.gpu_split and app.web.services.change_h
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Annotated, ClassVar, Literal
 
 from fastapi import APIRouter, Path
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from app.domain.changes.split_models import SplitRequest
 from app.web.deps import Lang, RuntimeDep, Write, WriteDep
+from app.web.http.body_keys import CamelBody
 from app.web.http.errors import WRITE_ERRORS, problem
 from app.web.services.change_history import (
     RollbackOut,
@@ -46,22 +48,24 @@ SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
 TOKEN = "The preview's `token`: a 409 naming what moved if someone else edited what it read"
 
 
-class GpuSplitIn(BaseModel):
+class GpuSplitIn(CamelBody):
     """Which GPUs of the node Kubernetes gets, and how they are shared."""
 
-    model_config = ConfigDict(extra="forbid")
+    # the old spelling, still read through 0.1.x (docs/API.md)
+    RENAMED: ClassVar[Mapping[str, str]] = {"kubernetes_gpus": "kubernetesGpus"}
 
-    kubernetes_gpus: list[StrictStr] = Field(max_length=64, description="GPU UUIDs")
+    kubernetesGpus: list[StrictStr] = Field(
+        max_length=64,
+        description="The UUIDs of the GPUs Kubernetes gets; the others go to the host",
+    )
     mode: Literal["basic", "time-slicing"] = "basic"
     replicas: StrictInt = Field(default=1, description="2..64 for time-slicing")
     confirmHostProcesses: StrictBool = False
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
-class ReturnIn(BaseModel):
+class ReturnIn(CamelBody):
     """Return the node to the shared DaemonSet: its GPUs go back to what that one advertises."""
-
-    model_config = ConfigDict(extra="forbid")
 
     confirmHostProcesses: StrictBool = Field(
         default=False, description="Host processes run on GPUs going back to Kubernetes"
@@ -69,8 +73,8 @@ class ReturnIn(BaseModel):
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
-class RollbackIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class RollbackIn(CamelBody):
+    """Undo one change of the history."""
 
     confirmHostProcesses: StrictBool = False
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
@@ -107,7 +111,7 @@ def put_gpu_split(name: NodeName, body: GpuSplitIn, write: WriteDep) -> SplitOut
     """Preview (`?dryRun=true`) or apply the node's split (its own plugin DaemonSet)."""
     change = SplitRequest(
         name,
-        tuple(body.kubernetes_gpus),
+        tuple(body.kubernetesGpus),
         body.mode,
         body.replicas,
         body.confirmHostProcesses,
@@ -131,7 +135,7 @@ def post_change_rollback(
     body = body or RollbackIn()
     return rollback_change(
         write.changes,
-        write.admin,
+        write.applying(body.expectedToken),
         change,
         dry_run=write.dry_run,
         confirm_host_processes=body.confirmHostProcesses,
@@ -144,5 +148,10 @@ def post_change_rollback(
 
 def _change_split(write: Write, change: SplitRequest, expected: str | None) -> SplitOut:
     return change_split(
-        write.changes, write.admin, change, expected, dry_run=write.dry_run, lang=write.lang
+        write.changes,
+        write.applying(expected),
+        change,
+        expected,
+        dry_run=write.dry_run,
+        lang=write.lang,
     )

@@ -29,7 +29,6 @@ from app.web.i18n.coded import worded_values
 from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
-    check_token,
     get_writer,
     or_no_change,
     writer_for,
@@ -39,7 +38,6 @@ from app.web.services.plugin_admin import (
     Preview,
     build_preview,
     make_plan,
-    mode_objects,
     write_mode,
 )
 from app.web.services.rollout_view import RolloutView
@@ -215,8 +213,11 @@ def preview_undo_mode(ctx: ChangeContext, principal: Principal, change: str) -> 
         return build_preview(ctx, writer, _undo_mode_plan(ctx, writer, record))
 
 
-def _undo_mode_plan(ctx: ChangeContext, writer: PluginWriter, record: ChangeRecord) -> ChangePlan:
-    return dataclasses.replace(make_plan(ctx, writer, mode_request(record)), kind="rollback")
+def _undo_mode_plan(
+    ctx: ChangeContext, writer: PluginWriter, record: ChangeRecord, expected: str | None = None
+) -> ChangePlan:
+    plan = make_plan(ctx, writer, mode_request(record), expected=expected)
+    return dataclasses.replace(plan, kind="rollback")
 
 
 def _undo_mode(
@@ -230,8 +231,7 @@ def _undo_mode(
     lang: str,
 ) -> ModePreviewOut | ModeAppliedOut:
     with writer_for(ctx, admin.principal) as writer:
-        plan = _undo_mode_plan(ctx, writer, record)
-        check_token(expected, mode_objects(ctx, plan))
+        plan = _undo_mode_plan(ctx, writer, record, expected)
         if dry_run:
             return build_preview(ctx, writer, plan).out(lang)
         return write_mode(

@@ -122,7 +122,8 @@ def token_of(objects: ReadObjects) -> str:
 def check_token(expected: str | None, objects: ReadObjects) -> None:
     """The one stale check of every change: PlanRefused(STALE) naming what moved.
 
-    None: the caller sent no token (an apply without a preview), nothing to compare.
+    None: no token, nothing to compare (a preview; or a blind apply, which the JSON API
+    allows only when the request asks for it with `?force=true`, app.web.deps.Write).
     """
     if expected is not None:
         check_fresh(expected, objects)

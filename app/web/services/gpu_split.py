@@ -268,8 +268,16 @@ def split_objects(ctx: ChangeContext, node: str, objects: SplitObjects) -> ReadO
 
 
 def _plan(
-    ctx: ChangeContext, writer: SplitWriter, request: SplitRequest, *, rollback: bool
-) -> tuple[SplitPlan, ReadObjects]:
+    ctx: ChangeContext,
+    writer: SplitWriter,
+    request: SplitRequest,
+    *,
+    rollback: bool,
+    expected: str | None = None,
+) -> tuple[SplitPlan, str]:
+    """The split planned from the objects as the API server holds them now, and the token a
+    preview of it hands out. `expected` (the preview's token) is checked against those objects
+    before planning, so a bad or stale token is refused even when nothing would change."""
     state = node_state(ctx, request.node)
     refused = split_refusal(state, target=ctx.settings.plugin_target.ref)
     if refused is None and request.kubernetes_gpus is not None:
@@ -279,6 +287,8 @@ def _plan(
     objects = writer.read(request.node, own_name(_shared_name(ctx), request.node))
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, "node-not-in-cluster", node=request.node)
+    read = split_objects(ctx, request.node, objects)
+    check_token(expected, read)
     shared_status = (objects.shared or {}).get("status") or {}
     plan = plan_split(
         request,
@@ -292,7 +302,7 @@ def _plan(
         shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
         rollback=rollback,
     )
-    return plan, split_objects(ctx, request.node, objects)
+    return plan, token_of(read)
 
 
 def preview_split(
@@ -302,14 +312,14 @@ def preview_split(
     ns = ctx.settings.plugin_target.namespace
     with writer_for(ctx, principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
-        plan, objects = _plan(ctx, writer, request, rollback=rollback)
+        plan, token = _plan(ctx, writer, request, rollback=rollback)
         diffs = {
             w.key: label_diff(w.before, w.after or {}, title=f"node/{w.name}")
             if w.kind == "Node"
             else object_diff(w.before, w.after, title=f"{w.kind.lower()}/{ns}/{w.name}")
             for w in plan.writes
         }
-        return SplitPreview(plan, diffs, writer.dry_run(plan), token_of(objects))
+        return SplitPreview(plan, diffs, writer.dry_run(plan), token)
 
 
 def apply_split(
@@ -324,8 +334,7 @@ def apply_split(
     """Write the split planned from the objects as they are now; audit it as a change."""
     with writer_for(ctx, admin.principal) as plugin_writer:
         writer = SplitWriter(plugin_writer)
-        plan, objects = _plan(ctx, writer, request, rollback=rollback)
-        check_token(expected, objects)
+        plan, _ = _plan(ctx, writer, request, rollback=rollback, expected=expected)
         check_confirmed(plan, request)
         now = ctx.clock()
         record = split_record(
@@ -334,6 +343,7 @@ def apply_split(
             user=admin.user,
             at=now,
             rolls_back=rolls_back,
+            forced=admin.forced,
         )
         applied = writer.apply(plan, record=record)
     settle(ctx, applied.written)

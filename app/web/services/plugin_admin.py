@@ -185,27 +185,36 @@ def build_preview(ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan) ->
         nodes=slots_by_node(
             ctx.snapshots.current(), plan.after, target=target.ref, failing=failing.nodes
         ),
-        token=token_of(mode_objects(ctx, plan)),
+        token=token_of(mode_objects(ctx, plan.daemonset_before, plan.configmap_before)),
         failing=failing,
     )
 
 
-def mode_objects(ctx: ChangeContext, plan: ChangePlan) -> ReadObjects:
-    """The objects a mode plan was made from, keyed for the freshness token."""
+def mode_objects(
+    ctx: ChangeContext, daemonset: Manifest | None, configmap: Manifest | None
+) -> ReadObjects:
+    """The objects a mode plan is made from, keyed for the freshness token."""
     target = ctx.settings.plugin_target
     return {
-        f"daemonset/{target.ref}": plan.daemonset_before,
-        f"configmap/{target.namespace}/{ctx.settings.plugin_configmap_name}": (
-            plan.configmap_before
-        ),
+        f"daemonset/{target.ref}": daemonset,
+        f"configmap/{target.namespace}/{ctx.settings.plugin_configmap_name}": configmap,
     }
 
 
 def make_plan(
-    ctx: ChangeContext, writer: PluginWriter, request: ChangeRequest | None
+    ctx: ChangeContext,
+    writer: PluginWriter,
+    request: ChangeRequest | None,
+    *,
+    expected: str | None = None,
 ) -> ChangePlan:
-    """A plan from the objects as the API server holds them now (None request: rollback)."""
+    """A plan from the objects as the API server holds them now (None request: rollback).
+
+    `expected` (the preview's token) is checked against those objects before planning, so a
+    bad or stale token is refused even when nothing would change.
+    """
     objects = writer.read()
+    check_token(expected, mode_objects(ctx, objects.daemonset, objects.configmap))
     name = ctx.settings.plugin_configmap_name
     if request is None:
         return plan_rollback(objects.daemonset, objects.configmap, configmap_name=name)
@@ -234,8 +243,7 @@ def preview_mode(
 ) -> Preview:
     """The preview of a mode change (None: of the rollback); raises PlanRefused/ClusterError."""
     with writer_for(ctx, principal) as writer:
-        plan = make_plan(ctx, writer, change)
-        check_token(expected, mode_objects(ctx, plan))
+        plan = make_plan(ctx, writer, change, expected=expected)
         return build_preview(ctx, writer, plan)
 
 
@@ -253,8 +261,7 @@ def apply_mode(
     nodes would hold the rollout.
     """
     with writer_for(ctx, admin.principal) as writer:
-        plan = make_plan(ctx, writer, change)
-        check_token(expected, mode_objects(ctx, plan))
+        plan = make_plan(ctx, writer, change, expected=expected)
         return write_mode(ctx, writer, admin, plan, pass_failing=pass_failing)
 
 
@@ -278,12 +285,13 @@ def write_mode(
         at=ctx.clock(),
         rolls_back=rolls_back,
         rollout=rollout.as_json(),
+        forced=admin.forced,
     )
     result = writer.apply(plan, record=record)
     log.info(
         "plugin config %s applied",
         plan.kind,
-        extra={"user": admin.user, "after": plan.after.as_json()},
+        extra={"user": admin.user, "after": plan.after.as_json(), "forced": admin.forced},
     )
     settle(ctx, (result.daemonset, result.configmap))
     restore_when_done(ctx, get_writer(ctx), rollout)

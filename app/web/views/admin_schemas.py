@@ -279,6 +279,10 @@ class ChangeOut(BaseModel):
         description="Signed by this dashboard; an unverified record is rolled back only after "
         "its preview, with confirmUnverified"
     )
+    forced: bool = Field(
+        default=False,
+        description="Applied without a preview's token, as the API's caller asked (`?force=true`)",
+    )
 
 
 class UnreadableChangeOut(BaseModel):
