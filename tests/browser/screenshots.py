@@ -22,15 +22,15 @@ from tests.live import LiveServer, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = (
-    ("overview", "/", 1280, "en", "node-gpu-server-1", "light"),
+    ("overview", "/", 1280, "en", "node-line-gpu-server-1", "light"),
     ("node-detail", "/nodes/gpu-server-4", 1280, "en", "processes", "light"),
     ("findings", "/findings", 1280, "en", "count-error", "light"),
     ("findings-ko-errors", "/findings?severity=error", 1280, "ko", "count-error", "light"),
     ("usage", "/usage", 1280, "en", "usage-table", "light"),
-    ("overview-ko", "/", 1280, "ko", "node-gpu-server-1", "light"),
-    ("overview-phone", "/", 390, "en", "node-gpu-server-1", "light"),
+    ("overview-ko", "/", 1280, "ko", "node-line-gpu-server-1", "light"),
+    ("overview-phone", "/", 390, "en", "node-line-gpu-server-1", "light"),
     ("node-detail-phone", "/nodes/gpu-server-1", 390, "ko", "processes", "light"),
-    ("overview-dark", "/", 1920, "en", "node-gpu-server-1", "dark"),
+    ("overview-dark", "/", 1920, "en", "node-line-gpu-server-1", "dark"),
 )
 
 

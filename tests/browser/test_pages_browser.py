@@ -25,6 +25,8 @@ sync_api = pytest.importorskip("playwright.sync_api")
 expect = sync_api.expect
 
 SERVER_1 = "gpu-server-1"
+# The demo's 9 GPU nodes open compact (one line each); these tests read the node cards.
+FULL_OVERVIEW = "/?view=full"
 REFRESH_S = 0.5
 # One page refresh plus an agent report and a snapshot rebuild, with room for a slow CI box.
 LIVE_DEADLINE_MS = 8_000
@@ -91,7 +93,7 @@ def gpu_uuid(stack: Stack, node: str, index: int) -> str:
 
 
 def test_overview_shows_the_demo_totals(watched: Watched, demo_stack: Stack) -> None:
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     expect(page.get_by_test_id(f"node-{SERVER_1}")).to_be_visible()
     totals = demo_stack.summary()["totals"]
@@ -103,7 +105,7 @@ def test_overview_shows_the_demo_totals(watched: Watched, demo_stack: Stack) -> 
 
 
 def test_overview_draws_host_gpus_apart_from_advertised(watched: Watched) -> None:
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     host = page.get_by_test_id(f"host-gpus-{SERVER_1}")
     advertised = page.get_by_test_id(f"advertised-gpus-{SERVER_1}")
@@ -121,7 +123,7 @@ def test_host_process_on_advertised_gpu_turns_marker_red_without_reload(
     watched: Watched, demo_stack: Stack
 ) -> None:
     uuid = gpu_uuid(demo_stack, SERVER_1, 3)
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     marker = page.get_by_test_id(f"gpu-marker-{uuid}")
     expect(marker).to_have_attribute("data-severity", "none")
@@ -138,7 +140,7 @@ def test_host_process_on_advertised_gpu_turns_marker_red_without_reload(
 
 
 def test_created_pod_appears_without_reload(watched: Watched, demo_stack: Stack) -> None:
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     card = page.get_by_test_id(f"node-{SERVER_1}")
     requested = page.get_by_test_id(f"node-requested-{SERVER_1}").locator("dd")
@@ -172,7 +174,7 @@ def test_created_pod_appears_without_reload(watched: Watched, demo_stack: Stack)
 
 
 def test_language_switch_renders_korean_and_english(watched: Watched) -> None:
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     expect(page.locator("html")).to_have_attribute("lang", "en")
     expect(page.get_by_role("heading", name="Cluster totals")).to_be_visible()
@@ -185,7 +187,7 @@ def test_language_switch_renders_korean_and_english(watched: Watched) -> None:
 
 
 def test_node_detail_lists_host_and_pod_processes(watched: Watched) -> None:
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     page.get_by_role("link", name=f"Details of {SERVER_1}").click()
     expect(page).to_have_url(re.compile(f"/nodes/{SERVER_1}$"))
@@ -197,7 +199,7 @@ def test_node_detail_lists_host_and_pod_processes(watched: Watched) -> None:
 
 
 def test_findings_remedy_is_copyable_and_stays_open_across_refreshes(watched: Watched) -> None:
-    watched.open("/findings")
+    watched.open("/findings?view=full")
     page = watched.page
     first = page.locator("li.finding details").first
     expect(first).to_have_attribute("open", "")
@@ -209,12 +211,16 @@ def test_findings_remedy_is_copyable_and_stays_open_across_refreshes(watched: Wa
         "() => document.querySelector('li.finding details').dataset.old === undefined"
     )
     expect(first).not_to_have_attribute("open", "")
-    second = page.locator("li.finding").nth(1)
-    remedy = second.get_by_test_id("remedy").inner_text()
-    second.get_by_role("button", name="Copy").click()
-    expect(second.locator("button.copy")).to_have_text("Copied")
+    # Copying with no refresh meanwhile: a swap puts a fresh "Copy" button in the flashed
+    # one's place (a race the test lost now and then). A row's own remedy comes first; the
+    # findings that follow from it are folded below it.
+    page.goto(f"{watched.base_url}/findings?view=full&refresh_s=300")
+    second = page.locator("[data-testid=finding-list] > li.finding").nth(1)
+    remedy = second.get_by_test_id("remedy").first.inner_text()
+    second.get_by_role("button", name="Copy").first.click()
+    expect(second.locator("button.copy").first).to_have_text("Copied")
     assert page.evaluate("navigator.clipboard.readText()") == remedy
-    link = second.get_by_test_id("doc-link")
+    link = second.get_by_test_id("doc-link").first
     assert re.fullmatch(r"/docs/findings\?lang=en#[\w.-]+", link.get_attribute("href") or "")
 
 
@@ -239,7 +245,7 @@ def test_phone_width_has_no_horizontal_scroll(watched: Watched) -> None:
 
 
 def test_dra_node_draws_its_devices_and_claims(watched: Watched, demo_stack: Stack) -> None:
-    watched.open("/")
+    watched.open(FULL_OVERVIEW)
     page = watched.page
     node = page.get_by_test_id("node-gpu-dra-9")
     expect(node.get_by_test_id("allocation-gpu-dra-9")).to_have_text("Dynamic Resource Allocation")
