@@ -177,9 +177,9 @@ class SnapshotService:
         """Compute a snapshot from what the cache and the report store hold now.
 
         `keep_ages`: reckon agents' ages at the latest build's moment for them, unless
-        that is `refresh_interval_s` old or an agent has turned stale since. A failure of any kind keeps the last good snapshot served, marked
-        stale with the reason (`stale_reason`), and /readyz degraded, until a build
-        succeeds again.
+        that is `refresh_interval_s` old or an agent has turned stale since. A failure of
+        any kind keeps the last good snapshot served, marked stale with the reason
+        (`stale_reason`), and /readyz degraded, until a build succeeds again.
         """
         now = self._clock()
         self._built_at = now
