@@ -43,6 +43,9 @@ _FINDING: dict[str, Any] = {
     "node": "gpu-server-1",
     "gpu_uuid": _UUID,
     "pod": None,
+    "caused_by": None,
+    "consequences": [],
+    "id": f"host-process-on-advertised-gpu|gpu-server-1|{_UUID}|",
 }
 
 _GPU: dict[str, Any] = {
