@@ -1,10 +1,11 @@
 """The routes that chain, fuzzed as chains: preview then apply, split then undo (issue 48).
 
 A Hypothesis state machine plays an admin against a live dashboard on the simulator: mode
-previews and applies (with the preview's token, a stale one, a forged one or none), node
-splits and returns, rollbacks of recorded changes, with hostile values among the sensible
-ones. After every step: no 5xx, no answer slower than a second, `/healthz` under a second,
-and a refused step wrote nothing. CHAIN_EXAMPLES chains of up to CHAIN_STEPS steps each.
+previews and applies (with the preview's token, a stale one, a forged one or none, blind
+with `?force=true` or not: 428), node splits and returns (the GPUs under either spelling of
+their key), rollbacks of recorded changes, with hostile values among the sensible ones.
+After every step: no 5xx, no answer slower than a second, `/healthz` under a second, and a
+refused step wrote nothing. CHAIN_EXAMPLES chains of up to CHAIN_STEPS steps each.
 """
 
 from __future__ import annotations
@@ -56,6 +57,11 @@ FORGED_TOKENS = st.sampled_from(
 _stack: Stack | None = None
 
 
+def _forced(force: bool) -> dict[str, str]:
+    """`?force=true`: an apply without a token is then written blind, else refused 428."""
+    return {"force": "true"} if force else {}
+
+
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     global _stack
@@ -104,8 +110,13 @@ class ChangeChains(RuleBasedStateMachine):
         token = answer.get("token") if isinstance(answer, dict) else None
         return f"mode:{token or ''}:{mode}:{replicas}:{rename}"
 
-    @rule(target=changes, token=tokens, forged=st.one_of(st.none(), FORGED_TOKENS))
-    def apply_mode(self, token: str, forged: str | None) -> str:
+    @rule(
+        target=changes,
+        token=tokens,
+        forged=st.one_of(st.none(), FORGED_TOKENS),
+        force=st.booleans(),
+    )
+    def apply_mode(self, token: str, forged: str | None, force: bool) -> str:
         kind, sent, mode, replicas, rename = token.split(":", 4)
         if kind != "mode":
             return ""
@@ -115,7 +126,7 @@ class ChangeChains(RuleBasedStateMachine):
             "renameByDefault": rename == "True",
             "expectedToken": forged if forged is not None else (sent or None),
         }
-        answer = self._send("PUT", "/api/v1/plugin/config", body)
+        answer = self._send("PUT", "/api/v1/plugin/config", body, **_forced(force))
         return str(answer.get("changeId") or "") if isinstance(answer, dict) else ""
 
     @rule(
@@ -125,24 +136,30 @@ class ChangeChains(RuleBasedStateMachine):
         replicas=REPLICAS,
     )
     def preview_split(self, gpus: list[str], mode: str, replicas: int) -> str:
-        body = {"kubernetes_gpus": gpus, "mode": mode, "replicas": replicas}
+        body = {"kubernetesGpus": gpus, "mode": mode, "replicas": replicas}
         answer = self._send("PUT", f"/api/v1/nodes/{NODE}/gpu-split", body, dryRun="true")
         token = answer.get("token") if isinstance(answer, dict) else None
         return f"split:{token or ''}:{','.join(gpus)}:{mode}:{replicas}"
 
-    @rule(target=changes, token=tokens, confirm=st.booleans())
-    def apply_split(self, token: str, confirm: bool) -> str:
+    @rule(
+        target=changes,
+        token=tokens,
+        confirm=st.booleans(),
+        force=st.booleans(),
+        key=st.sampled_from(["kubernetesGpus", "kubernetes_gpus"]),
+    )
+    def apply_split(self, token: str, confirm: bool, force: bool, key: str) -> str:
         kind, sent, gpus, mode, replicas = token.split(":", 4)
         if kind != "split":
             return ""
         body = {
-            "kubernetes_gpus": [g for g in gpus.split(",") if g],
+            key: [g for g in gpus.split(",") if g],
             "mode": mode,
             "replicas": int(replicas),
             "confirmHostProcesses": confirm,
             "expectedToken": sent or None,
         }
-        answer = self._send("PUT", f"/api/v1/nodes/{NODE}/gpu-split", body)
+        answer = self._send("PUT", f"/api/v1/nodes/{NODE}/gpu-split", body, **_forced(force))
         return str(answer.get("changeId") or "") if isinstance(answer, dict) else ""
 
     @rule(confirm=st.booleans())

@@ -111,7 +111,7 @@ def test_a_split_from_our_api_gives_the_real_node_the_previewed_slots(
         ),
         what="the shared plugin serving all 4 GPUs, the dashboard expecting 4",
     )
-    body = {"kubernetes_gpus": KEPT_FOR_KUBERNETES, "mode": "basic"}
+    body = {"kubernetesGpus": KEPT_FOR_KUBERNETES, "mode": "basic"}
 
     plan, applied = _preview_and_apply(world, body)
 
@@ -132,7 +132,7 @@ def test_a_split_from_our_api_gives_the_real_node_the_previewed_slots(
         advertised = sorted(g["uuid"] for g in view["gpus"] if g["role"] == "advertised")
         assert advertised == KEPT_FOR_KUBERNETES
     finally:
-        returned = world.admin("DELETE", SPLIT)
+        returned = world.admin("DELETE", SPLIT, params={"force": "true"})  # blind, as asked
     assert returned.status_code == 200, returned.text
     assert returned.json()["warnings"] == []
     wait_until(

@@ -22,6 +22,7 @@ from tests.real.conftest import RealWorld
 NS = "kube-system"
 SHARED = "nvidia-device-plugin-daemonset"
 TO_TS4 = {"mode": "time-slicing", "replicas": 4}
+BLIND = {"force": "true"}  # an apply without its preview's token, asked for (else 428)
 NODE = "gpu-server-1"  # GPUs 0-1 kept for host training, 2-3 advertised
 GPU = [
     "GPU-3f1c5a2e-8b4d-4e6f-9a7b-0c1d2e3f4a50",
@@ -49,7 +50,7 @@ def rollout(world: RealWorld) -> dict[str, Any]:
 
 
 def _put_config(world: RealWorld, body: dict[str, Any], *, dry_run: bool = False) -> httpx.Response:
-    params = {"dryRun": "true"} if dry_run else {}
+    params = {"dryRun": "true"} if dry_run else BLIND
     return world.admin("PUT", "/api/v1/plugin/config", json=body, params=params)
 
 
@@ -109,7 +110,7 @@ def test_mode_switch_is_held_by_the_crash_looping_node_as_the_view_says(world: R
         assert _daemonset(world)["status"]["updatedNumberScheduled"] == 6
     finally:  # leave the demo as it was for the other tests, whatever failed above
         _max_unavailable(world, 2)
-        rolled = world.admin("POST", "/api/v1/plugin/config/rollback")
+        rolled = world.admin("POST", "/api/v1/plugin/config/rollback", params=BLIND)
         back = _until_allocatable(
             world, "gpu-server-2", "2", what="back to 2 slots after the rollback's rollout"
         )
@@ -229,7 +230,7 @@ def test_a_spec_edit_after_the_preview_is_a_409_naming_it_and_nothing_is_written
 
 def test_per_node_split_gets_its_own_daemonset_and_rolls_back(world: RealWorld) -> None:
     body = {
-        "kubernetes_gpus": GPU[1:],
+        "kubernetesGpus": GPU[1:],
         "mode": "basic",
         "replicas": 1,
         "confirmHostProcesses": True,
@@ -278,12 +279,12 @@ def test_history_outlives_its_events_and_a_dashboard_restart(
 ) -> None:
     """Issue 22's durable history, with the chart's Role judged by the real authorizer."""
     body = {
-        "kubernetes_gpus": GPU[1:],
+        "kubernetesGpus": GPU[1:],
         "mode": "basic",
         "replicas": 1,
         "confirmHostProcesses": True,
     }
-    applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body)
+    applied = world.admin("PUT", f"/api/v1/nodes/{NODE}/gpu-split", json=body, params=BLIND)
     assert applied.status_code == 200, applied.text
     change = applied.json()["changeId"]
     _until_allocatable(world, NODE, "3", what="the split applied")
@@ -297,7 +298,10 @@ def test_history_outlives_its_events_and_a_dashboard_restart(
     listed = world.get("/api/v1/changes").json()["changes"]
     assert change in [c["id"] for c in listed]
     undo = world.admin(
-        "POST", f"/api/v1/changes/{change}/rollback", json={"confirmHostProcesses": True}
+        "POST",
+        f"/api/v1/changes/{change}/rollback",
+        json={"confirmHostProcesses": True},
+        params=BLIND,
     )
     assert undo.status_code == 200, undo.text
     _until_allocatable(world, NODE, "2", what="the split rolled back from the durable record")
@@ -311,7 +315,8 @@ def test_nodes_of_another_install_and_dra_are_refused_up_front(world: RealWorld)
         refused = world.admin(
             "PUT",
             f"/api/v1/nodes/{node}/gpu-split",
-            json={"kubernetes_gpus": [g["uuid"] for g in view["gpus"]][:1], "mode": "basic"},
+            json={"kubernetesGpus": [g["uuid"] for g in view["gpus"]][:1], "mode": "basic"},
+            params=BLIND,
         )
         assert refused.status_code == 409, refused.text
     with world.plane.http() as http:

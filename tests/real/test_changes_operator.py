@@ -158,7 +158,7 @@ def test_an_operator_node_is_refused_up_front_and_unchanged_by_a_mode_switch(
     refused = world.admin(
         "PUT",
         f"/api/v1/nodes/{NODE}/gpu-split",
-        json={"kubernetes_gpus": gpus, "mode": "basic"},
+        json={"kubernetesGpus": gpus, "mode": "basic"},
         params={"dryRun": "true"},
     )
     assert refused.status_code == 409, refused.text
