@@ -10,28 +10,16 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import Field
 
 from app.domain.dra_models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
+from app.domain.finding_model import SEVERITY_RANK as SEVERITY_RANK
+from app.domain.finding_model import EvidenceValue as EvidenceValue
+from app.domain.finding_model import Finding as Finding
+from app.domain.finding_model import Frozen as _Out
+from app.domain.finding_model import Scope as Scope
+from app.domain.finding_model import Severity as Severity
 from app.domain.health import GpuHealthReading
-
-EvidenceValue = str | int | float | bool | None
-
-
-class Severity(StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-
-SEVERITY_RANK = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}  # worst first
-
-
-class Scope(StrEnum):
-    CLUSTER = "cluster"
-    NODE = "node"
-    GPU = "gpu"
-    POD = "pod"
 
 
 class Mode(StrEnum):
@@ -39,66 +27,6 @@ class Mode(StrEnum):
     TIME_SLICING = "time-slicing"
     MPS = "mps"
     UNKNOWN = "unknown"
-
-
-class _Out(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
-class Finding(_Out):
-    """One mismatch between accounting and reality, with its cause and remedy."""
-
-    code: str = Field(description="Stable code, documented in docs/findings.md")
-    severity: Severity
-    scope: Scope
-    title: str = Field(
-        default="",
-        description="One line saying what is wrong, in the language asked for (worded by the "
-        "web layer from `code` and `params`)",
-    )
-    params: dict[str, EvidenceValue] = Field(
-        default_factory=dict,
-        description="The values a page words the title with in each language: the evidence "
-        "plus node, gpu_uuid and pod",
-    )
-    evidence: dict[str, EvidenceValue] = Field(description="The numbers that disagree")
-    remedy: str = Field(
-        description="What fixes it, in the language asked for: the command with what to do as "
-        "a `# ...` comment (or the words alone where nothing can be pasted)"
-    )
-    remedy_command: str = Field(
-        default="",
-        description="The remedy's copyable shell command alone (names, flags, values), the "
-        "same in every language; empty where nothing can be pasted",
-    )
-    remedy_code: str | None = Field(
-        default=None,
-        description="What to do, as a stable code: the pages word it with remedy_params",
-    )
-    remedy_params: dict[str, EvidenceValue] = Field(
-        default_factory=dict, description="The values remedy_code is worded with"
-    )
-    node: str | None = None
-    gpu_uuid: str | None = None
-    pod: str | None = Field(default=None, description="namespace/name")
-    caused_by: str | None = Field(
-        default=None,
-        description="The `id` of the finding on the same node this one follows from (its root "
-        "cause); null for a root or a finding on its own. Pages fold it under that finding",
-    )
-    consequences: tuple[str, ...] = Field(
-        default=(),
-        description="The `id`s of the findings that follow from this one (each names this one "
-        "in `caused_by`)",
-    )
-
-    @computed_field(  # type: ignore[prop-decorator]
-        description="Stable identity within a snapshot: code|node|gpu_uuid|pod (empty parts "
-        "where the finding names none)"
-    )
-    @property
-    def id(self) -> str:
-        return "|".join((self.code, self.node or "", self.gpu_uuid or "", self.pod or ""))
 
 
 class GpuProcess(_Out):
