@@ -139,8 +139,15 @@ def test_long_pages_open_compact_and_remember_the_choice(
     compact = _height(tab)
     assert compact < COMPACT_OVERVIEW_MAX_PX[width], compact
     expect(tab.get_by_test_id("node-gpu-ws-5")).to_be_hidden()
-    tab.get_by_test_id("node-line-gpu-ws-5").locator("summary").click()  # opens in place
+    tab.goto(f"{demo.dashboard_url}/?lang={lang}&refresh_s=0.5")  # a live page
+    line = tab.get_by_test_id("node-line-gpu-ws-5")
+    line.locator("summary").click()  # opens in place
     expect(tab.get_by_test_id("node-gpu-ws-5")).to_be_visible()
+    line.evaluate("details => { details.dataset.old = 'yes'; }")
+    tab.wait_for_function(  # a refresh swapped in new elements: the line is still open
+        "() => document.getElementById('nodeline-gpu-ws-5').dataset.old === undefined"
+    )
+    expect(line).to_have_attribute("open", "")
 
     tab.get_by_test_id("view-full").click()
     expect(tab.get_by_test_id("view-switch")).to_have_attribute("data-view", "full")
