@@ -1,21 +1,39 @@
 # The two commands a newcomer needs: `make demo` and `make test` (`make check`: the fast loop).
-PYTHON ?= python3.11
+# The first Python 3.11-3.13 on the PATH (pyproject's requires-python); `make PYTHON=...` picks one.
+PYTHON ?= $(shell for p in python3.13 python3.12 python3.11 python3; do \
+  $$p -c 'import sys; sys.exit(not (3, 11) <= sys.version_info[:2] <= (3, 13))' >/dev/null 2>&1 \
+  && { echo $$p; break; }; done)
 VENV := .venv
 BIN := $(VENV)/bin
+# One venv: `make demo` installs the runtime dependencies alone (RUNTIME); the targets that
+# test, lint or build add the test extra to it (STAMP).
+RUNTIME := $(VENV)/.runtime
 STAMP := $(VENV)/.installed
 PORT ?= 8000
+# pip quiet, and setuptools' build warnings (boxed, meant for the package's maintainers) kept
+# out of a newcomer's terminal; errors still print.
+PIP := PYTHONWARNINGS=ignore $(BIN)/pip install --quiet --quiet --disable-pip-version-check
 
 .PHONY: demo test check lint style bench chromium prometheus node-runtime image-tools tools screenshots
 
-$(STAMP): pyproject.toml
-	@command -v $(PYTHON) >/dev/null || { echo "needs $(PYTHON)"; exit 1; }
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
-	touch $(STAMP)
+$(BIN)/python:
+	@test -n "$(PYTHON)" || { echo "needs Python 3.11, 3.12 or 3.13 on the PATH (python3.13, python3.12, python3.11 or python3), or make PYTHON=/path/to/python"; exit 1; }
+	@echo "Creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
+	@$(PYTHON) -m venv $(VENV)
+
+$(RUNTIME): pyproject.toml | $(BIN)/python
+	@echo "Installing GPU Slots and its runtime dependencies into $(VENV) (once)"
+	@$(PIP) -e .
+	@touch $(RUNTIME)
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "Installing GPU Slots with the test tools (the 'test' extra) into $(VENV)"
+	@$(PIP) -e '.[test]'
+	@touch $(RUNTIME) $(STAMP)
 
 ## Start the dashboard on an embedded simulated cluster: http://127.0.0.1:$(PORT)
-demo: $(STAMP)
+## (runtime dependencies only: no test tools in the venv until `make check` or `make test`)
+demo: $(RUNTIME)
 	$(BIN)/gpu-slots demo --port $(PORT)
 
 ## Browser tests need Debian's chromium, and a CJK font (fonts-noto-cjk) so Korean pages

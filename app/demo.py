@@ -82,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"GPU Slots demo: {dashboard_url}  (scenario {args.scenario!r})", flush=True)
     print(f"Simulated Kubernetes API: {simulator_url}  (kubectl --server={simulator_url} ...)")
     print(f"Admin token for this demo: {admin_token}", flush=True)
+    # Where the token goes; never in the URL itself (browser history, access logs).
+    print(f"Log in with it at {dashboard_url}/login (or 'Log in' at the top of any page)")
     try:
         serve(app, host=args.host, port=args.port)
     finally:

@@ -35,7 +35,18 @@ def with_lang(path: str, request: Request) -> str:
 
 
 def safe_next(target: str | None) -> str:
-    """A same-site path to go back to; anything else becomes `/`."""
-    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+    """A same-site path to go back to; anything else becomes `/`.
+
+    Only a local path: not `//host` or a scheme, no backslash (read as `/` by browsers), no
+    control character or space anywhere (browsers drop a tab or newline inside `/<tab>/host`,
+    which then reads as `//host`).
+    """
+    if (
+        not target
+        or not target.startswith("/")
+        or target.startswith("//")
+        or "\\" in target
+        or any(ord(c) <= 0x20 or ord(c) == 0x7F for c in target)
+    ):
         return "/"
     return target

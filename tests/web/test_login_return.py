@@ -1,0 +1,82 @@
+"""Logging in from any page (issue 44): "Log in" in the navigation while logged out, and
+after the token, back to the page the admin came from; a `next` that is not a local path
+(another site, a scheme, `//`, a backslash, a control character) lands on `/` instead."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from html import unescape
+
+import pytest
+
+from tests.conftest import ADMIN_TOKEN, Stack
+from tests.web.test_pages import parse
+
+PAGES = ("/", "/findings", "/usage", "/fit", "/usage/history", "/admin/changes")
+
+
+@pytest.fixture
+def stack(make_stack: Callable[..., Stack]) -> Stack:
+    return make_stack("host-split", agents=False)
+
+
+def _log_in(stack: Stack, action: str, token: str = ADMIN_TOKEN) -> str:
+    response = stack.client.post(action, data={"token": token}, follow_redirects=False)
+    assert response.status_code == 303, response.text
+    return response.headers["location"]
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_log_in_from_the_navigation_returns_to_the_page(stack: Stack, page: str) -> None:
+    anonymous = parse(stack.client.get(f"{page}?lang=ko").text)
+    link = anonymous.by_testid("nav-login")
+    assert len(link) == 1, page
+    assert unescape(link[0]["href"]) == f"/login?next={page}&lang=ko"
+    assert anonymous.text("nav-login") == "로그인"
+
+    form = parse(stack.client.get(unescape(link[0]["href"])).text).by_testid("login-form")[0]
+    assert _log_in(stack, unescape(form["action"])).startswith(page)
+    signed_in = parse(stack.client.get(page).text)
+    assert signed_in.by_testid("nav-login") == []  # logged in: who, not "Log in"
+    assert signed_in.by_testid("signed-in") != []
+
+
+def test_the_login_page_itself_offers_no_second_login_link(stack: Stack) -> None:
+    assert parse(stack.client.get("/login").text).by_testid("nav-login") == []
+
+
+def test_a_local_path_with_its_query_is_where_the_login_returns(stack: Stack) -> None:
+    assert _log_in(stack, "/login?next=/usage?by%3Dnode") == "/usage?by=node"
+    assert _log_in(stack, "/login?lang=ko&next=/nodes/gpu-server-1") == (
+        "/nodes/gpu-server-1?lang=ko"
+    )
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "//evil.example/",
+        "https://evil.example/",
+        "http:evil.example",
+        "javascript:alert(1)",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "/\t/evil.example",
+        "/\n/evil.example",
+        "/\r\n/evil.example",
+        " //evil.example",
+        "evil.example",
+    ],
+)
+def test_a_next_that_leaves_the_site_lands_on_the_overview(stack: Stack, hostile: str) -> None:
+    response = stack.client.post(
+        "/login",
+        params={"next": hostile},
+        data={"token": ADMIN_TOKEN},
+        follow_redirects=False,
+    )
+    assert response.status_code == 303
+    assert response.headers["location"] == "/"
+    page = stack.client.get("/login", params={"next": hostile}).text
+    action = unescape(parse(page).by_testid("login-form")[0]["action"])
+    assert "next=" not in action and "evil" not in page
