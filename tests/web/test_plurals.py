@@ -21,7 +21,7 @@ from tests.web.test_admin_pages_i18n import log_in
 
 # "GPU(s)", "pod(s)", "process(es)": a count worded without choosing a form.
 PLURAL_BY_PARENTHESES = re.compile(r"\w\((?:s|es)\)")
-NODES = ("gpu-server-1", "gpu-ws-5", "gpu-ts-7", "gpu-dra-9")
+NODES = ("gpu-server-1", "gpu-server-4", "gpu-ws-5", "gpu-ts-7", "gpu-mig-8", "gpu-dra-9")
 PAGES = (
     "/usage",
     "/usage?by=node",
@@ -64,6 +64,16 @@ def test_no_page_words_a_count_with_parenthesised_plurals(
     assert found == {}
     usage = stack.client.get("/usage?by=node&lang=en").text
     assert "+ 3 DRA devices" in usage  # gpu-dra-9's three claimed devices, worded as many
+
+
+def test_no_catalog_message_words_a_plural_in_parentheses() -> None:
+    worded = {
+        (lang, key): text
+        for lang, messages in CATALOGS.items()
+        for key, text in messages.items()
+        if PLURAL_BY_PARENTHESES.search(text)
+    }
+    assert worded == {}
 
 
 @pytest.mark.parametrize(
