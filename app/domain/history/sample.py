@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import chain
 
 from app.domain.accounting.fractions import RESERVATION_NAMESPACES
 from app.domain.accounting.pods import pod_key
@@ -86,9 +87,22 @@ class Sample:
     holdings: tuple[Holding, ...]
     holds: tuple[GpuHold, ...]
     gpus: tuple[GpuSeen, ...]
-    # taken by a Sampler: the nodes' parts the items above are made of, in order, each the
-    # same object while its node is unchanged (a store compares parts rather than items)
-    nodes: tuple[NodePart, ...] = field(default=(), compare=False, repr=False)
+    # set by `of_parts` alone: the nodes' parts the items above are made of, in order, each
+    # the same object while its node is unchanged (a store compares parts rather than
+    # items); a copy (dataclasses.replace) has none, so a store compares its items
+    nodes: tuple[NodePart, ...] = field(default=(), init=False, compare=False, repr=False)
+
+    @classmethod
+    def of_parts(cls, at: datetime, parts: tuple[NodePart, ...]) -> Sample:
+        """The sample made of the nodes' parts, which it keeps."""
+        sample = cls(
+            at,
+            tuple(chain.from_iterable(part.holdings for part in parts)),
+            tuple(chain.from_iterable(part.holds for part in parts)),
+            tuple(chain.from_iterable(part.gpus for part in parts)),
+        )
+        object.__setattr__(sample, "nodes", parts)  # frozen: set once, here
+        return sample
 
 
 def sample_of(snapshot: Snapshot, pods: Sequence[Manifest], *, at: datetime) -> Sample:
@@ -116,13 +130,7 @@ class Sampler:
             self._pods = list(pods)
         parts = tuple(self._part(node) for node in snapshot.nodes)
         self._parts = {part.node.name: part for part in parts}
-        return Sample(
-            at,
-            tuple(item for part in parts for item in part.holdings),
-            tuple(item for part in parts for item in part.holds),
-            tuple(item for part in parts for item in part.gpus),
-            nodes=parts,
-        )
+        return Sample.of_parts(at, parts)
 
     def _part(self, node: NodeState) -> NodePart:
         kept = self._parts.get(node.name)

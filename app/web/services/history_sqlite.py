@@ -6,7 +6,6 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 from app.domain.history.sample import GpuHold, GpuSeen, Holding, NodePart, Sample
@@ -155,7 +154,7 @@ class ShownKeys:
         items = self._items_of(sample)
         if same_objects(self._items, items):
             return [], []
-        went, came = self._by_part(sample.nodes, items) or self._by_item(items)
+        went, came = self._by_part(sample.nodes) or self._by_item(items)
         self._items = items
         if self._pairs != len(self.shown):  # a key shown twice: the sample's keys anew
             self._rebuild(items)
@@ -177,18 +176,13 @@ class ShownKeys:
             return None
         return [key for key in gone if key not in self.shown], new
 
-    def _by_part(
-        self, parts: Sequence[NodePart], items: Sequence[Any]
-    ) -> tuple[list[Any], list[Any]] | None:
-        """The items that went and came, from the nodes' parts that did (None: the items
-        are not the parts' own, in order, or the last sample's were not)."""
-        made_of = parts and same_objects(
-            items, tuple(chain.from_iterable(map(self._items_of, parts)))
-        )
-        if not made_of or not self._parts:
-            self._parts, self._part_at = (parts, _positions(parts)) if made_of else ((), {})
-            return None
+    def _by_part(self, parts: Sequence[NodePart]) -> tuple[list[Any], list[Any]] | None:
+        """The items that went and came, from the nodes' parts that did (None: the sample
+        or the last one was not made of parts; `Sample.of_parts` makes the items of them)."""
         at = _positions(parts)
+        if not parts or not self._parts:
+            self._parts, self._part_at = parts, at
+            return None
         went = [
             item
             for i in self._part_at.keys() - at.keys()
