@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -173,18 +174,26 @@ def test_a_folder_that_cannot_be_made_is_read_only(tmp_path: Path) -> None:
     assert raised.value.code == "history.read-only"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes read-only files")
 def test_read_only_file_is_said(tmp_path: Path) -> None:
+    """The file and its folder read-only: by their modes, or for root (who writes past
+    modes) by the immutable attribute, as a read-only volume refuses every writer."""
     path = tmp_path / "h.sqlite"
     fill(HistoryStore(path), T0, 1)
-    path.chmod(0o444)
-    tmp_path.chmod(0o555)
+    as_root = os.geteuid() == 0
+    if as_root:
+        subprocess.run(["chattr", "+i", str(path), str(tmp_path)], check=True)
+    else:
+        path.chmod(0o444)
+        tmp_path.chmod(0o555)
     try:
         with pytest.raises(HistoryUnavailableError) as raised:
             fill(HistoryStore(path), T0 + timedelta(minutes=1), 1)
         assert raised.value.code == "history.read-only"
     finally:
-        tmp_path.chmod(0o755)
+        if as_root:
+            subprocess.run(["chattr", "-i", str(path), str(tmp_path)], check=True)
+        else:
+            tmp_path.chmod(0o755)
 
 
 def _sample(at: datetime, *, used: float, idle: float) -> Sample:
