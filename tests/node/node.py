@@ -23,6 +23,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO
 
@@ -75,6 +76,7 @@ class RealNode:
     before: MachineState
     lock: IO[str]
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
     logs: list[IO[bytes]] = field(default_factory=list)
 
     @property
@@ -90,10 +92,29 @@ class RealNode:
         return path.read_text(errors="replace")[-8000:] if path.exists() else ""
 
     def spawn(self, name: str, command: list[str], *, env: dict[str, str] | None = None) -> None:
-        log = open(self.folder / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
+        log = open(self.folder / f"{name}.log", "ab")  # noqa: SIM115 - closed by stop()
         self.logs.append(log)
+        self.commands[name] = command
         self.processes[name] = subprocess.Popen(
             command, stdout=log, stderr=subprocess.STDOUT, cwd=self.folder, env=env
+        )
+
+    def restart_kubelet(self) -> None:
+        """What an operator does when the kubelet keeps a gone plugin's devices: restart it.
+
+        The kubelet (v1.35) can lose track of a plugin that re-registered while its old
+        connection was closing (kubernetes/kubernetes#121994): when that plugin then stops,
+        nothing tells the device manager, and the node advertises its devices for good. A
+        restarted kubelet reads its checkpoint and holds those devices unhealthy (allocatable
+        0) until a plugin registers again. The pods keep running meanwhile.
+        """
+        started = time.time()
+        self._stop_process("kubelet")
+        self.spawn("kubelet", self.commands["kubelet"])
+        self.wait(
+            lambda: _node_ready(self.plane, self.name, since=started),
+            what=f"Node {self.name} Ready after a kubelet restart",
+            timeout_s=START_TIMEOUT_S,
         )
 
     def ctr(self, *args: str, timeout_s: float = 120) -> str:
@@ -245,13 +266,26 @@ class RealNode:
         return found
 
 
-def _node_ready(plane: ControlPlane, name: str) -> bool:
+def _node_ready(plane: ControlPlane, name: str, *, since: float = 0.0) -> bool:
+    """The Node Ready, by a heartbeat from `since` (a time.time()) on."""
     with plane.http() as http:
         answer = http.get(f"/api/v1/nodes/{name}")
     if answer.status_code != 200:
         return False
     conditions = answer.json()["status"].get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    return any(
+        c["type"] == "Ready"
+        and c["status"] == "True"
+        and _seconds(c.get("lastHeartbeatTime")) >= int(since)
+        for c in conditions
+    )
+
+
+def _seconds(stamp: str | None) -> float:
+    """An RFC 3339 time of the API (`2026-12-06T12:00:00Z`) as seconds since the epoch."""
+    if not stamp:
+        return 0.0
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def start_node(
