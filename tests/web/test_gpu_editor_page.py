@@ -175,3 +175,28 @@ def test_a_place_that_is_neither_kubernetes_nor_host_is_refused_in_words(
         assert refused.status_code == 422, refused.text
         assert "Each GPU goes either to Kubernetes or to the host." in refused.text
     assert daemonsets(stack) == ["nvidia-device-plugin-daemonset"]
+
+
+def test_a_refused_preview_keeps_the_choice_to_correct_it(stack: Stack) -> None:
+    log_in(stack)
+    csrf = csrf_of(stack.client.get(PAGE).text)
+    form = {
+        **goes_to(host=GPU[2:], kubernetes=GPU[:2]),
+        "mode": "time-slicing",
+        "replicas": "1000",
+        "csrf_token": csrf,
+    }
+    refused = stack.client.post(f"{PAGE}/preview", data=form)
+    assert refused.status_code == 422, refused.text
+    chosen = {
+        uuid: [p for p, checked, _ in choices if checked]
+        for uuid, choices in places(refused.text).items()
+    }
+    assert chosen == {
+        GPU[0]: ["kubernetes"],
+        GPU[1]: ["kubernetes"],
+        GPU[2]: ["host"],
+        GPU[3]: ["host"],
+    }
+    assert 'value="1000"' in refused.text  # the replicas too, to be corrected
+    assert daemonsets(stack) == ["nvidia-device-plugin-daemonset"]

@@ -100,7 +100,7 @@ def _page(
         applied=applied,
         base=gpu_editor_path(name),
         gpu_names=gpu_names(runtime.snapshots.current(), translator(request)),
-        chosen=list(form.kubernetes_gpus()) if form is not None else None,
+        chosen=_chosen(form),
         chosen_mode=form.mode if form is not None else None,
         chosen_replicas=form.replicas if form is not None else None,
         replicas_min=MIN_REPLICAS,
@@ -108,9 +108,26 @@ def _page(
     )
 
 
-def _refused(request: Request, runtime: Runtime, name: str, error: Exception) -> HTMLResponse:
+def _refused(
+    request: Request,
+    runtime: Runtime,
+    name: str,
+    error: Exception,
+    form: SplitForm | None = None,
+) -> HTMLResponse:
+    """The editor with the refusal on top; `form`: the choice refused, kept to be corrected."""
     code, alert = refusal(request, error)
-    return _page(request, runtime, name, alert=alert, status_code=code)
+    return _page(request, runtime, name, alert=alert, status_code=code, form=form)
+
+
+def _chosen(form: SplitForm | None) -> list[str] | None:
+    """The GPUs the form gives Kubernetes; None (the GPUs' roles now) without a readable one."""
+    if form is None or form.action == "return":
+        return None
+    try:
+        return list(form.kubernetes_gpus())
+    except FormInvalid:
+        return None
 
 
 GOES_TO = "to:"  # one radio group per GPU: `to:<uuid>` = kubernetes | host
@@ -198,7 +215,7 @@ def gpus_preview(
         principal = admin_of(request, csrf_token)
         shown = preview_split(runtime.changes, principal, form.request(name))
     except _REFUSALS as error:
-        return _refused(request, runtime, name, error)
+        return _refused(request, runtime, name, error, form)
     if form.action == "return":
         return _page(request, runtime, name, preview=shown, action="return")
     return _page(request, runtime, name, preview=shown, action="apply", form=form)
