@@ -20,6 +20,7 @@ $(BIN)/python:
 	@test -n "$(PYTHON)" || { echo "needs Python 3.11, 3.12 or 3.13 on the PATH (python3.13, python3.12, python3.11 or python3), or make PYTHON=/path/to/python"; exit 1; }
 	@echo "Creating $(VENV) with $(PYTHON) ($$($(PYTHON) --version))"
 	@$(PYTHON) -m venv $(VENV)
+	@$(PIP) --upgrade pip
 
 $(RUNTIME): pyproject.toml | $(BIN)/python
 	@echo "Installing GPU Slots and its runtime dependencies into $(VENV) (once)"

@@ -44,7 +44,7 @@ def _python_dir(tmp_path: Path, *, good: str, bad: tuple[str, ...]) -> str:
 
 def test_demo_installs_the_runtime_dependencies_only(tmp_path: Path) -> None:
     demo = _dry_run("demo", tmp_path / ".venv")
-    installs = [line for line in demo.splitlines() if "/pip install " in line]
+    installs = [line for line in demo.splitlines() if "/pip install " in line and " -e " in line]
     assert len(installs) == 1, demo
     assert installs[0].endswith(" -e ."), installs  # no `.[test]`: no pytest, ruff, mypy...
     assert "--quiet --quiet" in installs[0] and "PYTHONWARNINGS=ignore" in installs[0]
