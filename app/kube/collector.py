@@ -21,14 +21,10 @@ def settle() -> None:
     """Keep the cyclic garbage collector off the manifests a big list just stored.
 
     Listed manifests live until a watch event replaces them and hold no reference cycles,
-    yet every full collection walks all of them: at 30,000 pods (~1.5 million objects) one
-    took ~0.7 s, about once per snapshot. Collecting first means nothing frozen is garbage;
-    unfreezing first lets this collection free what an earlier list froze and dropped.
-    Replaced manifests are still freed at once by reference counting.
-
-    The first generation's threshold is raised too (700 -> 10,000 allocations): a snapshot
-    of such a cluster allocates ~150,000 objects, and at the default every snapshot set off
-    a couple of full collections (~0.15 s each) even with the manifests frozen.
+    so they are collected once and frozen (unfrozen first, so this collection frees what an
+    earlier list froze and dropped); replaced ones are still freed by reference counting.
+    The first generation's threshold is raised to GC_THRESHOLD, since a snapshot of a big
+    cluster allocates far more than the default (figures: docs/PERFORMANCE.md).
     """
     with _GC_LOCK:
         gc.unfreeze()
@@ -56,9 +52,8 @@ def _raise_threshold() -> None:
         gc.set_threshold(GC_THRESHOLD, *older)
 
 
-# Cycles among what builds froze are freed this often: few become garbage (300-530 objects
-# in 30 s at 1,000 nodes under the benchmark's agents and readers), and the collection walks
-# everything, the cache's manifests too (0.26-0.32 s at 1,000 nodes, ~10 times that at 10,000).
+# Cycles among what builds froze are freed this often: few become garbage, and the collection
+# walks everything, the cache's manifests too (figures: docs/PERFORMANCE.md).
 FULL_COLLECTION_EVERY_S = 3600.0
 _building = 0  # builds under way (one per snapshot service)
 _was_enabled = True  # whether the collector ran before the first of them
@@ -69,14 +64,12 @@ _full_at: float | None = None  # time.monotonic() of the latest full collection 
 def outside_collections() -> Iterator[None]:
     """Run a snapshot build with the cyclic collector off; freeze what it keeps after it.
 
-    A build at 10,000 nodes makes big young containers (the pod list, the index's dicts,
-    the node lists). Every young collection during a build walked everything they hold
-    (60-70 ms each at 300,000 pods, the GIL held throughout, so every request waited), and
-    they went on to set off older collections (0.7-1 s full ones). With the collector off
-    during the build and what the build keeps frozen after it (as the listed manifests
-    are: settle()), no collection walks them. Reference counting still frees what the
-    next build replaces; reference cycles that became garbage among frozen objects are
-    freed by a full collection at most every FULL_COLLECTION_EVERY_S, after a build.
+    A build makes big young containers (the pod list, the index's dicts, the node lists)
+    that collections during it would walk with the GIL held; after it they are frozen, as
+    the listed manifests are (settle()). Reference counting still frees what the next build
+    replaces; cycles that became garbage among frozen objects are freed by a full collection
+    at most every FULL_COLLECTION_EVERY_S, after a build. Overlapping builds count
+    themselves: the collector is enabled again after the last (figures: docs/PERFORMANCE.md).
     """
     global _building, _was_enabled
     with _GC_LOCK:
