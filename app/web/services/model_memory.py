@@ -1,14 +1,13 @@
 """Long-kept pydantic models with one copy of each `fields_set`.
 
 Every pydantic instance carries the set of field names it was given
-(`__pydantic_fields_set__`): a fresh set per instance, ~730 bytes for a model of a dozen
-fields. An agent report is 17 such models (its GPUs, processes, MIG devices), so at 5,000
-nodes the stored reports held ~59 MiB of these sets alone, about half of their memory,
-all equal to a handful of distinct ones. `share_fields_sets` swaps each for one shared
-set of the same names (a set, not a frozenset: pydantic-core's `exclude_unset` wants a
-set). Nothing adds to it: reports are frozen models (pydantic adds names only on
-assignment), and `model_copy` gives the copy a copy of the set before adding to it.
-Equality and dumps do not change (tests/web/test_report_memory.py).
+(`__pydantic_fields_set__`), a fresh set per instance, and the stored reports' sets are all
+equal to a handful of distinct ones (what that costs: docs/PERFORMANCE.md).
+`share_fields_sets` swaps each for one shared set of the same names (a set, not a
+frozenset: pydantic-core's `exclude_unset` wants a set). Nothing adds to it: reports are
+frozen models (pydantic adds names only on assignment), and `model_copy` gives the copy a
+copy of the set before adding to it. Equality and dumps do not change
+(tests/web/test_report_memory.py).
 """
 
 from __future__ import annotations

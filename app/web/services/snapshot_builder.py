@@ -81,9 +81,9 @@ class SnapshotBuilder:
     def _share_sets(self, nodes: list[NodeState]) -> None:
         """Give the node states new since the last build shared field-name sets.
 
-        Every pydantic model carries its own set of the names it was given (~730 bytes): at
-        10,000 nodes the ~37 models of each node state held ~250 MiB of equal sets. A state
-        renewed for its agent's age keeps its parts: only its own set is looked at then.
+        Every pydantic model carries its own set of the names it was given (see
+        model_memory). A state renewed for its agent's age keeps its parts: only its own set
+        is looked at then.
         """
         before_list = self._shared_list
         self._shared_list = nodes
