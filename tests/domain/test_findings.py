@@ -146,7 +146,12 @@ CASES: list[tuple[str, Builder, Builder]] = [
         lambda: _two_nodes({"NVIDIA_VISIBLE_DEVICES": SPLIT}),
         lambda: _two_nodes({}),
     ),
-    ("plugin-missing-on-node", lambda: world(plugin_pods=[]), lambda: world()),
+    ("plugin-missing-on-node", lambda: world(plugin_pods=[], allocatable=None), lambda: world()),
+    (
+        "advertised-without-plugin",
+        lambda: world(plugin_pods=[]),  # the kubelet still advertises the 4 GPUs
+        lambda: world(plugin_pods=[], allocatable=None),
+    ),
     (
         "plugin-pod-not-ready",
         lambda: world(

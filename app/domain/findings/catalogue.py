@@ -46,6 +46,7 @@ CATALOGUE: dict[str, FindingKind] = {
         _kind("visible-devices-list-on-many-nodes", _W, _C),
         # Per node.
         _kind("plugin-missing-on-node", _E, _N),
+        _kind("advertised-without-plugin", _E, _N),
         _kind("plugin-pod-not-ready", _E, _N),
         _kind("runtime-class-missing", _E, _N),
         _kind("unified-memory-unsupported", _E, _N),

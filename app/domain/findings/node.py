@@ -79,8 +79,28 @@ def _waiting_reason(pod: Manifest) -> str | None:
     return None
 
 
+def _advertised_without_plugin(spec: PluginSpec, node: NodeFacts, allocatable: int) -> Finding:
+    """No plugin pod, yet the kubelet advertises the resource: it kept a gone plugin's
+    devices (a kubelet that lost a re-registered plugin keeps them until it restarts,
+    kubernetes/kubernetes#121994); pods placed here fail at admission."""
+    return finding(
+        "advertised-without-plugin",
+        evidence={
+            "node": node.name,
+            "plugin_pod": None,
+            "resource": node.resource,
+            "allocatable": allocatable,
+        },
+        words={"count": allocatable, "resource": node.resource, "name": spec.name},
+        remedy=remedy("sudo systemctl restart kubelet", "restart-kubelet", node=node.name),
+        node=node.name,
+    )
+
+
 def _plugin_pod(spec: PluginSpec, node: NodeFacts) -> list[Finding]:
     pod = node.plugin_pod_state
+    if pod is None and node.allocatable:
+        return [_advertised_without_plugin(spec, node, node.allocatable)]
     if pod is None:
         return [
             finding(

@@ -73,6 +73,7 @@ check-agent node,namespace
 check-driver node
 config-namespaces-setting
 compare-node-selector
+restart-kubelet node
 restart-gfd
 # split_remedies.py
 split-per-node node,source,copy,selector,devices,label,daemonset
