@@ -88,6 +88,12 @@ def test_no_catalog_message_words_a_plural_in_parentheses() -> None:
             "0 of 2 plugin pods updated",
         ),
         (
+            "restart.shared-pods",
+            {"daemonset": "kube-system/nvidia-device-plugin-daemonset", "nodes": 1},
+            "(1 node) restarts once",
+            "(2 nodes) restarts once",
+        ),
+        (
             "gpus_rollout_done",
             {"now": 1, "expected": 1},
             "advertises 1 slot, as expected",
@@ -101,9 +107,13 @@ def test_counts_pick_the_english_form_and_korean_has_one(
     english, korean = Translator("en"), Translator("ko")
     assert key in PLURAL_IDS["en"] and key in PLURAL_IDS["ko"]
     assert one in english.n(key, 1, **params)
-    plural = {**params, **{k: 2 for k in ("now", "expected", "desired") if k in params}}
+    plural = {**params, **{k: 2 for k in ("now", "expected", "desired", "nodes") if k in params}}
     assert many in english.n(key, 2, **plural)
     assert korean.n(key, 1, **params) == CATALOGS["ko"][key].format(count=1, **params)
+
+
+def test_an_id_without_plural_forms_gives_its_one_message() -> None:
+    assert Translator("en").n("gpus_role_host", 3) == "Host"
 
 
 def test_a_refusal_names_one_gpu_or_several_in_the_right_form() -> None:

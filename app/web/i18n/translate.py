@@ -74,7 +74,8 @@ class Translator:
 
     When a parameter is `Markup` (a link, a `<code>` name built by a template macro), the
     result is `Markup` too: the message and every other parameter are escaped, that one kept.
-    `t.n("key", count)` picks the language's plural form of `key` for `count` (`{count}`).
+    `t.n("key", count)` picks the language's plural form of `key` for `count` (`{count}`);
+    an id without plural forms gives its one message.
     """
 
     lang: str
@@ -83,7 +84,9 @@ class Translator:
         return _format(CATALOGS[self.lang][key], params)
 
     def n(self, key: str, count: int, /, **params: object) -> str:
-        message = TRANSLATIONS[self.lang].ngettext(key, f"{key}.plural", count)
+        message = message_for(self.lang, key, count)
+        if message is None:
+            raise KeyError(key)
         return _format(message, {"count": count, **params})
 
     def has(self, key: str) -> bool:
