@@ -63,34 +63,42 @@ def _related(cause: Finding, consequence: Finding) -> bool:
     return cause.pod is None or consequence.pod is None or cause.pod == consequence.pod
 
 
-def _direct_cause(item: Finding, peers: Sequence[Finding]) -> Finding | None:
-    """The likeliest finding among `peers` (the same node's) that explains `item`."""
+# A node's findings by code: a cause is looked up among its code's findings only, so a node
+# with hundreds of pod findings costs one pass, not one per pair.
+ByCode = dict[str, list[Finding]]
+
+
+def _direct_cause(item: Finding, by_code: ByCode) -> Finding | None:
+    """The likeliest finding of the same node (`by_code`) that explains `item`."""
     for code in CAUSES.get(item.code, ()):
-        for peer in peers:
-            if peer.code == code and peer is not item and _related(peer, item):
+        for peer in by_code.get(code, ()):
+            if peer is not item and _related(peer, item):
                 return peer
     return None
 
 
-def _root(item: Finding, peers: Sequence[Finding]) -> Finding | None:
+def _root(item: Finding, by_code: ByCode) -> Finding | None:
     """The finding at the end of `item`'s chain of causes, or None when nothing explains it."""
     root, seen = None, {id(item)}
-    cause = _direct_cause(item, peers)
+    cause = _direct_cause(item, by_code)
     while cause is not None and id(cause) not in seen:
         root = cause
         seen.add(id(cause))
-        cause = _direct_cause(cause, peers)
+        cause = _direct_cause(cause, by_code)
     return root
 
 
 def _node_links(peers: Sequence[Finding]) -> dict[int, Finding]:
     """The findings of one node that change (by `id()` of the original): consequences with
     `caused_by` set, roots with their `consequences`."""
+    by_code: ByCode = {}
+    for item in peers:
+        by_code.setdefault(item.code, []).append(item)
     roots: dict[int, tuple[Finding, list[Finding]]] = {}
     for item in peers:
         if item.code not in CAUSES:
             continue
-        root = _root(item, peers)
+        root = _root(item, by_code)
         if root is not None:
             roots.setdefault(id(root), (root, []))[1].append(item)
     changed: dict[int, Finding] = {}
