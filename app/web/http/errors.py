@@ -52,7 +52,7 @@ def problem(description: str) -> dict[str, Any]:
 
 
 WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: problem("The body is not JSON"),
+    400: problem("The body cannot be read as text (not UTF-8); JSON that is not valid is a 422"),
     401: problem("No or wrong credentials"),
     403: problem("Not an admin, missing CSRF token, or RBAC refused"),
     404: problem("DaemonSet (or the previous config) not found"),
