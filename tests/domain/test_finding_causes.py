@@ -148,3 +148,12 @@ def test_only_the_nodes_whose_findings_link_are_new_states() -> None:
     linked, after = link_causes(unlinked, nodes)
     assert after[1] is quiet
     assert after[0].findings == linked == before.findings
+
+
+def test_each_pod_s_process_links_to_that_pod_s_own_variable_among_hundreds() -> None:
+    pods = [f"ml/p{n}" for n in range(400)]
+    findings = [_on("pod-sets-visible-devices", pod=pod) for pod in pods]
+    findings += [_on("pod-process-without-slot", pod=pod) for pod in reversed(pods)]
+    linked, _ = link_causes(findings, [])
+    causes = {item.pod: item.caused_by for item in linked if item.caused_by}
+    assert causes == {pod: f"pod-sets-visible-devices|gpu-1||{pod}" for pod in pods}
