@@ -14,8 +14,8 @@ sample (used and idle inside a span the window cuts are counted pro rata). An op
 span keeps the rate its used and idle seconds grow at, per second sampled (the sum of the
 intervals the samples stood for, `sampled_s` in `meta`), and its seconds are written only
 when that rate changes or the span closes: a sample writes what changed, never a row per
-open span. Spans that end before the retention go. A file SQLite cannot read is set aside (renamed
-`<name>.corrupt-<UTC time>`, never deleted) and a new one started; a full disk or a
+open span. Spans that end before the retention go. A file SQLite cannot read is set aside
+(renamed `<name>.corrupt-<UTC time>`, never deleted) and a new one started; a full disk or a
 read-only file is raised as HistoryUnavailableError, the rest of the dashboard unaffected.
 """
 
