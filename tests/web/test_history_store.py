@@ -265,3 +265,15 @@ def test_a_file_from_before_the_rates_is_read_and_goes_on(tmp_path: Path) -> Non
         store.add(sample, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
     assert store.rows()["held"] == 1  # the old span went on
     assert _carol_seconds(store, T0, T0 + timedelta(minutes=20)) == (0.25 * 1200, 0.0)
+
+
+def test_a_sample_before_the_last_interval_ends_closes_the_spans_there(tmp_path: Path) -> None:
+    """A sample standing for 10 minutes, then one a minute after it (the clock set back, or
+    a sampler that fell behind): the first spans end at the second, never overlapping it."""
+    store = HistoryStore(tmp_path / "h.sqlite")
+    store.add(quarter_slice_sample(T0), span_s=600, retention_days=RETENTION_DAYS)
+    early = T0 + timedelta(minutes=1)
+    store.add(quarter_slice_sample(early), span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+    hours = owner_hours(store, T0, T0 + timedelta(minutes=2))
+    assert hours["ml/carol"] == pytest.approx(0.25 * 2 / 60, abs=1e-6)
+    assert hours["physical"] == pytest.approx(4 * 2 / 60, abs=1e-6)

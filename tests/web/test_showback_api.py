@@ -9,7 +9,8 @@ import re
 import socket
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -17,10 +18,12 @@ import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
+from app.domain.snapshot import Snapshot
 from app.web.app import create_app
 from app.web.services.history_sampler import MAX_CORE_SHARE, HistorySampler
 from app.web.services.history_store import HistoryStore
 from tests import factories as f
+from tests.bench.history_bench import held_cluster
 from tests.conftest import AGENT_TOKEN, stack_settings
 from tests.web.fakes import FakeSource
 
@@ -421,3 +424,34 @@ def test_holders_refuse_a_moment_that_is_not_one(made: Made, at: str, words: str
     answer = client.get("/api/v1/nodes/gpu-1/holders", params={"at": at})
     assert answer.status_code == 422
     assert words in answer.json()["detail"]
+
+
+def test_a_late_sample_is_followed_where_its_span_ends() -> None:
+    """The sampler's thread: a sample that starts late (the snapshot slow to come, in wall
+    time) stands for an interval from its own moment, and the next one waits for its end
+    rather than catching up inside it (spans that overlap would count GPU-hours twice)."""
+    moments: list[datetime] = []
+    reads = iter(range(1_000_000))
+
+    def clock() -> datetime:
+        moments.append(datetime.now(UTC))
+        return moments[-1]
+
+    def current() -> Snapshot:
+        if next(reads) == 1:
+            time.sleep(0.6)  # the second sample starts 0.4 s after its deadline
+        return snapshot
+
+    snapshot = held_cluster(1)
+    sampler = HistorySampler(
+        None, current=current, pods=list, clock=clock, interval_s=0.2, retention_days=35
+    )
+    sampler.start()
+    try:
+        deadline = time.monotonic() + 10
+        while len(moments) < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        sampler.stop()
+    steps = [(later - earlier).total_seconds() for earlier, later in pairwise(moments)]
+    assert len(steps) >= 4 and min(steps) >= 0.19, steps

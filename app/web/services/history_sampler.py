@@ -50,6 +50,7 @@ class HistorySampler:
         self.latest: Sample | None = None
         self._sampler = Sampler()  # takes again only the nodes that changed since the last
         self.span_s = interval_s  # what the latest sample stands for (the wait to the next)
+        self._taken_at_s = 0.0  # time.monotonic() at the latest sample's moment
         self._write_s = 0.0  # the CPU time the latest write took
         self.error: HistoryUnavailableError | None = None  # why the latest write failed
         self._stop = threading.Event()
@@ -60,8 +61,9 @@ class HistorySampler:
         snapshot = self._current()
         if snapshot is None:
             return None
+        at, self._taken_at_s = self._clock(), time.monotonic()  # where its span starts
         started_s = time.thread_time()
-        sample = self._sampler.sample(snapshot, self._pods(), at=self._clock())
+        sample = self._sampler.sample(snapshot, self._pods(), at=at)
         cost_s = time.thread_time() - started_s + self._write_s
         self.span_s = max(self.interval_s, cost_s / MAX_CORE_SHARE)
         self.latest = sample
@@ -94,6 +96,9 @@ class HistorySampler:
                 self.sample_now()
             except Exception:  # one bad snapshot never stops the history
                 log.exception("history sample failed")
-            due += self.span_s  # paced by deadlines: samples tile time, never drift
+            # paced by deadlines: samples tile time, never drift; a sample that started late
+            # (the one before it ran past its span's end) is followed where its span ends,
+            # never inside it
+            due = max(due, self._taken_at_s) + self.span_s
             if self._stop.wait(max(0.0, due - time.monotonic())):
                 return

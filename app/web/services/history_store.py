@@ -160,6 +160,9 @@ class HistoryStore:
         t1 = t0 + span_s
         last, clock = self._open_t1, self._sampled_s
         follows = last is not None and last - span_s <= t0 <= last + span_s
+        # spans a sample does not follow end where the last interval did, or at this sample
+        # if it comes before that (a clock set back): spans never overlap
+        ended_t1 = last if follows or last is None else min(last, t0)
         changed = {table.name: self._shown[table.name].update(sample) for table in TABLES}
         if not self._synced or not follows:
             changed = dict.fromkeys(changed)  # every key is compared with the open spans
@@ -173,7 +176,7 @@ class HistoryStore:
                         shown,
                         changed[table.name],
                         span=(t0, t1),
-                        ended={"t1": last, "clock": clock},
+                        ended={"t1": ended_t1, "clock": clock},
                         follows=follows,
                     )
                 self._open_t1, self._sampled_s = t1, clock + span_s
