@@ -53,6 +53,12 @@ def mode(stack: Stack) -> tuple[str, int]:
     return config["mode"], config["replicas"]
 
 
+def changes_page(stack: Stack) -> str:
+    page = stack.client.get("/admin/changes", headers=BEARER)
+    assert page.status_code == 200, page.text[:500]
+    return page.text
+
+
 def test_an_apply_without_a_token_is_428_naming_its_preview_and_writes_nothing(
     admin: Stack,
 ) -> None:
@@ -84,6 +90,7 @@ def test_the_preview_token_applies_and_the_change_is_not_forced(admin: Stack) ->
     assert applied.status_code == 200, applied.text
     assert mode(admin) == ("time-slicing", 4)
     assert [(c["kind"], c["forced"]) for c in changes(admin)] == [("mode", False)]
+    assert 'data-testid="change-forced"' not in changes_page(admin)
 
 
 def test_a_forced_write_applies_blind_and_is_audited_as_forced(
@@ -99,6 +106,9 @@ def test_a_forced_write_applies_blind_and_is_audited_as_forced(
     assert [(r.kind, r.forced) for r in lines] == [("change", True), ("split", True)]  # type: ignore[attr-defined]
     assert all("forced: applied without a preview" in r.getMessage() for r in lines)
     assert [(c["kind"], c["forced"]) for c in changes(admin)] == [("split", True), ("mode", True)]
+    page = changes_page(admin)  # the change list says so of each, in words
+    assert page.count('data-testid="change-forced"') == 2
+    assert ">forced</strong>" in page
 
 
 def test_a_bad_token_is_422_even_when_nothing_would_change(admin: Stack) -> None:
