@@ -258,7 +258,11 @@ def test_4c_a_pod_setting_visible_devices_itself_is_flagged(four_slots: NodeWorl
             for code in sorted(codes):
                 found = tab.get_by_test_id(f"finding-{code}")
                 expect(found.first).to_be_visible()
-                expect(found.first.get_by_test_id("finding-pod-link")).to_contain_text("bypass")
+                own_link = found.first.get_by_test_id("finding-pod-link").first
+                expect(own_link).to_contain_text("bypass")
+            # One story: the process without a slot is folded under its cause, the variable.
+            root = tab.get_by_test_id("finding-pod-sets-visible-devices").first
+            expect(root.get_by_test_id("finding-pod-process-without-slot")).to_have_count(1)
             page = node_page(tab, world, lang)
             assert page["owners"] == {pid: "pod"}, page
             assert (page["allocatable"], page["requested"]) == (4, 0), page
