@@ -9,11 +9,18 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import HealthCheck, settings
 
 from app.settings import Settings
 from app.simulator.world.cluster import SimulatedCluster
 from app.web.server import build_app
 from tests.live import LiveServer, stop_together, wait_for
+
+# Property tests hold answers, not speed (speed is `make bench`'s): no per-example deadline and
+# no health check on slow generation, which a loaded machine trips (286 ms against Hypothesis'
+# default 200 ms with one core busy). A test's own @settings still apply.
+settings.register_profile("gpu-slots", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("gpu-slots")
 
 AGENT_TOKEN = "test-agent-token"
 ADMIN_TOKEN = "test-admin-token"
