@@ -123,6 +123,28 @@ def test_the_crash_looping_plugin_is_one_error_with_its_consequences_folded() ->
     assert overview.count('data-testid="top-finding"') == 1  # the cause, not its three stories
 
 
+def test_the_counts_say_how_many_findings_are_folded_under_their_cause() -> None:
+    app, _ = page_app(crash_looping())
+    with TestClient(app) as client:
+        pages = {
+            (path, lang): client.get(f"{path}?lang={lang}").text
+            for path in ("/", "/findings")
+            for lang in ("en", "ko")
+        }
+    for (path, lang), page in pages.items():
+        folded = re.search(r'data-testid="count-folded" data-count="(\d+)">([^<]*)<', page)
+        assert folded is not None, (path, lang)
+        assert folded.group(1) == "3", (path, lang)
+        said = {
+            "en": "3 of them follow from another finding and are folded under their cause",
+            "ko": "그중 3건은 다른 점검 결과에서 비롯되어 그 원인 아래에 접혀 있습니다",
+        }[lang]
+        assert folded.group(2) == said, (path, lang)
+    app, _ = page_app(demo_like())
+    with TestClient(app) as client:
+        assert 'data-testid="count-folded"' not in client.get("/findings?lang=en").text
+
+
 def test_korean_words_the_fold_and_the_switch() -> None:
     app, _ = page_app(crash_looping())
     with TestClient(app) as client:
