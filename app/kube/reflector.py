@@ -21,8 +21,8 @@ from kubernetes.client.exceptions import ApiException
 from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.errors import ForbiddenError
+from app.gc_policy import FREEZE_MIN_ITEMS, freeze_listed, freeze_so_far
 from app.kube.client import translate
-from app.kube.collector import FREEZE_MIN_ITEMS, hold, settle
 from app.kube.pages import pages, same_version
 
 log = logging.getLogger(__name__)
@@ -162,14 +162,14 @@ class Reflector:
             version = version or (body.get("metadata") or {}).get("resourceVersion", "")
             del body
             if len(items) >= FREEZE_MIN_ITEMS:
-                hold()
+                freeze_so_far()
             if self._stop.is_set():
                 return  # stopping: an incomplete list is never stored
         with self._lock:
             self._items = items
             self._resource_version = version
         if len(items) >= FREEZE_MIN_ITEMS:
-            settle()
+            freeze_listed()
         self.relists += 1
         self.absent = False
         self.synced = True

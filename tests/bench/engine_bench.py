@@ -25,7 +25,7 @@ from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo
 from app.domain.report import AgentReport, ReceivedReport
-from app.kube.collector import settle
+from app.gc_policy import freeze_listed
 from app.simulator.apiserver.resources import DAEMONSET, NODE, POD
 from tests.bench import cluster_gen, simserver
 
@@ -197,7 +197,7 @@ def main(argv: list[str]) -> int:
         check_memo(state)
         return 0
     if not args.no_freeze:
-        settle()  # what the dashboard's cache does after a big list
+        freeze_listed()  # what the dashboard's cache does after a big list
     options = AccountingOptions()
     memo = None if args.no_memo else EngineMemo()
     spent_gc = _gc_timer()

@@ -20,7 +20,7 @@ from app.domain.fit.check import fit_answer
 from app.domain.fit.manifest import read_ask
 from app.domain.fit.placement import CandidateMemo
 from app.domain.snapshot import ResourceState, Snapshot
-from app.kube.collector import settle
+from app.gc_policy import freeze_listed
 from app.web.routes import fit
 from tests.web.page_snapshots import big_cluster, page_app
 
@@ -71,7 +71,7 @@ def fitting_cluster(nodes: int) -> Snapshot:
 
 def measure(nodes: int, *, rounds: int = 50) -> str:
     snapshot = fitting_cluster(nodes)
-    settle()  # the collector as the dashboard sets it: what is kept frozen, threshold raised
+    freeze_listed()  # the collector as the dashboard sets it: what is kept frozen, threshold raised
     ask = read_ask(POD)
     cold = percentiles(lambda: fit_answer(snapshot, ask), max(rounds // 5, 3))
     memo = CandidateMemo()

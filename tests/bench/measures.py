@@ -319,11 +319,11 @@ def _engine_seconds(sim_url: str, reports: list[dict[str, Any]], *, runs: int) -
     extra: dict[str, Any] = {}
     try:
         from app.domain.engine.memo import EngineMemo  # type: ignore[import-not-found, unused-ignore]
-        from app.kube.collector import settle  # type: ignore[import-not-found, unused-ignore]
+        from app.gc_policy import freeze_listed  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
         pass
     else:
-        settle()
+        freeze_listed()
         extra["memo"] = EngineMemo()
         build_snapshot(state, options=options, now=datetime.now(UTC), **extra)
     times = []

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 
 from fastapi.testclient import TestClient
 
-from app.kube.collector import settle
+from app.gc_policy import freeze_listed
 from app.simulator.apiserver.resources import DAEMONSET, NODE, POD
 from app.simulator.world.cluster import SimulatedCluster
 from app.web.app import create_app
@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
         pods=sim.store.objects(POD),
         daemonsets=sim.store.objects(DAEMONSET),
     )
-    settle()
+    freeze_listed()
     app = create_app(stack_settings(snapshot_min_interval_s=0.1), source=source)
     runtime: Runtime = app.state.runtime
     first_at = datetime.now(UTC).replace(microsecond=0)

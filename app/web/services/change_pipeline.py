@@ -83,7 +83,9 @@ def cached_objects(ctx: ChangeContext) -> tuple[Manifest | None, Manifest | None
 _COLLECTIONS = {"DaemonSet": "daemonsets", "ConfigMap": "configmaps", "Node": "nodes"}
 
 
-def settle(ctx: ChangeContext, written: Iterable[Manifest | None], wait_s: float = 2.0) -> None:
+def await_read_back(
+    ctx: ChangeContext, written: Iterable[Manifest | None], wait_s: float = 2.0
+) -> None:
     """Read your writes: wait, a bounded while, until the watch cache holds the objects a change
     just wrote (as the API server answered each write), so the next read (the config view, the
     plan of the next change, the editor) sees them. Every change's write step calls it.

@@ -29,11 +29,11 @@ from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
+    await_read_back,
     cached_objects,
     check_token,
     iso,
     or_no_change,
-    settle,
     token_of,
     writer_for,
 )
@@ -346,7 +346,7 @@ def apply_split(
             forced=admin.forced,
         )
         applied = writer.apply(plan, record=record)
-    settle(ctx, applied.written)
+    await_read_back(ctx, applied.written)
     ctx.snapshots.poke()
     return plan, applied
 

@@ -34,12 +34,12 @@ from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
+    await_read_back,
     cached_objects,
     check_token,
     get_writer,
     iso,
     or_no_change,
-    settle,
     token_of,
     writer_for,
 )
@@ -293,7 +293,7 @@ def write_mode(
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json(), "forced": admin.forced},
     )
-    settle(ctx, (result.daemonset, result.configmap))
+    await_read_back(ctx, (result.daemonset, result.configmap))
     restore_when_done(ctx, get_writer(ctx), rollout)
     ctx.snapshots.poke()
     return Applied(plan, result, result.change_id, rollout)

@@ -6,7 +6,7 @@ reports with new readings (`STREAM_REPORTS`, at most `MAX_HOLD_S`); every
 `refresh_interval_s`, reckoning the agents' ages; and at the moment an agent turns stale
 (`ReportStore.next_stale_at`). A report that only renews an agent asks for no build, and a
 build between two reckonings keeps the ages of the latest one. Builds run outside the
-cyclic garbage collector (app.kube.collector.outside_collections).
+cyclic garbage collector (app.gc_policy.outside_collections).
 
 Rendered forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per
 snapshot in one typed cache per kind (app.web.services.render_cache). The keys requested in
@@ -30,7 +30,7 @@ from app.domain.accounting.free_gpus import FreeByModel, FreeMemo, free_by_model
 from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
-from app.kube.collector import outside_collections
+from app.gc_policy import outside_collections
 from app.web.services.idle_history import IdleHistory
 from app.web.services.node_roster import NodeRoster
 from app.web.services.render_cache import RenderCache

@@ -11,13 +11,13 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-# Lists at least this long are frozen out of the cyclic garbage collector (see settle()).
+# Lists at least this long are frozen out of the cyclic garbage collector (see freeze_listed()).
 FREEZE_MIN_ITEMS = 1_000
 GC_THRESHOLD = 10_000  # allocations between young collections once a big list is held
 _GC_LOCK = threading.Lock()
 
 
-def settle() -> None:
+def freeze_listed() -> None:
     """Keep the cyclic garbage collector off the manifests a big list just stored.
 
     Listed manifests live until a watch event replaces them and hold no reference cycles,
@@ -33,13 +33,13 @@ def settle() -> None:
         _raise_threshold()
 
 
-def hold() -> None:
+def freeze_so_far() -> None:
     """Keep the collector off what a big list has stored so far, while more pages come.
 
     As a list grows, the cyclic collector's full collections (each one as the heap grows
     by a quarter) walk every stored object again; freezing after each page makes each
     page walked about once, and the first generation's threshold is raised at once (see
-    settle()). settle() at the end collects once and freezes again.
+    freeze_listed()). freeze_listed() at the end collects once and freezes again.
     """
     with _GC_LOCK:
         gc.freeze()
@@ -66,7 +66,7 @@ def outside_collections() -> Iterator[None]:
 
     A build makes big young containers (the pod list, the index's dicts, the node lists)
     that collections during it would walk with the GIL held; after it they are frozen, as
-    the listed manifests are (settle()). Reference counting still frees what the next build
+    the listed manifests are (freeze_listed()). Reference counting still frees what the next build
     replaces; cycles that became garbage among frozen objects are freed by a full collection
     at most every FULL_COLLECTION_EVERY_S, after a build. Overlapping builds count
     themselves: the collector is enabled again after the last (figures: docs/PERFORMANCE.md).

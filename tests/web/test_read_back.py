@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import cast
 
 from app.domain.cluster import Manifest
-from app.web.services.change_pipeline import ChangeContext, settle
+from app.web.services.change_pipeline import ChangeContext, await_read_back
 
 
 def _obj(version: str, kind: str = "DaemonSet") -> Manifest:
@@ -35,26 +35,26 @@ def _ctx(cache: LaggingCache) -> ChangeContext:
 
 def test_waits_until_the_cache_holds_the_written_version() -> None:
     cache = LaggingCache(lag=5)
-    settle(_ctx(cache), [_obj("2"), None])
+    await_read_back(_ctx(cache), [_obj("2"), None])
     assert cache.reads == 6  # returned at the first read that shows the write
 
 
 def test_an_object_written_twice_is_waited_for_in_its_last_version() -> None:
     cache = LaggingCache(lag=2)
     started = time.monotonic()
-    settle(_ctx(cache), [_obj("1"), _obj("2")], wait_s=1.0)
+    await_read_back(_ctx(cache), [_obj("1"), _obj("2")], wait_s=1.0)
     assert cache.reads == 3
     assert time.monotonic() - started < 0.5
 
 
 def test_kinds_the_cache_does_not_watch_and_unversioned_answers_cost_no_wait() -> None:
     cache = LaggingCache(lag=10**9)
-    settle(_ctx(cache), [_obj("2", kind="Event"), {"kind": "DaemonSet", "metadata": {}}])
+    await_read_back(_ctx(cache), [_obj("2", kind="Event"), {"kind": "DaemonSet", "metadata": {}}])
     assert cache.reads == 0
 
 
 def test_a_cache_that_never_catches_up_costs_a_bounded_wait() -> None:
     cache = LaggingCache(lag=10**9)
     started = time.monotonic()
-    settle(_ctx(cache), [_obj("2")], wait_s=0.2)
+    await_read_back(_ctx(cache), [_obj("2")], wait_s=0.2)
     assert 0.2 <= time.monotonic() - started < 1.5

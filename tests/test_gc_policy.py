@@ -10,8 +10,8 @@ import weakref
 
 import pytest
 
-from app.kube import collector
-from app.kube.collector import outside_collections
+from app import gc_policy
+from app.gc_policy import outside_collections
 
 
 class _Cycle:
@@ -57,14 +57,14 @@ def test_overlapping_builds_leave_the_collector_as_it_was() -> None:
 def test_cycles_frozen_by_a_build_are_freed_by_the_next_full_collection(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(collector, "FULL_COLLECTION_EVERY_S", 3600.0)
-    monkeypatch.setattr(collector, "_full_at", time.monotonic())
+    monkeypatch.setattr(gc_policy, "FULL_COLLECTION_EVERY_S", 3600.0)
+    monkeypatch.setattr(gc_policy, "_full_at", time.monotonic())
     with outside_collections():
         garbage = weakref.ref(_Cycle())  # unreachable at once, freed by no reference count
     gc.collect()
     assert garbage() is not None  # frozen: no collection looks at it
 
-    monkeypatch.setattr(collector, "FULL_COLLECTION_EVERY_S", 0.0)  # the time has come
+    monkeypatch.setattr(gc_policy, "FULL_COLLECTION_EVERY_S", 0.0)  # the time has come
     with outside_collections():
         pass
     assert garbage() is None
