@@ -7,8 +7,10 @@ node's containerd. `install()` installs the chart with the real helm as a second
 (its own namespace) whose dashboard and agent run as pods from that image: the agent with
 RuntimeClass `nvidia-mock-toolkit` (the mock NVML mounted in as the NVIDIA toolkit mounts
 the driver's), the dashboard reaching the API server through its in-cluster ClusterIP
-(kube-proxy). The node has no cluster DNS, so the agent is given the dashboard Service's
-ClusterIP as its URL (a `helm upgrade` once the Service has one).
+(kube-proxy). The node has no cluster DNS, so the Service gets a ClusterIP chosen here (the
+chart's `service.clusterIP`, in the static band of the control plane's 10.96.0.0/16) and the
+agent that address as its URL: one install, no rollout after it (an upgrade that rolled the
+dashboard once left kube-proxy routing to the replaced pod for a moment: a connect timeout).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from tests.real.world import ADMIN_TOKEN, AUDIENCE, CHART, ROOT, helm
 SCRIPT = ROOT / "scripts" / "build-image-offline.sh"
 IMAGE_RELEASE = "slots-image"
 IMAGE_NAMESPACE = "gpu-slots-image"
+DASHBOARD_IP = "10.96.0.80"
+DASHBOARD_URL = f"http://{DASHBOARD_IP}:8000"
 BUILD_TIMEOUT_S = 900
 
 
@@ -67,7 +71,7 @@ def build_image(target: Path) -> Path:
     return target
 
 
-def _values(dashboard_url: str) -> dict[str, Any]:
+def _values() -> dict[str, Any]:
     registry, repository = IMAGE.split(":")[0].split("/", 1)
     return {
         "image": {
@@ -81,15 +85,16 @@ def _values(dashboard_url: str) -> dict[str, Any]:
         "agent": {
             "runtimeClassName": MOCK_RUNTIME_CLASS,
             "interval": "2s",
-            "dashboardUrl": dashboard_url,
+            "dashboardUrl": DASHBOARD_URL,
         },
+        "service": {"clusterIP": DASHBOARD_IP},
     }
 
 
-def install(plane: ControlPlane, dashboard_url: str = "") -> None:
+def install(plane: ControlPlane) -> None:
     """The chart from our image (helm install, or upgrade once the release exists)."""
     path = plane.folder / "image-values.yaml"
-    path.write_text(yaml.safe_dump(_values(dashboard_url)))
+    path.write_text(yaml.safe_dump(_values()))
     with plane.http() as http:
         found = http.get(f"/apis/node.k8s.io/v1/runtimeclasses/{MOCK_RUNTIME_CLASS}")
         if found.status_code == 404:

@@ -20,6 +20,7 @@ import pytest
 
 from tests.node.build import node_binaries
 from tests.node.chart_image import (
+    DASHBOARD_URL,
     IMAGE,
     IMAGE_NAMESPACE,
     build_image,
@@ -30,15 +31,6 @@ from tests.node.chart_image import (
 from tests.node.proxy import start_kube_proxy, start_workload_controllers
 from tests.node.world import NODE, NodeWorld, seed_objects, wait_until
 from tests.real.build import control_plane_binaries
-
-
-def _service_url(world: NodeWorld) -> str | None:
-    with world.plane.http() as http:
-        services = http.get(f"/api/v1/namespaces/{IMAGE_NAMESPACE}/services").json()["items"]
-    found = [s for s in services if s["spec"].get("clusterIP") not in (None, "", "None")]
-    if not found:
-        return None
-    return f"http://{found[0]['spec']['clusterIP']}:{found[0]['spec']['ports'][0]['port']}"
 
 
 def _ready_pods(world: NodeWorld) -> dict[str, dict[str, Any]] | None:
@@ -93,8 +85,7 @@ def image_world(
     proxy = start_kube_proxy(world.plane, node_binaries().kube_proxy, folder / "proxy", NODE)
     try:
         install(world.plane)
-        url = wait_until(lambda: _service_url(world), what="the dashboard Service's ClusterIP")
-        install(world.plane, dashboard_url=url)
+        url = DASHBOARD_URL
         wait_until(
             lambda: _ready_pods(world),
             what="the dashboard and agent pods from our image Ready",
