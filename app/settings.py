@@ -72,7 +72,7 @@ class Settings(BaseSettings):
     # under 1% utilization this long too (gpu-utilization-low).
     idle_slot_after_s: float = Field(default=900.0, gt=0)
     low_utilization_after_s: float = Field(default=1800.0, gt=0)
-    # The GPU-hour history (docs/SETTINGS.md): a SQLite file (unset: none kept), sampled
+    # The GPU-hour history (docs/SETTINGS.md): a SQLite file (unset: in memory since start), sampled
     # from the published snapshot every interval, kept this many days; with a Prometheus
     # URL the history pages query it instead (it scrapes /metrics every interval).
     history_path: Path | None = None
