@@ -227,7 +227,6 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
         # No plugin left, yet its devices advertised: the kubelet's lost registration
         # (kubernetes/kubernetes#121994; docs/TESTING.md), which only a restart clears.
         KUBELET_RESTARTS.append(f"{datetime.now(UTC):%H:%M:%S} {node_world.allocatable()}")
-        print(f"\nthe kubelet kept a gone plugin's devices: restarted ({KUBELET_RESTARTS[-1]})")
         node_world.node.restart_kubelet()
     wait_until(
         lambda: node_world.allocatable() in (None, "0"),
@@ -239,6 +238,14 @@ def clean_node(node_world: NodeWorld) -> NodeWorld:
 
 
 KUBELET_RESTARTS: list[str] = []  # when the reset restarted the kubelet, and what it advertised
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Say every kubelet restart at the end of the run, passing or not (docs/TESTING.md)."""
+    if KUBELET_RESTARTS:
+        terminalreporter.section("real node: kubelet restarts (kubernetes/kubernetes#121994)")
+        for line in KUBELET_RESTARTS:
+            terminalreporter.line(f"restarted at {line} advertised before")
 
 
 def _advertises_nothing(world: NodeWorld, *, within_s: float) -> bool:
