@@ -117,13 +117,14 @@ class ClusterCache:
             )
             return self.generation
 
-    def items(self, name: str) -> list[Manifest]:
-        """A collection's objects; "configmaps" holds those of every watched namespace."""
-        found = self._reflectors[name].items()
+    def items(self, name: str, namespace: str | None = None) -> list[Manifest]:
+        """A collection's objects (of one namespace, if named); "configmaps" holds those of
+        every watched namespace."""
+        found = self._reflectors[name].items(namespace)
         if name == "configmaps":
             for key, reflector in self._reflectors.items():
                 if key.startswith("configmaps@"):
-                    found = found + reflector.items()
+                    found = found + reflector.items(namespace)
         return found
 
     def absent(self) -> set[str]:

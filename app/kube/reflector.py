@@ -71,7 +71,8 @@ class Reflector:
         self._on_change = on_change
         self._stop = stop
         self._lock = threading.Lock()
-        self._items: dict[str, Manifest] = {}
+        # namespace -> name -> object: a namespace's objects without a look at the others
+        self._items: dict[str, dict[str, Manifest]] = {}
         self._resource_version = ""
         self.synced = False
         self.failing_since: datetime | None = None
@@ -98,9 +99,12 @@ class Reflector:
                     response.shutdown()
         self._thread.join(timeout_s)
 
-    def items(self) -> list[Manifest]:
+    def items(self, namespace: str | None = None) -> list[Manifest]:
+        """Every object, or those of one namespace (its plugin pods among 300,000 pods)."""
         with self._lock:
-            return list(self._items.values())
+            if namespace is not None:
+                return list(self._items.get(namespace, {}).values())
+            return [obj for named in self._items.values() for obj in named.values()]
 
     def _run(self) -> None:
         delay_s = self._timing.retry_delay_s
@@ -150,25 +154,27 @@ class Reflector:
         keep = self.target.transform
         with self._lock:
             cached = self._items
-        items: dict[str, Manifest] = {}
+        items: dict[str, dict[str, Manifest]] = {}
+        count = 0
         version = ""
         for body in pages(self._fetch):
             for item in body.get("items") or []:
-                key = _key(item)
-                same = cached.get(key)
+                namespace, name = _key(item)
+                same = cached.get(namespace, {}).get(name)
                 if same is None or not same_version(same, item):
                     same = keep(item) if keep else item
-                items[key] = same
+                items.setdefault(namespace, {})[name] = same
+                count += 1
             version = version or (body.get("metadata") or {}).get("resourceVersion", "")
             del body
-            if len(items) >= FREEZE_MIN_ITEMS:
+            if count >= FREEZE_MIN_ITEMS:
                 freeze_so_far()
             if self._stop.is_set():
                 return  # stopping: an incomplete list is never stored
         with self._lock:
             self._items = items
             self._resource_version = version
-        if len(items) >= FREEZE_MIN_ITEMS:
+        if count >= FREEZE_MIN_ITEMS:
             freeze_listed()
         self.relists += 1
         self.absent = False
@@ -206,11 +212,15 @@ class Reflector:
                     continue
                 if kind != "DELETED" and self.target.transform is not None:
                     obj = self.target.transform(obj)
+                namespace, name = _key(obj)
                 with self._lock:
                     if kind == "DELETED":
-                        self._items.pop(_key(obj), None)
+                        named = self._items.get(namespace, {})
+                        named.pop(name, None)
+                        if not named:
+                            self._items.pop(namespace, None)
                     else:
-                        self._items[_key(obj)] = obj
+                        self._items.setdefault(namespace, {})[name] = obj
                     if version:
                         self._resource_version = version
                 self._on_change()
@@ -259,6 +269,6 @@ class Reflector:
         self._on_change()
 
 
-def _key(obj: Manifest) -> str:
+def _key(obj: Manifest) -> tuple[str, str]:
     metadata = obj.get("metadata", {})
-    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
+    return str(metadata.get("namespace", "")), str(metadata.get("name", ""))

@@ -58,6 +58,31 @@ def test_cache_lists_nodes_pods_and_the_named_daemonset(cache: ClusterCache) -> 
     assert any(pod["spec"].get("nodeName") == "gpu-server-1" for pod in cache.items("pods"))
 
 
+def test_cache_gives_one_namespace_s_pods_as_they_come_and_go(
+    cache: ClusterCache, simulator: SimulatedCluster
+) -> None:
+    """The rollout reads the plugin's namespace only (not every pod of a 10,000-node cluster)."""
+    core = client.CoreV1Api(make_api_client(host=simulator.url))
+    every = cache.items("pods")
+    namespaces = {pod["metadata"]["namespace"] for pod in every}
+    for namespace in namespaces:
+        assert cache.items("pods", namespace) == [
+            pod for pod in every if pod["metadata"]["namespace"] == namespace
+        ]
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="lonely", namespace="quiet"),
+        spec=client.V1PodSpec(containers=[client.V1Container(name="c", image="busybox")]),
+    )
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name="quiet")))
+    core.create_namespaced_pod("quiet", pod)
+    wait_for(lambda: [p["metadata"]["name"] for p in cache.items("pods", "quiet")] == ["lonely"])
+    assert len(cache.items("pods")) == len(every) + 1
+    core.delete_namespaced_pod("lonely", "quiet")
+    wait_for(lambda: cache.items("pods", "quiet") == [], what="delete seen")
+    assert len(cache.items("pods")) == len(every)
+    assert cache.items("pods", "nowhere") == []
+
+
 def test_cache_watches_the_plugin_namespace_configmaps_only(
     cache: ClusterCache, simulator: SimulatedCluster
 ) -> None:

@@ -51,8 +51,12 @@ class FakeSource:
             self.generation += 1
             self._changed.notify_all()
 
-    def items(self, name: str) -> list[Manifest]:
-        return list(self.collections.get(name, []))
+    def items(self, name: str, namespace: str | None = None) -> list[Manifest]:
+        return [
+            item
+            for item in self.collections.get(name, [])
+            if namespace is None or (item.get("metadata") or {}).get("namespace") == namespace
+        ]
 
     def health(self) -> FakeHealth:
         return self.state

@@ -321,8 +321,12 @@ class FakeSource:
     def __init__(self) -> None:
         self.kinds: dict[str, list[dict[str, object]]] = {}
 
-    def items(self, kind: str) -> list[dict[str, object]]:
-        return self.kinds.get(kind, [])
+    def items(self, kind: str, namespace: str | None = None) -> list[dict[str, object]]:
+        return [
+            item
+            for item in self.kinds.get(kind, [])
+            if namespace is None or (item.get("metadata") or {}).get("namespace") == namespace
+        ]
 
 
 @dataclass

@@ -24,7 +24,7 @@ class LaggingCache:
         self.reads = 0
         self.lag = lag
 
-    def items(self, collection: str) -> list[Manifest]:
+    def items(self, collection: str, namespace: str | None = None) -> list[Manifest]:
         self.reads += 1
         return [_obj("2" if self.reads > self.lag else "1")]
 

@@ -25,10 +25,10 @@ class BrokenPods(FakeSource):
 
     broken = False
 
-    def items(self, name: str) -> list[Manifest]:
+    def items(self, name: str, namespace: str | None = None) -> list[Manifest]:
         if name == "pods" and self.broken:
             raise RuntimeError("pods list is corrupt")
-        return super().items(name)
+        return super().items(name, namespace)
 
 
 def test_failed_build_serves_the_last_good_snapshot_stale_with_the_reason() -> None:

@@ -74,10 +74,12 @@ def rollout_view(ctx: ChangeContext) -> RolloutView:
     record = rollout_record(daemonset)
     started_at = parse_time(record.since) if record is not None else None
     status = None
-    if expected is not None:
+    if daemonset is not None and expected is not None:
+        # the DaemonSet's own namespace only: its pods, not the cluster's 300,000
+        namespace = (daemonset.get("metadata") or {}).get("namespace")
         status = rollout_status(
             daemonset,
-            ctx.source.items("pods"),
+            ctx.source.items("pods", namespace),
             ctx.snapshots.current(),
             expected=expected,
             generation=generation,
