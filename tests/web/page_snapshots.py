@@ -320,6 +320,7 @@ class FakeSource:
 
     def __init__(self) -> None:
         self.kinds: dict[str, list[dict[str, object]]] = {}
+        self.generation = 0
 
     def items(self, kind: str, namespace: str | None = None) -> list[dict[str, object]]:
         return [

@@ -9,13 +9,15 @@ tell the same story, on every replica.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from app.domain.changes.models import PluginSettings
 from app.domain.changes.plan import current_settings
 from app.domain.changes.rollout import RolloutStatus, rollout_status
 from app.domain.changes.rollout_record import RolloutRecord, rollout_record
+from app.domain.cluster import Manifest
 from app.domain.kube_time import parse_time
 from app.web.services.change_pipeline import ChangeContext, cached_objects
 
@@ -66,6 +68,48 @@ class RolloutView:
         return "stuck" if self.stuck else "rolling-out"
 
 
+@dataclass
+class _Latest:
+    """The latest rollout status and what it was computed from.
+
+    Every view of the overview asks; at 10,000 nodes a status costs ~0.25 s of CPU (a row
+    per plugin pod and per node), so it is computed again only for another published
+    snapshot, DaemonSet or ConfigMap (the very objects), watch cache generation or record,
+    by one caller while the others wait for it.
+    """
+
+    objects: tuple[Any, ...] = ()  # compared by identity
+    facts: dict[str, Any] = field(default_factory=dict)  # compared by value
+    status: RolloutStatus | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def holds(self, objects: tuple[Any, ...], facts: dict[str, Any]) -> bool:
+        return (
+            len(objects) == len(self.objects)
+            and all(a is b for a, b in zip(objects, self.objects, strict=True))
+            and facts == self.facts
+        )
+
+
+_LATEST = _Latest()
+
+
+def _status_of(
+    ctx: ChangeContext, daemonset: Manifest, configmap: Manifest | None, **facts: Any
+) -> RolloutStatus:
+    snapshot = ctx.snapshots.current()
+    objects = (daemonset, configmap, snapshot)
+    key = {**facts, "cache_generation": ctx.source.generation}
+    with _LATEST.lock:
+        if _LATEST.status is None or not _LATEST.holds(objects, key):
+            # the DaemonSet's own namespace only: its pods, not the cluster's 300,000
+            namespace = (daemonset.get("metadata") or {}).get("namespace")
+            pods = ctx.source.items("pods", namespace)
+            _LATEST.status = rollout_status(daemonset, pods, snapshot, **facts)
+            _LATEST.objects, _LATEST.facts = objects, key
+        return _LATEST.status
+
+
 def rollout_view(ctx: ChangeContext) -> RolloutView:
     """Where the DaemonSet's current generation stands, with the latest change's record."""
     daemonset, configmap = cached_objects(ctx)
@@ -75,12 +119,10 @@ def rollout_view(ctx: ChangeContext) -> RolloutView:
     started_at = parse_time(record.since) if record is not None else None
     status = None
     if daemonset is not None and expected is not None:
-        # the DaemonSet's own namespace only: its pods, not the cluster's 300,000
-        namespace = (daemonset.get("metadata") or {}).get("namespace")
-        status = rollout_status(
+        status = _status_of(
+            ctx,
             daemonset,
-            ctx.source.items("pods", namespace),
-            ctx.snapshots.current(),
+            configmap,
             expected=expected,
             generation=generation,
             since=started_at,
