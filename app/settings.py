@@ -1,4 +1,9 @@
-"""The one settings class: environment variables with the GEO_MLOPS_ prefix."""
+"""The settings: environment variables with the GEO_MLOPS_ prefix, grouped by concern.
+
+Each group is a class of its own with a description on every field (docs/SETTINGS.md has
+one section per group, in this order); `Settings` composes them, so a field is still read
+as `settings.<field>` and set as `GEO_MLOPS_<FIELD>`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ import ipaddress
 from functools import lru_cache
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.domain.plugin_target import DEFAULT_NAME, DEFAULT_NAMESPACE, PluginTarget
@@ -14,79 +19,35 @@ from app.domain.plugin_target import DEFAULT_NAME, DEFAULT_NAMESPACE, PluginTarg
 AGENT_AUTH_METHODS = ("serviceaccount", "node-token", "shared-token")
 
 
-class Settings(BaseSettings):
-    """Everything the dashboard and agent can be told from outside, validated once at start."""
+def _dns_name(value: str) -> str:
+    if not value or len(value) > 253 or value != value.lower() or " " in value:
+        raise ValueError("must be a lower-case Kubernetes object name")
+    return value
 
-    model_config = SettingsConfigDict(env_prefix="GEO_MLOPS_", extra="ignore")
 
-    # The platform's three names: exact names and defaults are part of its contract.
-    kubernetes_device_plugin_name: str = DEFAULT_NAME  # "nvidia-device-plugin-daemonset"
-    kubernetes_device_plugin_namespace: str = DEFAULT_NAMESPACE  # "kube-system"
-    serving_gpu_resource: str = "nvidia.com/gpu"
-    # The ConfigMap holding the plugin's config.yaml: the only one GPU Slots reads or writes.
-    plugin_configmap_name: str = "nvidia-device-plugin-config"
-    # Other namespaces whose ConfigMaps plugin DaemonSets there may mount (JSON list).
-    plugin_config_namespaces: list[str] = Field(default_factory=list)
-    # The change history: one ConfigMap per change in this namespace (the chart: its release
-    # namespace; unset: the plugin's), the newest `keep` kept (app.kube.history).
-    change_history_namespace: str | None = None
-    change_history_keep: int = Field(default=200, ge=1, le=10_000)
+class DevicePluginSettings(BaseModel):
+    """The device plugin: which DaemonSet, resource and ConfigMap GPU Slots reads and changes.
 
-    # How agents prove their node (comma-separated): `serviceaccount` (a projected token
-    # checked with TokenReview), `node-token` (HMAC of agent_node_secret and the node name);
-    # `shared-token` (agent_token, any node) only when listed here explicitly.
-    agent_auth: str = "serviceaccount,node-token"
-    agent_token_audience: str = "gpu-slots"
-    # The agents' ServiceAccount as namespace:name; other accounts' tokens are refused.
-    agent_service_account: str | None = None
-    agent_node_secret: str | None = Field(default=None, repr=False)
-    agent_node_secret_file: Path | None = None
-    agent_token: str | None = Field(default=None, repr=False)
-    agent_token_file: Path | None = None
-    # Reports of nodes the cluster does not have are kept for at most this many nodes.
-    max_unknown_nodes: int = Field(default=64, ge=0, le=10_000)
-    # /metrics: when set, Prometheus sends this bearer token (else reads' rules apply).
-    metrics_token: str | None = Field(default=None, repr=False)
-    metrics_token_file: Path | None = None
-    admin_token: str | None = Field(default=None, repr=False)
-    admin_token_file: Path | None = None
-    session_secret: str | None = Field(default=None, repr=False)
-    session_max_age_s: int = Field(default=28_800, ge=300)
-    # Logged-out session ids, kept across restarts (a writable file, e.g. on a volume).
-    session_revocations_file: Path | None = None
+    The platform's three names (the first three fields) keep their names and defaults.
+    """
 
-    # Replicas (app.web.routes.peers): URLs whose names resolve to every dashboard replica (the
-    # chart's headless Service), comma-separated; this replica's own address (the pod IP)
-    # is skipped; how long a starting replica no peer answers waits for the agents.
-    peers: str = ""
-    pod_ip: str | None = None
-    report_wait_s: float = Field(default=0.0, ge=0, le=3600)
-
-    public_reads: bool = True
-    agent_stale_after_s: float = Field(default=90.0, gt=0)
-    max_report_bytes: int = Field(default=1_048_576, ge=1024)
-    snapshot_min_interval_s: float = Field(default=0.1, ge=0)
-    watch_timeout_s: int = Field(default=300, ge=5)
-    memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
-    # A slot held with no GPU process this long is flagged (slot-held-idle); a held GPU
-    # under 1% utilization this long too (gpu-utilization-low).
-    idle_slot_after_s: float = Field(default=900.0, gt=0)
-    low_utilization_after_s: float = Field(default=1800.0, gt=0)
-    # The GPU-hour history (docs/SETTINGS.md): a SQLite file (unset: in memory since start), sampled
-    # from the published snapshot every interval, kept this many days; with a Prometheus
-    # URL the history pages query it instead (it scrapes /metrics every interval).
-    history_path: Path | None = None
-    history_interval_s: float = Field(default=15.0, ge=1, le=3600)
-    history_retention_days: int = Field(default=35, ge=1, le=3660)
-    prometheus_url: str | None = None
-    prometheus_timeout_s: float = Field(default=5.0, gt=0, le=120)
-    # Holds static/, templates/ and docs/; the package's app/web/assets/ when unset.
-    assets_dir: Path | None = None
-
-    trusted_proxies: list[str] = Field(default_factory=list)
-    proxy_user_header: str = "X-Forwarded-User"
-    proxy_groups_header: str = "X-Forwarded-Groups"
-    admin_group: str | None = None
+    kubernetes_device_plugin_name: str = Field(
+        default=DEFAULT_NAME, description="Name of the device plugin's DaemonSet"
+    )
+    kubernetes_device_plugin_namespace: str = Field(
+        default=DEFAULT_NAMESPACE, description="Namespace of the device plugin's DaemonSet"
+    )
+    serving_gpu_resource: str = Field(
+        default="nvidia.com/gpu", description="The extended resource GPU pods request"
+    )
+    plugin_configmap_name: str = Field(
+        default="nvidia-device-plugin-config",
+        description="The ConfigMap holding the plugin's config.yaml: the one GPU Slots writes",
+    )
+    plugin_config_namespaces: list[str] = Field(
+        default_factory=list,
+        description="Other namespaces whose plugin DaemonSets' ConfigMaps are read (JSON list)",
+    )
 
     @field_validator(
         "kubernetes_device_plugin_name",
@@ -94,15 +55,22 @@ class Settings(BaseSettings):
         "plugin_configmap_name",
     )
     @classmethod
-    def _dns_name(cls, value: str) -> str:
-        if not value or len(value) > 253 or value != value.lower() or " " in value:
-            raise ValueError("must be a lower-case Kubernetes object name")
+    def _names(cls, value: str) -> str:
+        return _dns_name(value)
+
+    @field_validator("plugin_config_namespaces")
+    @classmethod
+    def _dns_names(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            _dns_name(entry)
         return value
 
-    @field_validator("change_history_namespace")
+    @field_validator("serving_gpu_resource")
     @classmethod
-    def _optional_dns_name(cls, value: str | None) -> str | None:
-        return cls._dns_name(value) if value else None
+    def _resource_name(cls, value: str) -> str:
+        if "/" not in value:
+            raise ValueError("must be an extended resource name such as nvidia.com/gpu")
+        return value
 
     @property
     def plugin_target(self) -> PluginTarget:
@@ -112,34 +80,65 @@ class Settings(BaseSettings):
             name=self.kubernetes_device_plugin_name,
         )
 
-    @property
-    def history_namespace(self) -> str:
-        """Where the change history is kept: its own setting, else the plugin's namespace."""
-        return self.change_history_namespace or self.kubernetes_device_plugin_namespace
 
-    @field_validator("plugin_config_namespaces")
-    @classmethod
-    def _dns_names(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            cls._dns_name(entry)
-        return value
+class ChangeHistorySettings(BaseModel):
+    """The change history: one ConfigMap per applied change (app.kube.history)."""
 
-    @field_validator("prometheus_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value and not value.startswith(("http://", "https://")):
-            raise ValueError("must be an http:// or https:// URL of a Prometheus query API")
-        return value or None
+    change_history_namespace: str | None = Field(
+        default=None,
+        description="Where the records are kept (the chart: its release namespace); "
+        "unset: the plugin's namespace",
+    )
+    change_history_keep: int = Field(
+        default=200, ge=1, le=10_000, description="How many records are kept, the newest"
+    )
 
-    @field_validator("trusted_proxies")
+    @field_validator("change_history_namespace")
     @classmethod
-    def _networks(cls, value: list[str]) -> list[str]:
-        for entry in value:
-            try:
-                ipaddress.ip_network(entry, strict=False)
-            except ValueError as exc:
-                raise ValueError(f"{entry!r} is not an IP address or CIDR") from exc
-        return value
+    def _optional_dns_name(cls, value: str | None) -> str | None:
+        return _dns_name(value) if value else None
+
+
+class AgentSettings(BaseModel):
+    """The node agents: how they prove their node, and how their reports are taken."""
+
+    agent_auth: str = Field(
+        default="serviceaccount,node-token",
+        description="How agents authenticate, comma-separated: serviceaccount, node-token, "
+        "and shared-token only when listed",
+    )
+    agent_token_audience: str = Field(
+        default="gpu-slots",
+        description="The audience an agent's projected ServiceAccount token must carry",
+    )
+    agent_service_account: str | None = Field(
+        default=None,
+        description="The agents' ServiceAccount as namespace:name; other accounts are refused",
+    )
+    agent_node_secret: str | None = Field(
+        default=None, repr=False, description="The secret per-node agent tokens derive from"
+    )
+    agent_node_secret_file: Path | None = Field(
+        default=None, description="A file holding agent_node_secret (its first line)"
+    )
+    agent_token: str | None = Field(
+        default=None, repr=False, description="The shared agent token (auth shared-token)"
+    )
+    agent_token_file: Path | None = Field(
+        default=None, description="A file holding agent_token (its first line)"
+    )
+    agent_stale_after_s: float = Field(
+        default=90.0, gt=0, description="Seconds after which a node's newest report is stale"
+    )
+    max_report_bytes: int = Field(
+        default=1_048_576, ge=1024, description="The largest report body taken, in bytes"
+    )
+    max_unknown_nodes: int = Field(
+        default=64,
+        ge=0,
+        le=10_000,
+        description="Reports of nodes the cluster does not have are kept for at most this many",
+    )
 
     @field_validator("agent_auth")
     @classmethod
@@ -162,13 +161,6 @@ class Settings(BaseSettings):
         """The accepted ways for an agent to authenticate."""
         return frozenset(m for m in self.agent_auth.split(",") if m)
 
-    @field_validator("serving_gpu_resource")
-    @classmethod
-    def _resource_name(cls, value: str) -> str:
-        if "/" not in value:
-            raise ValueError("must be an extended resource name such as nvidia.com/gpu")
-        return value
-
     def read_agent_token(self) -> str | None:
         """The agent token: the variable wins, else the file's first line."""
         return _token(self.agent_token, self.agent_token_file)
@@ -177,6 +169,65 @@ class Settings(BaseSettings):
         """The secret per-node agent tokens are derived from."""
         return _token(self.agent_node_secret, self.agent_node_secret_file)
 
+
+class AccessSettings(BaseModel):
+    """Who may read and who may change: the admin token, sessions, /metrics, an auth proxy."""
+
+    public_reads: bool = Field(
+        default=True, description="Pages and read APIs open to anyone; false: admins only"
+    )
+    admin_token: str | None = Field(
+        default=None, repr=False, description="The admin bearer token (writes, private reads)"
+    )
+    admin_token_file: Path | None = Field(
+        default=None, description="A file holding admin_token (its first line)"
+    )
+    session_secret: str | None = Field(
+        default=None,
+        repr=False,
+        description="Signs sessions, change records and the replicas' peer token; unset: a "
+        "random one per process (sessions end at restart)",
+    )
+    session_max_age_s: int = Field(
+        default=28_800, ge=300, description="Seconds a signed-in session lasts"
+    )
+    session_revocations_file: Path | None = Field(
+        default=None,
+        description="Logged-out session ids, kept across restarts (a writable file)",
+    )
+    metrics_token: str | None = Field(
+        default=None,
+        repr=False,
+        description="The bearer token Prometheus sends to /metrics; unset: reads' rule",
+    )
+    metrics_token_file: Path | None = Field(
+        default=None, description="A file holding metrics_token (its first line)"
+    )
+    trusted_proxies: list[str] = Field(
+        default_factory=list,
+        description="Addresses or CIDRs of auth proxies whose user headers count (JSON list)",
+    )
+    proxy_user_header: str = Field(
+        default="X-Forwarded-User", description="The header a trusted proxy names the user in"
+    )
+    proxy_groups_header: str = Field(
+        default="X-Forwarded-Groups",
+        description="The header a trusted proxy lists the user's groups in (comma-separated)",
+    )
+    admin_group: str | None = Field(
+        default=None, description="A proxy user in this group is an admin; unset: none is"
+    )
+
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for entry in value:
+            try:
+                ipaddress.ip_network(entry, strict=False)
+            except ValueError as exc:
+                raise ValueError(f"{entry!r} is not an IP address or CIDR") from exc
+        return value
+
     def read_metrics_token(self) -> str | None:
         """The token Prometheus sends to /metrics, if one is configured."""
         return _token(self.metrics_token, self.metrics_token_file)
@@ -184,6 +235,126 @@ class Settings(BaseSettings):
     def read_admin_token(self) -> str | None:
         """The admin token: the variable wins, else the file's first line."""
         return _token(self.admin_token, self.admin_token_file)
+
+
+class ReplicaSettings(BaseModel):
+    """Several dashboard replicas (app.web.routes.peers): the chart sets these for you."""
+
+    peers: str = Field(
+        default="",
+        description="URLs whose names resolve to every replica (the headless Service), "
+        "comma-separated",
+    )
+    pod_ip: str | None = Field(
+        default=None, description="This replica's own address, skipped among the peers"
+    )
+    report_wait_s: float = Field(
+        default=0.0,
+        ge=0,
+        le=3600,
+        description="How long a starting replica no peer answers waits for the agents",
+    )
+
+
+class ServerSettings(BaseModel):
+    """The dashboard process: how it reads the cluster and builds snapshots, its page assets."""
+
+    snapshot_min_interval_s: float = Field(
+        default=0.1, ge=0, description="The least time between two snapshot builds, in seconds"
+    )
+    watch_timeout_s: int = Field(
+        default=300, ge=5, description="Seconds one watch request of the API server lasts"
+    )
+    assets_dir: Path | None = Field(
+        default=None,
+        description="A folder with static/, templates/ and docs/; unset: the package's own",
+    )
+
+
+class FindingSettings(BaseModel):
+    """When the findings that wait or compare against a threshold fire."""
+
+    memory_pressure_pct: float = Field(
+        default=90.0,
+        gt=0,
+        le=100,
+        description="Pods sharing a GPU above this % of its memory: shared-gpu-memory-pressure",
+    )
+    idle_slot_after_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="A slot held this long with no GPU process: slot-held-idle",
+    )
+    low_utilization_after_s: float = Field(
+        default=1800.0,
+        gt=0,
+        description="A held GPU under 1% utilization this long: gpu-utilization-low",
+    )
+
+
+class HistorySettings(BaseModel):
+    """The GPU-hour history (docs/HISTORY.md): SQLite of our own, or a Prometheus."""
+
+    history_path: Path | None = Field(
+        default=None, description="The SQLite file; unset: kept in memory since start"
+    )
+    history_interval_s: float = Field(
+        default=15.0,
+        ge=1,
+        le=3600,
+        description="Seconds between samples of the published snapshot",
+    )
+    history_retention_days: int = Field(
+        default=35, ge=1, le=3660, description="Days the samples are kept (rolled up with age)"
+    )
+    prometheus_url: str | None = Field(
+        default=None,
+        description="Answer the history from this Prometheus query API instead (it must scrape "
+        "/metrics every interval)",
+    )
+    prometheus_timeout_s: float = Field(
+        default=5.0, gt=0, le=120, description="Seconds one query to Prometheus may take"
+    )
+
+    @field_validator("prometheus_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL of a Prometheus query API")
+        return value or None
+
+
+GROUPS: tuple[type[BaseModel], ...] = (
+    DevicePluginSettings,
+    ChangeHistorySettings,
+    AgentSettings,
+    AccessSettings,
+    ReplicaSettings,
+    ServerSettings,
+    FindingSettings,
+    HistorySettings,
+)
+
+
+class Settings(
+    DevicePluginSettings,
+    ChangeHistorySettings,
+    AgentSettings,
+    AccessSettings,
+    ReplicaSettings,
+    ServerSettings,
+    FindingSettings,
+    HistorySettings,
+    BaseSettings,
+):
+    """Everything the dashboard and agent can be told from outside, validated once at start."""
+
+    model_config = SettingsConfigDict(env_prefix="GEO_MLOPS_", extra="ignore")
+
+    @property
+    def history_namespace(self) -> str:
+        """Where the change history is kept: its own setting, else the plugin's namespace."""
+        return self.change_history_namespace or self.kubernetes_device_plugin_namespace
 
 
 def _token(value: str | None, path: Path | None) -> str | None:
