@@ -16,9 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _codes(callee: str, where: str) -> set[str]:
-    """The literal first argument of every `callee(...)` under `where`."""
+    """The literal first argument of every `callee(...)` under `where` (a folder or a file)."""
     found = set()
-    for path in sorted((ROOT / where).rglob("*.py")):
+    top = ROOT / where
+    for path in [top] if top.is_file() else sorted(top.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == callee:
                 arg = node.args[0] if node.args else None
@@ -27,21 +28,24 @@ def _codes(callee: str, where: str) -> set[str]:
     return found
 
 
+def _warnings() -> set[str]:
+    """A change's warning codes: its own, and the config writer's notes (coded there)."""
+    return _codes("ChangeWarning", "app") | _codes("Coded", "app/domain/plugin/write.py")
+
+
 def _record_errors() -> set[str]:
     """Why a stored record is unreadable: its own codes and the bounded JSON reader's."""
     return _codes("RecordInvalid", "app/domain") | _codes("JsonRefused", "app/domain")
 
 
 def test_the_scans_see_the_warnings_and_the_record_errors() -> None:
-    assert {"mps-removed", "answer-lost-written", "not-in-history"} <= _codes(
-        "ChangeWarning", "app"
-    )
+    assert {"mps-removed", "answer-lost-written", "not-in-history"} <= _warnings()
     assert {"not-an-object", "too-deep", "not-json", "field-invalid"} <= _record_errors()
 
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_every_warning_and_record_error_is_worded(lang: str) -> None:
-    warnings = {f"warning.{c}" for c in _codes("ChangeWarning", "app") | {"recorded"}}
+    warnings = {f"warning.{c}" for c in _warnings() | {"recorded"}}
     errors = {f"unreadable.{c}" for c in _record_errors()}
     errors |= {"unreadable.misnamed", "unreadable.mislabelled"}
     assert sorted(k for k in warnings | errors if k not in CATALOGS[lang]) == []

@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from app.domain.changes.models import ChangeWarning
 from app.domain.cluster import Manifest
-from app.domain.goyaml import GoYamlError, load_first_document
-from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE, resource_name
+from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, GPU_RESOURCE
+from app.domain.plugin.replicated import Replicated, SharingResource
+from app.domain.plugin.write import dump_yaml as dump_yaml  # one YAML writer; re-exported
+from app.domain.plugin.write import write_config
 
 VOLUME_NAME = "nvidia-device-plugin-config"
 MOUNT_DIR = "/etc/nvidia-device-plugin"
@@ -78,100 +78,19 @@ def time_slicing_text(
     warnings: list[ChangeWarning],
     allocation_policy: str | None = None,
 ) -> str:
-    """config.yaml with sharing.timeSlicing set as asked and every other key kept."""
-    base = _old_config(old_text, warnings)
-    config: dict[str, Any] = dict(base) if base else {"version": "v1"}
-    # The plugin matches these struct keys case-insensitively: fold every variant into one.
-    old_sharing = _pop_ci(config, "sharing")
-    sharing: dict[str, Any] = dict(old_sharing) if isinstance(old_sharing, dict) else {}
-    if _pop_ci(sharing, "mps") is not None:
-        warnings.append(ChangeWarning("mps-removed"))
-    old_block = _pop_ci(sharing, "timeSlicing")
-    block: dict[str, Any] = dict(old_block) if isinstance(old_block, dict) else {}
-    block["renameByDefault"] = rename_by_default
-    block["failRequestsGreaterThanOne"] = fail_requests_greater_than_one
-    entries: list[Any] = [e for e in block.get("resources") or [] if isinstance(e, dict)]
-    updated = False
-    resources: list[Any] = []
-    for entry in entries:
-        entry = dict(entry)
-        if _is_gpu(entry.get("name")):
-            if updated:  # the plugin would serve this later entry: merged into the first
-                warnings.append(
-                    ChangeWarning(
-                        "time-slicing-entry-merged",
-                        {"name": str(entry.get("name")), "replicas": str(entry.get("replicas"))},
-                    )
-                )
-                continue
-            entry["replicas"] = replicas
-            updated = True
-        resources.append(entry)
-    if not updated:
-        resources.insert(0, {"name": GPU_RESOURCE, "replicas": replicas})
-    block["resources"] = resources
-    sharing["timeSlicing"] = block
-    config["sharing"] = sharing
-    if allocation_policy is not None:
-        _set_policy(config, allocation_policy)
-    if old_text is not None and base and config == base:
-        return old_text  # the plugin would read the same: the admin's text is kept as it is
-    return dump_yaml(config)
+    """config.yaml with sharing.timeSlicing set as asked and every other key kept.
 
-
-def _old_config(old_text: str | None, warnings: list[ChangeWarning]) -> dict[str, Any]:
-    """config.yaml as the plugin reads it (the one bounded YAML reader), or {} to replace it.
-
-    The text is whatever the ConfigMap's writers put there: it is read once, bounded, and
-    only its typed result is edited and compared, never an alias-expanded tree.
+    Written through the plugin's typed model (`plugin/write.py`); what the writer replaced or
+    merged becomes the change's warnings.
     """
-    if not old_text or not old_text.strip():
-        return {}
-    try:
-        loaded = load_first_document(old_text)
-    except GoYamlError as exc:
-        bound = exc.code.startswith("plugin.bound.")
-        warnings.append(
-            ChangeWarning(
-                "config-past-bound-replaced",
-                {"bound": exc.code.removeprefix("plugin.bound."), **exc.params},
-            )
-            if bound
-            else ChangeWarning("config-not-yaml-replaced")
-        )
-        return {}
-    if isinstance(loaded, dict):
-        return loaded
-    if loaded is not None:
-        warnings.append(ChangeWarning("config-not-mapping-replaced"))
-    return {}
-
-
-def _set_policy(config: dict[str, Any], policy: str) -> None:
-    """flags.plugin.sharedDevicesAllocationPolicy, keeping every other flag."""
-    old_flags = _pop_ci(config, "flags")
-    flags: dict[str, Any] = dict(old_flags) if isinstance(old_flags, dict) else {}
-    old_plugin = _pop_ci(flags, "plugin")
-    plugin: dict[str, Any] = dict(old_plugin) if isinstance(old_plugin, dict) else {}
-    _pop_ci(plugin, "sharedDevicesAllocationPolicy")
-    plugin["sharedDevicesAllocationPolicy"] = policy
-    flags["plugin"] = plugin
-    config["flags"] = flags
-
-
-def _pop_ci(obj: dict[str, Any], key: str) -> Any:
-    """Remove every case variant of `key`; the value Go's decoder would take (the last one)."""
-    found = None
-    for name in [k for k in obj if str(k).lower() == key.lower()]:
-        found = obj.pop(name)
-    return found
-
-
-def _is_gpu(name: Any) -> bool:
-    try:
-        return resource_name(name) == GPU_RESOURCE
-    except ValueError:
-        return False
+    block = Replicated(
+        rename_by_default=rename_by_default,
+        fail_requests_greater_than_one=fail_requests_greater_than_one,
+        resources=(SharingResource(GPU_RESOURCE, replicas),),
+    )
+    written = write_config(old_text, time_slicing=block, allocation_policy=allocation_policy)
+    warnings.extend(ChangeWarning(note.code, dict(note.params)) for note in written.notes)
+    return written.text
 
 
 def wiring_of(ds: Manifest, container_name: str | None, configmap_name: str) -> Wiring:
@@ -286,20 +205,3 @@ def template_of(ds: Manifest) -> Any:
 def template_annotations(ds: Manifest) -> dict[str, str]:
     template = template_of(ds) or {}
     return dict((template.get("metadata") or {}).get("annotations") or {})
-
-
-class _BlockDumper(yaml.SafeDumper):
-    """Multi-line strings (config.yaml inside a ConfigMap) as literal blocks."""
-
-
-def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_BlockDumper.add_representer(str, _str_presenter)
-
-
-def dump_yaml(obj: Any) -> str:
-    """YAML as a person writes it: keys in their order, multi-line strings as blocks."""
-    return yaml.dump(obj, Dumper=_BlockDumper, sort_keys=False, default_flow_style=False)

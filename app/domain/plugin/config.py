@@ -40,6 +40,14 @@ from app.domain.plugin.replicated import (
     parse_replicated,
     resource_name,
 )
+from app.domain.plugin.shape import (
+    CONFIG,
+    CONFIG_VERSION,
+    GPU_RESOURCE,
+    IMEX,
+    RESOURCE_LISTS,
+    SHARING,
+)
 from app.domain.snapshot import Mode
 
 __all__ = [
@@ -57,13 +65,11 @@ __all__ = [
     "resource_name",
 ]
 
-GPU_RESOURCE = "nvidia.com/gpu"
 Version = tuple[int, int, int]
 # The rules of this release are the default when the image's version is unknown: the newest
 # the Go module proxy serves, and the one the differential tier runs.
 DEFAULT_RULES_VERSION: Version = (0, 19, 3)
 MPS_FAIL_REQUESTS_HONOURED_SINCE: Version = (0, 20, 0)
-_CONFIG_FIELDS = ("version", "flags", "resources", "sharing", "imex")
 
 
 @dataclass(frozen=True)
@@ -130,22 +136,22 @@ def _parse_cached(
 def _parse(text: str, env: dict[str, str], version: Version) -> PluginConfig:
     raw = _load(text)
     try:
-        fields = struct_fields(raw, _CONFIG_FIELDS, "v1.Config")
+        fields = struct_fields(raw, CONFIG)
         versions = [
             go_string(value, "version", from_yaml_scalar=True)
             for value in fields.get("version", [])
         ]
         _check_resources(fields.get("resources", []))
-        sharing = merged_struct(fields.get("sharing", []), ("timeSlicing", "mps"), "v1.Sharing")
+        sharing = merged_struct(fields.get("sharing", []), SHARING)
     except GoJsonError as exc:
         raise PluginConfigError.of(exc) from exc
     time_slicing = _last_block(sharing.get("timeSlicing", []), "timeSlicing", pointer=False)
     mps = _last_block(sharing.get("mps", []), "mps", pointer=True)
     written = versions[-1] if versions else None
-    if written not in (None, "", "v1"):
+    if written not in (None, "", CONFIG_VERSION):
         raise PluginConfigError("plugin.version", version=written)
     flags = read_flags(fields.get("flags", []), env, version=version)
-    imex = merged_struct(fields.get("imex", []), ("channelIDs", "required"), "v1.Imex")
+    imex = merged_struct(fields.get("imex", []), IMEX)
     mode, block = _sharing_mode(time_slicing, mps)
     if mode is Mode.MPS:
         if flags.mig_strategy == "mixed":
@@ -200,7 +206,7 @@ def _union(entries: tuple[SharingResource, ...]) -> tuple[SharingResource, ...]:
 def _warnings(raw: dict[str, Any], block: Replicated | None, mode: Mode) -> tuple[Coded, ...]:
     """What the plugin logs and ignores (its own warnings, worded by the web layer)."""
     found: list[Coded] = []
-    resources = struct_fields(raw, _CONFIG_FIELDS, "v1.Config").get("resources", [])
+    resources = struct_fields(raw, CONFIG).get("resources", [])
     if any(_has_entries(value) for value in resources):
         found.append(Coded("plugin.warning.resources-ignored"))
     name = "mps" if mode is Mode.MPS else "timeSlicing"
@@ -212,9 +218,7 @@ def _warnings(raw: dict[str, Any], block: Replicated | None, mode: Mode) -> tupl
 
 
 def _has_entries(value: Any) -> bool:
-    fields = (
-        struct_fields(value, ("gpus", "mig"), "v1.Resources") if isinstance(value, dict) else {}
-    )
+    fields = struct_fields(value, RESOURCE_LISTS) if isinstance(value, dict) else {}
     return any(isinstance(item, list) and item for items in fields.values() for item in items)
 
 
@@ -228,7 +232,7 @@ def _load(text: str) -> dict[Any, Any]:
         return {}
     if not isinstance(data, dict):
         raise PluginConfigError(
-            "plugin.json.value-type", kind=json_kind(data).split()[0], type="v1.Config"
+            "plugin.json.value-type", kind=json_kind(data).split()[0], type=CONFIG.go_type
         )
     return data
 
@@ -257,7 +261,7 @@ def _sharing_mode(
 
 def _check_resources(values: list[Any]) -> None:
     """resources.gpus / resources.mig: Resource.UnmarshalJSON needs pattern and a valid name."""
-    fields = merged_struct(values, ("gpus", "mig"), "v1.Resources")
+    fields = merged_struct(values, RESOURCE_LISTS)
     for kind, lists in fields.items():
         for entries in lists:
             if entries is None:

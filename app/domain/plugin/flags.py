@@ -22,6 +22,7 @@ from app.domain.plugin.gojson import (
     merged_struct,
 )
 from app.domain.plugin.replicated import PluginConfigError
+from app.domain.plugin.shape import ALLOCATION_POLICY, FLAGS, GFD_FLAGS, PLUGIN_FLAGS, Struct
 
 MIG_STRATEGIES = ("none", "single", "mixed")
 DEVICE_LIST_STRATEGIES = ("envvar", "volume-mounts", "cdi-annotations", "cdi-cri")
@@ -33,29 +34,6 @@ ALLOCATION_POLICIES = ("distributed", "packed")
 DEFAULT_ALLOCATION_POLICY = "distributed"
 ALLOCATION_POLICY_SINCE = (0, 20, 0)
 
-FLAG_FIELDS = (
-    "migStrategy",
-    "failOnInitError",
-    "mpsRoot",
-    "nvidiaDriverRoot",
-    "nvidiaDevRoot",
-    "gdrcopyEnabled",
-    "gdsEnabled",
-    "mofedEnabled",
-    "useNodeFeatureAPI",
-    "deviceDiscoveryStrategy",
-    "plugin",
-    "gfd",
-)
-PLUGIN_FIELDS = (
-    "passDeviceSpecs",
-    "deviceListStrategy",
-    "deviceIDStrategy",
-    "cdiAnnotationPrefix",
-    "nvidiaCTKPath",
-    "containerDriverRoot",
-)
-GFD_FIELDS = ("oneshot", "noTimestamp", "sleepInterval", "outputFile", "machineTypeFile")
 _BOOL_FLAGS = ("gdrcopyEnabled", "gdsEnabled", "mofedEnabled", "useNodeFeatureAPI")
 _TRUE = ("1", "t", "T", "TRUE", "true", "True")
 _FALSE = ("0", "f", "F", "FALSE", "false", "False")
@@ -79,10 +57,10 @@ def read_flags(
 ) -> Flags:
     """The `flags:` values (each occurrence merges), env over file, then validateFlags."""
     try:
-        fields = merged_struct(values, FLAG_FIELDS, "v1.Flags")
-        plugin = merged_struct(_pointer(fields.get("plugin")), _plugin_fields(version), "plugin")
+        fields = merged_struct(values, FLAGS)
+        plugin = merged_struct(_pointer(fields.get("plugin")), _plugin_flags(version))
         _check_types(fields, plugin)
-        _check_gfd(merged_struct(_pointer(fields.get("gfd")), GFD_FIELDS, "gfd"))
+        _check_gfd(merged_struct(_pointer(fields.get("gfd")), GFD_FLAGS))
         mig = _string(env, "MIG_STRATEGY", last(fields, "migStrategy"), "none")
         fail_on_init = _bool(env, "FAIL_ON_INIT_ERROR", last(fields, "failOnInitError"), True)
         mps_root = _string(env, "MPS_ROOT", last(fields, "mpsRoot"), "")
@@ -96,7 +74,7 @@ def read_flags(
             policy = _string(
                 env,
                 "SHARED_DEVICES_ALLOCATION_POLICY",
-                last(plugin, "sharedDevicesAllocationPolicy"),
+                last(plugin, ALLOCATION_POLICY),
                 DEFAULT_ALLOCATION_POLICY,
             )
     except GoJsonError as exc:
@@ -121,10 +99,10 @@ def check_mig_strategy(flags: Flags) -> None:
         raise PluginConfigError("plugin.flag.mig-strategy", value=flags.mig_strategy)
 
 
-def _plugin_fields(version: tuple[int, int, int] | None) -> tuple[str, ...]:
+def _plugin_flags(version: tuple[int, int, int] | None) -> Struct:
     if version is not None and version >= ALLOCATION_POLICY_SINCE:
-        return (*PLUGIN_FIELDS, "sharedDevicesAllocationPolicy")
-    return PLUGIN_FIELDS
+        return PLUGIN_FLAGS
+    return PLUGIN_FLAGS.without(ALLOCATION_POLICY)
 
 
 def _pointer(values: list[Any] | None) -> list[Any]:

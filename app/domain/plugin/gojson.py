@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.domain.coded import CodedError
+from app.domain.plugin.shape import Struct
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 UINT64_MAX = 2**64 - 1
@@ -73,20 +74,15 @@ def check_json_safe(value: Any) -> None:
             check_json_safe(item)
 
 
-def _fold(name: str) -> str:
-    return name.replace("\u017f", "s").replace("\u212a", "k").lower()
-
-
-def struct_fields(obj: Any, names: tuple[str, ...], where: str) -> dict[str, list[Any]]:
+def struct_fields(obj: Any, struct: Struct) -> dict[str, list[Any]]:
     """Every value given to each field of a Go struct, in the order json.Unmarshal sees them."""
     if obj is None:
         return {}
     if not isinstance(obj, dict):
-        raise GoJsonError("plugin.json.value-type", kind=json_kind(obj), type=where)
+        raise GoJsonError("plugin.json.value-type", kind=json_kind(obj), type=struct.go_type)
     found: dict[str, list[Any]] = {}
-    by_fold = {_fold(name): name for name in names}
     for text, value in sorted((key_text(k), v) for k, v in obj.items()):
-        name = text if text in names else by_fold.get(_fold(text))
+        name = struct.field_of(text)
         if name is not None:
             found.setdefault(name, []).append(value)
         else:
@@ -94,11 +90,11 @@ def struct_fields(obj: Any, names: tuple[str, ...], where: str) -> dict[str, lis
     return found
 
 
-def merged_struct(values: list[Any], names: tuple[str, ...], where: str) -> dict[str, list[Any]]:
+def merged_struct(values: list[Any], struct: Struct) -> dict[str, list[Any]]:
     """A struct field given several objects: each decodes into the same struct, in turn."""
     out: dict[str, list[Any]] = {}
     for value in values:
-        for name, items in struct_fields(value, names, where).items():
+        for name, items in struct_fields(value, struct).items():
             out.setdefault(name, []).extend(items)
     return out
 

@@ -1,8 +1,8 @@
 """The plugin's sharing blocks (api/config/v1 replicas.go and resources.go, v0.15-v0.20).
 
 These types have hand-written UnmarshalJSON methods that look keys up exactly (`resources`,
-`name`, `replicas`, `devices`, `rename`, `renameByDefault`, `failRequestsGreaterThanOne`): a
-key in another case is ignored. Every failure here makes the plugin exit at start.
+`name`, `replicas`, `devices`, `rename`, `renameByDefault`, `failRequestsGreaterThanOne`, named
+in `shape`): a key in another case is ignored. Every failure here makes the plugin exit at start.
 """
 
 from __future__ import annotations
@@ -13,6 +13,15 @@ from typing import Any
 
 from app.domain.coded import CodedError
 from app.domain.plugin.gojson import GoJsonError, check_json_safe, go_int, json_kind, key_text
+from app.domain.plugin.shape import (
+    DEVICES,
+    FAIL_REQUESTS,
+    NAME,
+    RENAME,
+    RENAME_BY_DEFAULT,
+    REPLICAS,
+    RESOURCES,
+)
 
 RESOURCE_PREFIX = "nvidia.com/"
 MAX_RESOURCE_NAME = 63
@@ -76,10 +85,10 @@ def parse_replicated(value: Any, block: str) -> Replicated:
             raise PluginConfigError("plugin.json.value-type", kind=json_kind(value), type=_RAW_MAP)
         value = {}
     obj = _exact_keys(value)
-    rename = _bool(obj.get("renameByDefault"))
-    fail_gt_one = _bool(obj.get("failRequestsGreaterThanOne"))
-    entries = obj.get("resources")
-    if "resources" not in obj:
+    rename = _bool(obj.get(RENAME_BY_DEFAULT))
+    fail_gt_one = _bool(obj.get(FAIL_REQUESTS))
+    entries = obj.get(RESOURCES)
+    if RESOURCES not in obj:
         raise PluginConfigError("plugin.sharing.no-resources")
     if entries is not None and not isinstance(entries, list):
         check_json_safe(entries)
@@ -101,7 +110,7 @@ def parse_replicated(value: Any, block: str) -> Replicated:
         resources=tuple(SharingResource(name, replicas) for name, replicas, _, _ in parsed),
         renames_ignored=renames,
         devices_ignored=any(not every for _, _, _, every in parsed),
-        fail_requests_set="failRequestsGreaterThanOne" in obj,
+        fail_requests_set=FAIL_REQUESTS in obj,
     )
 
 
@@ -126,21 +135,21 @@ def _entry(entry: Any) -> tuple[str, int, str, bool]:
     if not isinstance(entry, dict):
         raise PluginConfigError("plugin.json.value-type", kind=json_kind(entry), type=_RAW_MAP)
     obj = _exact_keys(entry)
-    if "name" not in obj:
+    if NAME not in obj:
         raise PluginConfigError("plugin.sharing.no-name")
-    name = resource_name("" if obj["name"] is None else obj["name"])
-    every = _devices(obj.get("devices", "all"))
-    if "replicas" not in obj:
+    name = resource_name("" if obj[NAME] is None else obj[NAME])
+    every = _devices(obj.get(DEVICES, "all"))
+    if REPLICAS not in obj:
         raise PluginConfigError("plugin.sharing.no-replicas")
     try:
-        replicas = go_int(obj["replicas"], "replicas") or 0
+        replicas = go_int(obj[REPLICAS], "replicas") or 0
     except GoJsonError as exc:
         raise PluginConfigError.of(exc) from exc
     if replicas < 2:
         raise PluginConfigError("plugin.sharing.replicas-below-two", replicas=replicas)
     rename = ""
-    if "rename" in obj:
-        rename = resource_name("" if obj["rename"] is None else obj["rename"])
+    if RENAME in obj:
+        rename = resource_name("" if obj[RENAME] is None else obj[RENAME])
     return name, replicas, rename, every
 
 
