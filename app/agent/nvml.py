@@ -27,6 +27,7 @@ from app.agent.readings import (
     RawProcess,
     RawReadings,
     ReaderUnavailableError,
+    percent,
 )
 from app.clock import utc_now
 from app.domain.health import GpuHealthReading
@@ -135,7 +136,7 @@ class NvmlReader:
             name=name or "",
             memory_total_mib=_mib(getattr(memory, "total", None)),
             memory_used_mib=_mib(getattr(memory, "used", None)),
-            utilization_pct=_percent(getattr(rates, "gpu", None)),
+            utilization_pct=percent(getattr(rates, "gpu", None)),
             mig_mode=_mig_mode(nvml, mig),
             processes=self._processes(nvml, handle),
             mig_devices=self._mig_devices(nvml, handle)
@@ -205,10 +206,6 @@ def _text(value: str | bytes) -> str:
 
 def _mib(value_bytes: int | None) -> int | None:
     return None if value_bytes is None else int(value_bytes) // _MIB
-
-
-def _percent(value: int | None) -> int | None:
-    return None if value is None else max(0, min(100, int(value)))
 
 
 def _mig_mode(nvml: Any, modes: Any) -> MigMode | None:

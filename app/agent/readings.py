@@ -63,6 +63,19 @@ class RawReadings:
     problems: tuple[str, ...] = field(default=())
 
 
+def percent(value: int | None) -> int | None:
+    """A utilization reading clamped to 0-100; None stays None."""
+    return None if value is None else max(0, min(100, int(value)))
+
+
+def mig_mode(text: str | None) -> MigMode | None:
+    """nvidia-smi's MIG mode (`Enabled`, `Disabled`, any case); None for `N/A` or nothing."""
+    lowered = (text or "").lower()
+    if lowered == "enabled":
+        return "enabled"
+    return "disabled" if lowered == "disabled" else None
+
+
 class ReaderUnavailableError(GpuReadError):
     """A reader cannot be used here; `driver_missing` when no NVIDIA driver is installed."""
 

@@ -22,11 +22,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from app.agent.readings import (
-    MigMode,
     RawGpu,
     RawProcess,
     RawReadings,
     ReaderUnavailableError,
+    mig_mode,
+    percent,
 )
 from app.agent.smi_list import (
     ListedMig,
@@ -164,8 +165,8 @@ def gpus_from_csv(
                 name=row.get("name") or "",
                 memory_total_mib=_int(row.get("memory.total")),
                 memory_used_mib=_int(row.get("memory.used")),
-                utilization_pct=_percent(_int(row.get("utilization.gpu"))),
-                mig_mode=_mig_mode(row.get("mig.mode.current")),
+                utilization_pct=percent(_int(row.get("utilization.gpu"))),
+                mig_mode=mig_mode(row.get("mig.mode.current")),
                 processes=tuple(processes.pop(uuid, ())),
             )
         )
@@ -310,16 +311,3 @@ def _int(value: str | None) -> int | None:
         return None
     match = _NUMBER.match(value)
     return int(float(match.group(0))) if match else None
-
-
-def _percent(value: int | None) -> int | None:
-    return None if value is None else max(0, min(100, value))
-
-
-def _mig_mode(value: str | None) -> MigMode | None:
-    if value is None:
-        return None
-    lowered = value.lower()
-    if lowered in ("enabled", "disabled"):
-        return "enabled" if lowered == "enabled" else "disabled"
-    return None

@@ -44,7 +44,7 @@ def health_from_xml(gpu: ET.Element) -> GpuHealthReading:
             ],
         ),
         throttle_reasons=_reasons(gpu),
-        ecc_enabled=_flag(_text(gpu, "ecc_mode/current_ecc"), "enabled", "disabled"),
+        ecc_enabled=_flag(xml_text(gpu, "ecc_mode/current_ecc"), "enabled", "disabled"),
         ecc_volatile_corrected=_ecc(gpu, "volatile", corrected=True),
         ecc_volatile_uncorrected=_ecc(gpu, "volatile", corrected=False),
         ecc_aggregate_corrected=_ecc(gpu, "aggregate", corrected=True),
@@ -53,11 +53,11 @@ def health_from_xml(gpu: ET.Element) -> GpuHealthReading:
             gpu, "retired_pages/multiple_single_bit_retirement/retired_count"
         ),
         retired_pages_double_bit=_int(gpu, "retired_pages/double_bit_retirement/retired_count"),
-        retired_pages_pending=_flag(_text(gpu, "retired_pages/pending_retirement"), "yes", "no"),
+        retired_pages_pending=_flag(xml_text(gpu, "retired_pages/pending_retirement"), "yes", "no"),
         remapped_rows_correctable=_int(remapped, "remapped_row_corr"),
         remapped_rows_uncorrectable=_int(remapped, "remapped_row_unc"),
-        remapping_pending=_flag(_text(remapped, "remapped_row_pending"), "yes", "no"),
-        remapping_failed=_flag(_text(remapped, "remapped_row_failure"), "yes", "no"),
+        remapping_pending=_flag(xml_text(remapped, "remapped_row_pending"), "yes", "no"),
+        remapping_failed=_flag(xml_text(remapped, "remapped_row_failure"), "yes", "no"),
     )
 
 
@@ -70,7 +70,7 @@ def _reasons(gpu: ET.Element) -> list[ThrottleReason] | None:
         element = gpu.find(block)
         if element is None:
             continue
-        states = {reason: _text(element, prefix + reason) for reason in _REASONS}
+        states = {reason: xml_text(element, prefix + reason) for reason in _REASONS}
         if all(state is None for state in states.values()):
             return None
         return [reason for reason, state in states.items() if (state or "").lower() == "active"]
@@ -96,7 +96,8 @@ def _ecc(gpu: ET.Element, period: str, *, corrected: bool) -> int | None:
     return sum(values) if values else None
 
 
-def _text(element: ET.Element | None, path: str) -> str | None:
+def xml_text(element: ET.Element | None, path: str) -> str | None:
+    """The stripped text at path; N/A, [Not Supported] and friends become None."""
     if element is None:
         return None
     raw = element.findtext(path)
@@ -109,7 +110,7 @@ def _text(element: ET.Element | None, path: str) -> str | None:
 
 
 def _float(element: ET.Element | None, path: str) -> float | None:
-    text = _text(element, path)
+    text = xml_text(element, path)
     match = _NUMBER.match(text) if text else None
     return float(match.group(1)) if match else None
 

@@ -16,8 +16,16 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.agent.readings import MigMode, RawGpu, RawMig, RawProcess, RawReadings
-from app.agent.smi_health import health_from_xml
+from app.agent.readings import (
+    MigMode,
+    RawGpu,
+    RawMig,
+    RawProcess,
+    RawReadings,
+    mig_mode,
+    percent,
+)
+from app.agent.smi_health import health_from_xml, xml_text
 from app.agent.smi_list import ListedMig
 from app.domain.health import GpuHealthReading
 
@@ -82,7 +90,7 @@ def parse_xml(text: str) -> XmlLog:
     if root.tag != "nvidia_smi_log":
         raise SmiXmlError(f"nvidia-smi -q -x printed <{root.tag}>, not <nvidia_smi_log>")
     return XmlLog(
-        driver_version=_text(root, "driver_version"),
+        driver_version=xml_text(root, "driver_version"),
         gpus=tuple(_gpu(element) for element in root.findall("gpu")),
     )
 
@@ -166,12 +174,12 @@ def _processes_on(device: XmlMig, processes: tuple[XmlProcess, ...]) -> tuple[Ra
 
 def _gpu(element: ET.Element) -> XmlGpu:
     return XmlGpu(
-        uuid=_text(element, "uuid"),
-        name=_text(element, "product_name") or "",
+        uuid=xml_text(element, "uuid"),
+        name=xml_text(element, "product_name") or "",
         memory_total_mib=_number(element, "fb_memory_usage/total"),
         memory_used_mib=_number(element, "fb_memory_usage/used"),
-        utilization_pct=_percent(_number(element, "utilization/gpu_util")),
-        mig_mode=_mig_mode(_text(element, "mig_mode/current_mig")),
+        utilization_pct=percent(_number(element, "utilization/gpu_util")),
+        mig_mode=mig_mode(xml_text(element, "mig_mode/current_mig")),
         mig_devices=tuple(
             _mig(position, mig)
             for position, mig in enumerate(element.findall("mig_devices/mig_device"))
@@ -203,7 +211,7 @@ def _process(element: ET.Element) -> XmlProcess | None:
     return XmlProcess(
         pid=pid,
         used_memory_mib=_number(element, "used_memory"),
-        name=_text(element, "process_name"),
+        name=xml_text(element, "process_name"),
         gpu_instance=_number(element, "gpu_instance_id"),
         compute_instance=_number(element, "compute_instance_id"),
     )
@@ -213,30 +221,8 @@ def _raw(process: XmlProcess) -> RawProcess:
     return RawProcess(pid=process.pid, used_memory_mib=process.used_memory_mib, name=process.name)
 
 
-def _text(element: ET.Element, path: str) -> str | None:
-    """The stripped text at path; N/A, [Not Supported] and friends become None."""
-    raw = element.findtext(path)
-    if raw is None:
-        return None
-    text = raw.strip()
-    if not text or (text.startswith("[") and text.endswith("]")):
-        return None
-    return None if text.lower() in {"n/a", "not supported", "unknown", "unknown error"} else text
-
-
 def _number(element: ET.Element, path: str) -> int | None:
     """The leading integer of `22430 MiB`, `0 %`, `3`; None where there is none."""
-    text = _text(element, path)
+    text = xml_text(element, path)
     match = _NUMBER.match(text) if text else None
     return int(match.group(1)) if match else None
-
-
-def _percent(value: int | None) -> int | None:
-    return None if value is None else max(0, min(100, value))
-
-
-def _mig_mode(value: str | None) -> MigMode | None:
-    lowered = (value or "").lower()
-    if lowered == "enabled":
-        return "enabled"
-    return "disabled" if lowered == "disabled" else None
