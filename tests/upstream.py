@@ -15,7 +15,7 @@ import pytest
 
 from app.domain.coded import CodedError
 from app.domain.quantity import QuantityError
-from app.web.i18n.coded import upstream_text
+from app.i18n.coded import upstream_text
 
 
 @contextmanager

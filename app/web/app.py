@@ -15,6 +15,7 @@ from starlette.types import Scope
 import app as package
 from app.clock import utc_now
 from app.domain.cluster import AccountingOptions
+from app.i18n.coded import coded_markup
 from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.agent_auth import AgentAuth, TokenReviewer
@@ -34,7 +35,6 @@ from app.web.http.errors import add_error_handlers
 from app.web.http.headers import SecurityHeaders
 from app.web.http.openapi import add_docs, add_report_schema
 from app.web.http.problems import add_problem_handlers
-from app.web.i18n.coded import coded_markup
 from app.web.routes import (
     admin_api,
     admin_gpus,

@@ -15,7 +15,7 @@ from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.snapshot import Snapshot
 from app.web.auth.principal import Admin
 from app.web.auth.requests import AdminDep
-from app.web.i18n.translate import language_of
+from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.services.change_pipeline import ChangeContext
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.web.i18n.translate import CATALOGS
+from app.i18n.translate import CATALOGS
 from tests.browser.chromium import CHROMIUM, MISSING, launch
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.live import wait_for

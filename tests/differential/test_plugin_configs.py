@@ -21,11 +21,11 @@ import pytest
 
 from app.domain.bounds import MAX_COUNT
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
+from app.i18n.coded import upstream_text
 from app.simulator.node.inventory import NodeInventory, SimGpu
 from app.simulator.plugin.advertised import OUT_OF_MEMORY, advertised
 from app.simulator.plugin.sharing import PluginConfigError as SimulatorRefused
 from app.simulator.plugin.sharing import parse_sharing
-from app.web.i18n.coded import upstream_text
 from tests.differential.build import Oracles
 from tests.differential.corpus import (
     Case,

@@ -18,7 +18,7 @@ from app.domain.changes.split_scope import dra_held, split_refusal
 from app.domain.cluster import AccountingOptions
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, NodeConfig, Snapshot
-from app.web.i18n.translate import Translator
+from app.i18n.translate import Translator
 from tests import factories as f
 
 TS4 = PluginSettings(Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, False)

@@ -11,7 +11,7 @@ from app.domain.changes.rollout import RolloutStatus
 from app.domain.cluster import AccountingOptions
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, Snapshot
-from app.web.i18n.translate import Translator
+from app.i18n.translate import Translator
 from tests import factories as f
 from tests.domain.dra_worlds import dra_world
 from tests.domain.worlds import snap

@@ -30,7 +30,7 @@ RUN = 3
 # app/domain/plugin/* and quantity.py raise codes too (app.domain.coded, `plugin.*` and
 # `quantity.*`): the English catalog reproduces what the device plugin or apimachinery itself
 # says, so an admin can match it against the plugin's log, and a Korean page shows the Korean
-# sentence with that English beside it in <code> (app/web/i18n/coded.py).
+# sentence with that English beside it in <code> (app/i18n/coded.py).
 
 
 def prose(text: str) -> bool:

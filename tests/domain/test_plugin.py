@@ -13,7 +13,7 @@ from app.domain.plugin.daemonset import (
 )
 from app.domain.plugin.effective import resolve_config
 from app.domain.snapshot import Mode
-from app.web.i18n.coded import upstream_text
+from app.i18n.coded import upstream_text
 from tests import factories as f
 from tests.domain.worlds import config_manager_daemonset
 

@@ -6,7 +6,7 @@ import pytest
 
 from app.domain.plugin.config import PluginConfigError, config_hash, parse_plugin_config
 from app.domain.snapshot import Mode
-from app.web.i18n.coded import upstream_text
+from app.i18n.coded import upstream_text
 
 TS = """
 version: v1

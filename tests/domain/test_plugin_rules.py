@@ -10,7 +10,7 @@ import pytest
 from app.domain.goyaml import GoYamlError, load_first_document
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
 from app.domain.snapshot import Mode
-from app.web.i18n.coded import upstream_text
+from app.i18n.coded import upstream_text
 from tests import factories as f
 from tests.domain.worlds import snap, ts_world
 from tests.upstream import refused_saying

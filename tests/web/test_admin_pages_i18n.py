@@ -15,10 +15,10 @@ from markupsafe import Markup
 from app.domain.changes.models import ConfigMapAction, RefusalCode
 from app.domain.changes.rollout import RolloutStatus, Waiting
 from app.domain.snapshot import Mode
+from app.i18n import translate as i18n
 from app.kube.client import make_api_client
 from app.web.app import page_templates
 from app.web.http import admin_forms
-from app.web.i18n import translate as i18n
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.web.page_snapshots import ROOT, demo_like, page_app
 from tests.web.test_pages import get, parse

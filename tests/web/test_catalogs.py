@@ -14,7 +14,7 @@ import pytest
 from babel.messages.extract import extract_from_dir
 from babel.messages.pofile import read_po
 
-from app.web.i18n.translate import CATALOGS, LANGUAGES, PLURAL_IDS, Translator, po_path
+from app.i18n.translate import CATALOGS, LANGUAGES, PLURAL_IDS, Translator, po_path
 from app.web.views.finding_text import placeholders
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import pytest
 
 from app.domain.changes.durable import UnreadableRecord
 from app.domain.changes.models import ChangeWarning, warning_from_json
-from app.web.i18n.translate import CATALOGS, LANGUAGES
+from app.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.change_words import outcome_text, unreadable_text, warning_text
 
 ROOT = Path(__file__).resolve().parents[2]

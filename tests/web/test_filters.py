@@ -8,7 +8,7 @@ from html import unescape
 import pytest
 
 from app.domain.snapshot import Finding, Scope, Severity
-from app.web.i18n.translate import Translator
+from app.i18n.translate import Translator
 from app.web.views.filters import (
     FilterError,
     FindingFilter,

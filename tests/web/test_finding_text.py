@@ -6,7 +6,7 @@ import pytest
 
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.snapshot import Finding
-from app.web.i18n.translate import CATALOGS, LANGUAGES
+from app.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.finding_text import (
     finding_explanation,
     finding_summary,

@@ -11,8 +11,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from app.i18n import translate as i18n
+from app.web.http import language
 from app.web.http.html import safe_next
-from app.web.i18n import translate as i18n
 from app.web.views.docs_page import heading_anchor, markdown_to_html
 from tests.web.page_snapshots import (
     HOST_FINDING,
@@ -328,7 +329,7 @@ def test_safe_next_refuses_other_sites(target: str | None, expected: str) -> Non
 def test_choose_language_prefers_query_then_cookie_then_header(
     query: str | None, cookie: str | None, accept: str | None, expected: str
 ) -> None:
-    assert i18n.choose_language(query=query, cookie=cookie, accept_language=accept) == expected
+    assert language.choose_language(query=query, cookie=cookie, accept_language=accept) == expected
 
 
 def test_every_catalog_key_used_in_templates_exists() -> None:

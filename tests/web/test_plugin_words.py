@@ -16,11 +16,11 @@ from app.domain.coded import Coded, parse_coded
 from app.domain.plugin.config import PluginConfigError, parse_plugin_config
 from app.domain.quantity import QuantityError, quantity_count
 from app.domain.snapshot import Mode
+from app.i18n.coded import coded_markup, coded_text, upstream_text, worded_values
+from app.i18n.translate import CATALOGS, LANGUAGES
 from app.simulator.plugin.sharing import PluginConfigError as SimulatorRefused
 from app.simulator.plugin.sharing import parse_sharing
 from app.upstream import described
-from app.web.i18n.coded import coded_markup, coded_text, upstream_text, worded_values
-from app.web.i18n.translate import CATALOGS, LANGUAGES
 from app.web.services import plugin_admin
 from app.web.services.plugin_admin import settings_out
 from app.web.views.finding_text import placeholders

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from app.domain.changes.models import PlanRefused, RefusalCode
-from app.web.i18n.translate import CATALOGS, PLURAL_IDS, Translator
+from app.i18n.translate import CATALOGS, PLURAL_IDS, Translator
 from app.web.views.refusal_text import refusal_text
 from tests.conftest import Stack
 from tests.live import wait_for

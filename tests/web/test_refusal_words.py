@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.domain.changes.models import Phrase, PlanRefused, RefusalCode
-from app.web.i18n.translate import CATALOGS, LANGUAGES
+from app.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.refusal_text import change_instead, refusal_markup, refusal_text
 
 ROOT = Path(__file__).resolve().parents[2]

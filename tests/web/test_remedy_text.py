@@ -10,7 +10,7 @@ import pytest
 from app.domain.findings.catalogue import finding
 from app.domain.findings.remedies import REMEDIES, remedy
 from app.domain.snapshot import Finding
-from app.web.i18n.translate import CATALOGS, LANGUAGES
+from app.i18n.translate import CATALOGS, LANGUAGES
 from app.web.views.finding_text import placeholders, remedy_text, remedy_words, worded
 from app.web.views.links import linked_names
 from tests.domain.test_findings import CASES, Builder

@@ -1,7 +1,7 @@
 """The finding catalogue: every code the engine can raise, its severity and scope.
 
 The words of each code (summary, title, what to do) are the web layer's: one entry per
-language in app/web/i18n/locale/<lang>/LC_MESSAGES/messages.po.
+language in app/i18n/locale/<lang>/LC_MESSAGES/messages.po.
 
 Codes are kebab-case and stable: the page links each one to docs/findings.md#<code>.
 """

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from app.domain.plugin.config import PluginConfigError as ConfigRefused
 from app.domain.plugin.config import Version, parse_plugin_config
 from app.domain.snapshot import Mode
-from app.upstream import plugin_says
+from app.i18n.coded import upstream_text
 
 _STRATEGIES = {Mode.MPS: "mps", Mode.TIME_SLICING: "time-slicing"}
 
@@ -48,7 +48,7 @@ def parse_sharing(
     try:
         config = parse_plugin_config(text or "", env=env, version=version)
     except ConfigRefused as exc:
-        raise PluginConfigError(plugin_says(exc.message)) from exc
+        raise PluginConfigError(upstream_text(exc.message)) from exc
     strategy = _STRATEGIES.get(config.mode)
     shared = strategy is not None
     return Sharing(

@@ -21,11 +21,12 @@ from fastapi import FastAPI, HTTPException, Request, status
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from app.i18n.translate import Translator
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import get_auth, refused_http
 from app.web.auth.state import CSRF_HEADER
 from app.web.auth.tokens import bearer_token, same_token
-from app.web.i18n.translate import Translator, language_of
+from app.web.http.language import language_of
 
 READ_METHODS = frozenset({"GET", "HEAD"})
 LOGIN_PATH = "/login"

@@ -1,6 +1,6 @@
 """What the admin pages share: the page itself, the caller, form fields, refusals as alerts.
 
-Every text comes from the catalog (app.web.i18n) in the request's language; a refusal is
+Every text comes from the catalog (app.i18n) in the request's language; a refusal is
 shown as our own message, with the server's English words under it where they carry
 details (names, versions), and answered with the status the JSON API would use.
 """
@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
 from app.errors import ClusterError
+from app.i18n.translate import CATALOGS, Translator
 from app.kube.concurrent import ConcurrentChange
 from app.kube.writer import ApplyFailed
 from app.web.auth.principal import AuthRefused, Principal
@@ -22,7 +23,7 @@ from app.web.auth.requests import get_auth
 from app.web.auth.state import CSRF_FIELD
 from app.web.http.errors import cluster_status, refusal_status
 from app.web.http.html import html_response, translator
-from app.web.i18n.translate import CATALOGS, Translator, language_of
+from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.views.change_words import outcome_text
 from app.web.views.refusal_text import refusal_markup

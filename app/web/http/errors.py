@@ -22,8 +22,9 @@ from app.errors import (
     NotFoundError,
     WritesDisabledError,
 )
+from app.i18n.translate import CATALOGS
 from app.kube.writer import ApplyFailed
-from app.web.i18n.translate import CATALOGS, language_of
+from app.web.http.language import language_of
 from app.web.views.refusal_text import refusal_text
 from app.web.views.schemas import ProblemOut
 

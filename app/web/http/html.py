@@ -7,7 +7,8 @@ from urllib.parse import urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from app.web.i18n.translate import Translator, language_of, supported
+from app.i18n.translate import Translator
+from app.web.http.language import language_of, supported
 
 HTML = "text/html; charset=utf-8"
 NO_STORE = "no-store"  # admin pages: never kept (they show resourceVersions and tokens)

@@ -26,7 +26,7 @@ from app.web.auth.principal import Principal
 from app.web.auth.state import CSRF_FIELD
 from app.web.http.admin_forms import Alert, principal_of, refusal, render_admin
 from app.web.http.html import translator, with_lang
-from app.web.i18n.translate import language_of
+from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.services.mode_rollout import RolloutWouldHold, failing_now
 from app.web.services.plugin_admin import Preview, allocation_policy_offered, config_view

@@ -3,7 +3,7 @@
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work
 is done by the same use cases as the JSON API (app.web.services.plugin_admin). Undoing a
 change lives with the change list (app.web.routes.history_pages). Every text
-comes from the catalog (app.web.i18n) in the request's language; refusals are shown as our
+comes from the catalog (app.i18n) in the request's language; refusals are shown as our
 own message, with the server's English words under it where they carry details.
 """
 
@@ -18,6 +18,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from app.domain.changes.models import ChangeRequest, PlanRefused
 from app.errors import ClusterError
+from app.i18n.translate import Translator
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import acting_admin, get_auth
 from app.web.deps import RuntimeDep
@@ -31,6 +32,7 @@ from app.web.http.admin_forms import (
     render_admin,
 )
 from app.web.http.html import html_response, safe_next, translator, with_lang
+from app.web.http.language import language_of
 from app.web.http.mode_pages import (
     PLUGIN_PATH,
     ROLLOUT_PATH,
@@ -44,7 +46,6 @@ from app.web.http.mode_pages import (
     rollout_context,
     rollout_page,
 )
-from app.web.i18n.translate import Translator, language_of
 from app.web.runtime import Runtime
 from app.web.services.change_history import preview_undo_mode, rollback_change
 from app.web.services.mode_rollout import NothingHeld, RolloutWouldHold, pass_failing_now

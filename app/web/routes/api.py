@@ -11,7 +11,7 @@ from pydantic_core import to_json
 from app.domain.accounting.free_gpus import FreeByModel
 from app.domain.snapshot import NodeState, Severity, Snapshot
 from app.web.deps import RuntimeDep, SnapshotDep
-from app.web.i18n.translate import language_of
+from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.views.finding_text import worded
 from app.web.views.node_json import (

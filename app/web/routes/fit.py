@@ -17,10 +17,11 @@ from pydantic_core import to_json
 from app.domain.fit.check import Wishes
 from app.domain.fit.manifest import FitInputError, PodAsk, read_ask
 from app.domain.snapshot import Snapshot
+from app.i18n.translate import CATALOGS, Translator
 from app.web.auth.requests import get_auth
 from app.web.deps import Lang, RuntimeDep, SnapshotDep
 from app.web.http.html import REVALIDATE, html_response
-from app.web.i18n.translate import CATALOGS, Translator, language_of
+from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.services.fit import (
     MAX_FIT_BODY_BYTES,

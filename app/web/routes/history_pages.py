@@ -17,11 +17,12 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.durable import HistoryListing
 from app.errors import ClusterError
+from app.i18n.translate import CATALOGS, Translator
 from app.web.auth.requests import get_auth
 from app.web.auth.state import CSRF_FIELD
 from app.web.deps import RuntimeDep
 from app.web.http.html import html_response
-from app.web.i18n.translate import CATALOGS, Translator, language_of
+from app.web.http.language import language_of
 from app.web.services.change_history import change_listing, outcomes
 from app.web.services.rollout_view import rollout_view
 from app.web.views.change_words import gpu_names, unreadable_text

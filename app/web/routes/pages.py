@@ -18,10 +18,11 @@ from markupsafe import Markup
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.snapshot import SEVERITY_RANK
 from app.domain.usage.holders import UsageBy
+from app.i18n.translate import CATALOGS, Translator
 from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response, safe_next
-from app.web.i18n.translate import CATALOGS, LANG_COOKIE, Translator, language_of, supported
+from app.web.http.language import LANG_COOKIE, language_of, supported
 from app.web.runtime import Runtime
 from app.web.services.fragments import (
     Pages,

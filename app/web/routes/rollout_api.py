@@ -11,8 +11,8 @@ from typing import Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
+from app.i18n.translate import Translator
 from app.web.deps import Lang, RuntimeDep
-from app.web.i18n.translate import Translator
 from app.web.services.rollout_view import RolloutView, rollout_view
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["read"])

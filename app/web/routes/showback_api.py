@@ -10,8 +10,9 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 
 from app.domain.history.window import as_by, window_refusal
 from app.errors import HistoryUnavailableError
+from app.i18n.translate import Translator
 from app.web.deps import RuntimeDep
-from app.web.i18n.translate import Translator, language_of
+from app.web.http.language import language_of
 from app.web.views.history_views import (
     HoldersOut,
     ShowbackOut,

@@ -12,10 +12,11 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.history.showback import SHOWBACK_BY, ShowbackBy
 from app.errors import HistoryUnavailableError
+from app.i18n.translate import CATALOGS, Translator
 from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response
-from app.web.i18n.translate import CATALOGS, Translator, language_of
+from app.web.http.language import language_of
 from app.web.services.history_service import PERIODS, HistoryChart, NodeTimeline
 from app.web.views.history_views import (
     BAR_W,

@@ -23,10 +23,10 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
+from app.i18n.coded import worded_values
+from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.i18n.coded import worded_values
-from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     get_writer,

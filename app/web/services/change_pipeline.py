@@ -20,10 +20,10 @@ from app.domain.changes.freshness import check_fresh, freshness_token
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.cluster import Manifest
 from app.errors import WritesDisabledError
+from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.principal import Principal
-from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.snapshot_builder import ClusterSource
 from app.web.services.snapshots import SnapshotService
 from app.web.views.admin_schemas import NoChangeOut

@@ -23,9 +23,9 @@ from app.domain.changes.split_scope import dra_held, split_refusal
 from app.domain.cluster import Manifest
 from app.domain.plugin.daemonset import is_operator_managed
 from app.domain.snapshot import GpuState, NodeState
+from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,

@@ -27,10 +27,10 @@ from app.domain.plugin.daemonset import (
     read_plugin_spec,
 )
 from app.domain.plugin.flags import ALLOCATION_POLICY_SINCE
+from app.i18n.coded import worded_values
+from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.i18n.coded import worded_values
-from app.web.i18n.translate import DEFAULT_LANGUAGE
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from app.domain.changes.durable import UnreadableRecord
 from app.domain.changes.models import ChangeWarning
 from app.domain.snapshot import Snapshot
-from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE, Translator
+from app.i18n.translate import CATALOGS, DEFAULT_LANGUAGE, Translator
 
 
 def _worded(key: str, code: str, params: Mapping[str, object], lang: str) -> str:

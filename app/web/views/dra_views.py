@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from app.domain.snapshot import GpuState, NodeState
-from app.web.i18n.translate import Translator
+from app.i18n.translate import Translator
 from app.web.views.abandon import check
 
 

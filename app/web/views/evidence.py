@@ -15,8 +15,8 @@ from markupsafe import Markup
 
 from app.domain.kube_time import parse_time
 from app.domain.snapshot import Finding
-from app.web.i18n.coded import coded_markup
-from app.web.i18n.translate import CATALOGS, Translator
+from app.i18n.coded import coded_markup
+from app.i18n.translate import CATALOGS, Translator
 from app.web.views.times import when
 
 EvidenceRow = tuple[str, Markup | str, bool]  # label, value, label is a name (code)

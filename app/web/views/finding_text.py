@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from app.domain.findings.shell import one_line
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import Finding
-from app.web.i18n.coded import worded_values
-from app.web.i18n.translate import CATALOGS, message_for
+from app.i18n.coded import worded_values
+from app.i18n.translate import CATALOGS, message_for
 from app.web.views.links import remedy_links
 
 _FORMATTER = string.Formatter()

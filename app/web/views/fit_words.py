@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from app.domain.fit.check import FitAnswer, FitReason
 from app.domain.fit.manifest import FitInputError
 from app.domain.snapshot import GpuState, Snapshot
-from app.web.i18n.translate import CATALOGS
+from app.i18n.translate import CATALOGS
 from app.web.views.figures import mib
 
 

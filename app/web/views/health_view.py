@@ -1,6 +1,6 @@
 """A GPU's health as the node page words it: one item per reading, each with a state.
 
-The catalog words each item (app/web/i18n/catalog_health.py); the state (ok, warn, bad)
+The catalog words each item (app/i18n/locale); the state (ok, warn, bad)
 colours it, by the same rules that raise the health findings (app/domain/health.py).
 """
 

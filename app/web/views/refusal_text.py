@@ -13,8 +13,8 @@ from markupsafe import Markup, escape
 
 from app.domain.changes.durable import UnreadableRecord
 from app.domain.changes.models import Phrase, PlanRefused
-from app.web.i18n.coded import coded_markup, coded_text
-from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE, message_for
+from app.i18n.coded import coded_markup, coded_text
+from app.i18n.translate import CATALOGS, DEFAULT_LANGUAGE, message_for
 from app.web.views.change_words import unreadable_text
 
 # Params that quote the plugin's own words (its config parser's error, why a path does not

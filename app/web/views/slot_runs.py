@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from markupsafe import Markup, escape
 
 from app.domain.snapshot import GpuState
-from app.web.i18n.translate import Translator
+from app.i18n.translate import Translator
 
 GRID_MAX_CELLS = 64  # one cell per slot up to this many; counts beyond
 

@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 from app.domain.changes.split_scope import split_refusal
 from app.domain.findings.usage import duration_text
 from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Severity, Snapshot
-from app.web.i18n.translate import Translator
+from app.i18n.translate import Translator
 from app.web.views import figures
 from app.web.views.abandon import check
 from app.web.views.dra_views import claim_lines, dra_grid, dra_held, node_dra_devices

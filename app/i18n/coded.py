@@ -5,6 +5,7 @@ the English catalog reproduces that upstream message word for word, so English i
 an admin greps for in the plugin's log. A Korean reader gets the Korean sentence and, on pages,
 the upstream English beside it in <code>. A text that is no code (an old record, a plain
 value) is shown as it is; so is a code whose params do not fit its message (a forged record).
+`upstream_text` is that English alone: the pages' <code>, and app.upstream's logs and Events.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from markupsafe import Markup, escape
 
 from app.domain.coded import Coded, parse_coded
-from app.web.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
+from app.i18n.translate import CATALOGS, DEFAULT_LANGUAGE
 
 UPSTREAM_LANGUAGE = "en"
 

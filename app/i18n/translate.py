@@ -1,9 +1,10 @@
-"""Korean and English message catalogs, and which one a request gets.
+"""The Korean and English message catalogs, and the lookup of a message in them.
 
 Every word a person reads (pages, finding titles, JSON `title`/`reason` fields) comes from
 one gettext catalog per language: `locale/<lang>/LC_MESSAGES/messages.po`, read with Babel
 and compiled in memory at import. The message ids are stable keys (`nav_overview`,
 `finding.<code>.title`); tests check both catalogs hold the same ids and placeholders.
+Which language a request gets is the web layer's (app.web.http.language).
 """
 
 from __future__ import annotations
@@ -17,11 +18,9 @@ from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po
 from babel.support import Translations
 from markupsafe import Markup, escape
-from starlette.requests import Request
 
 LANGUAGES: tuple[str, ...] = ("en", "ko")
 DEFAULT_LANGUAGE = "en"
-LANG_COOKIE = "lang"
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 
 
@@ -91,50 +90,3 @@ class Translator:
 
     def has(self, key: str) -> bool:
         return key in CATALOGS[self.lang]
-
-
-def supported(lang: str | None) -> str | None:
-    """`lang` when it names a catalog (case-insensitive, region ignored), else None."""
-    if not lang:
-        return None
-    base = lang.strip().lower().split("-")[0].split("_")[0]
-    return base if base in CATALOGS else None
-
-
-def from_accept_language(header: str | None) -> str | None:
-    """The supported language the browser prefers most, by q-value then order."""
-    if not header:
-        return None
-    ranked: list[tuple[float, int, str]] = []
-    for position, part in enumerate(header.split(",")):
-        tag, _, params = part.strip().partition(";")
-        quality = 1.0
-        params = params.strip()
-        if params.startswith("q="):
-            try:
-                quality = float(params[2:])
-            except ValueError:
-                quality = 0.0
-        lang = supported(tag)
-        if lang is not None and quality > 0:
-            ranked.append((-quality, position, lang))
-    return min(ranked)[2] if ranked else None
-
-
-def choose_language(*, query: str | None, cookie: str | None, accept_language: str | None) -> str:
-    """`?lang=` wins, then the `lang` cookie, then Accept-Language, then English."""
-    return (
-        supported(query)
-        or supported(cookie)
-        or from_accept_language(accept_language)
-        or DEFAULT_LANGUAGE
-    )
-
-
-def language_of(request: Request) -> str:
-    """The language a request is answered in."""
-    return choose_language(
-        query=request.query_params.get("lang"),
-        cookie=request.cookies.get(LANG_COOKIE),
-        accept_language=request.headers.get("accept-language"),
-    )

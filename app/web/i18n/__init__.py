@@ -1,1 +1,0 @@
-"""The pages' languages: the translator and its catalogs."""
