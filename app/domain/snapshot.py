@@ -266,6 +266,12 @@ class NodeState(_Out):
         default_factory=dict, description="Every GPU resource the node advertises or pods hold"
     )
     stranded: int = Field(default=0, description="Free slots of the node's resource stranded")
+    owners: dict[str, str] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="The owner (namespace/who) of each pod holding the node's GPUs, by pod "
+        "(namespace/name): the usage answers', left out of the node JSON",
+    )
 
 
 class PluginState(_Out):
@@ -321,6 +327,27 @@ class PendingDemand(_Out):
     largest: int = 0  # the largest schedulable free slot count of one advertising node
 
 
+class PendingPod(_Out):
+    """A pod no node holds yet that asks for GPU resources, as the pods' one parse read it
+    (a pod whose request cannot be counted is set aside there and is not one)."""
+
+    pod: str = Field(description="namespace/name")
+    namespace: str
+    owner: str = Field(description="namespace/who (see app.domain.usage.holders.owner_of)")
+    slots: dict[str, int] = Field(description="Slots asked per GPU resource")
+
+
+class IdleSlots(_Out):
+    """Slots one pod holds on one GPU with no process of it there for `idle_for_s` (the idle
+    history's, past its threshold: each is also a `slot-held-idle` finding)."""
+
+    pod: str = Field(description="namespace/name")
+    node: str
+    gpu_uuid: str
+    slots: int
+    idle_for_s: int
+
+
 class Snapshot(_Out):
     """Everything the dashboard shows, computed at `generated_at` from one cluster view."""
 
@@ -337,6 +364,14 @@ class Snapshot(_Out):
     )
     resources: dict[str, ResourceState] = Field(default_factory=dict)
     pending_demand: list[PendingDemand] = Field(default_factory=list)
+    pending_pods: list[PendingPod] = Field(
+        default_factory=list, description="The pods behind `pending_demand`, by pod"
+    )
+    idle_slots: list[IdleSlots] = Field(
+        default_factory=list,
+        description="Held slots idle past the threshold, per holder (pod x GPU): added with "
+        "the idle history's findings after the engine (app.web.services.idle_history)",
+    )
 
     def severity_counts(self) -> dict[str, int]:
         counts = {severity.value: 0 for severity in Severity}

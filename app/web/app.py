@@ -190,7 +190,7 @@ def build_runtime(
         reports=reports,
         snapshots=snapshots,
         templates=templates,
-        pages=Pages(templates.env, snapshots, pods=lambda: source.items("pods")),
+        pages=Pages(templates.env, snapshots),
         changes=ChangeContext(settings, source, snapshots, clock=clock, writer=writer),
         assets_dir=assets_dir,
         auth=AuthState(settings),

@@ -144,6 +144,37 @@ def test_a_pod_named_by_another_nodes_process_is_followed() -> None:
     assert node_before.gpus[0] != node_after.gpus[0]
 
 
+def test_a_holding_pods_new_owner_and_a_new_pending_pod_are_followed() -> None:
+    # Usage reads owners and pending pods from the snapshot alone: a build for one pod's
+    # change must carry the relabelled holder's new owner and the new pending pod.
+    t0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
+    state = _fresh(cluster_state(4), t0)
+    memo = EngineMemo()
+    before = _compare(state, memo, t0, t0)
+    node = next(n for n in before.nodes if n.owners)
+    key = sorted(node.owners)[0]
+    pods = list(state.pods)
+    index = next(i for i, p in enumerate(pods) if _key(p) == key)
+    relabelled = _bump(pods[index], 40_000_001)
+    relabelled["metadata"]["labels"] = {"user": "zoe"}
+    waiting = _bump(pods[index], 40_000_002)
+    waiting["metadata"].update(name="waiting-0", uid="uid-waiting-0", labels={"owner": "erin"})
+    waiting["spec"].pop("nodeName")
+    waiting["status"] = {"phase": "Pending"}
+    pods[index] = relabelled
+    after = _compare(replace(state, pods=[*pods, waiting]), memo, t0 + timedelta(seconds=0.5), t0)
+    assert memo.delta_builds == 1
+    namespace = key.partition("/")[0]
+    assert next(n for n in after.nodes if n.name == node.name).owners[key] == f"{namespace}/zoe"
+    assert [(p.pod, p.owner) for p in after.pending_pods] == [
+        (f"{namespace}/waiting-0", f"{namespace}/erin")
+    ]
+
+
+def _key(pod: dict[str, Any]) -> str:
+    return f"{pod['metadata']['namespace']}/{pod['metadata']['name']}"
+
+
 def test_a_stale_agents_node_is_looked_at_by_every_build() -> None:
     t0 = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
     state = _fresh(cluster_state(4), t0)

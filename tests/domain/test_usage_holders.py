@@ -1,15 +1,17 @@
-"""Usage per namespace/owner/node from holders, GPU processes, idle findings and pending pods."""
+"""Usage per namespace/owner/node from holders, GPU processes, idle holders and pending pods."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.domain.usage.holders import owner_of, pod_usages, usage_rows
+from app.domain.accounting.pods import read_pod
+from app.domain.cluster import Manifest
+from app.domain.usage.holders import owner_of, pending_pod, pod_usages, usage_rows
 from app.domain.usage.shares import profile_share
 from tests.web.page_snapshots import demo_like
 
 
-def pending_pod(name: str, gpus: int, *, labels: dict[str, str]) -> dict[str, object]:
+def pending_manifest(name: str, gpus: int, *, labels: dict[str, str]) -> Manifest:
     return {
         "metadata": {"name": name, "namespace": "research", "labels": labels},
         "spec": {
@@ -37,9 +39,11 @@ def test_owner_is_label_then_controller_then_pod() -> None:
 
 
 def test_usage_rows_add_up_holders_and_pending_demand() -> None:
-    snapshot = demo_like()
-    pods = [pending_pod("big-0", 4, labels={"user": "erin"})]
-    usages = pod_usages(snapshot, pods)
+    waiting = pending_manifest("big-0", 4, labels={"user": "erin"})
+    snapshot = demo_like().model_copy(
+        update={"pending_pods": [pending_pod(read_pod(waiting), waiting)]}
+    )
+    usages = pod_usages(snapshot)
     by_namespace = {row.key: row for row in usage_rows(usages, "namespace")}
     assert (by_namespace["research"].pending_pods, by_namespace["research"].pending_slots) == (1, 4)
     assert by_namespace["research"].slots_held == 0

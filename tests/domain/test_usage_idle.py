@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from app.domain.findings.usage import duration_text, history_findings, with_findings
 from app.domain.snapshot import (
     AgentState,
+    Finding,
     GpuProcess,
     GpuState,
     Mode,
@@ -19,10 +20,21 @@ from app.domain.snapshot import (
     Totals,
 )
 from app.domain.usage.idle import UsageHistory
+from app.web.services.idle_history import IdleHistory
 from app.web.views.finding_text import finding_title, remedy_text
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 UUID = "GPU-11111111-2222-3333-4444-555555555555"
+
+
+def found_at(
+    history: UsageHistory, *, now: datetime, idle_after_s: float, low_after_s: float
+) -> list[Finding]:
+    """The findings the history tells at `now` (as app.web.services.idle_history asks)."""
+    return history_findings(
+        history.idle_holders(now=now, after_s=idle_after_s),
+        history.low_gpus(now=now, after_s=low_after_s),
+    )
 
 
 def gpu(*, holders: list[str], running: list[str], util: int | None) -> GpuState:
@@ -123,9 +135,7 @@ def test_idle_holder_held_42_min_without_process_is_flagged() -> None:
     history = UsageHistory()
     idle = gpu(holders=["ml/nb-0"], running=[], util=0)
     feed(history, [(minute, idle) for minute in range(0, 43, 2)])
-    found = history_findings(
-        history, now=T0 + timedelta(minutes=42), idle_after_s=900, low_after_s=86400
-    )
+    found = found_at(history, now=T0 + timedelta(minutes=42), idle_after_s=900, low_after_s=86400)
     assert [(f.code, f.pod, f.evidence["idle_for"]) for f in found] == [
         ("slot-held-idle", "ml/nb-0", "42 min")
     ]
@@ -142,7 +152,7 @@ def test_idle_remedy_quotes_hostile_pod_names() -> None:
     idle = gpu(holders=["ml;touch x/nb$(touch y)"], running=[], util=0)
     feed(history, [(0, idle), (20, idle)])
     now = T0 + timedelta(minutes=20)
-    found = history_findings(history, now=now, idle_after_s=60, low_after_s=60)
+    found = found_at(history, now=now, idle_after_s=60, low_after_s=60)
     for item in found:
         assert "\n" not in item.remedy
         words = shlex.split(item.remedy, comments=True)
@@ -160,7 +170,7 @@ def test_idle_holder_counts_from_its_last_process() -> None:
         ],
     )
     now = T0 + timedelta(minutes=40)
-    assert history_findings(history, now=now, idle_after_s=900, low_after_s=86400) == []
+    assert found_at(history, now=now, idle_after_s=900, low_after_s=86400) == []
     later = T0 + timedelta(minutes=46)
     idle = history.idle_holders(now=later, after_s=900)
     assert [(i.pod, round(i.idle_s)) for i in idle] == [("ml/nb-0", 16 * 60)]
@@ -209,9 +219,7 @@ def test_low_utilization_under_one_percent_for_30_min() -> None:
     history = UsageHistory()
     busy = gpu(holders=["ml/a"], running=["ml/a"], util=0)
     feed(history, [(minute, busy) for minute in range(0, 31, 5)])
-    found = history_findings(
-        history, now=T0 + timedelta(minutes=30), idle_after_s=86400, low_after_s=1800
-    )
+    found = found_at(history, now=T0 + timedelta(minutes=30), idle_after_s=86400, low_after_s=1800)
     assert [(f.code, f.evidence["low_for"], f.evidence["holders"]) for f in found] == [
         ("gpu-utilization-low", "30 min", "ml/a")
     ]
@@ -231,7 +239,7 @@ def test_with_findings_marks_gpu_and_node() -> None:
     idle = gpu(holders=["ml/nb-0"], running=[], util=0)
     feed(history, [(0, idle), (20, idle)])
     now = T0 + timedelta(minutes=20)
-    extra = history_findings(history, now=now, idle_after_s=900, low_after_s=86400)
+    extra = found_at(history, now=now, idle_after_s=900, low_after_s=86400)
     result = with_findings(snapshot(now, idle), extra)
     node = result.nodes[0]
     assert [f.code for f in result.findings] == ["slot-held-idle"]
@@ -240,6 +248,21 @@ def test_with_findings_marks_gpu_and_node() -> None:
         ["slot-held-idle"],
         "warning",
     )
+
+
+def test_the_snapshot_carries_the_idle_holders_beside_their_findings() -> None:
+    # usage reads the typed part, never the findings' evidence: both tell the same holder
+    history = IdleHistory(idle_after_s=900, low_after_s=86400)
+    idle = gpu(holders=["ml/nb-0"], running=[], util=0)
+    assert history.with_history(snapshot(T0, idle), now=T0).idle_slots == []
+    later = T0 + timedelta(minutes=20)
+    result = history.with_history(snapshot(later, idle), now=later)
+    assert [(i.pod, i.node, i.gpu_uuid, i.slots, i.idle_for_s) for i in result.idle_slots] == [
+        ("ml/nb-0", "gpu-4", UUID, 1, 1200)
+    ]
+    assert [(f.code, f.pod, f.evidence["held_slots"]) for f in result.findings] == [
+        ("slot-held-idle", "ml/nb-0", 1)
+    ]
 
 
 def test_idle_kai_reservation_pod_busy_while_its_fraction_pods_run() -> None:
@@ -265,11 +288,9 @@ def test_idle_kai_reservation_pod_busy_while_its_fraction_pods_run() -> None:
     history = UsageHistory()
     feed(history, [(minute, shared(running=["ml/a"])) for minute in range(0, 43, 2)])
     later = T0 + timedelta(minutes=42)
-    assert history_findings(history, now=later, idle_after_s=900, low_after_s=86400) == []
+    assert found_at(history, now=later, idle_after_s=900, low_after_s=86400) == []
     feed(history, [(minute, shared(running=[])) for minute in range(44, 63, 2)])
-    found = history_findings(
-        history, now=T0 + timedelta(minutes=62), idle_after_s=900, low_after_s=86400
-    )
+    found = found_at(history, now=T0 + timedelta(minutes=62), idle_after_s=900, low_after_s=86400)
     assert [(f.code, f.pod, f.evidence["idle_for"]) for f in found] == [
         ("slot-held-idle", reservation, "20 min")
     ]

@@ -316,7 +316,7 @@ class FakeSnapshots:
 
 
 class FakeSource:
-    """The cache's `items(kind)`: the pod manifests the usage page reads (none by default)."""
+    """The cache's `items(kind)` (none by default): pages read the snapshot, not this."""
 
     def __init__(self) -> None:
         self.kinds: dict[str, list[dict[str, object]]] = {}
@@ -348,11 +348,7 @@ class FakeRuntime:
             clock=lambda: NOW,
             writer=None,
         )
-        self.pages = Pages(
-            self.templates.env,
-            self.snapshots,  # type: ignore[arg-type]
-            pods=lambda: self.source.items("pods"),
-        )
+        self.pages = Pages(self.templates.env, self.snapshots)  # type: ignore[arg-type]
 
 
 def page_app(

@@ -79,12 +79,13 @@ def test_a_pending_pod_with_a_huge_gpu_limit_leaves_usage_answering(
     ordinary = httpx.post(url, json=_pending_pod("waiting", "1"), timeout=10)
     assert ordinary.status_code == 201, ordinary.text
 
-    def set_aside() -> bool:
+    def set_aside() -> bool:  # in a snapshot that has seen both pods (usage reads it alone)
         findings = tenant.client.get("/api/v1/findings").json()["findings"]
         objects = {f["evidence"].get("object") for f in findings if f["code"] == "object-set-aside"}
-        return f"Pod {TENANT}/greedy" in objects
+        pending = tenant.summary()["totals"]["pending"]  # type: ignore[index]
+        return f"Pod {TENANT}/greedy" in objects and pending == 1
 
-    tenant.wait(set_aside, what="the greedy pod set aside with a finding")
+    tenant.wait(set_aside, what="the greedy pod set aside with a finding, the other pending")
     for by in ("namespace", "owner", "node"):
         answer = tenant.client.get("/api/v1/usage", params={"by": by})
         assert answer.status_code == 200, answer.text

@@ -21,7 +21,7 @@ from app.domain.dra.ledger import dra_summary
 from app.domain.dra_models import DraInstall
 from app.domain.engine.memo import EngineMemo
 from app.domain.engine.nodes import all_node_facts
-from app.domain.engine.pods import cluster_pod_findings, demand_of
+from app.domain.engine.pods import cluster_pod_findings, demand_of, pending_pods
 from app.domain.engine.results import node_results, with_pod_findings
 from app.domain.findings.catalogue import sort_key
 from app.domain.findings.causes import link_causes
@@ -60,7 +60,8 @@ def build_snapshot(
     findings += cluster_pod_findings(facts, index, memo, configs=built.configs)
     findings += dra_cluster_findings(dra, facts)
     findings += own
-    demand = demand_of(facts, index, memo)
+    pending = pending_pods(facts, index, memo)
+    demand = demand_of(facts, pending)
     findings += demand_findings(demand)
     findings += _set_aside(index, dra, memo)
     node_states = with_pod_findings(node_states, findings)
@@ -77,6 +78,7 @@ def build_snapshot(
         mode=sums.mode(default=plugin.mode),
         resources=sums.resource_states(),
         pending_demand=demand,
+        pending_pods=pending.listed,
     )
 
 

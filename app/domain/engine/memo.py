@@ -24,7 +24,7 @@ from app.domain.cluster import AccountingOptions, ClusterState, Manifest
 from app.domain.plugin.config import PluginConfig
 from app.domain.report import AgentReport, ReceivedReport
 from app.domain.sequences import same_objects
-from app.domain.snapshot import Finding, NodeState
+from app.domain.snapshot import Finding, NodeState, PendingPod
 
 
 @dataclass
@@ -160,6 +160,14 @@ class PodFindingsMemo:
     findings: list[Finding]
 
 
+@dataclass(frozen=True)
+class PendingPods:
+    """The pods waiting for GPU resources (see pending_pods): by UID, and by pod key."""
+
+    by_uid: dict[str, PendingPod]
+    listed: list[PendingPod]  # the snapshot's `pending_pods`: never changed once made
+
+
 class EngineMemo:
     """What the engine keeps from one snapshot to the next (see build_snapshot).
 
@@ -175,7 +183,7 @@ class EngineMemo:
         self.pods = PodMemo()
         self.pod_index: PodIndexMemo | None = None  # the pods indexed, kept up to date
         self.pod_findings: PodFindingsMemo | None = None
-        self.pending: dict[str, PodFacts] | None = None  # pods waiting for GPU resources
+        self.pending: PendingPods | None = None  # pods waiting for GPU resources
         self.set_aside: dict[str, SetAside] | None = None  # pods set aside, by UID
         self.nodes: dict[str, NodeEntry] = {}
         self.node_list: list[Manifest] = []  # the nodes of the latest build, in the cache's order

@@ -1,15 +1,15 @@
-"""The pod findings and the pending demand, redone only for the pods that changed."""
+"""The pod findings, the pending pods and their demand, redone only for the pods that changed."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from operator import attrgetter
 from typing import TypeVar
 
 from app.domain.accounting.demand import NodeOffer, is_pending_demand, pending_demand
 from app.domain.accounting.facts import ClusterFacts
 from app.domain.accounting.pod_index import PodIndex
-from app.domain.accounting.pods import PodFacts
-from app.domain.engine.memo import EngineMemo, PodFindingsMemo
+from app.domain.engine.memo import EngineMemo, PendingPods, PodFindingsMemo
 from app.domain.findings.pods import (
     plugin_pod_uids,
     pod_findings,
@@ -17,6 +17,7 @@ from app.domain.findings.pods import (
 )
 from app.domain.plugin.config import PluginConfig
 from app.domain.snapshot import Finding, PendingDemand
+from app.domain.usage.holders import pending_pod
 
 T = TypeVar("T")
 
@@ -59,10 +60,30 @@ def cluster_pod_findings(
     return found
 
 
-def demand_of(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PendingDemand]:
+def pending_pods(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> PendingPods:
+    """The pods waiting for GPU resources, each with its owner; only the pods that changed
+    are looked at again, and the list is sorted again only when one did."""
+    kept = memo.pending if memo is not None else None
+    by_uid = _per_pod(
+        kept.by_uid if kept is not None else None,
+        index,
+        lambda uids: {
+            uid: pending_pod(pod, facts.pods_by_uid[uid])
+            for uid in uids
+            if (pod := facts.pod_facts.get(uid)) is not None and is_pending_demand(pod)
+        },
+    )
+    if kept is not None and by_uid is kept.by_uid:
+        return kept
+    found = PendingPods(by_uid, sorted(by_uid.values(), key=attrgetter("pod")))
+    if memo is not None:
+        memo.pending = found
+    return found
+
+
+def demand_of(facts: ClusterFacts, pending: PendingPods) -> list[PendingDemand]:
     """The GPU resources pending pods wait for, next to what every node offers."""
-    pending = _pending_pods(facts, index, memo)
-    if not pending:
+    if not pending.by_uid:
         return []
     offers = [
         NodeOffer(
@@ -77,23 +98,8 @@ def demand_of(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> 
         )
         for n in facts.nodes
     ]
-    return pending_demand(pending, offers, now=facts.now)
-
-
-def _pending_pods(facts: ClusterFacts, index: PodIndex, memo: EngineMemo | None) -> list[PodFacts]:
-    """The pods waiting for GPU resources; only the pods that changed are looked at again."""
-    pending = _per_pod(
-        memo.pending if memo is not None else None,
-        index,
-        lambda uids: {
-            uid: pod
-            for uid in uids
-            if (pod := facts.pod_facts.get(uid)) is not None and is_pending_demand(pod)
-        },
-    )
-    if memo is not None:
-        memo.pending = pending
-    return list(pending.values())
+    pods = [facts.pod_facts[uid] for uid in pending.by_uid]
+    return pending_demand(pods, offers, now=facts.now)
 
 
 def _per_pod(

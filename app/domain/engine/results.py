@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from itertools import chain
 
 from app.domain.accounting.facts import ClusterFacts, NodeFacts, ages_clock
 from app.domain.accounting.states import build_node_state
 from app.domain.accounting.sums import NodeSums, node_part, sums_of
+from app.domain.cluster import Manifest
 from app.domain.dra.inventory import DraView
 from app.domain.dra.ledger import claimed_gpus, dra_node_state
 from app.domain.engine.memo import EngineMemo, NodeLayout
@@ -19,6 +20,7 @@ from app.domain.findings.health import health_findings
 from app.domain.findings.node import node_findings
 from app.domain.findings.stale_ids import stale_id_findings
 from app.domain.snapshot import Finding, NodeState
+from app.domain.usage.holders import owner_of
 
 
 def node_results(
@@ -81,7 +83,27 @@ def _node_result(
     own = dra_node_findings(dra, facts, node_facts, own)
     own.sort(key=sort_key)
     node_state = dra_node_state(dra, node_facts, build_node_state(node_facts, own))
-    return own, node_state
+    return own, _with_owners(node_state, facts.pods_by_uid, dra)
+
+
+def _with_owners(
+    node_state: NodeState, pods_by_uid: Mapping[str, Manifest], dra: DraView | None
+) -> NodeState:
+    """The node state with the owner of each pod holding its GPUs: its pods with slots or a
+    fraction, and the pods of the DRA claims on its GPUs (what usage lists)."""
+    uids = {pod.pod: pod.uid for pod in node_state.pods}
+    if dra is not None:
+        for gpu in node_state.gpus:
+            for holder in gpu.holders:
+                if holder.source == "dra" and holder.pod not in uids:
+                    uids[holder.pod] = dra.uid_by_pod.get(holder.pod, "")
+    if not uids:
+        return node_state
+    owners = {
+        pod: owner_of(manifest) if (manifest := pods_by_uid.get(uid)) is not None else pod
+        for pod, uid in uids.items()
+    }
+    return node_state.model_copy(update={"owners": owners})
 
 
 def with_pod_findings(node_states: list[NodeState], findings: list[Finding]) -> list[NodeState]:

@@ -8,13 +8,13 @@ the GPU's codes and worst severity.
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime
+from collections.abc import Iterable
 
 from app.domain.findings.catalogue import finding, sort_key
 from app.domain.findings.remedies import remedy
 from app.domain.findings.shell import sh
 from app.domain.snapshot import SEVERITY_RANK, Finding, GpuState, NodeState, Snapshot
-from app.domain.usage.idle import IdleHolder, LowGpu, UsageHistory
+from app.domain.usage.idle import IdleHolder, LowGpu
 
 
 def duration_text(
@@ -85,15 +85,10 @@ def low_gpu_finding(item: LowGpu) -> Finding:
     )
 
 
-def history_findings(
-    history: UsageHistory, *, now: datetime, idle_after_s: float, low_after_s: float
-) -> list[Finding]:
-    """The idle-slot and low-utilization findings the history supports at `now`."""
-    found = [
-        idle_holder_finding(item) for item in history.idle_holders(now=now, after_s=idle_after_s)
-    ]
-    found.extend(low_gpu_finding(item) for item in history.low_gpus(now=now, after_s=low_after_s))
-    return found
+def history_findings(idle: Iterable[IdleHolder], low: Iterable[LowGpu]) -> list[Finding]:
+    """The idle-slot and low-utilization findings of what the history found
+    (UsageHistory.idle_holders and low_gpus)."""
+    return [*map(idle_holder_finding, idle), *map(low_gpu_finding, low)]
 
 
 def with_findings(snapshot: Snapshot, extra: list[Finding]) -> Snapshot:

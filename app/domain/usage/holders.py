@@ -1,20 +1,22 @@
 """Who holds the slots: usage per namespace, owner or node, with idle slots and pending demand.
 
-Read from the snapshot (slots held, GPU processes, idle-slot findings) and the pod manifests
-(owner, pending pods). Owner is the person a pod names with a `user` or `owner` label, else
-its controller (`ReplicaSet/infer-7d9f`), else the pod itself; always inside its namespace.
+Read from the published snapshot alone: the slots, shares and GPU processes of each node,
+each holding pod's owner (`NodeState.owners`), the pending pods (`pending_pods`) and the
+idle holders (`idle_slots`). Owner is the person a pod names with a `user` or `owner` label,
+else its controller (`ReplicaSet/infer-7d9f`), else the pod itself; always inside its
+namespace. The engine reads it once per pod version (owner_of, pending_pod).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.domain.accounting.pods import pod_key, pod_node, pod_phase, read_pod
+from app.domain.accounting.pods import PodFacts
 from app.domain.cluster import Manifest
-from app.domain.snapshot import NodeState, Snapshot
+from app.domain.snapshot import NodeState, PendingPod, Snapshot
 from app.domain.usage.shares import held_on_node
 
 UsageBy = Literal["namespace", "owner", "node"]
@@ -63,53 +65,50 @@ class UsageRow:
 
 def owner_of(pod: Manifest) -> str:
     """`namespace/who`, one way for every pod: who is the user/owner label, else the
-    controller's name, else the pod's own name."""
+    controller's name, else the pod's own name. Total: the engine asks it of any pod a
+    claim names, even one set aside, so what is not a map or a list is passed over."""
     meta = pod.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
-    labels = meta.get("labels") or {}
-    for label in OWNER_LABELS:
-        if labels.get(label):
-            return f"{namespace}/{labels[label]}"
-    for ref in meta.get("ownerReferences") or []:
-        if ref.get("controller"):
+    labels = meta.get("labels")
+    if isinstance(labels, Mapping):
+        for label in OWNER_LABELS:
+            if labels.get(label):
+                return f"{namespace}/{labels[label]}"
+    refs = meta.get("ownerReferences")
+    for ref in refs if isinstance(refs, list) else ():
+        if isinstance(ref, Mapping) and ref.get("controller"):
             return f"{namespace}/{ref.get('name', '?')}"
     return f"{namespace}/{meta.get('name', '?')}"
 
 
-def pod_usages(snapshot: Snapshot, pods: Sequence[Manifest]) -> list[PodUsage]:
-    """Every pod holding slots (from the snapshot) or pending for the resource (manifests)."""
-    manifests = {pod_key(pod): pod for pod in pods}
+def pending_pod(facts: PodFacts, pod: Manifest) -> PendingPod:
+    """A pod waiting for GPU resources, as the snapshot carries it (read by read_pod(), the
+    one parse step for pods, bound or pending: `facts.slots` are bounded counts)."""
+    return PendingPod(
+        pod=facts.key, namespace=facts.namespace, owner=owner_of(pod), slots=dict(facts.slots)
+    )
+
+
+def pod_usages(snapshot: Snapshot) -> list[PodUsage]:
+    """Every pod holding slots or pending for the plugin's resource, from the snapshot alone."""
     idle = _idle_by_pod(snapshot)
     resource = snapshot.plugin.resource
-    found = [
-        usage
-        for node in snapshot.nodes
-        for usage in _holding_usages(node, manifests, idle, resource)
-    ]
-    found += _pending_usages(pods, snapshot.plugin.resource)
+    found = [usage for node in snapshot.nodes for usage in _holding_usages(node, idle, resource)]
+    found += _pending_usages(snapshot.pending_pods, resource)
     return sorted(found, key=lambda item: (item.pending, item.pod))
 
 
 def _idle_by_pod(snapshot: Snapshot) -> dict[str, tuple[int, int]]:
-    """Idle slots and the longest idle seconds per pod, from the slot-held-idle findings."""
+    """Idle slots and the longest idle seconds per pod, from the idle holders."""
     idle: dict[str, tuple[int, int]] = {}
-    for item in snapshot.findings:
-        if item.code == "slot-held-idle" and item.pod is not None:
-            slots = item.evidence.get("held_slots")
-            seconds = item.evidence.get("idle_for_s")
-            before = idle.get(item.pod, (0, 0))
-            idle[item.pod] = (
-                before[0] + (slots if isinstance(slots, int) else 0),
-                max(before[1], seconds if isinstance(seconds, int) else 0),
-            )
+    for item in snapshot.idle_slots:
+        slots, seconds = idle.get(item.pod, (0, 0))
+        idle[item.pod] = (slots + item.slots, max(seconds, item.idle_for_s))
     return idle
 
 
 def _holding_usages(
-    node: NodeState,
-    manifests: Mapping[str, Manifest],
-    idle: Mapping[str, tuple[int, int]],
-    resource: str,
+    node: NodeState, idle: Mapping[str, tuple[int, int]], resource: str
 ) -> list[PodUsage]:
     """The pods holding slots, DRA devices or a GPU share on one node."""
     seen = held_on_node(node)
@@ -117,14 +116,13 @@ def _holding_usages(
     for pod, held in sorted(seen.items()):
         if not (held.slots or held.dra_devices or held.share):
             continue
-        manifest = manifests.get(pod, {"metadata": _meta_of(pod)})
         idle_slots, idle_s = idle.get(pod, (0, 0))
         main = resource if resource in held.slots else next(iter(sorted(held.slots)), resource)
         found.append(
             PodUsage(
                 pod=pod,
                 namespace=pod.partition("/")[0],
-                owner=owner_of(manifest),
+                owner=node.owners.get(pod, pod),
                 node=node.name,
                 slots=held.slots.get(main, 0),
                 gpus=tuple(sorted(held.gpus)),
@@ -142,37 +140,25 @@ def _holding_usages(
     return found
 
 
-def _pending_usages(pods: Sequence[Manifest], resource: str) -> list[PodUsage]:
-    """Unscheduled pods waiting for the plugin's resource.
-
-    Each is read by read_pod(), the one parse step for pods, bound or pending: a pod whose
-    request cannot be counted ("1Ei", 20 digits) is set aside there (the engine's
-    `object-set-aside` finding names it) and wants nothing here.
-    """
-    found = []
-    for pod in pods:
-        if pod_node(pod) is not None or pod_phase(pod) != "Pending":
-            continue
-        facts = read_pod(pod)
-        want = facts.slots.get(resource, 0)
-        if facts.set_aside is not None or want <= 0:
-            continue
-        found.append(
-            PodUsage(
-                pod=facts.key,
-                namespace=facts.namespace,
-                owner=owner_of(pod),
-                node=None,
-                slots=want,
-                gpus=(),
-                memory_used_mib=0,
-                processes=0,
-                idle_slots=0,
-                idle_for_s=None,
-                pending=True,
-            )
+def _pending_usages(pods: Iterable[PendingPod], resource: str) -> list[PodUsage]:
+    """The pending pods that want the plugin's resource."""
+    return [
+        PodUsage(
+            pod=pod.pod,
+            namespace=pod.namespace,
+            owner=pod.owner,
+            node=None,
+            slots=pod.slots[resource],
+            gpus=(),
+            memory_used_mib=0,
+            processes=0,
+            idle_slots=0,
+            idle_for_s=None,
+            pending=True,
         )
-    return found
+        for pod in pods
+        if pod.slots.get(resource, 0) > 0
+    ]
 
 
 def usage_rows(
@@ -207,8 +193,3 @@ def usage_rows(
         row.gpus = len(distinct_gpus[key])
         row.dra_devices = len(devices[key])  # distinct: pods sharing a device count it once
     return sorted(rows.values(), key=lambda row: (-row.slots_held, -row.pending_slots, row.key))
-
-
-def _meta_of(key: str) -> Manifest:
-    namespace, _, name = key.partition("/")
-    return {"namespace": namespace, "name": name}

@@ -9,13 +9,13 @@ history is Prometheus' job: /metrics exposes the same figures. Pure: `now` is an
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
 
 from app.domain.sequences import replaced_in_place
-from app.domain.snapshot import GpuState, NodeState, Snapshot
+from app.domain.snapshot import GpuState, IdleSlots, NodeState, Snapshot
 
 LOW_UTILIZATION_PCT = 1
 
@@ -67,6 +67,20 @@ class IdleHolder:
     idle_s: float
     held_s: float
     watched_since: datetime
+
+
+def idle_slots(holders: Iterable[IdleHolder]) -> list[IdleSlots]:
+    """The idle holders as the snapshot carries them (`Snapshot.idle_slots`)."""
+    return [
+        IdleSlots(
+            pod=item.pod,
+            node=item.node,
+            gpu_uuid=item.gpu_uuid,
+            slots=item.slots,
+            idle_for_s=round(item.idle_s),
+        )
+        for item in holders
+    ]
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,6 @@ from typing import Any
 from jinja2 import Environment
 from markupsafe import Markup
 
-from app.domain.cluster import Manifest
 from app.domain.snapshot import Finding, NodeState, Snapshot
 from app.domain.usage.holders import UsageBy
 from app.i18n.translate import Translator
@@ -40,11 +39,10 @@ MEMO_PAGES = 50  # unfiltered overview pages memoised per snapshot; further ones
 
 @dataclass(frozen=True)
 class Pages:
-    """What pages are rendered from: the one autoescaping environment, the snapshots, the pods."""
+    """What pages are rendered from: the one autoescaping environment and the snapshots."""
 
     env: Environment
     snapshots: SnapshotService
-    pods: Callable[[], list[Manifest]]  # the cached pods (usage lists them)
 
     def render(self, template: str, context: dict[str, Any]) -> str:
         return self.env.get_template(template).render(context)
@@ -190,5 +188,5 @@ def usage_fragment(pages: Pages, lang: str, by: UsageBy) -> Markup:
         lang,
         key=f"usage:{by}",
         template="partials/usage.html",
-        extra=lambda s: {"usage": usage_of(pages.pods(), s, by)},
+        extra=lambda s: {"usage": usage_of(s, by)},
     )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from app.domain.findings.usage import history_findings, with_findings
-from app.domain.snapshot import Finding, Snapshot
-from app.domain.usage.idle import UsageHistory
+from app.domain.snapshot import Finding, IdleSlots, Snapshot
+from app.domain.usage.idle import UsageHistory, idle_slots
 
 HISTORY_EVERY_S = 1.0  # idle-slot findings are reckoned at most this often
 
@@ -18,10 +18,12 @@ class IdleHistory:
         self.usage = UsageHistory()  # idle slots and utilization, last hour
         self._idle_after_s, self._low_after_s = idle_after_s, low_after_s
         self._findings: list[Finding] = []  # the idle-history findings of ...
+        self._idle: list[IdleSlots] = []  # ... and its idle holders (what usage reads) of ...
         self._findings_at: datetime | None = None  # ... this moment
 
     def with_history(self, snapshot: Snapshot, *, now: datetime) -> Snapshot:
-        """The snapshot plus the findings only the idle history can tell (idle slots).
+        """The snapshot plus what only the idle history can tell: its findings, and the idle
+        holders as a typed part (`idle_slots`, what usage reads).
 
         They are about slots idle for many minutes, so they are reckoned at most once per
         `HISTORY_EVERY_S` (every holder of every GPU is looked at): a build in between
@@ -30,8 +32,9 @@ class IdleHistory:
         self.usage.observe(snapshot, now=now)
         last = self._findings_at
         if last is None or not 0 <= (now - last).total_seconds() < HISTORY_EVERY_S:
-            self._findings = history_findings(
-                self.usage, now=now, idle_after_s=self._idle_after_s, low_after_s=self._low_after_s
-            )
+            idle = self.usage.idle_holders(now=now, after_s=self._idle_after_s)
+            low = self.usage.low_gpus(now=now, after_s=self._low_after_s)
+            self._findings, self._idle = history_findings(idle, low), idle_slots(idle)
             self._findings_at = now
-        return with_findings(snapshot, self._findings)
+        with_idle = snapshot.model_copy(update={"idle_slots": self._idle})
+        return with_findings(with_idle, self._findings)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from app.domain.cluster import Manifest
 from app.domain.snapshot import Snapshot
 from app.domain.usage.holders import UsageBy, pod_usages, usage_rows
 
@@ -68,9 +66,9 @@ class UsageOut(BaseModel):
     pods: list[PodUsageOut]
 
 
-def usage_of(pods: Sequence[Manifest], snapshot: Snapshot, by: UsageBy) -> UsageOut:
-    """Usage rows and the pods under them, from the snapshot and the cached pods."""
-    usages = pod_usages(snapshot, pods)
+def usage_of(snapshot: Snapshot, by: UsageBy) -> UsageOut:
+    """Usage rows and the pods under them, from the published snapshot alone."""
+    usages = pod_usages(snapshot)
     return UsageOut(
         generated_at=snapshot.generated_at,
         by=by,
