@@ -61,6 +61,12 @@ def test_quantity_mib_units_give_whole_mib() -> None:
     assert [quantity_mib(v) for v in values] == [2048, 2048, 1907, 1024, 512, None, None, None]
 
 
+def test_quantity_mib_reads_quantities_as_the_api_server_does() -> None:
+    # An exponent is a quantity; `K` is no suffix (only `k` and `Ki` are); negatives hold none.
+    values = ["1e9", "2K", "-1Gi", "3m"]
+    assert [quantity_mib(v) for v in values] == [953, None, None, None]
+
+
 def test_gpu_fraction_share_and_limit_follow_the_gpu_memory() -> None:
     memory = GpuFraction("gpu-memory", memory_mib=20480)
     portion = GpuFraction("gpu-fraction", portion=0.5)

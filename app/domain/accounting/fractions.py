@@ -12,12 +12,12 @@ share takes it from the others. Values KAI's admission would refuse are not frac
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from app.domain.bounds import MAX_COUNT, MAX_MIB, OutOfBounds, number_text
+from app.domain.quantity import QuantityError, quantity_count
 
 FRACTION_ANNOTATION = "gpu-fraction"
 MEMORY_ANNOTATION = "gpu-memory"  # MiB
@@ -29,23 +29,6 @@ GPU_GROUP_LABEL = "runai-gpu-group"
 RESERVED_GPU_ANNOTATION = "run.ai/reserve_for_gpu_index"  # holds a UUID despite its name
 RESERVATION_NAMESPACES = ("kai-resource-reservation", "runai-reservation")
 _MIB = 1024 * 1024
-_QUANTITY = re.compile(r"^([0-9]+(?:\.[0-9]+)?)([KMGTPE]i?|k)?$")
-_FACTORS = {
-    None: 1,
-    "k": 1000,
-    "K": 1000,
-    "M": 1000**2,
-    "G": 1000**3,
-    "T": 1000**4,
-    "P": 1000**5,
-    "E": 1000**6,
-    "Ki": 1024,
-    "Mi": 1024**2,
-    "Gi": 1024**3,
-    "Ti": 1024**4,
-    "Pi": 1024**5,
-    "Ei": 1024**6,
-}
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,11 +61,12 @@ class GpuFraction:
 
 
 def quantity_mib(value: Any) -> int | None:
-    """A Kubernetes quantity (`2Gi`, `2048Mi`, `2G`, bytes) in whole MiB; None if not one."""
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
+    """A Kubernetes quantity (`2Gi`, `2048Mi`, `2G`, bytes) in whole MiB, read as the API
+    server reads it (`domain/quantity`); None if it is none, or less than 1 MiB."""
+    try:
+        mib = quantity_count(value) // _MIB
+    except QuantityError:
         return None
-    mib = int(float(match[1]) * _FACTORS[match[2]] // _MIB)
     return mib if mib > 0 else None
 
 
