@@ -46,6 +46,10 @@ def test_persistence_creates_a_claim_and_mounts_it() -> None:
     assert claim["spec"]["storageClassName"] == "local-path"
     assert claim["spec"]["resources"]["requests"]["storage"] == "5Gi"
     assert _volume(rendered)["persistentVolumeClaim"]["claimName"] == claim["metadata"]["name"]
+    # the old pod goes first: a claim attached to one node can follow the new pod elsewhere
+    strategy = rendered.find("Deployment")["spec"]["strategy"]
+    assert strategy["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    assert "strategy" not in render().find("Deployment")["spec"]  # an emptyDir: a surge pod
 
 
 def test_existing_claim_is_mounted_and_none_created() -> None:
@@ -63,5 +67,6 @@ def test_prometheus_url_reaches_the_settings() -> None:
 
 
 def test_one_file_for_two_replicas_is_refused_with_the_way_out() -> None:
+    """SQLite's WAL needs every process on one file on one host, which replicas are not."""
     with pytest.raises(HelmError, match="prometheusUrl"):
         render({"dashboard": {"replicas": 2, "history": {"persistence": {"enabled": True}}}})

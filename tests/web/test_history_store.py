@@ -146,10 +146,9 @@ def test_corrupt_file_is_set_aside_not_deleted(tmp_path: Path) -> None:
 
 def test_full_disk_is_said_and_what_was_kept_stays_readable(tmp_path: Path) -> None:
     path = tmp_path / "h.sqlite"
-    first = HistoryStore(path)
-    fill(first, T0, 10)
-    # SQLite's own "database or disk is full", on a second connection capped at the size
-    store = HistoryStore(path, max_pages=first.page_count())
+    store = HistoryStore(path)
+    fill(store, T0, 10)
+    store.limit_pages(store.page_count())  # SQLite's own "database or disk is full"
     many = tuple(
         Holding(f"team-{n}", f"team-{n}/job", "gpu-1", 0.001, 0.0, 0.0, (("nvidia.com/gpu", 1),))
         for n in range(500)
@@ -277,3 +276,23 @@ def test_a_sample_before_the_last_interval_ends_closes_the_spans_there(tmp_path:
     hours = owner_hours(store, T0, T0 + timedelta(minutes=2))
     assert hours["ml/carol"] == pytest.approx(0.25 * 2 / 60, abs=1e-6)
     assert hours["physical"] == pytest.approx(4 * 2 / 60, abs=1e-6)
+
+
+def test_a_recent_window_counts_what_ended_inside_it_and_what_is_open(tmp_path: Path) -> None:
+    """A window over the latest part of the file reads only the spans that end after it
+    starts (through the index of where spans end): a span closed inside the window counts
+    its part, an open span (whose t1 column is where it began) counts, and a span that
+    ended before the window does not."""
+    store = HistoryStore(tmp_path / "h.sqlite")
+    for minute in range(4 * 60):  # serving/infer holds for the first hour and 200-230 min
+        sample = quarter_slice_sample(T0 + timedelta(minutes=minute))
+        if not (minute < 60 or 200 <= minute < 230):
+            sample = replace(sample, holdings=sample.holdings[:1], holds=sample.holds[:1])
+        store.add(sample, span_s=INTERVAL_S, retention_days=RETENTION_DAYS)
+    hours = owner_hours(store, T0 + timedelta(minutes=210), T0 + timedelta(hours=4))
+    assert hours == {
+        "ml/carol": 0.25 * 0.5,
+        "serving/infer": pytest.approx(0.5 * 20 / 60, abs=1e-6),
+        "physical": 4 * 0.5,
+    }
+    assert store.rows()["held"] == 3  # carol's one span, infer's two

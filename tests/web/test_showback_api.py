@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 import re
 import socket
 import time
@@ -21,7 +22,6 @@ from fastapi.testclient import TestClient
 from app.domain.snapshot import Snapshot
 from app.web.app import create_app
 from app.web.services.history_sampler import MAX_CORE_SHARE, HistorySampler
-from app.web.services.history_store import HistoryStore
 from tests import factories as f
 from tests.bench.history_bench import held_cluster
 from tests.conftest import AGENT_TOKEN, stack_settings
@@ -225,9 +225,9 @@ def test_disk_full_is_said_on_the_page_and_kept_figures_stay(made: Made) -> None
     runtime = app.state.runtime
     history = runtime.history
     kept = history.sampler.store
-    # the sampler writes through a second connection capped at the file's size: SQLite's
-    # own "database or disk is full", as on a full volume; reads go on through the first
-    history.sampler.store = HistoryStore(kept.path, max_pages=kept.page_count())
+    # the file capped at its size: SQLite's own "database or disk is full", as on a full
+    # volume; reads go on
+    kept.limit_pages(kept.page_count())
     crowd = [f.pod(f"job-{n}", namespace=f"team-{n}") for n in range(300)]
     runtime.source.set("pods", [*runtime.source.items("pods"), *crowd])
     runtime.snapshots.rebuild()  # 300 new teams: rows that need new pages
@@ -301,6 +301,38 @@ def test_two_replicas_give_the_same_answers(tmp_path: Path) -> None:
             )
         )
     assert answers[0] == answers[1]
+
+
+def test_two_dashboards_on_one_file_one_writes_the_other_says_so_and_takes_over(
+    tmp_path: Path,
+) -> None:
+    """Two dashboards on one history file (two replicas on one volume): the first to open it
+    writes; the other reads the same figures and says on its page and /metrics that another
+    process writes; once the first ended, the other writes on from where it left off."""
+    path, clock = tmp_path / "h.sqlite", Clock()
+    (first, first_client), (second, second_client) = _app(path, clock), _app(path, clock)
+    samplers = [app.state.runtime.history.sampler for app in (first, second)]
+    for _ in range(60):
+        for sampler in samplers:
+            assert sampler.sample_now() is not None
+        clock.now += timedelta(seconds=INTERVAL_S)
+    assert "\ngpu_slots_history_writing 1\n" in first_client.get("/metrics").text
+    assert "\ngpu_slots_history_writing 0\n" in second_client.get("/metrics").text
+    writer = f"(pid {os.getpid()})"  # both in this process: each holds the file apart
+    for lang, words in (("en", "reads the history file that"), ("ko", "읽기만 합니다")):
+        page = second_client.get("/usage/history", params={"lang": lang}).text
+        (note,) = re.findall(r'data-testid="history-writer">([^<]*)<', page)
+        assert words in note and writer in note, note
+    assert 'data-testid="history-writer"' not in first_client.get("/usage/history").text
+    an_hour = first_client.get("/api/v1/showback", params=_window(1)).json()
+    assert second_client.get("/api/v1/showback", params=_window(1)).json() == an_hour
+    assert an_hour["totals"]["gpuHours"] == 0.75
+    samplers[0].store.close()  # the first dashboard ended
+    _run(second, clock, 60)
+    assert "\ngpu_slots_history_writing 1\n" in second_client.get("/metrics").text
+    assert 'data-testid="history-writer"' not in second_client.get("/usage/history").text
+    two_hours = second_client.get("/api/v1/showback", params=_window(2)).json()
+    assert two_hours["totals"]["gpuHours"] == 1.5  # each hour once
 
 
 def test_metrics_carry_the_latest_sample(made: Made) -> None:

@@ -70,6 +70,8 @@ def usage_history_page(
             if history.engine == "sqlite" and runtime.settings.history_path is None
             else history.engine,
             "problem": t(problem.code, detail=problem.detail) if problem is not None else None,
+            # read from the file another replica writes (this one takes over when it ends)
+            "writer": history.writer_elsewhere() if history.engine == "sqlite" else None,
             "chart": column_chart(chart.buckets, start=chart.start, step=chart.step)
             if chart is not None
             else None,

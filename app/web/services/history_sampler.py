@@ -9,6 +9,9 @@ sampler's thread (a big cluster is sampled less often rather than slowing the da
 the spans still tile time, and Prometheus integrates over its own scrapes). A store that
 cannot be written (a full disk, a read-only file) leaves the
 sample out and says why (`error`); the dashboard's present-time pages never wait on it.
+Where another process writes the file (`writer`: two replicas on one volume, a restart
+overlapping the old pod), the samples feed /metrics only, and the first sample after that
+process ended takes over writing.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ class HistorySampler:
         self._taken_at_s = 0.0  # time.monotonic() at the latest sample's moment
         self._write_s = 0.0  # the CPU time the latest write took
         self.error: HistoryUnavailableError | None = None  # why the latest write failed
+        self.writer: str | None = None  # the process that writes the file, if not this one
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -70,9 +74,16 @@ class HistorySampler:
         if self.store is not None:
             try:
                 started_s = time.thread_time()
-                self.store.add(sample, span_s=self.span_s, retention_days=self._retention_days)
+                kept = self.store.add(
+                    sample, span_s=self.span_s, retention_days=self._retention_days
+                )
                 self._write_s = time.thread_time() - started_s
-                self.error = None
+                writer = None if kept else self.store.writer_elsewhere()
+                if writer is not None and self.writer is None:
+                    log.info("history file %s written by %s: read only", self.store.path, writer)
+                elif writer is None and self.writer is not None:
+                    log.info("history file %s: its writer ended, written here", self.store.path)
+                self.writer, self.error = writer, None
             except HistoryUnavailableError as exc:
                 if self.error is None or self.error.code != exc.code:
                     log.warning("history sample not kept: %s", exc)

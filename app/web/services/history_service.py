@@ -91,16 +91,27 @@ class HistoryService:
         self._reader = reader
         self._clock = clock
         self._startup_error = startup_error
-        self._rendered: tuple[Sample | None, str] | None = None
+        self._rendered: tuple[Sample | None, bool | None, str] | None = None
 
     def metrics_text(self) -> str:
         """The latest sample's families for /metrics (empty before one), rendered once each."""
-        sample = self.sampler.latest
+        sample, writing = self.sampler.latest, self.writing()
         rendered = self._rendered
-        if rendered is None or rendered[0] is not sample:
-            rendered = (sample, render_history(sample))
+        if rendered is None or rendered[0] is not sample or rendered[1] is not writing:
+            rendered = (sample, writing, render_history(sample, writing=writing))
             self._rendered = rendered
-        return rendered[1]
+        return rendered[2]
+
+    def writing(self) -> bool | None:
+        """Whether this process writes the history file (None: no file open, or no sample
+        yet): one process writes a file, any other only reads it."""
+        if self.sampler.store is None or self.sampler.latest is None:
+            return None
+        return self.sampler.writer is None
+
+    def writer_elsewhere(self) -> str | None:
+        """The process that writes the history file where this one only reads it."""
+        return self.sampler.writer
 
     def now(self) -> datetime:
         return self._clock()

@@ -1,11 +1,17 @@
-"""The history file's SQLite plumbing: its span tables, transactions and errors as ours."""
+"""The history file's SQLite plumbing: its span tables, transactions and errors as ours,
+and the lock that lets one process write a file."""
 
 from __future__ import annotations
 
+import fcntl
+import os
+import socket
 import sqlite3
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from app.domain.history.sample import GpuHold, GpuSeen, Holding, NodePart, Sample
@@ -72,9 +78,28 @@ HOLDS = Table(
     "holds", ("node", "uuid", "gpu_index", "pod", "resource", "slots", "mode", "replicas", "config")
 )
 TABLES = (HELD, SLOTS, GPUS, HOLDS)
-T1 = "IIF(open = 1, :open_t1, t1)"  # where a span ends, open or not
+
+
+def span_end(span: str = "") -> str:
+    """Where a span ends, open or not (`span`: its alias)."""
+    of = f"{span}." if span else ""
+    return f"IIF({of}open = 1, :open_t1, {of}t1)"
+
+
+T1 = span_end()
 OVERLAP = f"(MIN({T1}, :end) - MAX(t0, :start))"  # seconds of a span inside the window
 LENGTH = f"MAX({T1} - t0, 1e-9)"
+
+
+def overlapping(*, indexed: bool, span: str = "") -> str:
+    """The spans inside the window (:start, :end). `indexed`: only those that end after it
+    starts, read through the (open, t1) index (every open span, whose t1 column is stale,
+    and the closed ones ending past :start); else every span in one pass, which costs less
+    where most of them are inside (through the index, each span costs a lookup). `span`:
+    the table's alias. t0's own index is kept out: `+t0`."""
+    of = f"{span}." if span else ""
+    inside = f"+{of}t0 < :end AND {span_end(span)} > :start"
+    return f"({of}open, {of}t1) > (0, :start) AND {inside}" if indexed else inside
 
 
 def seconds_so_far(total: str, *, span: str = "") -> str:
@@ -224,6 +249,26 @@ def create(db: sqlite3.Connection, table: Table) -> None:
             db.execute(f"ALTER TABLE {table.name} ADD COLUMN {column} NOT NULL DEFAULT 0")
 
 
+def set_up(db: sqlite3.Connection) -> None:
+    """The file's tables and indexes as the writer keeps them: an earlier layout's spans
+    dropped, columns added since a file was made, the indexes of this version."""
+    with transaction(db):
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        if found is not None and found[0] != SCHEMA_VERSION:
+            for table in TABLES:  # an earlier layout: its rows cannot be read as spans
+                db.execute(f"DROP TABLE IF EXISTS {table.name}")
+        for table in TABLES:
+            create(db, table)
+            db.execute(f"CREATE INDEX IF NOT EXISTS {table.name}_t ON {table.name} (t0, t1)")
+            # where spans end (a window's spans, the open ones, those past the retention);
+            # it replaced an index of `open` alone on 2026-12-06
+            db.execute(f"DROP INDEX IF EXISTS {table.name}_open")
+            db.execute(f"CREATE INDEX IF NOT EXISTS {table.name}_ends ON {table.name} (open, t1)")
+        db.execute("CREATE INDEX IF NOT EXISTS holds_node ON holds (node, t0)")
+        db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+
+
 @contextmanager
 def transaction(db: sqlite3.Connection) -> Iterator[None]:
     db.execute("BEGIN IMMEDIATE")
@@ -251,3 +296,49 @@ def unavailable(exc: sqlite3.Error) -> HistoryUnavailableError:
     if "readonly" in lowered or "read-only" in lowered or "unable to open" in lowered:
         return HistoryUnavailableError("history.read-only", text)
     return HistoryUnavailableError("history.unreadable", text)
+
+
+class WriterLock:
+    """One writer per history file: an exclusive advisory lock (`flock`) on `<file>.lock`
+    beside it, taken without waiting and held until `release`, this object's collection or
+    the process's end (the kernel frees it with the descriptor, however the process ended).
+
+    Two processes on one file (a restart overlapping the old pod, two replicas on one
+    volume) would both sample into it and count every holding twice: the one holding the
+    lock writes, any other only reads (WAL lets it read while the writer writes) and tries
+    the lock again at its next sample, so it takes over when the writer ends. The holder
+    writes its name (host, the pod's name in Kubernetes, and process id) into the lock file
+    for the others to say who writes."""
+
+    def __init__(self, path: Path) -> None:
+        """Opens (or makes) the lock file: OSError where its folder cannot be written."""
+        self.path = path.with_name(f"{path.name}.lock")
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        self._closing = weakref.finalize(self, os.close, self._fd)
+        self.held = False
+
+    def take(self) -> bool:
+        """Whether this process holds the lock now (taken if no other process holds it)."""
+        if self.held:
+            return True
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        self.held = True
+        name = f"{socket.gethostname()} (pid {os.getpid()})".encode()
+        os.pwrite(self._fd, name, 0)  # over the last holder's name, never an empty file
+        os.ftruncate(self._fd, len(name))
+        return True
+
+    def holder(self) -> str:
+        """Who holds the lock, as it named itself."""
+        try:
+            return self.path.read_text(errors="replace").strip()
+        except OSError:
+            return ""
+
+    def release(self) -> None:
+        """Frees the lock (closes the descriptor: this object cannot take it again)."""
+        self.held = False
+        self._closing()

@@ -17,6 +17,10 @@ when that rate changes or the span closes: a sample writes what changed, never a
 open span. Spans that end before the retention go. A file SQLite cannot read is set aside
 (renamed `<name>.corrupt-<UTC time>`, never deleted) and a new one started; a full disk or a
 read-only file is raised as HistoryUnavailableError, the rest of the dashboard unaffected.
+
+One process writes a file (`WriterLock`): a store that cannot take the writer's lock only
+reads the file, every read where the writer's latest sample left it, and takes over at a
+sample once the writer ended, going on from the spans it left open.
 """
 
 from __future__ import annotations
@@ -36,28 +40,32 @@ from app.web.services.history_sqlite import (
     DROP_EVERY_S,
     LENGTH,
     OVERLAP,
-    SCHEMA_VERSION,
     T1,
     TABLES,
     Key,
     ShownKeys,
     Sums,
     Table,
-    create,
+    WriterLock,
+    overlapping,
     seconds_so_far,
+    set_up,
+    span_end,
     transaction,
     unavailable,
     unreadable,
 )
 
+Clocks = dict[str, float | None]  # where the open spans end, and the sampled clock then
+
 
 class HistoryStore:
-    """One SQLite file; every call holds one lock (the sampler writes, requests read)."""
+    """One SQLite file; every call holds one lock (the sampler writes, requests read). Its
+    process writes the file only while it holds the file's writer lock (`writes`)."""
 
-    def __init__(self, path: Path | None, *, max_pages: int | None = None) -> None:
+    def __init__(self, path: Path | None) -> None:
         self.path = path
         self.set_aside: Path | None = None  # where an unreadable file was moved at open
-        self._max_pages = max_pages  # tests: a full disk, as SQLite reports it
         self._lock = threading.Lock()
         self._open: dict[str, dict[Key, int]] = {table.name: {} for table in TABLES}
         self._rates: dict[str, dict[Key, Sums]] = {table.name: {} for table in TABLES}
@@ -66,16 +74,34 @@ class HistoryStore:
         self._open_t1: float | None = None  # where the open spans end
         self._sampled_s = 0.0  # the sampled clock: the seconds the samples stood for, summed
         self._dropped_at = float("-inf")
+        self._writer: WriterLock | None = None  # None: in memory, this store's alone
         self._db = self._open_file()
-        self._load_open()
+        if self.writes:
+            self._load_open()
+
+    @property
+    def writes(self) -> bool:
+        """Whether this store writes its file (it holds the writer's lock)."""
+        return self._writer is None or self._writer.held
+
+    def writer_elsewhere(self) -> str | None:
+        """Who writes the file where another process does, as it named itself; else None."""
+        return None if self._writer is None or self._writer.held else self._writer.holder()
 
     def _open_file(self) -> sqlite3.Connection:
         try:
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._writer = WriterLock(self.path)
+                self._writer.take()
             return self._connect()
-        except OSError as exc:  # its folder cannot be made: a file there, a read-only mount
+        except OSError as exc:  # its folder cannot be made or written: a read-only mount
             raise HistoryUnavailableError("history.read-only", str(exc)) from exc
         except sqlite3.DatabaseError as exc:
-            if self.path is None or not unreadable(exc) or not self.path.exists():
+            # only the writer sets an unreadable file aside: a reader says it cannot read
+            if not (self.path is not None and self.writes and unreadable(exc)):
+                raise unavailable(exc) from exc
+            if not self.path.exists():
                 raise unavailable(exc) from exc
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
         aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
@@ -91,8 +117,6 @@ class HistoryStore:
             raise unavailable(exc) from exc
 
     def _connect(self) -> sqlite3.Connection:
-        if self.path is not None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
         where = ":memory:" if self.path is None else self.path
         db = sqlite3.connect(where, check_same_thread=False, isolation_level=None)
         try:
@@ -101,24 +125,8 @@ class HistoryStore:
             checked = db.execute("PRAGMA quick_check").fetchall()
             if checked != [("ok",)]:
                 raise sqlite3.DatabaseError(f"database disk image is malformed: {checked[:3]}")
-            if self._max_pages is not None:
-                db.execute(f"PRAGMA max_page_count={int(self._max_pages)}")
-            with transaction(db):
-                db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-                found = db.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-                if found is not None and found[0] != SCHEMA_VERSION:
-                    for table in TABLES:  # an earlier layout: its rows cannot be read as spans
-                        db.execute(f"DROP TABLE IF EXISTS {table.name}")
-                for table in TABLES:
-                    create(db, table)
-                    db.execute(
-                        f"CREATE INDEX IF NOT EXISTS {table.name}_t ON {table.name} (t0, t1)"
-                    )
-                    db.execute(
-                        f"CREATE INDEX IF NOT EXISTS {table.name}_open ON {table.name} (open)"
-                    )
-                db.execute("CREATE INDEX IF NOT EXISTS holds_node ON holds (node, t0)")
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
+            if self.writes:
+                set_up(db)
         except BaseException:
             db.close()
             raise
@@ -130,10 +138,8 @@ class HistoryStore:
         self._open = {table.name: {} for table in TABLES}
         self._rates = {table.name: {} for table in TABLES}
         self._synced = False
-        with self._reading():
-            meta = dict(self._db.execute("SELECT key, value FROM meta").fetchall())
-            self._open_t1 = float(meta["open_t1"]) if "open_t1" in meta else None
-            self._sampled_s = float(meta.get("sampled_s", 0.0))
+        with self._reading() as clocks:
+            self._open_t1, self._sampled_s = clocks["open_t1"], clocks["sampled_s"] or 0.0
             for table in TABLES:
                 rows = self._db.execute(
                     f"SELECT rowid, {', '.join((*table.keys, *table.rates))} FROM {table.name} "
@@ -153,16 +159,24 @@ class HistoryStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            if self._writer is not None:
+                self._writer.release()
 
-    def add(self, sample: Sample, *, span_s: float, retention_days: int) -> None:
-        """Keep one sample standing for `span_s` seconds from its moment."""
+    def add(self, sample: Sample, *, span_s: float, retention_days: int) -> bool:
+        """Keep one sample standing for `span_s` seconds from its moment; False where another
+        process writes the file (this store only reads it)."""
+        if not self._take_over():
+            return False
         t0 = sample.at.timestamp()
         t1 = t0 + span_s
         last, clock = self._open_t1, self._sampled_s
         follows = last is not None and last - span_s <= t0 <= last + span_s
         # spans a sample does not follow end where the last interval did, or at this sample
-        # if it comes before that (a clock set back): spans never overlap
+        # if it comes before that (a clock set back); a sample inside the last interval (a
+        # process that took over from the writer mid-interval) stands from where that one
+        # ends: spans never overlap
         ended_t1 = last if follows or last is None else min(last, t0)
+        begins = max(t0, last) if follows and last is not None else t0
         changed = {table.name: self._shown[table.name].update(sample) for table in TABLES}
         if not self._synced or not follows:
             changed = dict.fromkeys(changed)  # every key is compared with the open spans
@@ -175,11 +189,11 @@ class HistoryStore:
                         table,
                         shown,
                         changed[table.name],
-                        span=(t0, t1),
+                        span=(begins, t1),
                         ended={"t1": ended_t1, "clock": clock},
                         follows=follows,
                     )
-                self._open_t1, self._sampled_s = t1, clock + span_s
+                self._open_t1, self._sampled_s = t1, clock + (t1 - begins)
                 self._db.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('open_t1', ?), ('sampled_s', ?)",
                     (repr(t1), repr(self._sampled_s)),
@@ -195,6 +209,22 @@ class HistoryStore:
         except HistoryUnavailableError:
             self._load_open()  # the transaction was rolled back: so is what memory holds
             raise
+        return True
+
+    def _take_over(self) -> bool:
+        """Whether this store writes the file: it takes the writer's lock once the process
+        that held it ended, and goes on from the spans that one left open."""
+        if self._writer is None or self._writer.held:
+            return True
+        if not self._writer.take():
+            return False
+        try:
+            with self._lock:
+                set_up(self._db)
+        except sqlite3.Error as exc:
+            raise unavailable(exc) from exc
+        self._load_open()
+        return True
 
     def _extend(
         self,
@@ -248,11 +278,11 @@ class HistoryStore:
     ) -> tuple[list[HeldSeconds], float]:
         """Share- and slot-seconds per namespace, owner or node (`by`) inside the window,
         and the physical GPU-seconds there."""
-        inside = f"WHERE +t0 < :end AND {T1} > :start"  # a scan: most spans match
         pro_rata = f"{OVERLAP} / {LENGTH}"
         used, idle = (seconds_so_far(total) for total in ("used_s", "idle_s"))
-        with self._reading():
-            window = {"start": start_s, "end": end_s, **self._clocks()}
+        with self._reading() as clocks:
+            window = {"start": start_s, "end": end_s, **clocks}
+            inside = f"WHERE {overlapping(indexed=self._few(start_s, clocks))}"
             shares = self._db.execute(
                 f"SELECT {by}, SUM(share * {OVERLAP}), SUM({used} * {pro_rata}), "
                 f"SUM({idle} * {pro_rata}) FROM held {inside} GROUP BY {by}",
@@ -276,14 +306,17 @@ class HistoryStore:
             "WITH RECURSIVE b(i, lo, hi) AS (SELECT 0, :start, :start + :step UNION ALL "
             "SELECT i + 1, lo + :step, hi + :step FROM b WHERE i + 1 < :count) "
         )
-        end = "IIF(s.open = 1, :open_t1, s.t1)"
+        end = span_end("s")
         inside = f"(MIN({end}, b.hi) - MAX(s.t0, b.lo))"
         length = f"MAX({end} - s.t0, 1e-9)"
-        join = f"JOIN b ON s.t0 < b.hi AND {end} > b.lo WHERE s.t0 < :end AND {end} > :start"
         used, idle = (seconds_so_far(total, span="s") for total in ("used_s", "idle_s"))
-        with self._reading():
-            params = {"start": start_s, "end": end_s, "step": step_s, **self._clocks()}
+        with self._reading() as clocks:
+            params = {"start": start_s, "end": end_s, "step": step_s, **clocks}
             params["count"] = count
+            spans = overlapping(indexed=self._few(start_s, clocks), span="s")
+            # the window's spans read once, each against the few dozen buckets (CROSS JOIN
+            # keeps that order; SQLite would read each bucket's spans by t0's index instead)
+            join = f"CROSS JOIN b ON s.t0 < b.hi AND {end} > b.lo WHERE {spans}"
             held = self._db.execute(
                 f"{buckets} SELECT b.i, SUM(s.share * {inside}), "
                 f"SUM({used} * {inside} / {length}), "
@@ -304,8 +337,8 @@ class HistoryStore:
 
     def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]:
         """Who held each GPU of `node` at the moment `at_s`, and the node's GPUs then."""
-        with self._reading():
-            moment = {"node": node, "at": at_s, **self._clocks()}
+        with self._reading() as clocks:
+            moment = {"node": node, "at": at_s, **clocks}
             holds = self._db.execute(
                 "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, t0, "
                 f"{T1} - t0 FROM holds WHERE node = :node AND t0 <= :at AND :at < {T1} "
@@ -321,8 +354,8 @@ class HistoryStore:
 
     def holds_between(self, node: str, start_s: float, end_s: float) -> list[PastHold]:
         """Every span of a pod holding slots of a GPU of `node` inside the window, clipped."""
-        with self._reading():
-            window = {"node": node, "start": start_s, "end": end_s, **self._clocks()}
+        with self._reading() as clocks:
+            window = {"node": node, "start": start_s, "end": end_s, **clocks}
             rows = self._db.execute(
                 "SELECT uuid, gpu_index, pod, resource, slots, mode, replicas, config, "
                 f"MAX(t0, :start), {OVERLAP} FROM holds WHERE node = :node AND t0 < :end "
@@ -331,9 +364,19 @@ class HistoryStore:
             ).fetchall()
         return [PastHold(*row) for row in rows]
 
-    def _clocks(self) -> dict[str, float | None]:
-        """Where the open spans end, and the sampled clock then (read under the lock)."""
-        return {"open_t1": self._open_t1, "sampled_s": self._sampled_s}
+    def _few(self, start_s: float, clocks: Clocks) -> bool:
+        """Whether a window from `start_s` leaves out over half the time the file holds, so
+        its spans are read through the index of where they end (`overlapping`): SQLite's
+        planner cannot tell how many spans a window holds, and through the index each costs
+        a lookup, more than reading them all in one pass where most of them are inside."""
+        (first,) = self._db.execute("SELECT MIN(t0) FROM held").fetchone()  # its t0 index
+        last = clocks["open_t1"]
+        return first is not None and last is not None and start_s - first > (last - first) / 2
+
+    def limit_pages(self, pages: int) -> None:
+        """Caps the file at `pages` SQLite pages (tests: a full disk, as SQLite reports it)."""
+        with self._lock:
+            self._db.execute(f"PRAGMA max_page_count={int(pages)}")
 
     def page_count(self) -> int:
         """The file's size in SQLite pages (its growth: the bench reads it)."""
@@ -361,9 +404,24 @@ class HistoryStore:
                 raise unavailable(exc) from exc
 
     @contextmanager
-    def _reading(self) -> Iterator[None]:
+    def _reading(self) -> Iterator[Clocks]:
+        """One read of the file as one moment left it (whichever process writes it), with
+        where its open spans end and the sampled clock then, as the latest sample wrote."""
         with self._lock:
             try:
-                yield
+                self._db.execute("BEGIN")
+                try:
+                    meta = dict(
+                        self._db.execute(
+                            "SELECT key, value FROM meta WHERE key IN ('open_t1', 'sampled_s')"
+                        ).fetchall()
+                    )
+                    yield {
+                        name: float(meta[name]) if name in meta else None
+                        for name in ("open_t1", "sampled_s")
+                    }
+                finally:
+                    if self._db.in_transaction:
+                        self._db.execute("COMMIT")
             except sqlite3.Error as exc:
                 raise unavailable(exc) from exc

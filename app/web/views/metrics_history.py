@@ -2,7 +2,8 @@
 
 `gpu_slots_held_gpus` and its used/idle parts are physical GPUs (a quarter time-slice is
 0.25), summed per namespace, owner and node; `gpu_slots_held_slots` the slots per resource;
-`gpu_slots_held_gpu_slots` who holds each GPU under which plugin config.
+`gpu_slots_held_gpu_slots` who holds each GPU under which plugin config;
+`gpu_slots_history_writing` whether this process writes the history file (one writes it).
 """
 
 from __future__ import annotations
@@ -11,8 +12,9 @@ from app.domain.history.sample import Sample
 from app.web.views.metrics_family import Family, gauge
 
 
-def history_families(sample: Sample | None) -> list[Family]:
-    """The families, with the sample's values (none before the first sample)."""
+def history_families(sample: Sample | None, *, writing: bool | None = None) -> list[Family]:
+    """The families, with the sample's values (none before the first sample); `writing`:
+    whether this process writes the history file (None: not known yet, or no file)."""
     held = gauge("gpu_slots_held_gpus", "Physical GPUs held (a quarter time-slice is 0.25)")
     used = gauge("gpu_slots_held_used_gpus", "Of gpu_slots_held_gpus: held by pods with a process")
     idle = gauge("gpu_slots_held_idle_gpus", "Of gpu_slots_held_gpus: held by pods with none")
@@ -25,8 +27,13 @@ def history_families(sample: Sample | None) -> list[Family]:
         "gpu_slots_history_gpu_info",
         "A GPU as the history sampled it, with the node's plugin mode, replicas and config, 1",
     )
+    writer = gauge(
+        "gpu_slots_history_writing",
+        "1 where this process writes the history file, 0 where another does and this one reads",
+    )
+    writer.add({}, writing)
     if sample is None:
-        return [held, used, idle, slots, holds, gpus]
+        return [held, used, idle, slots, holds, gpus, writer]
     for gpu in sample.gpus:
         gpus.add(
             {
@@ -64,8 +71,9 @@ def history_families(sample: Sample | None) -> list[Family]:
             },
             hold.slots,
         )
-    return [held, used, idle, slots, holds, gpus]
+    return [held, used, idle, slots, holds, gpus, writer]
 
 
-def render_history(sample: Sample | None) -> str:
-    return "\n".join(line for family in history_families(sample) for line in family.lines()) + "\n"
+def render_history(sample: Sample | None, *, writing: bool | None = None) -> str:
+    families = history_families(sample, writing=writing)
+    return "\n".join(line for family in families for line in family.lines()) + "\n"
