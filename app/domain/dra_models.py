@@ -46,14 +46,16 @@ class DraShare(_Out):
 class DraDeviceState(_Out):
     """One device a DRA driver publishes on a node, and the claims allocated to it."""
 
-    driver: str
-    pool: str
+    driver: str = Field(description="The DRA driver publishing the device, e.g. gpu.nvidia.com")
+    pool: str = Field(description="The ResourceSlice pool (usually the node's name)")
     name: str = Field(description="Device name in the ResourceSlice, e.g. gpu-0")
     type: str | None = Field(description="gpu | mig (attribute type)")
-    uuid: str | None
+    uuid: str | None = Field(
+        description="The GPU or MIG UUID the driver gives the device; null when it gives none"
+    )
     parent_uuid: str | None = Field(description="The physical GPU of a MIG device")
     profile: str | None = Field(description="MIG profile, e.g. 3g.40gb")
-    product_name: str | None
+    product_name: str | None = Field(description="The device's product name attribute")
     memory_mib: int | None = Field(description="Capacity memory in MiB")
     claims: list[str] = Field(description="namespace/name of the claims allocated to it")
     shares: list[DraShare] = Field(
@@ -65,7 +67,9 @@ class DraInstall(_Out):
     """The DRA driver's install: read-only here (its owner changes it, not GPU Slots)."""
 
     daemonset: str = Field(description="namespace/name of the kubelet-plugin DaemonSet")
-    managed_by: Literal["gpu-operator", "helm", "other"]
+    managed_by: Literal["gpu-operator", "helm", "other"] = Field(
+        description="Who installed the driver: gpu-operator | helm | other"
+    )
     device_classes: list[str] = Field(description="DeviceClasses of driver gpu.nvidia.com")
     extended_resources: list[str] = Field(
         description="extendedResourceName of those classes; empty: no nvidia.com/gpu mapping"

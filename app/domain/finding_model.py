@@ -39,8 +39,8 @@ class Finding(Frozen):
     """One mismatch between accounting and reality, with its cause and remedy."""
 
     code: str = Field(description="Stable code, documented in docs/findings.md")
-    severity: Severity
-    scope: Scope
+    severity: Severity = Field(description="error | warning | info")
+    scope: Scope = Field(description="cluster | node | gpu | pod")
     title: str = Field(
         default="",
         description="One line saying what is wrong, in the language asked for (worded by the "
@@ -68,8 +68,10 @@ class Finding(Frozen):
     remedy_params: dict[str, EvidenceValue] = Field(
         default_factory=dict, description="The values remedy_code is worded with"
     )
-    node: str | None = None
-    gpu_uuid: str | None = None
+    node: str | None = Field(
+        default=None, description="The node it is about; null for a cluster-wide finding"
+    )
+    gpu_uuid: str | None = Field(default=None, description="The GPU it is about, when one")
     pod: str | None = Field(default=None, description="namespace/name")
     caused_by: str | None = Field(
         default=None,

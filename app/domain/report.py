@@ -99,7 +99,11 @@ class MigDeviceReading(_Strict):
     compute_instance: InstanceId | None = Field(default=None, description="Compute instance ID")
     memory_total_mib: MemoryMib | None = Field(default=None, description="Memory of the device")
     memory_used_mib: MemoryMib | None = Field(default=None, description="Memory used on it")
-    processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+    processes: list[ProcessReading] = Field(
+        default_factory=list,
+        max_length=4096,
+        description="Compute processes on the MIG device (at most 4096)",
+    )
 
 
 # --- end of the MIG block ---
@@ -123,7 +127,11 @@ class GpuReading(_Strict):
     mig_mode: Literal["enabled", "disabled"] | None = Field(
         default=None, description="mig.mode.current; null where the GPU has no MIG"
     )
-    processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+    processes: list[ProcessReading] = Field(
+        default_factory=list,
+        max_length=4096,
+        description="Compute processes on the GPU (at most 4096)",
+    )
     mig_devices: list[MigDeviceReading] = Field(
         default_factory=list, max_length=64, description="MIG devices (issue 12 block above)"
     )
@@ -135,9 +143,11 @@ class GpuReading(_Strict):
 class DeviceAssignment(_Strict):
     """Devices the kubelet assigned to one pod container (from the PodResources API)."""
 
-    namespace: str = Field(pattern=K8S_NAME_PATTERN)
-    pod: str = Field(pattern=K8S_NAME_PATTERN)
-    container: str = Field(pattern=K8S_NAME_PATTERN)
+    namespace: str = Field(pattern=K8S_NAME_PATTERN, description="The pod's namespace")
+    pod: str = Field(pattern=K8S_NAME_PATTERN, description="The pod's name")
+    container: str = Field(
+        pattern=K8S_NAME_PATTERN, description="The container the devices were assigned to"
+    )
     resource: str = Field(pattern=RESOURCE_PATTERN, description="e.g. nvidia.com/gpu")
     device_ids: list[Annotated[str, Field(pattern=DEVICE_ID_PATTERN)]] = Field(
         max_length=1024, description="GPU UUIDs, or UUID::n replicas under time-slicing"
@@ -147,13 +157,13 @@ class DeviceAssignment(_Strict):
 class DraAssignment(_Strict):
     """A DRA device the kubelet prepared for one pod container (PodResources dynamic_resources)."""
 
-    namespace: str = Field(max_length=253)
-    pod: str = Field(max_length=253)
-    container: str = Field(max_length=253)
-    claim_namespace: str = Field(max_length=253)
+    namespace: str = Field(max_length=253, description="The pod's namespace")
+    pod: str = Field(max_length=253, description="The pod's name")
+    container: str = Field(max_length=253, description="The container the device was prepared for")
+    claim_namespace: str = Field(max_length=253, description="The ResourceClaim's namespace")
     claim: str = Field(max_length=253, description="The ResourceClaim's name")
     driver: str = Field(max_length=253, description="e.g. gpu.nvidia.com")
-    pool: str = Field(max_length=253)
+    pool: str = Field(max_length=253, description="The ResourceSlice pool of the device")
     device: str = Field(max_length=253, description="Device name in the slice, e.g. gpu-0")
 
 
@@ -166,16 +176,24 @@ class AgentReport(_Strict):
     source: Literal["nvml", "nvidia-smi", "none"] = Field(
         description="Which reader produced the GPUs; none when no reader worked"
     )
-    driver_version: str | None = Field(default=None, max_length=64)
+    driver_version: str | None = Field(
+        default=None, max_length=64, description="NVIDIA driver version"
+    )
     error: str | None = Field(
         default=None, max_length=2048, description="Why no GPU could be read, when source is none"
     )
-    gpus: list[GpuReading] = Field(default_factory=list, max_length=64)
+    gpus: list[GpuReading] = Field(
+        default_factory=list,
+        max_length=64,
+        description="Every GPU the agent could read (at most 64)",
+    )
     assignments: list[DeviceAssignment] | None = Field(
         default=None,
         description="Kubelet device assignments, when the PodResources socket is mounted",
     )
-    agent_version: str | None = Field(default=None, max_length=64)
+    agent_version: str | None = Field(
+        default=None, max_length=64, description="The agent's own version"
+    )
     dra_assignments: list[DraAssignment] | None = Field(
         default=None,
         max_length=256,

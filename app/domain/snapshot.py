@@ -12,14 +12,17 @@ from typing import Literal
 
 from pydantic import Field
 
-from app.domain.dra_models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSharing, DraSummary
+from app.domain.dra_models import EMPTY_SUMMARY, Allocation, DraDeviceState, DraSummary
 from app.domain.finding_model import SEVERITY_RANK as SEVERITY_RANK
 from app.domain.finding_model import EvidenceValue as EvidenceValue
 from app.domain.finding_model import Finding as Finding
 from app.domain.finding_model import Frozen as _Out
 from app.domain.finding_model import Scope as Scope
 from app.domain.finding_model import Severity as Severity
-from app.domain.health import GpuHealthReading
+from app.domain.gpu_model import GpuProcess as GpuProcess
+from app.domain.gpu_model import GpuState as GpuState
+from app.domain.gpu_model import MigDeviceState as MigDeviceState
+from app.domain.gpu_model import SlotHolder as SlotHolder
 
 
 class Mode(StrEnum):
@@ -27,78 +30,6 @@ class Mode(StrEnum):
     TIME_SLICING = "time-slicing"
     MPS = "mps"
     UNKNOWN = "unknown"
-
-
-class GpuProcess(_Out):
-    """A compute process on a GPU and who it belongs to."""
-
-    pid: int
-    used_memory_mib: int | None
-    owner: Literal["pod", "host", "unknown"]
-    pod: str | None = Field(default=None, description="namespace/name when the pod is known")
-    pod_uid: str | None = None
-    container: str | None = None
-    command: str | None = None
-    user: str | None = None
-
-
-class SlotHolder(_Out):
-    """A pod holding slots of one GPU (or of one MIG device on it), or a DRA claim's device."""
-
-    pod: str = Field(description="namespace/name")
-    slots: int
-    assigned: bool = Field(
-        description="True when the kubelet's assignment is known; False when inferred"
-    )
-    assignment: Literal["kubelet", "inferred", "claim", "reservation", "process"] = Field(
-        default="inferred",
-        description="kubelet: from the PodResources API via the agent; inferred: from requests; "
-        "claim: from a DRA claim's allocation and reservedFor; reservation: a GPU fraction "
-        "named by the KAI reservation pod of its GPU group; process: a GPU fraction placed by "
-        "the pod's processes the agent saw on the GPU",
-    )
-    resource: str = Field(
-        default="nvidia.com/gpu",
-        description="The resource the slots are of (DRA: the DeviceClass of the request)",
-    )
-    source: Literal["device-plugin", "dra", "fraction"] = Field(
-        default="device-plugin",
-        description="How the GPU is handed out; fraction: a share of it (KAI / Run:ai "
-        "gpu-fraction, gpu-memory), with no slot",
-    )
-    container: str | None = Field(default=None, description="Container, when the kubelet says")
-    replicas: list[int] = Field(
-        default_factory=list, description="Replica numbers n of <UUID>::n ids (kubelet only)"
-    )
-    claim: str | None = Field(default=None, description="DRA: the claim's namespace/name")
-    sharing: DraSharing | None = Field(default=None, description="DRA: how the claim shares")
-    device: str | None = Field(default=None, description="DRA: the device, e.g. gpu-0")
-    share: float | None = Field(
-        default=None, description="fraction: the share of the GPU's memory asked (0-1)"
-    )
-    memory_limit_mib: int | None = Field(
-        default=None, description="fraction: the GPU memory the pod may use (not enforced)"
-    )
-    gpu_group: str | None = Field(
-        default=None,
-        description="KAI: the GPU group (runai-gpu-group) of a fraction or its reservation pod",
-    )
-
-
-class MigDeviceState(_Out):
-    """A MIG device on its parent GPU: the resource it is advertised under and who holds it."""
-
-    uuid: str
-    profile: str
-    resource: str | None = Field(
-        description="e.g. nvidia.com/mig-1g.10gb; null when the MIG strategy hides it"
-    )
-    slots: int = Field(description="Slots this device gives Kubernetes")
-    held_slots: int
-    holders: list[SlotHolder]
-    memory_total_mib: int | None
-    memory_used_mib: int | None
-    processes: list[GpuProcess]
 
 
 class ResourceState(_Out):
@@ -110,76 +41,55 @@ class ResourceState(_Out):
     stranded: int = Field(description="Free but on a node no new pod can be scheduled on")
 
 
-class GpuState(_Out):
-    """One physical GPU: its slots, its memory split and its processes."""
-
-    index: int
-    uuid: str
-    name: str
-    role: Literal["advertised", "dra", "host", "failing", "unknown"] = Field(
-        description="advertised: visible to the plugin; dra: published by a DRA driver; "
-        "host: deliberately kept out of Kubernetes by a working plugin; failing: not "
-        "advertised because the node's plugin fails"
-    )
-    slots: int = Field(
-        description="Slots this GPU should give Kubernetes (replicas or 1; 0 for host)"
-    )
-    held_slots: int
-    holders: list[SlotHolder]
-    memory_total_mib: int | None
-    memory_used_mib: int | None
-    memory_pods_mib: int
-    memory_host_mib: int
-    utilization_pct: int | None
-    mig_mode: str | None
-    processes: list[GpuProcess]
-    finding_codes: list[str]
-    worst_severity: Severity | None
-    dra_devices: list[DraDeviceState] = Field(
-        default_factory=list, description="DRA devices published for this GPU (MIG: several)"
-    )
-    mig_devices: list[MigDeviceState] = Field(default_factory=list)
-    health: GpuHealthReading | None = Field(
-        default=None, description="The agent's health readings of the GPU; null: none sent"
-    )
-
-
 class AgentState(_Out):
     """The newest agent report of a node and how old it is."""
 
-    collected_at: datetime
-    received_at: datetime
-    age_s: float
-    fresh: bool
-    source: str
-    driver_version: str | None
-    error: str | None
+    collected_at: datetime = Field(
+        description="When the agent took the readings (UTC, the node's clock)"
+    )
+    received_at: datetime = Field(description="When the dashboard received the report (UTC)")
+    age_s: float = Field(
+        description="Seconds since received_at, in whole seconds, reckoned at most 5 s (the "
+        "refresh interval) before the snapshot's time and again whenever an agent turns stale"
+    )
+    fresh: bool = Field(
+        description="False once the report is older than GEO_MLOPS_AGENT_STALE_AFTER_S"
+    )
+    source: str = Field(description="The reader that produced the GPUs: nvml | nvidia-smi | none")
+    driver_version: str | None = Field(
+        description="NVIDIA driver version the agent read; null when unknown"
+    )
+    error: str | None = Field(
+        description="Why the agent could read no GPU (source none); null otherwise"
+    )
 
 
 class PluginPod(_Out):
     """A device-plugin pod on a node."""
 
-    name: str
-    phase: str
-    ready: bool
-    started_at: datetime | None
-    image: str | None
+    name: str = Field(description="The pod's name")
+    phase: str = Field(description="status.phase: Pending | Running | Succeeded | Failed | Unknown")
+    ready: bool = Field(description="The pod's Ready condition")
+    started_at: datetime | None = Field(
+        description="status.startTime (UTC); null before it started"
+    )
+    image: str | None = Field(description="The plugin container's image")
     state: str | None = Field(
         default=None,
         description="The container's waiting/terminated reason (CrashLoopBackOff, "
         "ContainerCreating, ...) or Running; what `kubectl get pods` shows as STATUS",
     )
-    restarts: int = 0
+    restarts: int = Field(default=0, description="Restarts of the plugin container")
 
 
 class PodSlots(_Out):
     """A pod on a node that holds GPU slots."""
 
     pod: str = Field(description="namespace/name")
-    uid: str
-    phase: str
-    slots: int
-    resource: str
+    uid: str = Field(description="The pod's metadata.uid")
+    phase: str = Field(description="status.phase")
+    slots: int = Field(description="Slots the pod holds (as the scheduler counts its requests)")
+    resource: str = Field(description="The resource it holds them of")
     share: float | None = Field(
         default=None,
         description="GPU fraction pods (slots 0, resource the annotation): the share of one "
@@ -199,12 +109,16 @@ class NodeConfig(_Out):
     """Where a node's plugin config comes from."""
 
     daemonset: str | None = Field(description="namespace/name of the plugin DaemonSet")
-    managed_by: Literal["gpu-operator", "helm", "other"] | None
+    managed_by: Literal["gpu-operator", "helm", "other"] | None = Field(
+        description="Who installed the DaemonSet: gpu-operator | helm | other"
+    )
     source: str | None = Field(description="e.g. configmap/nvidia-device-plugin-config#config.yaml")
-    configmap: str | None
-    key: str | None
+    configmap: str | None = Field(
+        description="namespace/name of the ConfigMap the config comes from; null: none"
+    )
+    key: str | None = Field(description="The key of that ConfigMap the plugin reads")
     label: str | None = Field(description="The node's nvidia.com/device-plugin.config value")
-    mig_strategy: str | None
+    mig_strategy: str | None = Field(description="The config's migStrategy: none | single | mixed")
     change_with: str | None = Field(
         default=None, description="How this install's config is changed (read-only ones)"
     )
@@ -220,30 +134,50 @@ class NodeConfig(_Out):
 class NodeState(_Out):
     """One node's accounting next to its reality."""
 
-    name: str
+    name: str = Field(description="The node's name")
     labels: dict[str, str] = Field(default_factory=dict, description="The node's labels")
-    ready: bool
-    gpu_node: bool
-    k3s: bool
-    mode: Mode
-    resource: str
-    replicas: int
+    ready: bool = Field(description="The node's Ready condition")
+    gpu_node: bool = Field(
+        description="True when the node has NVIDIA GPUs (labels, capacity or an agent report)"
+    )
+    k3s: bool = Field(description="True on k3s (its containerd needs runtimeClassName: nvidia)")
+    mode: Mode = Field(
+        description="Sharing mode of this node's config: basic | time-slicing | mps | unknown"
+    )
+    resource: str = Field(description="The node's main GPU resource, e.g. nvidia.com/gpu")
+    replicas: int = Field(description="Slots per GPU on this node")
     physical_gpus: int | None = Field(description="From the agent report; null without one")
     visible_gpus: int | None = Field(description="GPUs the plugin sees")
     host_gpus: int | None = Field(description="GPUs kept for host processes")
     failing_gpus: int = Field(
         default=0, description="GPUs not advertised because the node's plugin pod fails"
     )
-    expected_slots: int | None
-    capacity: int | None
-    allocatable: int | None
-    requested: int
-    free: int | None
-    plugin_pod: PluginPod | None
-    agent: AgentState | None
-    gpus: list[GpuState]
-    pods: list[PodSlots]
-    findings: list[Finding]
+    expected_slots: int | None = Field(
+        description="Slots the config and the visible GPUs should give (visible x replicas); null "
+        "when unknown"
+    )
+    capacity: int | None = Field(
+        description="status.capacity of the main resource; null when absent"
+    )
+    allocatable: int | None = Field(
+        description="status.allocatable of the main resource; null when absent"
+    )
+    requested: int = Field(description="Slots of the main resource held by pods bound to the node")
+    free: int | None = Field(
+        description="Schedulable free slots (never negative, 0 when unschedulable); null without "
+        "allocatable"
+    )
+    plugin_pod: PluginPod | None = Field(
+        description="The node's device-plugin pod; null when none runs there"
+    )
+    agent: AgentState | None = Field(
+        description="The newest agent report; null when the node never reported"
+    )
+    gpus: list[GpuState] = Field(description="Every GPU the agent reports, in index order")
+    pods: list[PodSlots] = Field(description="Pods on the node that hold GPU slots")
+    findings: list[Finding] = Field(
+        description="The node's findings (node, GPU and pod scope), worst first"
+    )
     allocation: Allocation = Field(
         default="none", description="Who hands out the GPUs: device-plugin | dra | both | none"
     )
@@ -255,13 +189,18 @@ class NodeState(_Out):
         description="DRA devices the node JSON leaves out (it lists at most 64, its GPUs' "
         "first): GET /api/v1/nodes/{name}/dra-devices pages them all",
     )
-    schedulable: bool = True
+    schedulable: bool = Field(
+        default=True, description="False when NotReady, cordoned or tainted against GPU pods"
+    )
     unschedulable_reason: str | None = Field(
         default=None, description="NotReady, cordoned or tainted <key>=<value>:<effect>"
     )
     cordoned: bool = Field(default=False, description="spec.unschedulable (kubectl cordon)")
     taints: list[NodeTaint] = Field(default_factory=list, description="spec.taints")
-    config: NodeConfig | None = None
+    config: NodeConfig | None = Field(
+        default=None,
+        description="Where the node's plugin config comes from; null without a plugin DaemonSet",
+    )
     resources: dict[str, ResourceState] = Field(
         default_factory=dict, description="Every GPU resource the node advertises or pods hold"
     )
@@ -277,13 +216,17 @@ class NodeState(_Out):
 class PluginState(_Out):
     """The device-plugin DaemonSet and the config it runs with."""
 
-    name: str
-    namespace: str
-    found: bool
-    image: str | None
-    version: str | None
-    ready: int
-    desired: int
+    name: str = Field(description="Name of the device-plugin DaemonSet")
+    namespace: str = Field(description="Its namespace")
+    found: bool = Field(description="False when the DaemonSet does not exist")
+    image: str | None = Field(description="The plugin container's image; null when not found")
+    version: str | None = Field(
+        description="The image tag read as a version, e.g. v0.17.1; null when unknown"
+    )
+    ready: int = Field(description="Plugin pods ready (status.numberReady)")
+    desired: int = Field(
+        description="Plugin pods the DaemonSet should run (status.desiredNumberScheduled)"
+    )
     config_source: str | None = Field(
         description="e.g. configmap/nvidia-device-plugin-config#config.yaml"
     )
@@ -291,12 +234,25 @@ class PluginState(_Out):
         default=None,
         description="The node label naming each node's config in config_source (config-manager)",
     )
-    operator_managed: bool
-    mode: Mode
-    replicas: int
-    resource: str
-    rename_by_default: bool
-    fail_requests_greater_than_one: bool
+    operator_managed: bool = Field(
+        description="True when the GPU Operator owns the DaemonSet (read-only here)"
+    )
+    mode: Mode = Field(
+        description="Sharing mode of the cluster-wide config: basic | time-slicing | mps | unknown"
+    )
+    replicas: int = Field(
+        description="Slots per GPU (time-slicing / MPS replicas; 1 in basic mode)"
+    )
+    resource: str = Field(
+        description="The resource pods request, e.g. nvidia.com/gpu or nvidia.com/gpu.shared"
+    )
+    rename_by_default: bool = Field(
+        description="The config's renameByDefault: shared GPUs advertised as <resource>.shared"
+    )
+    fail_requests_greater_than_one: bool = Field(
+        description="The config's failRequestsGreaterThanOne: the plugin refuses pods asking for "
+        "2+ shared slots"
+    )
     allocation_policy: str = Field(
         default="distributed",
         description="flags.plugin.sharedDevicesAllocationPolicy (v0.20): distributed | packed",
@@ -304,13 +260,19 @@ class PluginState(_Out):
 
 
 class Totals(_Out):
-    physical_gpus: int
-    visible_gpus: int
-    host_gpus: int
-    failing_gpus: int = 0
-    allocatable: int
-    requested: int
-    free: int
+    physical_gpus: int = Field(description="GPUs the agents report, over all nodes")
+    visible_gpus: int = Field(description="GPUs the device plugins see")
+    host_gpus: int = Field(
+        description="GPUs deliberately kept out of Kubernetes for host processes"
+    )
+    failing_gpus: int = Field(
+        default=0, description="GPUs not advertised because their node's plugin pod fails"
+    )
+    allocatable: int = Field(
+        description="Slots advertised (status.allocatable of the main resource), summed"
+    )
+    requested: int = Field(description="Slots held by pods, summed")
+    free: int = Field(description="Schedulable free slots, summed (never negative per node)")
     stranded: int = Field(default=0, description="Free slots on unschedulable nodes")
     pending: int = Field(default=0, description="Slots wanted by pods not yet scheduled")
 
@@ -318,13 +280,20 @@ class Totals(_Out):
 class PendingDemand(_Out):
     """Pods not yet bound that want a GPU resource, and why they cannot fit now."""
 
-    resource: str
-    pods: int
-    slots: int
-    oldest_s: float
-    reason: str  # a code: not-advertised, refused-above-one, too-large, fits
-    smallest: int = 0  # the smallest request among the pods
-    largest: int = 0  # the largest schedulable free slot count of one advertising node
+    resource: str = Field(description="The GPU resource the pods ask for, e.g. nvidia.com/gpu")
+    pods: int = Field(description="Unscheduled pods asking for it")
+    slots: int = Field(description="Slots those pods ask for, together")
+    oldest_s: float = Field(description="Seconds the oldest of them has waited")
+    reason: str = Field(
+        description="Why they cannot fit now, a code: not-advertised (no node advertises the "
+        "resource), refused-above-one (the plugin refuses requests above 1), too-large (the "
+        "largest schedulable free of one node is below the smallest request), fits (waits on the "
+        "scheduler)"
+    )
+    smallest: int = Field(default=0, description="The smallest request among them")
+    largest: int = Field(
+        default=0, description="The largest schedulable free slot count of one advertising node"
+    )
 
 
 class PendingPod(_Out):

@@ -1,6 +1,6 @@
-"""What /openapi.json says beyond FastAPI's defaults: a description on every field, how
-each operation authenticates (securitySchemes, so /docs has an Authorize button), schema
-names without module paths, and examples on the main endpoints."""
+"""What /openapi.json says beyond FastAPI's defaults (each field's description is its
+model's own): how each operation authenticates (securitySchemes, so /docs has an
+Authorize button), schema names without module paths, and examples on the main endpoints."""
 
 from __future__ import annotations
 
@@ -9,10 +9,7 @@ from typing import Any
 
 from app.web.auth.state import CSRF_HEADER, SESSION_COOKIE
 from app.web.http.openapi_examples import REQUEST_EXAMPLES, RESPONSE_EXAMPLES
-from app.web.http.openapi_fields import READ_FIELDS
-from app.web.http.openapi_fields_admin import ADMIN_FIELDS
 
-FIELDS: dict[str, dict[str, str]] = {**READ_FIELDS, **ADMIN_FIELDS}
 # FastAPI names two models of one name by module path; these name them by role instead.
 MODULE_PREFIXES = {"admin_api": "Mode", "split_api": "Split"}
 _MODULE_PATH = re.compile(r"^(?:[a-z0-9_]+__)+(?P<module>[a-z0-9_]+)__(?P<name>\w+)$")
@@ -60,7 +57,6 @@ def document(schema: dict[str, Any]) -> None:
     """Complete FastAPI's OpenAPI document in place."""
     components = schema.setdefault("components", {})
     _rename_module_paths(schema, components.setdefault("schemas", {}))
-    _describe_fields(components["schemas"])
     components["securitySchemes"] = SECURITY_SCHEMES
     for path, operations in schema.get("paths", {}).items():
         for method, operation in operations.items():
@@ -99,15 +95,6 @@ def _rewrite_refs(node: Any, refs: dict[str, str]) -> None:
     elif isinstance(node, list):
         for value in node:
             _rewrite_refs(value, refs)
-
-
-def _describe_fields(schemas: dict[str, Any]) -> None:
-    """Fill in the descriptions the models lack from the field tables; the model's own wins."""
-    for name, fields in FIELDS.items():
-        properties = schemas.get(name, {}).get("properties", {})
-        for field, text in fields.items():
-            if field in properties:
-                properties[field].setdefault("description", text)
 
 
 def _add_examples(path: str, method: str, operation: dict[str, Any]) -> None:

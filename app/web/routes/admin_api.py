@@ -38,10 +38,14 @@ class PluginConfigIn(CamelBody):
     # the old spelling, still read through 0.1.x (docs/API.md)
     RENAMED: ClassVar[Mapping[str, str]] = {"allocation_policy": "allocationPolicy"}
 
-    mode: Literal["basic", "time-slicing"]
+    mode: Literal["basic", "time-slicing"] = Field(description="basic | time-slicing")
     replicas: StrictInt | None = Field(default=None, description="2..64, for time-slicing")
-    renameByDefault: StrictBool = False
-    failRequestsGreaterThanOne: StrictBool = False
+    renameByDefault: StrictBool = Field(
+        default=False, description="Advertise shared GPUs as <resource>.shared"
+    )
+    failRequestsGreaterThanOne: StrictBool = Field(
+        default=False, description="Refuse pods asking for 2+ shared slots"
+    )
     deleteConfigMap: StrictBool = Field(
         default=False, description="Delete the ConfigMap when switching to basic"
     )

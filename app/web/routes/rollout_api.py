@@ -19,10 +19,10 @@ router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
 
 
 class NodeRolloutOut(BaseModel):
-    node: str
+    node: str = Field(description="The node")
     expected: int | None = Field(description="Slots it should advertise after the change")
-    advertised: int | None
-    resource: str
+    advertised: int | None = Field(description="Slots it advertises now; null when absent")
+    resource: str = Field(description="The resource")
     state: Literal["done", "waiting", "zero", "failing"] = Field(
         description="done; waiting (awaited); zero (expected at 0, not awaited); failing "
         "(plugin pod fails, not awaited)"
@@ -33,18 +33,20 @@ class NodeRolloutOut(BaseModel):
 class RolloutOut(BaseModel):
     """GET /api/v1/plugin/rollout: where the latest plugin change stands."""
 
-    state: Literal["done", "rolling-out", "stuck", "no-daemonset"]
-    done: bool
-    generation: int
-    observed_generation: int
-    desired: int
-    updated: int
-    ready: int
-    mode: str | None
-    replicas: int | None
-    resource: str | None
-    elapsed_s: float | None
-    nodes: list[NodeRolloutOut]
+    state: Literal["done", "rolling-out", "stuck", "no-daemonset"] = Field(
+        description="done | rolling-out | stuck | no-daemonset"
+    )
+    done: bool = Field(description="True when every node advertises what it should")
+    generation: int = Field(description="The DaemonSet's metadata.generation")
+    observed_generation: int = Field(description="status.observedGeneration")
+    desired: int = Field(description="status.desiredNumberScheduled")
+    updated: int = Field(description="status.updatedNumberScheduled")
+    ready: int = Field(description="status.numberReady")
+    mode: str | None = Field(description="The mode being rolled out")
+    replicas: int | None = Field(description="Its slots per GPU")
+    resource: str | None = Field(description="Its resource")
+    elapsed_s: float | None = Field(description="Seconds since the change was applied")
+    nodes: list[NodeRolloutOut] = Field(description="Every node's progress")
     pending: list[str] = Field(
         description="What the rollout still waits for, in the language asked for (`?lang=`, "
         "the `lang` cookie, Accept-Language)"

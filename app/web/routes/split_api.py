@@ -58,9 +58,13 @@ class GpuSplitIn(CamelBody):
         max_length=64,
         description="The UUIDs of the GPUs Kubernetes gets; the others go to the host",
     )
-    mode: Literal["basic", "time-slicing"] = "basic"
+    mode: Literal["basic", "time-slicing"] = Field(
+        default="basic", description="basic | time-slicing"
+    )
     replicas: StrictInt = Field(default=1, description="2..64 for time-slicing")
-    confirmHostProcesses: StrictBool = False
+    confirmHostProcesses: StrictBool = Field(
+        default=False, description="Apply although host processes run on GPUs going to Kubernetes"
+    )
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
@@ -76,7 +80,10 @@ class ReturnIn(CamelBody):
 class RollbackIn(CamelBody):
     """Undo one change of the history."""
 
-    confirmHostProcesses: StrictBool = False
+    confirmHostProcesses: StrictBool = Field(
+        default=False,
+        description="Roll back although host processes run on GPUs going to Kubernetes",
+    )
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
     passFailingNodes: StrictBool = Field(
         default=False, description="A mode change's rollback: let it pass failing plugin pods"

@@ -14,12 +14,12 @@ from app.domain.usage.holders import UsageBy, pod_usages, usage_rows
 class UsageRowOut(BaseModel):
     key: str = Field(description="The namespace, owner (namespace/who) or node")
     slots_held: int = Field(description="Slots held by running pods")
-    pods: int
+    pods: int = Field(description="Pods of the group holding slots")
     gpus: int = Field(description="Distinct GPUs those slots are on (when the agent knows)")
     memory_used_mib: int = Field(description="GPU memory used by those pods' processes")
     idle_slots: int = Field(description="Held slots with no GPU process (slot-held-idle)")
     pending_pods: int = Field(description="Unscheduled pods asking for the resource")
-    pending_slots: int
+    pending_slots: int = Field(description="Slots its unscheduled pods ask for")
     gpu_share: float = Field(
         default=0.0,
         description="GPUs held, in whole GPUs: a slot of a GPU with 4 replicas is 0.25, a MIG "
@@ -36,16 +36,18 @@ class UsageRowOut(BaseModel):
 
 class PodUsageOut(BaseModel):
     pod: str = Field(description="namespace/name")
-    namespace: str
-    owner: str
-    node: str | None
-    slots: int
+    namespace: str = Field(description="The pod's namespace")
+    owner: str = Field(description="Its owner (namespace/kind/name, or the pod itself)")
+    node: str | None = Field(description="Its node; null while unscheduled")
+    slots: int = Field(description="Slots it holds or asks for")
     gpus: list[int] = Field(description="Indexes of the GPUs it holds on its node")
-    memory_used_mib: int
-    processes: int
-    idle_slots: int
-    idle_for_s: int | None
-    pending: bool
+    memory_used_mib: int = Field(description="GPU memory of its processes in MiB")
+    processes: int = Field(description="Its GPU processes")
+    idle_slots: int = Field(description="Held slots with no GPU process")
+    idle_for_s: int | None = Field(
+        description="Seconds its slots have been idle; null when busy or unknown"
+    )
+    pending: bool = Field(description="True while unscheduled")
     gpu_share: float | None = Field(
         default=None, description="The share of GPUs it holds, in whole GPUs"
     )
@@ -59,11 +61,11 @@ class PodUsageOut(BaseModel):
 
 
 class UsageOut(BaseModel):
-    generated_at: datetime
-    by: UsageBy
-    resource: str
-    rows: list[UsageRowOut]
-    pods: list[PodUsageOut]
+    generated_at: datetime = Field(description="When the snapshot was computed (UTC)")
+    by: UsageBy = Field(description="What the rows group by: namespace | owner | node")
+    resource: str = Field(description="The main GPU resource")
+    rows: list[UsageRowOut] = Field(description="One row per group")
+    pods: list[PodUsageOut] = Field(description="Every pod holding or wanting slots")
 
 
 def usage_of(snapshot: Snapshot, by: UsageBy) -> UsageOut:
