@@ -33,22 +33,26 @@ from app.web.compression import CompressAndTag
 from app.web.http.body_limits import BodyLimits
 from app.web.http.errors import add_error_handlers
 from app.web.http.headers import SecurityHeaders
+from app.web.http.mode_render import refused_form
 from app.web.http.openapi import add_docs, add_report_schema
 from app.web.http.problems import add_problem_handlers
 from app.web.routes import (
-    admin_api,
-    admin_gpus,
-    admin_pages,
     agent_api,
     api,
+    changes_api,
+    changes_pages,
     fit,
-    history_pages,
+    login_pages,
+    mode_api,
+    mode_pages,
     ops,
     pages,
     peers,
     rollout_api,
+    rollout_pages,
     showback_api,
     split_api,
+    split_pages,
     usage_api,
     usage_history_pages,
 )
@@ -246,20 +250,23 @@ def _include_routers(app: FastAPI, reader: Any) -> None:
     app.include_router(peers.router)  # replicas authenticate each other (app.web.routes.peers)
     app.include_router(pages.router, dependencies=[page_reader])
     app.include_router(pages.open_router)  # the language switch (never discloses a page)
-    app.include_router(admin_api.router, dependencies=[reader, admin_writes])
+    # the changes, by resource (mode, split, changes, rollout): an API and a pages router each
+    app.include_router(mode_api.router, dependencies=[reader, admin_writes])
     app.include_router(split_api.router, dependencies=[reader])
     app.include_router(split_api.write_router, dependencies=[reader, admin_writes])
-    app.include_router(admin_pages.login_router)  # the login form is open by nature
-    app.include_router(admin_pages.router, dependencies=[page_reader, admin_form])
-    app.include_router(admin_gpus.router, dependencies=[page_reader, admin_form])
-    app.include_router(history_pages.router, dependencies=[page_reader])
+    app.include_router(changes_api.router, dependencies=[reader, admin_writes])
+    app.include_router(login_pages.router)  # the login form is open by nature
+    app.include_router(mode_pages.router, dependencies=[page_reader, admin_form])
+    app.include_router(rollout_pages.router, dependencies=[page_reader, admin_form])
+    app.include_router(split_pages.router, dependencies=[page_reader, admin_form])
+    app.include_router(changes_pages.router, dependencies=[page_reader, admin_form])
     app.include_router(fit.page_router, dependencies=[page_reader])
     app.include_router(usage_history_pages.router, dependencies=[page_reader])
 
 
 def _add_exception_handlers(app: FastAPI) -> None:
     """Refused form writes as the translated form; our errors and bad requests as JSON."""
-    app.add_exception_handler(AuthRefused, admin_pages.refused_form)
+    app.add_exception_handler(AuthRefused, refused_form)
     add_problem_handlers(app)
     add_error_handlers(app)
     add_guard_handlers(app)

@@ -16,7 +16,7 @@ from itsdangerous import BadSignature
 from app.settings import Settings
 from app.web.auth.limiter import LoginLimiter
 from app.web.auth.state import SESSION_COOKIE, AuthState
-from app.web.routes import admin_pages
+from app.web.routes import login_pages
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.web.test_admin_api import BEARER, TO_TS4
 
@@ -204,7 +204,7 @@ def test_auth_trusted_proxy_non_admin_is_403_admin_needs_csrf(
 def _login_app(settings: Settings) -> FastAPI:
     app = FastAPI()
     app.state.runtime = SimpleNamespace(settings=settings, auth=AuthState(settings))
-    app.include_router(admin_pages.login_router)
+    app.include_router(login_pages.router)
     return app
 
 

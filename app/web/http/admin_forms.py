@@ -8,9 +8,9 @@ details (names, versions), and answered with the status the JSON API would use.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from fastapi import Request
+from fastapi import Depends, Form, Path, Request
 from fastapi.responses import HTMLResponse
 
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
@@ -30,6 +30,10 @@ from app.web.views.refusal_text import refusal_markup
 
 LOGIN_REFUSALS = {401: "auth_wrong_token", 403: "auth_no_token", 429: "auth_too_many"}
 CLUSTER_ERRORS = {403, 404, 409, 422, 502, 503}
+
+ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
+Checkbox = Annotated[str | None, Form()]
+FIX_FIRST = "fix-first"  # the preview's other answer to a rollout that would hold
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,30 @@ def mode_and_replicas(
     if not MIN_REPLICAS <= count <= MAX_REPLICAS:
         raise FormInvalid("form_replicas_range", min=MIN_REPLICAS, max=MAX_REPLICAS, value=count)
     return "time-slicing", count
+
+
+@dataclass(frozen=True)
+class ApplyChoices:
+    """What a mode preview's apply form carries besides the change: its token, the options.
+
+    `pass_failing`: None when the admin did not answer (refused if the rollout would hold).
+    """
+
+    token: str | None
+    pass_failing: bool | None
+    fix_first: bool = False
+
+
+def apply_choices(
+    token: Annotated[str | None, Form(max_length=16384)] = None,
+    pass_failing_nodes: Annotated[str | None, Form(max_length=20)] = None,
+) -> ApplyChoices:
+    if pass_failing_nodes == FIX_FIRST:
+        return ApplyChoices(token or None, False, fix_first=True)
+    return ApplyChoices(token or None, True if pass_failing_nodes == "on" else None)
+
+
+ApplyChoicesDep = Annotated[ApplyChoices, Depends(apply_choices)]
 
 
 # refusals in the reader's language ---------------------------------------------------------

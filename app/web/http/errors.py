@@ -70,6 +70,14 @@ WRITE_ERRORS: dict[int | str, dict[str, Any]] = {
     502: problem("A write failed; the detail says which state the cluster is in"),
     503: problem("API server unreachable, or writes not enabled"),
 }
+# the reads of a node's split and of the change history (one table since the first version)
+SPLIT_READ_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: problem("Reads need a login"),
+    404: problem("No such node, or the plugin DaemonSet is not found"),
+    409: problem("The node's GPUs are not known yet (no agent report)"),
+    502: problem("The API server answered with an error"),
+    503: problem("API server unreachable, or writes (and their history) not enabled"),
+}
 
 
 def refusal_status(refused: PlanRefused) -> int:

@@ -1,7 +1,8 @@
-"""JSON API for per-node GPU splits and the change history.
+"""JSON API for per-node GPU splits: read a node's split, preview or apply one, return the
+node to the shared DaemonSet. Undoing a split is the change history's
+(app.web.routes.changes_api).
 
-Thin: the use cases are app.web.services.gpu_split and app.web.services.change_history
-(shared with the editor page).
+Thin: the use case is app.web.services.gpu_split (shared with the editor page).
 """
 
 from __future__ import annotations
@@ -15,35 +16,14 @@ from pydantic import Field, StrictBool, StrictInt, StrictStr
 from app.domain.changes.split_models import SplitRequest
 from app.web.deps import Lang, RuntimeDep, Write, WriteDep
 from app.web.http.body_keys import CamelBody
-from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.services.change_history import (
-    RollbackOut,
-    change_listing,
-    change_out,
-    rollback_change,
-    unreadable_out,
-)
+from app.web.http.errors import SPLIT_READ_ERRORS, WRITE_ERRORS
 from app.web.services.gpu_split import change_split, split_view
-from app.web.views.admin_schemas import (
-    ChangesOut,
-    GpuSplitOut,
-    NoChangeOut,
-    SplitAppliedOut,
-    SplitPreviewOut,
-)
+from app.web.views.admin_schemas import GpuSplitOut, NoChangeOut, SplitAppliedOut, SplitPreviewOut
 
 router = APIRouter(prefix="/api/v1", tags=["gpu split"])
 write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])
 
 NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
-ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
-READ_ERRORS: dict[int | str, dict[str, object]] = {
-    401: problem("Reads need a login"),
-    404: problem("No such node, or the plugin DaemonSet is not found"),
-    409: problem("The node's GPUs are not known yet (no agent report)"),
-    502: problem("The API server answered with an error"),
-    503: problem("API server unreachable, or writes (and their history) not enabled"),
-}
 SplitOut = SplitPreviewOut | SplitAppliedOut | NoChangeOut
 TOKEN = "The preview's `token`: a 409 naming what moved if someone else edited what it read"
 
@@ -77,40 +57,10 @@ class ReturnIn(CamelBody):
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
-class RollbackIn(CamelBody):
-    """Undo one change of the history."""
-
-    confirmHostProcesses: StrictBool = Field(
-        default=False,
-        description="Roll back although host processes run on GPUs going to Kubernetes",
-    )
-    expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
-    passFailingNodes: StrictBool = Field(
-        default=False, description="A mode change's rollback: let it pass failing plugin pods"
-    )
-    confirmUnverified: StrictBool = Field(
-        default=False,
-        description="Apply the rollback of a record this dashboard did not sign (after preview)",
-    )
-
-
-@router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=READ_ERRORS)
+@router.get("/nodes/{name}/gpu-split", response_model=GpuSplitOut, responses=SPLIT_READ_ERRORS)
 def get_gpu_split(name: NodeName, runtime: RuntimeDep, lang: Lang) -> GpuSplitOut:
     """Each GPU's role (kubernetes | host), processes and slots; the governing DaemonSet."""
     return split_view(runtime.changes, name, lang)
-
-
-@router.get("/changes", response_model=ChangesOut, responses=READ_ERRORS)
-def get_changes(runtime: RuntimeDep, lang: Lang) -> ChangesOut:
-    """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
-    if runtime.writer is None:
-        return ChangesOut(changes=[], available=False)
-    listing = change_listing(runtime.changes)
-    return ChangesOut(
-        changes=[change_out(r, verified=listing.verified(r), lang=lang) for r in listing.records],
-        unreadable=[unreadable_out(u, lang) for u in listing.unreadable],
-        available=True,
-    )
 
 
 @write_router.put("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -132,25 +82,6 @@ def delete_gpu_split(name: NodeName, write: WriteDep, body: ReturnIn | None = No
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
     return _change_split(write, change, body.expectedToken)
-
-
-@write_router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
-def post_change_rollback(
-    change: ChangeId, write: WriteDep, body: RollbackIn | None = None
-) -> RollbackOut:
-    """Undo one change of the history (`?dryRun=true`: its preview)."""
-    body = body or RollbackIn()
-    return rollback_change(
-        write.changes,
-        write.applying(body.expectedToken),
-        change,
-        dry_run=write.dry_run,
-        confirm_host_processes=body.confirmHostProcesses,
-        expected=body.expectedToken,
-        pass_failing=body.passFailingNodes,
-        confirm_unverified=body.confirmUnverified,
-        lang=write.lang,
-    )
 
 
 def _change_split(write: Write, change: SplitRequest, expected: str | None) -> SplitOut:

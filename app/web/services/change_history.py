@@ -4,7 +4,9 @@ The history lives in the cluster (app.domain.changes.durable, app.kube.history):
 ConfigMap per change in the dashboard's namespace, each carrying its whole record, so a
 change stays listed and can be undone long after its Event is gone. Rolling back a change plans the
 way from the cluster as it is now to the change's `before`, through the same preview and
-apply as any change, and records itself as a new entry that names the one it undid.
+apply as any change, and records itself as a new entry that names the one it undid. The
+plugin's own rollback (`POST /api/v1/plugin/config/rollback`, the plugin page's Undo) is the
+same: it undoes the newest mode change of this history, one undo per change.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from app.domain.changes.durable import HistoryListing, StoredRecord, UnreadableRecord
 from app.domain.changes.history import ChangeRecord
@@ -23,12 +25,14 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.split_models import SplitRequest
+from app.errors import ClusterError
 from app.i18n.coded import worded_values
 from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.services.change_pipeline import (
     ChangeContext,
+    check_token,
     get_writer,
     or_no_change,
     writer_for,
@@ -37,7 +41,9 @@ from app.web.services.gpu_split import SplitPreview, applied_out, apply_split, p
 from app.web.services.plugin_admin import (
     Preview,
     build_preview,
+    config_json,
     make_plan,
+    mode_objects,
     write_mode,
 )
 from app.web.services.rollout_view import RolloutView
@@ -53,6 +59,7 @@ from app.web.views.admin_schemas import (
 from app.web.views.change_words import unreadable_text, warning_texts
 
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
+ModeRollbackOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
 
 
 def change_listing(ctx: ChangeContext) -> HistoryListing:
@@ -93,9 +100,82 @@ def outcomes(records: Sequence[ChangeRecord], rollout: RolloutView) -> dict[str,
     return found
 
 
-def list_changes(ctx: ChangeContext) -> list[ChangeRecord]:
-    """Every recorded change, newest first (fresh from the API server)."""
-    return list(change_listing(ctx).records)
+@dataclass(frozen=True)
+class ModeUndo:
+    """The plugin's Undo: the newest mode change, undone as the change list undoes it."""
+
+    change: str
+    before: dict[str, Any]  # what undoing it restores: the settings before it (JSON)
+    offered: bool  # in one click, as the change list offers it: a change this dashboard signed
+
+
+def _newest_mode(listing: HistoryListing) -> ChangeRecord | None:
+    return next((r for r in listing.records if r.kind == "mode"), None)
+
+
+def mode_undo(ctx: ChangeContext) -> ModeUndo | None:
+    """What the plugin's Undo undoes (None: no mode change recorded, or no history)."""
+    if ctx.writer is None:
+        return None
+    listing = change_listing(ctx)
+    record = _newest_mode(listing)
+    if record is None:
+        return None
+    offered = listing.verified(record) and record.action == "change"
+    return ModeUndo(record.id, record.as_json()["before"], offered)
+
+
+def newest_mode_change(ctx: ChangeContext, principal: Principal, expected: str | None) -> str:
+    """The id of the newest mode change recorded: the one the plugin's rollback undoes.
+
+    Without one, a preview's token is still checked first, as for any change (a bad one is
+    a 422 even with nothing to undo), and then the answer is PlanRefused(NO_PREVIOUS).
+    """
+    record = _newest_mode(change_listing(ctx))
+    if record is not None:
+        return record.id
+    if expected is not None:
+        with writer_for(ctx, principal) as writer:
+            objects = writer.read()
+        check_token(expected, mode_objects(ctx, objects.daemonset, objects.configmap))
+    raise PlanRefused(RefusalCode.NO_PREVIOUS, "no-previous-config")
+
+
+def config_with_undo(ctx: ChangeContext) -> dict[str, Any]:
+    """The plugin's mode for the API, `previous` being what its rollback restores (the
+    settings before the newest mode change; None without one, or when the history is not
+    readable)."""
+    view = config_json(ctx)
+    try:
+        undo = mode_undo(ctx)
+    except ClusterError:
+        undo = None
+    view["previous"] = worded_values(undo.before) if undo is not None else None
+    return view
+
+
+def undo_newest_mode(
+    ctx: ChangeContext,
+    admin: Admin,
+    *,
+    dry_run: bool,
+    expected: str | None,
+    pass_failing: bool,
+    lang: str = DEFAULT_LANGUAGE,
+) -> ModeRollbackOut:
+    """The plugin's rollback: the newest mode change undone through `rollback_change`, as
+    from the change list (the same preview, token, writer and record)."""
+    answer = rollback_change(
+        ctx,
+        admin,
+        newest_mode_change(ctx, admin.principal, expected),
+        dry_run=dry_run,
+        expected=expected,
+        pass_failing=pass_failing,
+        lang=lang,
+    )
+    assert isinstance(answer, ModePreviewOut | ModeAppliedOut | NoChangeOut)  # a mode record
+    return answer
 
 
 def change_out(record: ChangeRecord, *, verified: bool, lang: str = DEFAULT_LANGUAGE) -> ChangeOut:

@@ -1,6 +1,8 @@
 """JSON API for the plugin's mode: read it, preview or apply a change, roll it back.
 
-Thin: the use cases live in app.web.services.plugin_admin, shared with the admin pages.
+Thin: the use cases live in app.web.services.plugin_admin, shared with the mode pages; the
+rollback undoes the newest mode change of the history (app.web.services.change_history),
+exactly as `POST /api/v1/changes/{id}/rollback` would.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from fastapi import APIRouter
 from pydantic import Field, StrictBool, StrictInt
 
 from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
-from app.web.deps import RuntimeDep, Write, WriteDep
+from app.web.deps import RuntimeDep, WriteDep
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.services.plugin_admin import change_mode, config_json
+from app.web.services.change_history import config_with_undo, undo_newest_mode
+from app.web.services.plugin_admin import change_mode
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
@@ -71,8 +74,10 @@ class PluginConfigIn(CamelBody):
         )
 
 
-class RollbackIn(CamelBody):
+class ModeRollbackIn(CamelBody):
     """Restore the config kept from before the last mode change."""
+
+    # "the config kept": the newest mode change's record (app.web.services.change_history)
 
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
     passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)
@@ -84,7 +89,7 @@ class RollbackIn(CamelBody):
 @router.get("/config", responses={401: problem("Reads need a login")})
 def get_config(runtime: RuntimeDep) -> dict[str, Any]:
     """The plugin's current mode and settings, resourceVersions, and what rollback offers."""
-    return config_json(runtime.changes)
+    return config_with_undo(runtime.changes)
 
 
 ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
@@ -93,25 +98,26 @@ ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
 @router.put("/config", responses=WRITE_ERRORS, response_model=ModeOut)
 def put_config(body: PluginConfigIn, write: WriteDep) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
-    return _change_mode(write, body.to_request(), body.expectedToken, body.passFailingNodes)
+    return change_mode(
+        write.changes,
+        write.applying(body.expectedToken),
+        body.to_request(),
+        body.expectedToken,
+        dry_run=write.dry_run,
+        pass_failing=body.passFailingNodes,
+        lang=write.lang,
+    )
 
 
 @router.post("/config/rollback", responses=WRITE_ERRORS, response_model=ModeOut)
-def post_rollback(write: WriteDep, body: RollbackIn | None = None) -> ModeOut:
+def post_rollback(write: WriteDep, body: ModeRollbackIn | None = None) -> ModeOut:
     """Restore the config kept from before the last mode change."""
-    body = body or RollbackIn()
-    return _change_mode(write, None, body.expectedToken, body.passFailingNodes)
-
-
-def _change_mode(
-    write: Write, change: ChangeRequest | None, expected: str | None, pass_failing: bool
-) -> ModeOut:
-    return change_mode(
+    body = body or ModeRollbackIn()
+    return undo_newest_mode(
         write.changes,
-        write.applying(expected),
-        change,
-        expected,
+        write.applying(body.expectedToken),
         dry_run=write.dry_run,
-        pass_failing=pass_failing,
+        expected=body.expectedToken,
+        pass_failing=body.passFailingNodes,
         lang=write.lang,
     )

@@ -1,9 +1,9 @@
 """The plugin-mode pages as rendered: the form, a preview, the rollout, and the answers
 that write nothing (fix the failing nodes first, choose first, nothing to change).
 
-The admin routes (app.web.routes.admin_pages) turn requests into use-case calls and hand
-their outcome here, so the form, the preview and the rollout page read the same way
-whichever route led to them.
+The routes (app.web.routes.mode_pages, rollout_pages, changes_pages and login_pages) turn
+requests into use-case calls and hand their outcome here, so the form, the preview and the
+rollout page read the same way whichever route led to them.
 """
 
 from __future__ import annotations
@@ -22,19 +22,22 @@ from app.domain.changes.models import (
     PlanRefused,
     RefusalCode,
 )
-from app.web.auth.principal import Principal
+from app.errors import ClusterError
+from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.state import CSRF_FIELD
 from app.web.http.admin_forms import Alert, principal_of, refusal, render_admin
 from app.web.http.html import translator, with_lang
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
+from app.web.services.change_history import ModeUndo, mode_undo
 from app.web.services.mode_rollout import RolloutWouldHold, failing_now
 from app.web.services.plugin_admin import Preview, allocation_policy_offered, config_view
 from app.web.services.rollout_view import rollout_view
 
 PLUGIN_PATH = "/admin/plugin"
 ROLLOUT_PATH = "/admin/plugin/rollout"
-# Undoing a mode change: offered by the change list, previewed and confirmed here.
+# Undoing a mode change: offered by the change list (and for the newest, by the plugin page),
+# previewed and confirmed on the same two routes (app.web.routes.changes_pages).
 UNDO_MODE_PATH = "/admin/changes/{change}/mode-rollback"
 
 
@@ -46,6 +49,7 @@ def plugin_page(
     status_code: int = 200,
     fix_first: frozenset[str] = frozenset(),
 ) -> HTMLResponse:
+    principal = principal_of(request)
     return render_admin(
         request,
         runtime,
@@ -54,13 +58,32 @@ def plugin_page(
         status_code=status_code,
         view=config_view(runtime.changes),
         rollout=rollout_view(runtime.changes),
-        principal=principal_of(request),
+        principal=principal,
         alert=alert,
         fix_first=sorted(fix_first),
         policy_offered=allocation_policy_offered(runtime.changes),
         replicas_min=MIN_REPLICAS,
         replicas_max=MAX_REPLICAS,
+        undo=_undo(runtime) if principal is not None and principal.is_admin else None,
     )
+
+
+def _undo(runtime: Runtime) -> ModeUndo | None:
+    """The newest mode change, offered to an admin to undo (None: none, or no history to
+    read): the history is read from the API server, so only for the admin who sees it."""
+    try:
+        return mode_undo(runtime.changes)
+    except ClusterError:
+        return None
+
+
+def refused_form(request: Request, exc: Exception) -> Response:
+    """The translated form page for a refusal of `app.web.auth.guards.require_admin_form`."""
+    assert isinstance(exc, AuthRefused)
+    page = error_page(request, request.app.state.runtime, exc)
+    if exc.retry_after_s is not None:
+        page.headers["Retry-After"] = str(exc.retry_after_s)
+    return page
 
 
 def error_page(request: Request, runtime: Runtime, error: Exception) -> HTMLResponse:

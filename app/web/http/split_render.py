@@ -1,10 +1,10 @@
-"""The per-node GPU editor: /admin/nodes/{name}/gpus (Korean and English).
+"""The per-node GPU editor as rendered, and its form: /admin/nodes/{name}/gpus.
 
 Each GPU with its model, memory, processes and slots, and where it goes (Kubernetes or the
-host: one radio group per GPU); the node's sharing mode; preview, apply, return to the
-shared DaemonSet, roll back. The work is done by the same use cases as the JSON API
-(app.web.services.gpu_split, app.web.services.change_history); every POST form carries the
-CSRF token.
+host: one radio group per GPU); the node's sharing mode; a preview, of a split or of undoing
+one. The routes (app.web.routes.split_pages, and app.web.routes.changes_pages for undoing a
+split) turn requests into use-case calls and hand their outcome here, so the editor reads the
+same way whichever route led to it.
 """
 
 from __future__ import annotations
@@ -13,20 +13,16 @@ from dataclasses import dataclass
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Depends, Form, Path, Query, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi import Depends, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused
 from app.domain.changes.split_models import SplitRequest
 from app.errors import ClusterError
-from app.web.auth.principal import AuthRefused
-from app.web.auth.requests import acting_admin
-from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import (
     Alert,
     FormInvalid,
-    admin_of,
     mode_and_replicas,
     principal_of,
     refusal,
@@ -34,22 +30,18 @@ from app.web.http.admin_forms import (
 )
 from app.web.http.html import translator, with_lang
 from app.web.runtime import Runtime
-from app.web.services.change_history import change_listing, preview_rollback, rollback_change
-from app.web.services.gpu_split import SplitPreview, apply_split, preview_split, split_view
+from app.web.services.change_history import change_listing
+from app.web.services.gpu_split import SplitPreview, split_view
 from app.web.views.admin_schemas import GpuSplitOut
 from app.web.views.change_words import gpu_names
 from app.web.views.links import gpu_editor_path
 
-router = APIRouter(include_in_schema=False)
-
-NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 Field = Annotated[str | None, Form(max_length=100)]
 Token = Annotated[str | None, Form(max_length=16384)]
-ChangeId = Annotated[str, Path(max_length=64, pattern=r"^[a-z0-9-]+$")]
 NodeField = Annotated[str, Form(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 
 
-def _page(
+def editor_page(
     request: Request,
     runtime: Runtime,
     name: str,
@@ -108,7 +100,7 @@ def _page(
     )
 
 
-def _refused(
+def editor_refused(
     request: Request,
     runtime: Runtime,
     name: str,
@@ -117,7 +109,13 @@ def _refused(
 ) -> HTMLResponse:
     """The editor with the refusal on top; `form`: the choice refused, kept to be corrected."""
     code, alert = refusal(request, error)
-    return _page(request, runtime, name, alert=alert, status_code=code, form=form)
+    return editor_page(request, runtime, name, alert=alert, status_code=code, form=form)
+
+
+def to_editor(request: Request, node: str, applied: str | None) -> RedirectResponse:
+    """Back to the node's editor, saying which change was applied."""
+    query = urlencode({"applied": applied or "-"})
+    return RedirectResponse(with_lang(f"{gpu_editor_path(node)}?{query}", request), status_code=303)
 
 
 def _chosen(form: SplitForm | None) -> list[str] | None:
@@ -184,98 +182,3 @@ async def split_form(
 
 
 SplitFormDep = Annotated[SplitForm, Depends(split_form)]
-_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
-
-
-def _to_editor(request: Request, node: str, applied: str | None) -> RedirectResponse:
-    """Back to the node's editor, saying which change was applied."""
-    query = urlencode({"applied": applied or "-"})
-    return RedirectResponse(with_lang(f"{gpu_editor_path(node)}?{query}", request), status_code=303)
-
-
-@router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)
-def gpus_page(
-    name: NodeName,
-    request: Request,
-    runtime: RuntimeDep,
-    applied: Annotated[str | None, Query(max_length=64, pattern=r"^[a-z0-9-]+$")] = None,
-) -> HTMLResponse:
-    return _page(request, runtime, name, applied=applied)
-
-
-@router.post("/admin/nodes/{name}/gpus/preview", response_class=HTMLResponse)
-def gpus_preview(
-    name: NodeName,
-    request: Request,
-    runtime: RuntimeDep,
-    form: SplitFormDep,
-    csrf_token: Field = None,
-) -> HTMLResponse:
-    try:
-        principal = admin_of(request, csrf_token)
-        shown = preview_split(runtime.changes, principal, form.request(name))
-    except _REFUSALS as error:
-        return _refused(request, runtime, name, error, form)
-    if form.action == "return":
-        return _page(request, runtime, name, preview=shown, action="return")
-    return _page(request, runtime, name, preview=shown, action="apply", form=form)
-
-
-@router.post("/admin/nodes/{name}/gpus/apply")
-def gpus_apply(
-    name: NodeName,
-    request: Request,
-    runtime: RuntimeDep,
-    form: SplitFormDep,
-    token: Token = None,
-    csrf_token: Field = None,
-) -> Response:
-    try:
-        principal = admin_of(request, csrf_token)
-        change = form.request(name)
-        _, applied = apply_split(runtime.changes, acting_admin(principal, request), change, token)
-    except _REFUSALS as error:
-        return _refused(request, runtime, name, error)
-    return _to_editor(request, name, applied.change_id)
-
-
-@router.post("/admin/changes/{change}/rollback/preview", response_class=HTMLResponse)
-def change_rollback_preview(
-    change: ChangeId,
-    request: Request,
-    runtime: RuntimeDep,
-    node: NodeField,
-    csrf_token: Field = None,
-) -> HTMLResponse:
-    """What undoing a split change would do, with the host-process confirmation of a split."""
-    try:
-        principal = admin_of(request, csrf_token)
-        shown = preview_rollback(runtime.changes, principal, change)
-    except _REFUSALS as error:
-        return _refused(request, runtime, node, error)
-    return _page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
-
-
-@router.post("/admin/changes/{change}/rollback")
-def change_rollback(
-    change: ChangeId,
-    request: Request,
-    runtime: RuntimeDep,
-    node: NodeField,
-    confirm_host_processes: Field = None,
-    token: Token = None,
-    csrf_token: Field = None,
-) -> Response:
-    try:
-        principal = admin_of(request, csrf_token)
-        done = rollback_change(
-            runtime.changes,
-            acting_admin(principal, request),
-            change,
-            dry_run=False,
-            confirm_host_processes=confirm_host_processes == "on",
-            expected=token,
-        )
-    except _REFUSALS as error:
-        return _refused(request, runtime, node, error)
-    return _to_editor(request, node, getattr(done, "changeId", None))

@@ -1,0 +1,199 @@
+"""The change history page and undoing a change: /admin/changes and its rollback forms.
+
+The history lives in the cluster as labelled ConfigMaps (app.domain.changes.durable, read
+through app.web.services.change_history); the page lists it, with the labelled objects that
+hold no readable record shown apart (never a crash, never a rollback). It is the one place
+to undo: each change says how it ended (done, rolling out, held at a node, undone) and one
+that can be undone has one "Undo", which opens the same preview and confirmation as any
+change (a mode change's as the plugin pages show it, a split's on its node's editor). The
+plugin page's Undo of the newest mode change posts to these same routes.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.domain.changes.durable import HistoryListing
+from app.domain.changes.models import PlanRefused
+from app.errors import ClusterError
+from app.i18n.translate import CATALOGS, Translator
+from app.web.auth.principal import AuthRefused
+from app.web.auth.requests import acting_admin, get_auth
+from app.web.auth.state import CSRF_FIELD
+from app.web.deps import RuntimeDep
+from app.web.http.admin_forms import ApplyChoicesDep, ChangeId, Checkbox, admin_of
+from app.web.http.html import html_response
+from app.web.http.language import language_of
+from app.web.http.mode_render import (
+    UNDO_MODE_PATH,
+    after_mode_write,
+    choose_first_page,
+    error_page,
+    fix_first_page,
+    mode_preview_page,
+)
+from app.web.http.split_render import (
+    Field,
+    NodeField,
+    Token,
+    editor_page,
+    editor_refused,
+    to_editor,
+)
+from app.web.services.change_history import (
+    change_listing,
+    outcomes,
+    preview_rollback,
+    preview_undo_mode,
+    rollback_change,
+)
+from app.web.services.mode_rollout import RolloutWouldHold
+from app.web.services.rollout_view import rollout_view
+from app.web.views.change_words import gpu_names, unreadable_text
+
+router = APIRouter(include_in_schema=False)
+CHANGES_PATH = "/admin/changes"
+_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
+
+
+@router.get(CHANGES_PATH, response_class=HTMLResponse)
+def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
+    lang = language_of(request)
+    t = Translator(lang)
+    listing = HistoryListing(())
+    error: str | None = None
+    available = runtime.writer is not None
+    if available:
+        try:
+            listing = change_listing(runtime.changes)
+        except ClusterError as exc:
+            error = str(exc)
+    principal = get_auth(request).identify(request, for_write=False)
+    ended = outcomes(listing.records, rollout_view(runtime.changes)) if available else {}
+    html = runtime.templates.get_template("admin/changes.html").render(
+        {
+            "t": t,
+            "lang": lang,
+            "languages": list(CATALOGS),
+            "title": t("title_changes"),
+            "path": request.url.path,
+            "live_url": None,
+            "records": listing.records,
+            "outcomes": ended,
+            "gpu_names": gpu_names(runtime.snapshots.current(), t),
+            "principal": principal,
+            "csrf_field": CSRF_FIELD,
+            "unverified": listing.unverified,
+            "unreadable": [
+                (
+                    entry,
+                    unreadable_text(entry, lang),
+                    _inspect_command(runtime.settings.history_namespace, entry.name),
+                )
+                for entry in listing.unreadable
+            ],
+            "history_namespace": runtime.settings.history_namespace,
+            "history_keep": runtime.settings.change_history_keep,
+            "available": available,
+            "error": error,
+            "signed_in": principal.user if principal is not None else None,
+        }
+    )
+    return html_response(html, status_code=502 if error else 200)
+
+
+def _inspect_command(namespace: str, name: str) -> str:
+    """kubectl showing one record's ConfigMap; both names quoted (they come from the API)."""
+    return f"kubectl -n {shlex.quote(namespace)} get configmap {shlex.quote(name)} -o yaml"
+
+
+# undoing a split: previewed and confirmed on its node's editor ------------------------------
+
+
+@router.post(f"{CHANGES_PATH}/{{change}}/rollback/preview", response_class=HTMLResponse)
+def change_rollback_preview(
+    change: ChangeId,
+    request: Request,
+    runtime: RuntimeDep,
+    node: NodeField,
+    csrf_token: Field = None,
+) -> HTMLResponse:
+    """What undoing a split change would do, with the host-process confirmation of a split."""
+    try:
+        principal = admin_of(request, csrf_token)
+        shown = preview_rollback(runtime.changes, principal, change)
+    except _REFUSALS as error:
+        return editor_refused(request, runtime, node, error)
+    return editor_page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
+
+
+@router.post(f"{CHANGES_PATH}/{{change}}/rollback")
+def change_rollback(
+    change: ChangeId,
+    request: Request,
+    runtime: RuntimeDep,
+    node: NodeField,
+    confirm_host_processes: Field = None,
+    token: Token = None,
+    csrf_token: Field = None,
+) -> Response:
+    try:
+        principal = admin_of(request, csrf_token)
+        done = rollback_change(
+            runtime.changes,
+            acting_admin(principal, request),
+            change,
+            dry_run=False,
+            confirm_host_processes=confirm_host_processes == "on",
+            expected=token,
+        )
+    except _REFUSALS as error:
+        return editor_refused(request, runtime, node, error)
+    return to_editor(request, node, getattr(done, "changeId", None))
+
+
+# undoing a mode change: previewed and confirmed as the plugin pages show a change ----------
+
+
+@router.post(f"{UNDO_MODE_PATH}/preview", response_class=HTMLResponse)
+def mode_undo_preview(
+    change: ChangeId, request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
+) -> HTMLResponse:
+    """What undoing mode change `change` would do, before the admin confirms it."""
+    try:
+        principal = admin_of(request, csrf_token)
+        shown = preview_undo_mode(runtime.changes, principal, change)
+    except _REFUSALS as error:
+        return error_page(request, runtime, error)
+    return mode_preview_page(request, runtime, shown, principal, undoes=change)
+
+
+@router.post(UNDO_MODE_PATH)
+def mode_undo(
+    change: ChangeId,
+    request: Request,
+    runtime: RuntimeDep,
+    choices: ApplyChoicesDep,
+    csrf_token: Checkbox = None,
+) -> Response:
+    """Undo mode change `change` as previewed (recorded as a rollback naming it)."""
+    try:
+        principal = admin_of(request, csrf_token)
+        if choices.fix_first:
+            return fix_first_page(request, runtime)
+        rollback_change(
+            runtime.changes,
+            acting_admin(principal, request),
+            change,
+            dry_run=False,
+            expected=choices.token,
+            pass_failing=choices.pass_failing,
+        )
+    except RolloutWouldHold as held:
+        return choose_first_page(request, runtime, held)
+    except _REFUSALS as error:
+        return error_page(request, runtime, error)
+    return after_mode_write(request, runtime, ())

@@ -1,0 +1,80 @@
+"""The per-node GPU editor's routes: /admin/nodes/{name}/gpus, its preview and apply.
+
+The editor itself (and its form) is app.web.http.split_render; the work is done by the same
+use cases as the JSON API (app.web.services.gpu_split). Undoing a split lives with the change
+list (app.web.routes.changes_pages). Every POST form carries the CSRF token.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from app.domain.changes.models import PlanRefused
+from app.errors import ClusterError
+from app.web.auth.principal import AuthRefused
+from app.web.auth.requests import acting_admin
+from app.web.deps import RuntimeDep
+from app.web.http.admin_forms import admin_of
+from app.web.http.split_render import (
+    Field,
+    SplitFormDep,
+    Token,
+    editor_page,
+    editor_refused,
+    to_editor,
+)
+from app.web.services.gpu_split import apply_split, preview_split
+
+router = APIRouter(include_in_schema=False)
+
+NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
+_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
+
+
+@router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)
+def gpus_page(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    applied: Annotated[str | None, Query(max_length=64, pattern=r"^[a-z0-9-]+$")] = None,
+) -> HTMLResponse:
+    return editor_page(request, runtime, name, applied=applied)
+
+
+@router.post("/admin/nodes/{name}/gpus/preview", response_class=HTMLResponse)
+def gpus_preview(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    form: SplitFormDep,
+    csrf_token: Field = None,
+) -> HTMLResponse:
+    try:
+        principal = admin_of(request, csrf_token)
+        shown = preview_split(runtime.changes, principal, form.request(name))
+    except _REFUSALS as error:
+        return editor_refused(request, runtime, name, error, form)
+    if form.action == "return":
+        return editor_page(request, runtime, name, preview=shown, action="return")
+    return editor_page(request, runtime, name, preview=shown, action="apply", form=form)
+
+
+@router.post("/admin/nodes/{name}/gpus/apply")
+def gpus_apply(
+    name: NodeName,
+    request: Request,
+    runtime: RuntimeDep,
+    form: SplitFormDep,
+    token: Token = None,
+    csrf_token: Field = None,
+) -> Response:
+    try:
+        principal = admin_of(request, csrf_token)
+        change = form.request(name)
+        _, applied = apply_split(runtime.changes, acting_admin(principal, request), change, token)
+    except _REFUSALS as error:
+        return editor_refused(request, runtime, name, error)
+    return to_editor(request, name, applied.change_id)
