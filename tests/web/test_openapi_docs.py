@@ -8,13 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from app.web.routes.mode_api import PluginConfigIn
 from fastapi.testclient import TestClient
 from pydantic import BaseModel
 
 from app.domain.report import AgentReport
 from app.web.app import create_app
 from app.web.http.openapi_examples import REQUEST_EXAMPLES, RESPONSE_EXAMPLES
+from app.web.routes.mode_api import PluginConfigIn
 from app.web.routes.split_api import GpuSplitIn
 from app.web.views.schemas import (
     FindingsOut,
