@@ -10,8 +10,8 @@ from typing import Any
 from app.web.auth.state import CSRF_HEADER, SESSION_COOKIE
 from app.web.http.openapi_examples import REQUEST_EXAMPLES, RESPONSE_EXAMPLES
 
-# FastAPI names two models of one name by module path; these name them by role instead.
-MODULE_PREFIXES = {"admin_api": "Mode", "split_api": "Split"}
+# FastAPI names two models of one name by module path; they are named by their router's
+# resource instead (split_api's RollbackIn: SplitRollbackIn).
 _MODULE_PATH = re.compile(r"^(?:[a-z0-9_]+__)+(?P<module>[a-z0-9_]+)__(?P<name>\w+)$")
 
 SECURITY_SCHEMES: dict[str, dict[str, str]] = {
@@ -73,7 +73,7 @@ def _rename_module_paths(schema: dict[str, Any], schemas: dict[str, Any]) -> Non
         if match is None:
             continue
         module = match["module"]
-        prefix = MODULE_PREFIXES.get(module) or module.removesuffix("_api").title().replace("_", "")
+        prefix = module.removesuffix("_api").title().replace("_", "")
         renames[name] = prefix + match["name"]
     for old, new in renames.items():
         schemas[new] = schemas.pop(old)
