@@ -11,6 +11,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from app.errors import HistoryUnavailableError
 SCHEMA_VERSION = "2"
 DROP_EVERY_S = 3600.0  # spans past the retention are looked for at most this often
 Key = tuple[object, ...]
+Clocks = dict[str, float | None]  # where the open spans end, and the sampled clock then
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,50 @@ def overlapping(*, indexed: bool, span: str = "") -> str:
     of = f"{span}." if span else ""
     inside = f"+{of}t0 < :end AND {span_end(span)} > :start"
     return f"({of}open, {of}t1) > (0, :start) AND {inside}" if indexed else inside
+
+
+def few(db: sqlite3.Connection, start_s: float, clocks: Clocks) -> bool:
+    """Whether a window from `start_s` leaves out over half the time the file holds, so its
+    spans are read through the index of where they end (`overlapping`): SQLite's planner
+    cannot tell how many spans a window holds, and through the index each costs a lookup,
+    more than reading them all in one pass where most of them are inside."""
+    (first,) = db.execute("SELECT MIN(t0) FROM held").fetchone()  # through t0's index
+    last = clocks["open_t1"]
+    return first is not None and last is not None and start_s - first > (last - first) / 2
+
+
+def read_clocks(db: sqlite3.Connection) -> Clocks:
+    """Where the open spans end and the sampled clock then, as the latest sample wrote."""
+    names = ("open_t1", "sampled_s")
+    meta = dict(db.execute("SELECT key, value FROM meta WHERE key IN (?, ?)", names).fetchall())
+    return {name: float(meta[name]) if name in meta else None for name in names}
+
+
+def open_spans(db: sqlite3.Connection, table: Table) -> tuple[dict[Key, int], dict[Key, Sums]]:
+    """The table's open spans: each key's rowid, and its rates where the table keeps any."""
+    opened: dict[Key, int] = {}
+    rates: dict[Key, Sums] = {}
+    width = len(table.keys)
+    for rowid, *columns in db.execute(
+        f"SELECT rowid, {', '.join((*table.keys, *table.rates))} FROM {table.name} WHERE open = 1"
+    ):
+        key = tuple(columns[:width])
+        opened[key] = rowid
+        if table.rates:
+            rates[key] = tuple(columns[width:])
+    return opened, rates
+
+
+def set_aside(path: Path) -> Path:
+    """Moves a file SQLite cannot read (and its WAL) to `<name>.corrupt-<UTC time>`."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.corrupt-{stamp}")
+    path.rename(aside)
+    for suffix in ("-wal", "-shm"):
+        leftover = path.with_name(path.name + suffix)
+        if leftover.exists():
+            leftover.rename(aside.with_name(aside.name + suffix))
+    return aside
 
 
 def seconds_so_far(total: str, *, span: str = "") -> str:

@@ -29,7 +29,6 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
 from pathlib import Path
 
 from app.domain.history.records import HeldBucket, PastGpu, PastHold
@@ -42,21 +41,24 @@ from app.web.services.history_sqlite import (
     OVERLAP,
     T1,
     TABLES,
+    Clocks,
     Key,
     ShownKeys,
     Sums,
     Table,
     WriterLock,
+    few,
+    open_spans,
     overlapping,
+    read_clocks,
     seconds_so_far,
+    set_aside,
     set_up,
     span_end,
     transaction,
     unavailable,
     unreadable,
 )
-
-Clocks = dict[str, float | None]  # where the open spans end, and the sampled clock then
 
 
 class HistoryStore:
@@ -103,14 +105,7 @@ class HistoryStore:
                 raise unavailable(exc) from exc
             if not self.path.exists():
                 raise unavailable(exc) from exc
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        aside = self.path.with_name(f"{self.path.name}.corrupt-{stamp}")
-        self.path.rename(aside)
-        for suffix in ("-wal", "-shm"):
-            leftover = self.path.with_name(self.path.name + suffix)
-            if leftover.exists():
-                leftover.rename(aside.with_name(aside.name + suffix))
-        self.set_aside = aside
+        self.set_aside = set_aside(self.path)
         try:
             return self._connect()
         except sqlite3.DatabaseError as exc:
@@ -141,20 +136,7 @@ class HistoryStore:
         with self._reading() as clocks:
             self._open_t1, self._sampled_s = clocks["open_t1"], clocks["sampled_s"] or 0.0
             for table in TABLES:
-                rows = self._db.execute(
-                    f"SELECT rowid, {', '.join((*table.keys, *table.rates))} FROM {table.name} "
-                    "WHERE open = 1"
-                ).fetchall()
-                opened, rates, width = (
-                    self._open[table.name],
-                    self._rates[table.name],
-                    len(table.keys),
-                )
-                for rowid, *columns in rows:
-                    key = tuple(columns[:width])
-                    opened[key] = rowid
-                    if table.rates:
-                        rates[key] = tuple(columns[width:])
+                self._open[table.name], self._rates[table.name] = open_spans(self._db, table)
 
     def close(self) -> None:
         with self._lock:
@@ -282,7 +264,7 @@ class HistoryStore:
         used, idle = (seconds_so_far(total) for total in ("used_s", "idle_s"))
         with self._reading() as clocks:
             window = {"start": start_s, "end": end_s, **clocks}
-            inside = f"WHERE {overlapping(indexed=self._few(start_s, clocks))}"
+            inside = f"WHERE {overlapping(indexed=few(self._db, start_s, clocks))}"
             shares = self._db.execute(
                 f"SELECT {by}, SUM(share * {OVERLAP}), SUM({used} * {pro_rata}), "
                 f"SUM({idle} * {pro_rata}) FROM held {inside} GROUP BY {by}",
@@ -313,7 +295,7 @@ class HistoryStore:
         with self._reading() as clocks:
             params = {"start": start_s, "end": end_s, "step": step_s, **clocks}
             params["count"] = count
-            spans = overlapping(indexed=self._few(start_s, clocks), span="s")
+            spans = overlapping(indexed=few(self._db, start_s, clocks), span="s")
             # the window's spans read once, each against the few dozen buckets (CROSS JOIN
             # keeps that order; SQLite would read each bucket's spans by t0's index instead)
             join = f"CROSS JOIN b ON s.t0 < b.hi AND {end} > b.lo WHERE {spans}"
@@ -364,15 +346,6 @@ class HistoryStore:
             ).fetchall()
         return [PastHold(*row) for row in rows]
 
-    def _few(self, start_s: float, clocks: Clocks) -> bool:
-        """Whether a window from `start_s` leaves out over half the time the file holds, so
-        its spans are read through the index of where they end (`overlapping`): SQLite's
-        planner cannot tell how many spans a window holds, and through the index each costs
-        a lookup, more than reading them all in one pass where most of them are inside."""
-        (first,) = self._db.execute("SELECT MIN(t0) FROM held").fetchone()  # its t0 index
-        last = clocks["open_t1"]
-        return first is not None and last is not None and start_s - first > (last - first) / 2
-
     def limit_pages(self, pages: int) -> None:
         """Caps the file at `pages` SQLite pages (tests: a full disk, as SQLite reports it)."""
         with self._lock:
@@ -411,15 +384,7 @@ class HistoryStore:
             try:
                 self._db.execute("BEGIN")
                 try:
-                    meta = dict(
-                        self._db.execute(
-                            "SELECT key, value FROM meta WHERE key IN ('open_t1', 'sampled_s')"
-                        ).fetchall()
-                    )
-                    yield {
-                        name: float(meta[name]) if name in meta else None
-                        for name in ("open_t1", "sampled_s")
-                    }
+                    yield read_clocks(self._db)
                 finally:
                     if self._db.in_transaction:
                         self._db.execute("COMMIT")
