@@ -13,7 +13,9 @@ from app.domain.bounds import JsonRefused, read_json
 from app.domain.changes.edits import time_slicing_text
 from app.domain.changes.freshness import check_fresh, freshness_token, parse_token
 from app.domain.changes.history import RecordInvalid, record_from_json
-from app.domain.changes.models import ChangeWarning, PlanRefused, json_annotation
+from app.domain.changes.models import ChangeWarning, PlanRefused, PluginSettings, json_annotation
+from app.domain.changes.split_models import SplitState
+from app.domain.snapshot import Mode
 
 
 @pytest.mark.parametrize(
@@ -69,6 +71,9 @@ def _record(kind: str, before: dict[str, Any]) -> dict[str, Any]:
         ("split", {"kubernetes_gpus": "GPU-1"}, "before.kubernetes_gpus"),
         ("split", {"kubernetes_gpus": [{"a": 1}]}, "before.kubernetes_gpus"),
         ("split", {"config_key": 5}, "before.config_key"),
+        ("split", {"kubernetesGpus": ["x" * 300]}, "before.kubernetesGpus"),
+        ("split", {"mode": "shared"}, "before.mode"),
+        ("mode", {"resource": 7}, "before.resource"),
     ],
 )
 def test_a_record_field_of_the_wrong_kind_is_named(
@@ -81,11 +86,30 @@ def test_a_record_field_of_the_wrong_kind_is_named(
     assert len(str(refused.value.params["value"])) < 80  # cut short
 
 
-def test_a_record_as_written_reads_back() -> None:
-    before = {"mode": "time-slicing", "replicas": 4, "renameByDefault": False, "error": None}
-    assert record_from_json(_record("mode", before)).before == before
-    split = {"own": True, "kubernetes_gpus": ["GPU-1"], "mode": "basic", "replicas": 1}
-    assert record_from_json(json.loads(json.dumps(_record("split", split)))).before == split
+def test_a_record_as_written_reads_back_typed() -> None:
+    before = {
+        "mode": "time-slicing",
+        "replicas": 4,
+        "resource": "nvidia.com/gpu",
+        "renameByDefault": False,
+        "failRequestsGreaterThanOne": True,
+        "error": None,
+    }
+    read = record_from_json(_record("mode", before))
+    assert read.before == PluginSettings(Mode.TIME_SLICING, 4, "nvidia.com/gpu", False, True)
+    assert read.as_json()["before"] == before
+    split = {"daemonset": "p-n1", "own": True, "kubernetesGpus": ["GPU-1"], "mode": "basic"}
+    typed = record_from_json(json.loads(json.dumps(_record("split", {**split, "replicas": 1}))))
+    assert typed.before == SplitState("p-n1", True, ("GPU-1",), "basic", 1)
+    assert typed.as_json()["before"] == {**split, "replicas": 1}
+
+
+def test_a_split_record_in_the_old_spelling_reads_as_the_new() -> None:
+    old = {"own": False, "kubernetes_gpus": ["GPU-1"], "config_key": None, "mode": "basic"}
+    read = record_from_json(_record("split", old))
+    assert read.before == SplitState("", False, ("GPU-1",), "basic", 1, None, True)
+    assert read.as_json()["before"]["kubernetesGpus"] == ["GPU-1"]
+    assert "kubernetes_gpus" not in read.as_json()["before"]
 
 
 BLOCK = (

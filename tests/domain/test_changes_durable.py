@@ -19,23 +19,23 @@ from app.domain.changes.durable import (
     record_configmap,
     record_name,
 )
-from app.domain.changes.history import ChangeRecord, change_id
+from app.domain.changes.history import ChangeRecord, RecordKind, change_id, side_from_json
 from app.domain.changes.models import ChangeWarning
 
 AT = datetime(2026, 3, 1, 14, 30, 5, tzinfo=UTC)
 
 
-def record(minutes: int = 0, *, kind: str = "mode", salt: str = "abc123") -> ChangeRecord:
+def record(minutes: int = 0, *, kind: RecordKind = "mode", salt: str = "abc123") -> ChangeRecord:
     at = AT + timedelta(minutes=minutes)
     return ChangeRecord(
         id=change_id(at, salt),
-        kind=kind,  # type: ignore[arg-type]
+        kind=kind,
         action="change",
         at=at,
         user="alice",
         summary="basic -> time-slicing x4",
-        before={"mode": "basic", "replicas": 1},
-        after={"mode": "time-slicing", "replicas": 4},
+        before=side_from_json(kind, "before", {"mode": "basic", "replicas": 1}),
+        after=side_from_json(kind, "after", {"mode": "time-slicing", "replicas": 4}),
         node="gpu-1" if kind == "split" else None,
         warnings=(ChangeWarning("event-not-written", {"error": "timeout"}),)
         if minutes == 99

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from app.domain.changes.durable import RECORD_KEY, RECORD_LABEL, record_configmap
-from app.domain.changes.history import ChangeRecord
+from app.domain.changes.history import ChangeRecord, mode_side
 from app.domain.changes.signing import (
     SIGNATURE_ANNOTATION,
     beyond_verified_retention,
@@ -31,8 +31,8 @@ def _record(change_id: str, *, days: int = 0) -> Any:
         at=AT + timedelta(days=days),
         user="admin",
         summary="basic -> time-slicing x4",
-        before={"mode": "basic"},
-        after={"mode": "time-slicing", "replicas": 4},
+        before=mode_side("before", {"mode": "basic"}),
+        after=mode_side("after", {"mode": "time-slicing", "replicas": 4}),
     )
     manifest: Any = record_configmap(record, namespace="gpu-slots")
     manifest["metadata"]["uid"] = f"uid-{change_id}"

@@ -11,7 +11,7 @@ import pytest
 from kubernetes import client
 
 from app.domain.changes.durable import RECORD_LABEL, StoredRecord, UnreadableRecord
-from app.domain.changes.history import ChangeRecord, change_id
+from app.domain.changes.history import ChangeRecord, change_id, mode_side
 from app.errors import ClusterError
 from app.kube.client import make_api_client
 from app.kube.history import ChangeHistory
@@ -48,8 +48,8 @@ def record(minutes: int) -> ChangeRecord:
         at=at,
         user="alice",
         summary=f"change {minutes}",
-        before={"mode": "basic", "replicas": 1},
-        after={"mode": "time-slicing", "replicas": 4},
+        before=mode_side("before", {"mode": "basic", "replicas": 1}),
+        after=mode_side("after", {"mode": "time-slicing", "replicas": 4}),
     )
 
 

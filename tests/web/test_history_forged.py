@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from app.domain.changes.durable import RECORD_LABEL, record_configmap
-from app.domain.changes.history import ChangeRecord
+from app.domain.changes.history import ChangeRecord, side_from_json
 from app.kube.client import make_api_client
 from tests.conftest import ADMIN_TOKEN, Stack
 from tests.live import wait_for
@@ -53,6 +53,8 @@ def _forge(stack: Stack, change_id: str, **fields: Any) -> None:
         "after": {"mode": "basic"},
         **fields,
     }
+    for side in ("before", "after"):
+        values[side] = side_from_json(values["kind"], side, values[side])
     body: Any = record_configmap(ChangeRecord(**values), namespace=NS)
     _core(stack).create_namespaced_config_map(NS, body)
 

@@ -1,8 +1,10 @@
-"""The change record of each kind of change, built by the service before it writes.
+"""The change record of each kind of change, built by the service before it writes, and the
+request that undoes one.
 
 The writers in app.kube only stamp the moment the writes were made and the warnings
 they met (`stamped`); who, what, before, after, the change undone and the rollout facts
-are the use case's business. Pure.
+are the use case's business. Undoing a change asks for its typed `before` again, through
+the same plan, preview and apply as any change. Pure.
 """
 
 from __future__ import annotations
@@ -12,8 +14,16 @@ from datetime import datetime
 from typing import Any
 
 from app.domain.changes.history import ChangeRecord
-from app.domain.changes.models import ChangePlan, ChangeWarning
-from app.domain.changes.split_models import SplitPlan
+from app.domain.changes.models import (
+    ChangePlan,
+    ChangeRequest,
+    ChangeWarning,
+    PlanRefused,
+    PluginSettings,
+    RefusalCode,
+)
+from app.domain.changes.split_models import SplitPlan, SplitRequest, SplitState
+from app.domain.snapshot import Mode
 
 
 def mode_record(
@@ -34,8 +44,8 @@ def mode_record(
         at=at,
         user=user,
         summary=f"{plan.before.describe()} -> {plan.after.describe()}",
-        before=plan.before.as_json(),
-        after=plan.after.as_json(),
+        before=plan.before,
+        after=plan.after,
         rolls_back=rolls_back,
         rollout=rollout,
         forced=forced,
@@ -59,8 +69,8 @@ def split_record(
         at=at,
         user=user,
         summary=plan.describe(),
-        before=plan.before.as_json(),
-        after=plan.after.as_json(),
+        before=plan.before,
+        after=plan.after,
         node=plan.node,
         rolls_back=rolls_back,
         forced=forced,
@@ -70,3 +80,40 @@ def split_record(
 def stamped(record: ChangeRecord, *, at: datetime, warnings: list[ChangeWarning]) -> ChangeRecord:
     """`record` as applied: the moment of the writes and what they warned about."""
     return dataclasses.replace(record, at=at, warnings=tuple(warnings))
+
+
+def mode_undo_request(record: ChangeRecord) -> ChangeRequest:
+    """The mode change that puts back `record`'s settings before; refused (not reversible)
+    when they are no config GPU Slots writes (MPS, unknown, unusable)."""
+    before = record.before
+    writable = (Mode.BASIC, Mode.TIME_SLICING)
+    if not isinstance(before, PluginSettings) or before.mode not in writable or before.error:
+        mode = before.mode.value if isinstance(before, PluginSettings) else record.kind
+        raise PlanRefused(
+            RefusalCode.NOT_REVERSIBLE, "config-not-writable", change=record.id, mode=mode
+        )
+    return ChangeRequest(
+        mode="basic" if before.mode is Mode.BASIC else "time-slicing",
+        replicas=before.replicas or 1,
+        rename_by_default=before.rename_by_default,
+        fail_requests_greater_than_one=before.fail_requests_greater_than_one,
+    )
+
+
+def split_undo_request(record: ChangeRecord, *, confirm: bool) -> SplitRequest:
+    """The split that puts `record`'s node back as it was before: its own DaemonSet with
+    those GPUs, the shared one, or (config-manager installs) the node's config key."""
+    before = record.before
+    if not record.node or not isinstance(before, SplitState):
+        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "record-names-no-node", change=record.id)
+    if not before.per_node_config and not before.own:
+        return SplitRequest(record.node, None, confirm_host_processes=confirm)
+    return SplitRequest(
+        record.node,
+        before.kubernetes_gpus,
+        "time-slicing" if before.mode == Mode.TIME_SLICING.value else "basic",
+        before.replicas or 1,
+        confirm,
+        restore_config_key=before.per_node_config,
+        config_key=before.config_key or None,
+    )

@@ -81,15 +81,16 @@ class SplitState:
         return len(self.kubernetes_gpus) * self.slots_per_gpu
 
     def as_json(self) -> dict[str, Any]:
+        """The state as a change record keeps it, in the records' one spelling (camelCase)."""
         value: dict[str, Any] = {
             "daemonset": self.daemonset,
             "own": self.own,
-            "kubernetes_gpus": list(self.kubernetes_gpus),
+            "kubernetesGpus": list(self.kubernetes_gpus),
             "mode": self.mode,
             "replicas": self.replicas,
         }
         if self.per_node_config:
-            value["config_key"] = self.config_key
+            value["configKey"] = self.config_key
         return value
 
 

@@ -4,7 +4,8 @@ Only the configured plugin install (its shared DaemonSet, or a node's own Daemon
 a split) is GPU Slots' to change. A node another install runs, an Operator-managed one and
 a node whose GPUs a DRA driver hands out are refused up front, with the object to change
 instead; a GPU a DRA claim holds is never given to the device plugin. Pure: the node's
-state from the snapshot in, a refusal (or None) out.
+state from the snapshot in, a refusal (or None) out; and the node's GPUs as a split plans
+them (who runs what on each).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from app.domain.changes.models import PlanRefused, RefusalCode
-from app.domain.changes.split_models import own_name
+from app.domain.changes.split_models import NodeGpu, own_name
 from app.domain.snapshot import NodeState
 
 
@@ -67,3 +68,23 @@ def dra_held(node: NodeState, chosen: Iterable[str]) -> PlanRefused | None:
         node=node.name,
         count=len(held),
     )
+
+
+def node_gpus(state: NodeState) -> list[NodeGpu]:
+    """The node's GPUs as the agent reports them, with who runs what on each."""
+    gpus: list[NodeGpu] = []
+    for gpu in state.gpus:
+        host = tuple(
+            f"pid {p.pid}"
+            + (f" {p.user}" if p.user else "")
+            + (f": {p.command}" if p.command else "")
+            for p in gpu.processes
+            if p.owner == "host"
+        )
+        pods = {h.pod for h in gpu.holders} | {
+            p.pod for p in gpu.processes if p.owner == "pod" and p.pod
+        }
+        gpus.append(
+            NodeGpu(gpu.uuid, gpu.index, gpu.name, gpu.memory_total_mib, host, tuple(sorted(pods)))
+        )
+    return gpus

@@ -11,41 +11,28 @@ same: it undoes the newest mode change of this history, one undo per change.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.domain.changes.durable import HistoryListing, StoredRecord, UnreadableRecord
 from app.domain.changes.history import ChangeRecord
-from app.domain.changes.models import (
-    ChangePlan,
-    ChangeRequest,
-    PlanRefused,
-    RefusalCode,
-)
-from app.domain.changes.split_models import SplitRequest
+from app.domain.changes.models import PlanRefused, RefusalCode
 from app.errors import ClusterError
 from app.i18n.coded import worded_values
 from app.i18n.translate import DEFAULT_LANGUAGE
-from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
+from app.web.services.change_kinds import apply_undo, preview_undo
 from app.web.services.change_pipeline import (
     ChangeContext,
     check_token,
     get_writer,
     or_no_change,
+    preview_change,
     writer_for,
 )
-from app.web.services.gpu_split import SplitPreview, applied_out, apply_split, preview_split
-from app.web.services.plugin_admin import (
-    Preview,
-    build_preview,
-    config_json,
-    make_plan,
-    mode_objects,
-    write_mode,
-)
+from app.web.services.gpu_split import SPLIT, SplitPreview, preview_split
+from app.web.services.plugin_admin import MODE, Preview, config_json, mode_objects
 from app.web.services.rollout_view import RolloutView
 from app.web.views.admin_schemas import (
     ChangeOut,
@@ -236,25 +223,12 @@ def rollback_change(
     record = _trusted(stored, dry_run=dry_run, confirm_unverified=confirm_unverified)
 
     def answer() -> RollbackOut:
-        if record.kind == "split":
-            return _undo_split(
-                ctx,
-                admin,
-                record,
-                dry_run=dry_run,
-                confirm=confirm_host_processes,
-                expected=expected,
-                lang=lang,
-            )
-        return _undo_mode(
-            ctx,
-            admin,
-            record,
-            dry_run=dry_run,
-            expected=expected,
-            pass_failing=pass_failing,
-            lang=lang,
-        )
+        confirm = confirm_host_processes
+        if dry_run:
+            shown = preview_undo(ctx, admin.principal, record, confirm=confirm, expected=expected)
+            return shown.out(lang)
+        done = apply_undo(ctx, admin, record, expected, confirm=confirm, pass_failing=pass_failing)
+        return done.out(lang)
 
     return or_no_change(answer, dry_run=dry_run, lang=lang)
 
@@ -264,89 +238,10 @@ def preview_rollback(ctx: ChangeContext, principal: Principal, change: str) -> S
     record = find_change(ctx, change).record
     if record.kind != "split":
         raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "mode-change-elsewhere", change=change)
-    return preview_split(ctx, principal, split_request(record, False), rollback=True)
-
-
-def _undo_split(
-    ctx: ChangeContext,
-    admin: Admin,
-    record: ChangeRecord,
-    *,
-    dry_run: bool,
-    confirm: bool,
-    expected: str | None,
-    lang: str,
-) -> SplitPreviewOut | SplitAppliedOut:
-    request = split_request(record, confirm)
-    if dry_run:
-        return preview_split(ctx, admin.principal, request, rollback=True).out(lang)
-    split_plan, applied = apply_split(
-        ctx, admin, request, expected, rollback=True, rolls_back=record.id
-    )
-    return applied_out(split_plan, applied, lang)
+    return preview_split(ctx, principal, SPLIT.undo(record, confirm=False), rollback=True)
 
 
 def preview_undo_mode(ctx: ChangeContext, principal: Principal, change: str) -> Preview:
     """The preview of undoing mode change `change` (the change list shows it to confirm)."""
     record = find_change(ctx, change).record
-    with writer_for(ctx, principal) as writer:
-        return build_preview(ctx, writer, _undo_mode_plan(ctx, writer, record))
-
-
-def _undo_mode_plan(
-    ctx: ChangeContext, writer: PluginWriter, record: ChangeRecord, expected: str | None = None
-) -> ChangePlan:
-    plan = make_plan(ctx, writer, mode_request(record), expected=expected)
-    return dataclasses.replace(plan, kind="rollback")
-
-
-def _undo_mode(
-    ctx: ChangeContext,
-    admin: Admin,
-    record: ChangeRecord,
-    *,
-    dry_run: bool,
-    expected: str | None,
-    pass_failing: bool | None,
-    lang: str,
-) -> ModePreviewOut | ModeAppliedOut:
-    with writer_for(ctx, admin.principal) as writer:
-        plan = _undo_mode_plan(ctx, writer, record, expected)
-        if dry_run:
-            return build_preview(ctx, writer, plan).out(lang)
-        return write_mode(
-            ctx, writer, admin, plan, pass_failing=pass_failing, rolls_back=record.id
-        ).out(lang)
-
-
-def split_request(record: ChangeRecord, confirm: bool) -> SplitRequest:
-    before = record.before
-    if not record.node:
-        raise PlanRefused(RefusalCode.NOT_REVERSIBLE, "record-names-no-node", change=record.id)
-    config_manager = "config_key" in before  # a config-manager install: the node label goes back
-    if not config_manager and not before.get("own"):
-        return SplitRequest(record.node, None, confirm_host_processes=confirm)
-    return SplitRequest(
-        record.node,
-        tuple(str(u) for u in before.get("kubernetes_gpus") or ()),
-        "time-slicing" if before.get("mode") == "time-slicing" else "basic",
-        int(before.get("replicas") or 1),
-        confirm,
-        restore_config_key=config_manager,
-        config_key=str(before["config_key"]) if before.get("config_key") else None,
-    )
-
-
-def mode_request(record: ChangeRecord) -> ChangeRequest:
-    before = record.before
-    mode = before.get("mode")
-    if mode not in ("basic", "time-slicing") or before.get("error"):
-        raise PlanRefused(
-            RefusalCode.NOT_REVERSIBLE, "config-not-writable", change=record.id, mode=str(mode)
-        )
-    return ChangeRequest(
-        mode="basic" if mode == "basic" else "time-slicing",
-        replicas=int(before.get("replicas") or 1),
-        rename_by_default=bool(before.get("renameByDefault")),
-        fail_requests_greater_than_one=bool(before.get("failRequestsGreaterThanOne")),
-    )
+    return preview_change(ctx, principal, MODE, MODE.undo(record, confirm=False), rollback=True)

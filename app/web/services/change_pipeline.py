@@ -1,10 +1,11 @@
 """The steps every admin change shares, written once: writer, freshness, no-change, record facts.
 
 Every change (mode switch, per-node split, return to shared, rollback of either) runs
-plan -> preview (+ freshness token) -> apply (token checked) -> record -> rollout. The
-kind-specific parts live in app.web.services.plugin_admin (mode) and gpu_split (split);
-what they share is here, so the stale check, the writer's identity and the "nothing to
-change" answer exist once. docs/ADMIN.md, "The change pipeline", describes it.
+plan -> preview (+ freshness token) -> apply (token checked) -> record -> rollout. Each kind
+of change implements one interface, `ChangeKind` (app.web.services.plugin_admin for the
+mode, gpu_split for the split); the pipeline that calls it is here, so the stale check, the
+writer's identity, the order of the steps and the "nothing to change" answer exist once.
+docs/ADMIN.md ("The change pipeline") and docs/decisions/0104 describe it.
 """
 
 from __future__ import annotations
@@ -14,23 +15,36 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from app.domain.changes.freshness import check_fresh, freshness_token
+from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.cluster import Manifest
 from app.errors import WritesDisabledError
 from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import PluginWriter
 from app.settings import Settings
-from app.web.auth.principal import Principal
+from app.web.auth.principal import Admin, Principal
 from app.web.services.snapshot_builder import ClusterSource
 from app.web.services.snapshots import SnapshotService
-from app.web.views.admin_schemas import NoChangeOut
+from app.web.views.admin_schemas import (
+    ModeAppliedOut,
+    ModePreviewOut,
+    NoChangeOut,
+    SplitAppliedOut,
+    SplitPreviewOut,
+)
 from app.web.views.refusal_text import refusal_text
 
 T = TypeVar("T")
 ReadObjects = Mapping[str, Manifest | None]
+RequestT = TypeVar("RequestT")
+PlanT = TypeVar("PlanT")
+PreviewT = TypeVar("PreviewT", bound="ChangePreview")
+AppliedT = TypeVar("AppliedT", bound="ChangeApplied")
+PreviewT_co = TypeVar("PreviewT_co", bound="ChangePreview", covariant=True)
+AppliedT_co = TypeVar("AppliedT_co", bound="ChangeApplied", covariant=True)
 
 
 @dataclass(frozen=True)
@@ -145,3 +159,104 @@ def or_no_change(
 
 def iso(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
+
+
+# one kind of change, and the pipeline that runs every kind -------------------------------
+
+
+class ChangePreview(Protocol):
+    """What a change's preview hands out: its token, and its answer for the API."""
+
+    @property
+    def token(self) -> str: ...
+
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> ModePreviewOut | SplitPreviewOut: ...
+
+
+class ChangeApplied(Protocol):
+    """What an applied change hands back: its entry in the history, and its answer."""
+
+    @property
+    def change_id(self) -> str | None: ...
+
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> ModeAppliedOut | SplitAppliedOut: ...
+
+
+class ChangeKind(Protocol[RequestT, PlanT, PreviewT_co, AppliedT_co]):
+    """One kind of change (the plugin's mode, a node's split), as the pipeline calls it.
+
+    The pure planning lives in app.domain.changes, the writes in app.kube; a kind only
+    joins them: which objects it reads, what it shows, how it writes and records.
+    """
+
+    def plan(
+        self,
+        ctx: ChangeContext,
+        writer: PluginWriter,
+        request: RequestT,
+        *,
+        rollback: bool,
+        expected: str | None,
+    ) -> tuple[PlanT, str]:
+        """The plan from the objects as the API server holds them now, and their freshness
+        token; `expected` (a preview's token) is checked against them before planning."""
+        ...
+
+    def preview(
+        self, ctx: ChangeContext, writer: PluginWriter, plan: PlanT, token: str
+    ) -> PreviewT_co:
+        """The plan shown: its diffs, the API server's dry run, slots before and after."""
+        ...
+
+    def write(
+        self,
+        ctx: ChangeContext,
+        writer: PluginWriter,
+        admin: Admin,
+        plan: PlanT,
+        request: RequestT,
+        *,
+        rolls_back: str | None,
+        pass_failing: bool | None,
+    ) -> AppliedT_co:
+        """Write the plan, keep its record (naming the change it undoes), read it back."""
+        ...
+
+    def undo(self, record: ChangeRecord, *, confirm: bool) -> RequestT:
+        """The request that puts back a record's typed `before` (confirm: host processes)."""
+        ...
+
+
+def preview_change(
+    ctx: ChangeContext,
+    principal: Principal,
+    kind: ChangeKind[RequestT, PlanT, PreviewT, AppliedT],
+    request: RequestT,
+    *,
+    rollback: bool = False,
+    expected: str | None = None,
+) -> PreviewT:
+    """The preview of `request` (nothing written; a token given is checked as at apply);
+    raises PlanRefused/ClusterError."""
+    with writer_for(ctx, principal) as writer:
+        plan, token = kind.plan(ctx, writer, request, rollback=rollback, expected=expected)
+        return kind.preview(ctx, writer, plan, token)
+
+
+def apply_change(
+    ctx: ChangeContext,
+    admin: Admin,
+    kind: ChangeKind[RequestT, PlanT, PreviewT, AppliedT],
+    request: RequestT,
+    expected: str | None,
+    *,
+    rollback: bool = False,
+    rolls_back: str | None = None,
+    pass_failing: bool | None = False,
+) -> AppliedT:
+    """Write `request` planned from the objects as they are now (the preview's token checked)."""
+    with writer_for(ctx, admin.principal) as writer:
+        plan, _ = kind.plan(ctx, writer, request, rollback=rollback, expected=expected)
+        return kind.write(
+            ctx, writer, admin, plan, request, rolls_back=rolls_back, pass_failing=pass_failing
+        )

@@ -4,38 +4,41 @@ Read which GPUs of a node Kubernetes gets and which DaemonSet decides it; previe
 split (the writes as diffs, the server's dry run, slots before and after, host processes
 on GPUs going to Kubernetes, pods on GPUs going to the host, plugin pods that restart);
 apply it with the resourceVersions seen at preview; return the node to the shared
-DaemonSet. The planner is app.domain.changes.split; the writes app.kube.split_writer.
+DaemonSet. The split is one `ChangeKind` (SPLIT), run by the change pipeline
+(app.web.services.change_pipeline) as the mode change is. The planner is
+app.domain.changes.split; the writes app.kube.split_writer.
 """
 
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.domain.changes.history import change_id
+from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.preview import label_diff, object_diff
-from app.domain.changes.records import split_record
+from app.domain.changes.records import split_record, split_undo_request
 from app.domain.changes.split import check_confirmed, plan_split, split_state
-from app.domain.changes.split_models import NodeGpu, SplitPlan, SplitRequest, SplitState, own_name
-from app.domain.changes.split_scope import dra_held, split_refusal
+from app.domain.changes.split_models import SplitPlan, SplitRequest, own_name
+from app.domain.changes.split_scope import dra_held, node_gpus, split_refusal
 from app.domain.cluster import Manifest
 from app.domain.plugin.daemonset import is_operator_managed
-from app.domain.snapshot import GpuState, NodeState
+from app.domain.snapshot import NodeState
 from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
+from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
+    apply_change,
     await_read_back,
     cached_objects,
     check_token,
     iso,
     or_no_change,
+    preview_change,
     token_of,
-    writer_for,
 )
 from app.web.views.admin_schemas import (
     GoverningOut,
@@ -43,12 +46,11 @@ from app.web.views.admin_schemas import (
     NoChangeOut,
     RestartOut,
     SplitAppliedOut,
-    SplitGpuOut,
     SplitPreviewOut,
     SplitRefusalOut,
-    SplitStateOut,
     SplitWriteOut,
 )
+from app.web.views.change_answers import gpus_out, state_out
 from app.web.views.change_words import warning_texts
 from app.web.views.refusal_text import change_instead, refusal_text
 
@@ -94,10 +96,6 @@ class SplitPreview:
         )
 
 
-def state_out(state: SplitState) -> SplitStateOut:
-    return SplitStateOut.model_validate(state.as_json())
-
-
 def applied_out(
     plan: SplitPlan, applied: SplitApplied, lang: str = DEFAULT_LANGUAGE
 ) -> SplitAppliedOut:
@@ -113,6 +111,21 @@ def applied_out(
     )
 
 
+@dataclass(frozen=True)
+class AppliedSplit:
+    """A split as written: its plan and what the writer did."""
+
+    plan: SplitPlan
+    applied: SplitApplied
+
+    @property
+    def change_id(self) -> str | None:
+        return self.applied.change_id
+
+    def out(self, lang: str = DEFAULT_LANGUAGE) -> SplitAppliedOut:
+        return applied_out(self.plan, self.applied, lang)
+
+
 # the node's GPUs -------------------------------------------------------------------------
 
 
@@ -122,43 +135,6 @@ def node_state(ctx: ChangeContext, node: str) -> NodeState:
         if state.name == node:
             return state
     raise PlanRefused(RefusalCode.NODE_NOT_FOUND, "node-not-in-cluster", node=node)
-
-
-def node_gpus(state: NodeState) -> list[NodeGpu]:
-    """The node's GPUs as the agent reports them, with who runs what on each."""
-    gpus: list[NodeGpu] = []
-    for gpu in state.gpus:
-        host = tuple(
-            f"pid {p.pid}"
-            + (f" {p.user}" if p.user else "")
-            + (f": {p.command}" if p.command else "")
-            for p in gpu.processes
-            if p.owner == "host"
-        )
-        pods = {h.pod for h in gpu.holders} | {
-            p.pod for p in gpu.processes if p.owner == "pod" and p.pod
-        }
-        gpus.append(
-            NodeGpu(gpu.uuid, gpu.index, gpu.name, gpu.memory_total_mib, host, tuple(sorted(pods)))
-        )
-    return gpus
-
-
-_GPU_FIELDS = {"uuid", "index", "name", "memory_total_mib", "processes"}
-
-
-def gpus_out(state: NodeState, role: Callable[[GpuState], tuple[bool, int]]) -> list[SplitGpuOut]:
-    """The node's GPUs as the agent reports them, by index; `role`: (given to Kubernetes, slots)."""
-    shown = []
-    for g in sorted(state.gpus, key=lambda g: g.index):
-        kubernetes, slots = role(g)
-        found = g.model_dump(include=_GPU_FIELDS)
-        shown.append(
-            SplitGpuOut.model_validate(
-                {**found, "role": "kubernetes" if kubernetes else "host", "slots": slots}
-            )
-        )
-    return shown
 
 
 def _shared_name(ctx: ChangeContext) -> str:
@@ -305,21 +281,70 @@ def _plan(
     return plan, token_of(read)
 
 
-def preview_split(
-    ctx: ChangeContext, principal: Principal, request: SplitRequest, *, rollback: bool = False
-) -> SplitPreview:
-    """The plan with its diffs and the server's dry run; raises PlanRefused/ClusterError."""
-    ns = ctx.settings.plugin_target.namespace
-    with writer_for(ctx, principal) as plugin_writer:
-        writer = SplitWriter(plugin_writer)
-        plan, token = _plan(ctx, writer, request, rollback=rollback)
+class SplitKind:
+    """A node's split, its return to shared and their undo, as a ChangeKind of the pipeline."""
+
+    def plan(
+        self,
+        ctx: ChangeContext,
+        writer: PluginWriter,
+        request: SplitRequest,
+        *,
+        rollback: bool,
+        expected: str | None,
+    ) -> tuple[SplitPlan, str]:
+        return _plan(ctx, SplitWriter(writer), request, rollback=rollback, expected=expected)
+
+    def preview(
+        self, ctx: ChangeContext, writer: PluginWriter, plan: SplitPlan, token: str
+    ) -> SplitPreview:
+        ns = ctx.settings.plugin_target.namespace
         diffs = {
             w.key: label_diff(w.before, w.after or {}, title=f"node/{w.name}")
             if w.kind == "Node"
             else object_diff(w.before, w.after, title=f"{w.kind.lower()}/{ns}/{w.name}")
             for w in plan.writes
         }
-        return SplitPreview(plan, diffs, writer.dry_run(plan), token)
+        return SplitPreview(plan, diffs, SplitWriter(writer).dry_run(plan), token)
+
+    def write(
+        self,
+        ctx: ChangeContext,
+        writer: PluginWriter,
+        admin: Admin,
+        plan: SplitPlan,
+        request: SplitRequest,
+        *,
+        rolls_back: str | None,
+        pass_failing: bool | None,
+    ) -> AppliedSplit:
+        check_confirmed(plan, request)
+        now = ctx.clock()
+        record = split_record(
+            plan,
+            change=change_id(now, secrets.token_hex(3)),
+            user=admin.user,
+            at=now,
+            rolls_back=rolls_back,
+            forced=admin.forced,
+        )
+        applied = SplitWriter(writer).apply(plan, record=record)
+        await_read_back(ctx, applied.written)
+        ctx.snapshots.poke()
+        return AppliedSplit(plan, applied)
+
+    def undo(self, record: ChangeRecord, *, confirm: bool) -> SplitRequest:
+        return split_undo_request(record, confirm=confirm)
+
+
+SPLIT = SplitKind()
+
+
+def preview_split(
+    ctx: ChangeContext, principal: Principal, request: SplitRequest, *, rollback: bool = False
+) -> SplitPreview:
+    """The plan with its diffs and the server's dry run; raises PlanRefused/ClusterError."""
+    return preview_change(ctx, principal, SPLIT, request, rollback=rollback)
 
 
 def apply_split(
@@ -332,23 +357,10 @@ def apply_split(
     rolls_back: str | None = None,
 ) -> tuple[SplitPlan, SplitApplied]:
     """Write the split planned from the objects as they are now; audit it as a change."""
-    with writer_for(ctx, admin.principal) as plugin_writer:
-        writer = SplitWriter(plugin_writer)
-        plan, _ = _plan(ctx, writer, request, rollback=rollback, expected=expected)
-        check_confirmed(plan, request)
-        now = ctx.clock()
-        record = split_record(
-            plan,
-            change=change_id(now, secrets.token_hex(3)),
-            user=admin.user,
-            at=now,
-            rolls_back=rolls_back,
-            forced=admin.forced,
-        )
-        applied = writer.apply(plan, record=record)
-    await_read_back(ctx, applied.written)
-    ctx.snapshots.poke()
-    return plan, applied
+    done = apply_change(
+        ctx, admin, SPLIT, request, expected, rollback=rollback, rolls_back=rolls_back
+    )
+    return done.plan, done.applied
 
 
 def change_split(
@@ -365,7 +377,6 @@ def change_split(
     def answer() -> SplitPreviewOut | SplitAppliedOut:
         if dry_run:
             return preview_split(ctx, admin.principal, change).out(lang)
-        plan, applied = apply_split(ctx, admin, change, expected)
-        return applied_out(plan, applied, lang)
+        return apply_change(ctx, admin, SPLIT, change, expected).out(lang)
 
     return or_no_change(answer, dry_run=dry_run, lang=lang)

@@ -1,22 +1,25 @@
 """The plugin-admin use cases, shared by the JSON API and the admin pages.
 
 Read the plugin's mode, preview a change (diffs, server-side dry run, slots per node),
-apply it with the resourceVersions seen at preview, roll it back. The routers only turn
-HTTP into these calls and their answers (or refusals) back into HTTP, so the form and
-the API can never disagree on what a change does or how it is refused.
+apply it with the resourceVersions seen at preview, roll it back. The mode change is one
+`ChangeKind` (MODE), run by the change pipeline (app.web.services.change_pipeline) as the
+split is. The routers only turn HTTP into these calls and their answers (or refusals) back
+into HTTP, so the form and the API can never disagree on what a change does or how it is
+refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.changes.models import ChangePlan, ChangeRequest
+from app.domain.changes.history import ChangeRecord
+from app.domain.changes.models import ChangePlan, ChangeRequest, resource_version
 from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
-from app.domain.changes.records import mode_record
+from app.domain.changes.records import mode_record, mode_undo_request
 from app.domain.changes.rollout_record import Budget, RolloutRecord
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
@@ -34,14 +37,15 @@ from app.web.auth.principal import Admin, Principal
 from app.web.services.change_pipeline import (
     ChangeContext,
     ReadObjects,
+    apply_change,
     await_read_back,
     cached_objects,
     check_token,
     get_writer,
     iso,
     or_no_change,
+    preview_change,
     token_of,
-    writer_for,
 )
 from app.web.services.mode_rollout import (
     FailingNodes,
@@ -55,11 +59,9 @@ from app.web.views.admin_schemas import (
     ModeAppliedOut,
     ModePreviewOut,
     NoChangeOut,
-    NodeSlotsOut,
-    PluginSettingsOut,
-    PodOverOut,
     ServerDryRunOut,
 )
+from app.web.views.change_answers import node_slots_out, settings_out
 from app.web.views.change_words import warning_texts
 
 log = logging.getLogger(__name__)
@@ -124,8 +126,8 @@ class Applied:
             appliedAt=iso(result.applied_at),
             generation=self.generation,
             resourceVersions={
-                "daemonset": _rv(result.daemonset),
-                "configmap": _rv(result.configmap),
+                "daemonset": resource_version(result.daemonset),
+                "configmap": resource_version(result.configmap),
             },
             warnings=warning_texts(plan.warnings + result.warnings, lang),
             changeId=self.change_id,
@@ -136,40 +138,13 @@ class Applied:
         return self.rollout.budget if self.rollout is not None else None
 
 
-def settings_out(data: Mapping[str, Any]) -> PluginSettingsOut:
-    """The settings for JSON: an unusable config's reason worded (the plugin's English)."""
-    return PluginSettingsOut.model_validate(worded_values(data))
-
-
-def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
-    return NodeSlotsOut(
-        node=n.node,
-        visibleGpus=n.visible_gpus,
-        before=n.before,
-        beforeResource=n.before_resource,
-        after=n.after,
-        afterResource=n.after_resource,
-        held=n.held,
-        unchanged=n.unchanged,
-        governedBy=n.governed_by,
-        podsOver=[
-            PodOverOut(
-                pod=p.pod,
-                slots=p.slots,
-                resource=p.resource,
-                reason=p.reason,
-                held=p.held,
-                advertised=p.advertised,
-            )
-            for p in n.pods
-        ],
-    )
-
-
 # the mode change -------------------------------------------------------------------------
 
 
-def build_preview(ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan) -> Preview:
+def build_preview(
+    ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan, token: str
+) -> Preview:
+    """The preview of `plan` (`token`: of the objects it was made from)."""
     target = ctx.settings.plugin_target
     cm_title = f"configmap/{target.namespace}/{ctx.settings.plugin_configmap_name}"
     ds_title = f"daemonset/{target.ref}"
@@ -185,7 +160,7 @@ def build_preview(ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan) ->
         nodes=slots_by_node(
             ctx.snapshots.current(), plan.after, target=target.ref, failing=failing.nodes
         ),
-        token=token_of(mode_objects(ctx, plan.daemonset_before, plan.configmap_before)),
+        token=token,
         failing=failing,
     )
 
@@ -235,6 +210,50 @@ def dra_install_of(ctx: ChangeContext) -> DraInstall | None:
     return read_dra_install(daemonsets, ctx.source.items("deviceclasses"), device_plugin=False)
 
 
+class ModeKind:
+    """The plugin's mode switch and its undo, a ChangeKind (request None: the annotation's)."""
+
+    def plan(
+        self,
+        ctx: ChangeContext,
+        writer: PluginWriter,
+        request: ChangeRequest | None,
+        *,
+        rollback: bool,
+        expected: str | None,
+    ) -> tuple[ChangePlan, str]:
+        plan = make_plan(ctx, writer, request, expected=expected)
+        if rollback:
+            plan = dataclasses.replace(plan, kind="rollback")
+        return plan, token_of(mode_objects(ctx, plan.daemonset_before, plan.configmap_before))
+
+    def preview(
+        self, ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan, token: str
+    ) -> Preview:
+        return build_preview(ctx, writer, plan, token)
+
+    def write(
+        self,
+        ctx: ChangeContext,
+        writer: PluginWriter,
+        admin: Admin,
+        plan: ChangePlan,
+        request: ChangeRequest | None,
+        *,
+        rolls_back: str | None,
+        pass_failing: bool | None,
+    ) -> Applied:
+        return write_mode(
+            ctx, writer, admin, plan, pass_failing=pass_failing, rolls_back=rolls_back
+        )
+
+    def undo(self, record: ChangeRecord, *, confirm: bool) -> ChangeRequest | None:
+        return mode_undo_request(record)
+
+
+MODE = ModeKind()
+
+
 def preview_mode(
     ctx: ChangeContext,
     principal: Principal,
@@ -242,9 +261,7 @@ def preview_mode(
     expected: str | None = None,
 ) -> Preview:
     """The preview of a mode change (None: of the rollback); raises PlanRefused/ClusterError."""
-    with writer_for(ctx, principal) as writer:
-        plan = make_plan(ctx, writer, change, expected=expected)
-        return build_preview(ctx, writer, plan)
+    return preview_change(ctx, principal, MODE, change, expected=expected)
 
 
 def apply_mode(
@@ -260,9 +277,7 @@ def apply_mode(
     `pass_failing` None: the admin has not chosen, refused (RolloutWouldHold) when failing
     nodes would hold the rollout.
     """
-    with writer_for(ctx, admin.principal) as writer:
-        plan = make_plan(ctx, writer, change, expected=expected)
-        return write_mode(ctx, writer, admin, plan, pass_failing=pass_failing)
+    return apply_change(ctx, admin, MODE, change, expected, pass_failing=pass_failing)
 
 
 def write_mode(
@@ -331,12 +346,12 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
             "name": settings.plugin_target.name,
             "namespace": settings.plugin_target.namespace,
             "found": daemonset is not None,
-            "resourceVersion": _rv(daemonset),
+            "resourceVersion": resource_version(daemonset),
         },
         "configmap": {
             "name": settings.plugin_configmap_name,
             "exists": configmap is not None,
-            "resourceVersion": _rv(configmap),
+            "resourceVersion": resource_version(configmap),
         },
         "operatorManaged": daemonset is not None and is_operator_managed(daemonset),
         "draOnly": None,
@@ -379,10 +394,3 @@ def config_json(ctx: ChangeContext) -> dict[str, Any]:
     if isinstance(view["previous"], dict):
         view["previous"] = worded_values(view["previous"])
     return view
-
-
-def _rv(obj: Manifest | None) -> str | None:
-    if obj is None:
-        return None
-    value = (obj.get("metadata") or {}).get("resourceVersion")
-    return str(value) if value is not None else None
