@@ -71,8 +71,11 @@ class Reflector:
         self._on_change = on_change
         self._stop = stop
         self._lock = threading.Lock()
-        # namespace -> name -> object: a namespace's objects without a look at the others
-        self._items: dict[str, dict[str, Manifest]] = {}
+        # "namespace/name" -> object, in insertion order: a watch event replaces an object in
+        # its place, deletes it or appends it (the engine finds changed pods by that order)
+        self._items: dict[str, Manifest] = {}
+        # the namespaces asked for by name (the plugin's): their objects, kept as they change
+        self._namespaces: dict[str, dict[str, Manifest]] = {}
         self._resource_version = ""
         self.synced = False
         self.failing_since: datetime | None = None
@@ -100,11 +103,15 @@ class Reflector:
         self._thread.join(timeout_s)
 
     def items(self, namespace: str | None = None) -> list[Manifest]:
-        """Every object, or those of one namespace (its plugin pods among 300,000 pods)."""
+        """Every object, or one namespace's without a look at the others (the plugin's pods
+        among 300,000: the namespace is indexed from the first time it is asked for)."""
         with self._lock:
-            if namespace is not None:
-                return list(self._items.get(namespace, {}).values())
-            return [obj for named in self._items.values() for obj in named.values()]
+            if namespace is None:
+                return list(self._items.values())
+            named = self._namespaces.get(namespace)
+            if named is None:
+                named = self._namespaces[namespace] = _in_namespace(self._items, namespace)
+            return list(named.values())
 
     def _run(self) -> None:
         delay_s = self._timing.retry_delay_s
@@ -154,27 +161,26 @@ class Reflector:
         keep = self.target.transform
         with self._lock:
             cached = self._items
-        items: dict[str, dict[str, Manifest]] = {}
-        count = 0
+        items: dict[str, Manifest] = {}
         version = ""
         for body in pages(self._fetch):
             for item in body.get("items") or []:
-                namespace, name = _key(item)
-                same = cached.get(namespace, {}).get(name)
+                key = _key(item)
+                same = cached.get(key)
                 if same is None or not same_version(same, item):
                     same = keep(item) if keep else item
-                items.setdefault(namespace, {})[name] = same
-                count += 1
+                items[key] = same
             version = version or (body.get("metadata") or {}).get("resourceVersion", "")
             del body
-            if count >= FREEZE_MIN_ITEMS:
+            if len(items) >= FREEZE_MIN_ITEMS:
                 freeze_so_far()
             if self._stop.is_set():
                 return  # stopping: an incomplete list is never stored
         with self._lock:
             self._items = items
+            self._namespaces = {ns: _in_namespace(items, ns) for ns in self._namespaces}
             self._resource_version = version
-        if count >= FREEZE_MIN_ITEMS:
+        if len(items) >= FREEZE_MIN_ITEMS:
             freeze_listed()
         self.relists += 1
         self.absent = False
@@ -212,15 +218,17 @@ class Reflector:
                     continue
                 if kind != "DELETED" and self.target.transform is not None:
                     obj = self.target.transform(obj)
-                namespace, name = _key(obj)
+                key = _key(obj)
                 with self._lock:
+                    named = self._namespaces.get(key.split("/", 1)[0])
                     if kind == "DELETED":
-                        named = self._items.get(namespace, {})
-                        named.pop(name, None)
-                        if not named:
-                            self._items.pop(namespace, None)
+                        self._items.pop(key, None)
+                        if named is not None:
+                            named.pop(key, None)
                     else:
-                        self._items.setdefault(namespace, {})[name] = obj
+                        self._items[key] = obj
+                        if named is not None:
+                            named[key] = obj
                     if version:
                         self._resource_version = version
                 self._on_change()
@@ -245,6 +253,7 @@ class Reflector:
         with self._lock:
             changed = bool(self._items) or not self.synced
             self._items = {}
+            self._namespaces = {ns: {} for ns in self._namespaces}
         self.absent = True
         self.synced = True
         self._mark_ok()
@@ -269,6 +278,11 @@ class Reflector:
         self._on_change()
 
 
-def _key(obj: Manifest) -> tuple[str, str]:
+def _in_namespace(items: dict[str, Manifest], namespace: str) -> dict[str, Manifest]:
+    prefix = f"{namespace}/"
+    return {key: obj for key, obj in items.items() if key.startswith(prefix)}
+
+
+def _key(obj: Manifest) -> str:
     metadata = obj.get("metadata", {})
-    return str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+    return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
