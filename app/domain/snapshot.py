@@ -339,7 +339,7 @@ class Snapshot(_Out):
     idle_slots: list[IdleSlots] = Field(
         default_factory=list,
         description="Held slots idle past the threshold, per holder (pod x GPU): added with "
-        "the idle history's findings after the engine (app.web.services.idle_history)",
+        "the idle history's findings after the engine (app.web.services.snapshots.idle_history)",
     )
 
     def severity_counts(self) -> dict[str, int]:

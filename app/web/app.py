@@ -57,15 +57,15 @@ from app.web.routes import (
     usage_history_pages,
 )
 from app.web.runtime import RunningSource, Runtime, default_assets_dir
-from app.web.services.change_pipeline import ChangeContext
+from app.web.services.changes.pipeline import ChangeContext
 from app.web.services.fragments import Pages
-from app.web.services.history_service import build_history
-from app.web.services.node_roster import NodeRoster
-from app.web.services.report_intake import ReportIntake
-from app.web.services.report_sync import ReportSync
-from app.web.services.reports import ReportStore
-from app.web.services.snapshot_builder import Clock
-from app.web.services.snapshots import SnapshotService
+from app.web.services.history.service import build_history
+from app.web.services.reports.intake import ReportIntake
+from app.web.services.reports.node_roster import NodeRoster
+from app.web.services.reports.store import ReportStore
+from app.web.services.reports.sync import ReportSync
+from app.web.services.snapshots.builder import Clock
+from app.web.services.snapshots.service import SnapshotService
 from app.web.views import diffs, times
 
 

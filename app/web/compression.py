@@ -1,10 +1,10 @@
 """ETag / 304 and gzip for every page, fragment and JSON body, as plain ASGI middleware.
 
 Every 200 answer to a GET or HEAD whose body arrives in one piece (all of ours: they are
-memoised per snapshot, app.web.services.snapshots) gets a weak ETag, the same for the gzip and the
-plain form; a request whose `If-None-Match` names it is answered 304 with no body, so a
-page polling a fragment that did not change receives a few hundred bytes of headers. A
-client that accepts gzip gets the body compressed when it is worth it.
+memoised per snapshot, app.web.services.snapshots.service) gets a weak ETag, the same for
+the gzip and the plain form; a request whose `If-None-Match` names it is answered 304 with
+no body, so a page polling a fragment that did not change receives a few hundred bytes of
+headers. A client that accepts gzip gets the body compressed when it is worth it.
 
 Both cost little per request: memoised bodies are the same `bytes` object for every
 request of a snapshot, so their tag and compressed form are kept by object (a few

@@ -17,7 +17,7 @@ from app.web.auth.principal import Admin
 from app.web.auth.requests import AdminDep
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
-from app.web.services.change_pipeline import ChangeContext
+from app.web.services.changes.pipeline import ChangeContext
 
 
 async def get_runtime(request: Request) -> Runtime:

@@ -19,14 +19,14 @@ from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.agent_auth import AgentAuth
 from app.web.auth.state import AuthState
-from app.web.services.change_pipeline import ChangeContext
+from app.web.services.changes.pipeline import ChangeContext
 from app.web.services.fragments import Pages
-from app.web.services.history_service import HistoryService
-from app.web.services.report_intake import ReportIntake
-from app.web.services.report_sync import ReportSync
-from app.web.services.reports import ReportStore
-from app.web.services.snapshot_builder import ClusterSource
-from app.web.services.snapshots import SnapshotService
+from app.web.services.history.service import HistoryService
+from app.web.services.reports.intake import ReportIntake
+from app.web.services.reports.store import ReportStore
+from app.web.services.reports.sync import ReportSync
+from app.web.services.snapshots.builder import ClusterSource
+from app.web.services.snapshots.service import SnapshotService
 
 
 class StartStop(Protocol):

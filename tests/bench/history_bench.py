@@ -28,7 +28,7 @@ from pathlib import Path
 from app.domain.history.sample import Sample, Sampler
 from app.domain.history.showback import showback
 from app.domain.snapshot import PodSlots, Snapshot
-from app.web.services.history_store import HistoryStore
+from app.web.services.history.store import HistoryStore
 from tests.web.page_snapshots import big_cluster
 
 INTERVAL_S = 15.0

@@ -13,7 +13,7 @@ from app.domain.cluster import AccountingOptions, ClusterState
 from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo, same_readings
 from app.domain.report import AgentReport, ReceivedReport
-from app.web.services.reports import Outcome, ReportStore
+from app.web.services.reports.store import Outcome, ReportStore
 from tests.bench.engine_bench import cluster_state
 
 NOW = datetime(2030, 1, 1, tzinfo=UTC)  # after the reports cluster_state dates now

@@ -20,7 +20,7 @@ from app.domain.snapshot import (
     Totals,
 )
 from app.domain.usage.idle import UsageHistory
-from app.web.services.idle_history import IdleHistory
+from app.web.services.snapshots.idle_history import IdleHistory
 from app.web.views.finding_text import finding_title, remedy_text
 
 T0 = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -30,7 +30,7 @@ UUID = "GPU-11111111-2222-3333-4444-555555555555"
 def found_at(
     history: UsageHistory, *, now: datetime, idle_after_s: float, low_after_s: float
 ) -> list[Finding]:
-    """The findings the history tells at `now` (as app.web.services.idle_history asks)."""
+    """The findings the history tells at `now` (as app.web.services.snapshots.idle_history asks)."""
     return history_findings(
         history.idle_holders(now=now, after_s=idle_after_s),
         history.low_gpus(now=now, after_s=low_after_s),

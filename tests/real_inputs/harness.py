@@ -32,7 +32,7 @@ from app.simulator.apiserver.resources import (
     RESOURCESLICE,
 )
 from app.simulator.world.cluster import SimulatedCluster
-from app.web.services.snapshot_builder import configmaps_by_key, configured_daemonset
+from app.web.services.snapshots.builder import configmaps_by_key, configured_daemonset
 from tests.kube_tools import ToolsUnavailable, kube_tools
 from tests.real_fixtures import REAL_FIXTURES
 

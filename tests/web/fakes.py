@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.web.app import create_app
-from app.web.services.snapshot_builder import Clock
+from app.web.services.snapshots.builder import Clock
 from tests.conftest import stack_settings
 from tests.domain.worlds import world
 

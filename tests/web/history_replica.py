@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from app.domain.history.sample import GpuSeen, Holding, Sample
-from app.web.services.history_store import HistoryStore
+from app.web.services.history.store import HistoryStore
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 SPAN_S = 60.0

@@ -33,7 +33,7 @@ from app.settings import Settings
 from app.web.app import page_templates
 from app.web.auth.state import AuthState
 from app.web.routes import pages
-from app.web.services.change_pipeline import ChangeContext
+from app.web.services.changes.pipeline import ChangeContext
 from app.web.services.fragments import Pages
 
 ROOT = Path(__file__).resolve().parents[2]

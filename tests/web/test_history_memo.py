@@ -11,7 +11,7 @@ from pathlib import Path
 from app.domain.cluster import Manifest
 from app.domain.history.sample import Sample, Sampler, sample_of
 from app.domain.snapshot import NodeState, Snapshot
-from app.web.services.history_store import HistoryStore
+from app.web.services.history.store import HistoryStore
 from tests.bench.history_bench import held_cluster
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)

@@ -15,7 +15,7 @@ import pytest
 from app.domain.history.sample import GpuHold, GpuSeen, Holding, Sample
 from app.domain.history.showback import showback
 from app.errors import HistoryUnavailableError
-from app.web.services.history_store import HistoryStore
+from app.web.services.history.store import HistoryStore
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 INTERVAL_S = 60.0

@@ -15,8 +15,8 @@ import pytest
 from pydantic import BaseModel, create_model
 
 from app.web.auth.revocations import MAX_REVOKED, RevokedSessions
-from app.web.services import model_memory
-from app.web.services.model_memory import MAX_SETS, share_fields_sets
+from app.web.services.reports import model_memory
+from app.web.services.reports.model_memory import MAX_SETS, share_fields_sets
 
 NOW = 1_800_000_000.0
 

@@ -21,7 +21,7 @@ from app.i18n.translate import CATALOGS, LANGUAGES
 from app.simulator.plugin.sharing import PluginConfigError as SimulatorRefused
 from app.simulator.plugin.sharing import parse_sharing
 from app.upstream import described
-from app.web.services import plugin_admin
+from app.web.services.changes import plugin_admin
 from app.web.views.change_answers import settings_out
 from app.web.views.finding_text import placeholders
 from app.web.views.refusal_text import refusal_markup, refusal_text

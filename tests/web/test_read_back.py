@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from typing import cast
 
 from app.domain.cluster import Manifest
-from app.web.services.change_pipeline import ChangeContext, await_read_back
+from app.web.services.changes.pipeline import ChangeContext, await_read_back
 
 
 def _obj(version: str, kind: str = "DaemonSet") -> Manifest:

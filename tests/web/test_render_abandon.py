@@ -7,7 +7,7 @@ hot loops now call `check()`, which stops a rendering ahead (never a request's o
 from __future__ import annotations
 
 from app.domain.snapshot import Snapshot
-from app.web.services.render_cache import RenderCache
+from app.web.services.snapshots.render_cache import RenderCache
 from app.web.views.abandon import check
 from tests.domain.worlds import snap, world
 

@@ -9,7 +9,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from app.domain.snapshot import Snapshot
-from app.web.services.render_cache import RenderCache
+from app.web.services.snapshots.render_cache import RenderCache
 from tests.domain.worlds import snap, world
 
 

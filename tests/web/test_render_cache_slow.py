@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.web.services.render_cache import SLOW_RENDER_S, VERY_SLOW_RENDER_S, _Renderer
+from app.web.services.snapshots.render_cache import SLOW_RENDER_S, VERY_SLOW_RENDER_S, _Renderer
 
 
 def _renderer(cost_s: float, cost_before_s: float) -> _Renderer[bytes]:

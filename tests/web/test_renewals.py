@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from app.web.runtime import Runtime
-from app.web.services.snapshots import SnapshotService
+from app.web.services.snapshots.service import SnapshotService
 from tests.live import wait_for
 from tests.web.fakes import app_with_world
 from tests.web.test_agent_reports import AUTH, URL, report

@@ -15,8 +15,8 @@ import pytest
 from fastapi import FastAPI
 
 from app.domain.report import AgentReport, ReceivedReport
-from app.web.services.report_sync import PEER_PATH, PeerReportsOut, ReportSync
-from app.web.services.reports import ReportStore
+from app.web.services.reports.store import ReportStore
+from app.web.services.reports.sync import PEER_PATH, PeerReportsOut, ReportSync
 from tests.conftest import stack_settings
 from tests.live import LiveServer, wait_for
 from tests.web.test_report_trust import NOW, Clock, gpu, make_app, post, report, stored_at

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from app.domain.report import AgentReport
-from app.web.services.node_roster import NodeRoster
-from app.web.services.report_digest import cut_time
-from app.web.services.report_intake import ReportIntake, ReportRefused
-from app.web.services.reports import Outcome, ReportStore
+from app.web.services.reports.digest import cut_time
+from app.web.services.reports.intake import ReportIntake, ReportRefused
+from app.web.services.reports.node_roster import NodeRoster
+from app.web.services.reports.store import Outcome, ReportStore
 from tests.web.test_agent_reports import report
 
 NOW = datetime(2026, 12, 4, 1, 0, tzinfo=UTC)

@@ -1,4 +1,4 @@
-"""Stored agent reports share their models' field-name sets (app/web/services/model_memory.py)."""
+"""Stored agent reports share their models' field-name sets (services/reports/model_memory.py)."""
 
 from __future__ import annotations
 

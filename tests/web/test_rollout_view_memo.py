@@ -17,8 +17,8 @@ import pytest
 from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.settings import Settings
-from app.web.services import rollout_view as module
-from app.web.services.change_pipeline import ChangeContext
+from app.web.services.changes import rollout_view as module
+from app.web.services.changes.pipeline import ChangeContext
 from tests.bench.cluster_gen import plugin_daemonset
 from tests.web.fakes import FakeSource
 

@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.snapshot import Snapshot
 from app.web.app import create_app
-from app.web.services.history_sampler import MAX_CORE_SHARE, HistorySampler
+from app.web.services.history.sampler import MAX_CORE_SHARE, HistorySampler
 from tests import factories as f
 from tests.bench.history_bench import held_cluster
 from tests.conftest import AGENT_TOKEN, stack_settings

@@ -76,7 +76,7 @@ def test_build_failing_from_the_start_says_why_in_readyz() -> None:
         "status": "starting",
         "reason": "snapshot build failed: RuntimeError: pods list is corrupt",
         "stale_age_s": None,
-        # one replica (app.web.services.report_sync)
+        # one replica (app.web.services.reports.sync)
         "reports": "no peers configured and no report wait",
     }
 

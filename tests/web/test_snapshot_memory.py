@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from app.domain.cluster import AccountingOptions
 from app.domain.report import AgentReport
 from app.domain.snapshot import NodeState
-from app.web.services.node_roster import NodeRoster
-from app.web.services.reports import ReportStore
-from app.web.services.snapshot_builder import SnapshotBuilder
+from app.web.services.reports.node_roster import NodeRoster
+from app.web.services.reports.store import ReportStore
+from app.web.services.snapshots.builder import SnapshotBuilder
 from tests.bench.engine_bench import cluster_state
 from tests.web.fakes import FakeSource
 

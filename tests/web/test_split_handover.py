@@ -24,8 +24,8 @@ from app.kube.calls import NamespaceCalls
 from app.kube.client import make_api_client
 from app.kube.handover import HandOver, Lingered
 from app.kube.split_writer import SplitWriter
-from app.web.services.change_pipeline import writer_for
-from app.web.services.gpu_split import preview_split
+from app.web.services.changes.gpu_split import preview_split
+from app.web.services.changes.pipeline import writer_for
 from tests.conftest import Stack
 from tests.web.test_gpu_split_api import BEARER, BLIND, GPU, NODE, NS, OWN, SHARED, admin, put
 from tests.web.test_gpu_split_undo import node_labels

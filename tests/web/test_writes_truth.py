@@ -19,8 +19,8 @@ from app.kube.concurrent import ConcurrentChange
 from app.kube.split_writer import SplitWriter
 from app.web.auth.principal import Principal
 from app.web.http.errors import cluster_status
-from app.web.services.change_pipeline import writer_for
-from app.web.services.gpu_split import preview_split
+from app.web.services.changes.gpu_split import preview_split
+from app.web.services.changes.pipeline import writer_for
 from tests.conftest import Stack
 from tests.web.test_gpu_split_api import GIVE_GPU_1, GPU, NODE, OWN, SHARED, admin, daemonsets, put
 

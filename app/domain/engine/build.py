@@ -48,7 +48,7 @@ def build_snapshot(
     recomputing nodes that did not change (see EngineMemo); the result is the same with or
     without it. Agents' ages and freshness are reckoned at `ages_at` (`now` when None; a
     caller may keep an earlier moment so that a build for a change does not renew every
-    node's agent: see app.web.services.snapshots).
+    node's agent: see app.web.services.snapshots.service).
     """
     index = _index_pods(state, plugin_specs(state), memo)
     dra = read_dra(state.device_classes, state.resource_slices, state.resource_claims)

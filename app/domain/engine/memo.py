@@ -114,7 +114,7 @@ def same_readings(old: ReceivedReport | None, new: ReceivedReport | None) -> boo
     """Whether two reports of a node hold the very same readings (only their times differ).
 
     The report store hands a report whose readings equal the stored one's the stored
-    readings' objects (app.web.services.reports), so an agent that saw no change costs the
+    readings' objects (app.web.services.reports.store), so an agent that saw no change costs the
     engine the renewal of the node's agent, not the node's recomputation.
     """
     if old is new:

@@ -13,8 +13,8 @@ from app.web.auth.tokens import bearer_token
 from app.web.deps import RuntimeDep
 from app.web.http.problems import describe_errors
 from app.web.runtime import Runtime
-from app.web.services.report_intake import ReportRefused
-from app.web.services.reports import Outcome
+from app.web.services.reports.intake import ReportRefused
+from app.web.services.reports.store import Outcome
 from app.web.views.schemas import ProblemOut, ReportAcceptedOut
 
 router = APIRouter(prefix="/api/v1/agent", tags=["agent"])

@@ -1,7 +1,7 @@
 """JSON API for the plugin's mode: read it, preview or apply a change, roll it back.
 
-Thin: the use cases live in app.web.services.plugin_admin, shared with the mode pages; the
-rollback undoes the newest mode change of the history (app.web.services.change_history),
+Thin: the use cases live in app.web.services.changes.plugin_admin, shared with the mode pages; the
+rollback undoes the newest mode change of the history (app.web.services.changes.history),
 exactly as `POST /api/v1/changes/{id}/rollback` would.
 """
 
@@ -17,8 +17,8 @@ from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.deps import RuntimeDep, WriteDep
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.services.change_history import config_with_undo, undo_newest_mode
-from app.web.services.plugin_admin import change_mode
+from app.web.services.changes.history import config_with_undo, undo_newest_mode
+from app.web.services.changes.plugin_admin import change_mode
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["plugin config"])
@@ -77,7 +77,7 @@ class PluginConfigIn(CamelBody):
 class ModeRollbackIn(CamelBody):
     """Restore the config kept from before the last mode change."""
 
-    # "the config kept": the newest mode change's record (app.web.services.change_history)
+    # "the config kept": the newest mode change's record (app.web.services.changes.history)
 
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
     passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)

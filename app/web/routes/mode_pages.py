@@ -1,7 +1,7 @@
 """The plugin mode's pages: /admin/plugin, its preview and apply.
 
 Every POST form carries the CSRF token and is checked by app.web.auth; the actual work is
-done by the same use cases as the JSON API (app.web.services.plugin_admin), and the pages
+done by the same use cases as the JSON API (app.web.services.changes.plugin_admin), and the pages
 are rendered by app.web.http.mode_render. Undoing a change lives with the change list
 (app.web.routes.changes_pages): the plugin page's Undo of the newest mode change posts there.
 """
@@ -29,8 +29,8 @@ from app.web.http.mode_render import (
     mode_preview_page,
     plugin_page,
 )
-from app.web.services.mode_rollout import RolloutWouldHold
-from app.web.services.plugin_admin import apply_mode, preview_mode
+from app.web.services.changes.mode_rollout import RolloutWouldHold
+from app.web.services.changes.plugin_admin import apply_mode, preview_mode
 
 router = APIRouter(include_in_schema=False)
 

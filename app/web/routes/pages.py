@@ -24,6 +24,7 @@ from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response, safe_next
 from app.web.http.language import LANG_COOKIE, language_of, supported
 from app.web.runtime import Runtime
+from app.web.services.changes.rollout_view import rollout_view
 from app.web.services.fragments import (
     Pages,
     find_node,
@@ -32,7 +33,6 @@ from app.web.services.fragments import (
     overview_fragment,
     usage_fragment,
 )
-from app.web.services.rollout_view import rollout_view
 from app.web.views import docs_page
 from app.web.views.figures import seconds
 from app.web.views.filters import (

@@ -1,6 +1,6 @@
 """GET /api/v1/peer/reports: what a starting replica asks its peers for.
 
-The asking side is app.web.services.report_sync.
+The asking side is app.web.services.reports.sync.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from fastapi import APIRouter, Header, HTTPException, Response, status
 
 from app.web.auth.tokens import bearer_matches
 from app.web.deps import RuntimeDep
-from app.web.services.report_sync import PeerReportsOut, peer_token
+from app.web.services.reports.sync import PeerReportsOut, peer_token
 
 router = APIRouter(prefix="/api/v1/peer", tags=["replicas"], include_in_schema=False)
 

@@ -1,6 +1,6 @@
 """`GET /api/v1/plugin/rollout`: where the latest plugin change stands.
 
-The view itself is app.web.services.rollout_view (shared with the rollout page); it takes no
+The view itself is app.web.services.changes.rollout_view (shared with the rollout page); it takes no
 query: the change's facts come from the record the apply wrote on the DaemonSet.
 """
 
@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from app.i18n.translate import Translator
 from app.web.deps import Lang, RuntimeDep
-from app.web.services.rollout_view import RolloutView, rollout_view
+from app.web.services.changes.rollout_view import RolloutView, rollout_view
 
 router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
 

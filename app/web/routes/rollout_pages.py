@@ -2,7 +2,7 @@
 from a held rollout (let it pass its failing nodes now).
 
 The page is rendered by app.web.http.mode_render (the mode pages land here after a write);
-its view is app.web.services.rollout_view, shared with `GET /api/v1/plugin/rollout`.
+its view is app.web.services.changes.rollout_view, shared with `GET /api/v1/plugin/rollout`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from app.web.http.admin_forms import Alert, Checkbox, admin_of, refusal
 from app.web.http.html import html_response, translator, with_lang
 from app.web.http.language import language_of
 from app.web.http.mode_render import ROLLOUT_PATH, rollout_context, rollout_page
-from app.web.services.mode_rollout import NothingHeld, pass_failing_now
+from app.web.services.changes.mode_rollout import NothingHeld, pass_failing_now
 
 router = APIRouter(include_in_schema=False)
 

@@ -2,7 +2,7 @@
 node to the shared DaemonSet. Undoing a split is the change history's
 (app.web.routes.changes_api).
 
-Thin: the use case is app.web.services.gpu_split (shared with the editor page).
+Thin: the use case is app.web.services.changes.gpu_split (shared with the editor page).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from app.domain.changes.split_models import SplitRequest
 from app.web.deps import Lang, RuntimeDep, Write, WriteDep
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import SPLIT_READ_ERRORS, WRITE_ERRORS
-from app.web.services.gpu_split import change_split, split_view
+from app.web.services.changes.gpu_split import change_split, split_view
 from app.web.views.admin_schemas import GpuSplitOut, NoChangeOut, SplitAppliedOut, SplitPreviewOut
 
 router = APIRouter(prefix="/api/v1", tags=["gpu split"])

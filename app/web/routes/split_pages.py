@@ -1,8 +1,8 @@
 """The per-node GPU editor's routes: /admin/nodes/{name}/gpus, its preview and apply.
 
 The editor itself (and its form) is app.web.http.split_render; the work is done by the same
-use cases as the JSON API (app.web.services.gpu_split). Undoing a split lives with the change
-list (app.web.routes.changes_pages). Every POST form carries the CSRF token.
+use cases as the JSON API (app.web.services.changes.gpu_split). Undoing a split lives with
+the change list (app.web.routes.changes_pages). Every POST form carries the CSRF token.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from app.web.http.split_render import (
     editor_refused,
     to_editor,
 )
-from app.web.services.gpu_split import apply_split, preview_split
+from app.web.services.changes.gpu_split import apply_split, preview_split
 
 router = APIRouter(include_in_schema=False)
 

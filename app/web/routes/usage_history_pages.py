@@ -17,7 +17,7 @@ from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response
 from app.web.http.language import language_of
-from app.web.services.history_service import PERIODS, HistoryChart, NodeTimeline
+from app.web.services.history.service import PERIODS, HistoryChart, NodeTimeline
 from app.web.views.history_views import (
     BAR_W,
     TIMELINE_W,

@@ -18,7 +18,7 @@ from markupsafe import Markup
 from app.domain.snapshot import Finding, NodeState, Snapshot
 from app.domain.usage.holders import UsageBy
 from app.i18n.translate import Translator
-from app.web.services.snapshots import SnapshotService
+from app.web.services.snapshots.service import SnapshotService
 from app.web.services.usage import usage_of
 from app.web.views.filters import (
     FindingFilter,

@@ -1,10 +1,10 @@
 """Renders that can be abandoned: a rendering ahead stops once its snapshot is not the newest.
 
-Rendering ahead (app.web.services.render_cache) runs on background threads for the snapshot
-just published. A slow rendering of a snapshot that a newer one already replaced is work for
-nothing, and could not be stopped (issue 33). The hot loops of a page (each GPU's grid) call
-`check()`; inside `abandon_when(stale)` it raises RenderAbandoned once `stale()` says so. A
-request's own rendering is never abandoned: it runs outside `abandon_when`.
+Rendering ahead (app.web.services.snapshots.render_cache) runs on background threads for the
+snapshot just published. A slow rendering of a snapshot that a newer one already replaced is
+work for nothing, and could not be stopped (issue 33). The hot loops of a page (each GPU's
+grid) call `check()`; inside `abandon_when(stale)` it raises RenderAbandoned once `stale()`
+says so. A request's own rendering is never abandoned: it runs outside `abandon_when`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ split (the writes as diffs, the server's dry run, slots before and after, host p
 on GPUs going to Kubernetes, pods on GPUs going to the host, plugin pods that restart);
 apply it with the resourceVersions seen at preview; return the node to the shared
 DaemonSet. The split is one `ChangeKind` (SPLIT), run by the change pipeline
-(app.web.services.change_pipeline) as the mode change is. The planner is
+(app.web.services.changes.pipeline) as the mode change is. The planner is
 app.domain.changes.split; the writes app.kube.split_writer.
 """
 
@@ -28,7 +28,7 @@ from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.services.change_pipeline import (
+from app.web.services.changes.pipeline import (
     ChangeContext,
     ReadObjects,
     apply_change,

@@ -22,8 +22,9 @@ from app.errors import ClusterError
 from app.i18n.coded import worded_values
 from app.i18n.translate import DEFAULT_LANGUAGE
 from app.web.auth.principal import Admin, Principal
-from app.web.services.change_kinds import apply_undo, preview_undo
-from app.web.services.change_pipeline import (
+from app.web.services.changes.gpu_split import SPLIT, SplitPreview, preview_split
+from app.web.services.changes.kinds import apply_undo, preview_undo
+from app.web.services.changes.pipeline import (
     ChangeContext,
     check_token,
     get_writer,
@@ -31,9 +32,8 @@ from app.web.services.change_pipeline import (
     preview_change,
     writer_for,
 )
-from app.web.services.gpu_split import SPLIT, SplitPreview, preview_split
-from app.web.services.plugin_admin import MODE, Preview, config_json, mode_objects
-from app.web.services.rollout_view import RolloutView
+from app.web.services.changes.plugin_admin import MODE, Preview, config_json, mode_objects
+from app.web.services.changes.rollout_view import RolloutView
 from app.web.views.admin_schemas import (
     ChangeOut,
     ModeAppliedOut,

@@ -19,10 +19,10 @@ from app.domain.history.showback import HeldSeconds, Showback, ShowbackBy, showb
 from app.domain.snapshot import Snapshot
 from app.errors import HistoryUnavailableError
 from app.settings import Settings
-from app.web.services.history_prometheus import PrometheusHistory
-from app.web.services.history_sampler import HistorySampler
-from app.web.services.history_store import HistoryStore
-from app.web.services.snapshot_builder import ClusterSource
+from app.web.services.history.prometheus import PrometheusHistory
+from app.web.services.history.sampler import HistorySampler
+from app.web.services.history.store import HistoryStore
+from app.web.services.snapshots.builder import ClusterSource
 from app.web.views.metrics_history import render_history
 
 log = logging.getLogger(__name__)

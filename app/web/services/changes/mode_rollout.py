@@ -28,8 +28,8 @@ from app.domain.changes.rollout_record import (
 from app.errors import ClusterError
 from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin
-from app.web.services.change_pipeline import ChangeContext, get_writer, iso, writer_for
-from app.web.services.rollout_view import rollout_view
+from app.web.services.changes.pipeline import ChangeContext, get_writer, iso, writer_for
+from app.web.services.changes.rollout_view import rollout_view
 
 log = logging.getLogger(__name__)
 audit_log = logging.getLogger("gpu_slots.audit")

@@ -12,9 +12,9 @@ from app.domain.engine.build import build_snapshot
 from app.domain.engine.memo import EngineMemo
 from app.domain.sequences import replaced_in_place, same_objects
 from app.domain.snapshot import NodeState, Snapshot
-from app.web.services.model_memory import share_fields_sets
-from app.web.services.node_roster import NodeRoster
-from app.web.services.reports import ReportStore
+from app.web.services.reports.model_memory import share_fields_sets
+from app.web.services.reports.node_roster import NodeRoster
+from app.web.services.reports.store import ReportStore
 
 Clock = Callable[[], datetime]
 

@@ -26,7 +26,7 @@ from app.domain.cluster import Manifest
 from app.domain.history.sample import Sample, Sampler
 from app.domain.snapshot import Snapshot
 from app.errors import HistoryUnavailableError
-from app.web.services.history_store import HistoryStore
+from app.web.services.history.store import HistoryStore
 
 log = logging.getLogger(__name__)
 

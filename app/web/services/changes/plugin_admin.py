@@ -2,7 +2,7 @@
 
 Read the plugin's mode, preview a change (diffs, server-side dry run, slots per node),
 apply it with the resourceVersions seen at preview, roll it back. The mode change is one
-`ChangeKind` (MODE), run by the change pipeline (app.web.services.change_pipeline) as the
+`ChangeKind` (MODE), run by the change pipeline (app.web.services.changes.pipeline) as the
 split is. The routers only turn HTTP into these calls and their answers (or refusals) back
 into HTTP, so the form and the API can never disagree on what a change does or how it is
 refused.
@@ -34,7 +34,14 @@ from app.i18n.coded import worded_values
 from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.services.change_pipeline import (
+from app.web.services.changes.mode_rollout import (
+    FailingNodes,
+    check_choice,
+    failing_nodes,
+    restore_when_done,
+    with_rollout,
+)
+from app.web.services.changes.pipeline import (
     ChangeContext,
     ReadObjects,
     apply_change,
@@ -46,13 +53,6 @@ from app.web.services.change_pipeline import (
     or_no_change,
     preview_change,
     token_of,
-)
-from app.web.services.mode_rollout import (
-    FailingNodes,
-    check_choice,
-    failing_nodes,
-    restore_when_done,
-    with_rollout,
 )
 from app.web.views.admin_schemas import (
     DiffOut,

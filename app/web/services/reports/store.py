@@ -11,7 +11,7 @@ GPUs, the same processes) costs almost nothing: the new report is stored with th
 report's reading objects, so the engine sees the very same readings and only renews the
 node's agent times (app.domain.engine.memo.same_readings) instead of recomputing the node.
 The store also remembers how each node's newest report was posted (a digest of its bytes
-but the time, app.web.services.report_digest), so the intake knows such a body unread.
+but the time, app.web.services.reports.digest), so the intake knows such a body unread.
 Such a report asks for no build; `next_stale_at` tells the snapshot loop when a stored
 agent will turn stale, the one moment a renewal's absence shows.
 """
@@ -25,8 +25,8 @@ from enum import StrEnum
 
 from app.domain.accounting.facts import fresh_from, next_stale_at
 from app.domain.report import AgentReport, ReceivedReport
-from app.web.services.model_memory import share_fields_sets
-from app.web.services.node_roster import NodeRoster
+from app.web.services.reports.model_memory import share_fields_sets
+from app.web.services.reports.node_roster import NodeRoster
 
 MAX_UNKNOWN_NODES = 64
 
@@ -55,7 +55,7 @@ class ReportStore:
         self._unknown: dict[str, None] = {}
         self._on_change = on_change
         self._roster = roster or NodeRoster()
-        # the digest of each node's newest report as posted (app.web.services.report_digest)
+        # the digest of each node's newest report as posted (app.web.services.reports.digest)
         self._node_by_digest: dict[bytes, str] = {}
         self._digest_of: dict[str, bytes] = {}
         self._roster_seen = self._roster.version
@@ -220,7 +220,7 @@ def with_readings_of(stored: AgentReport, report: AgentReport) -> AgentReport:
         and report.assignments is stored.assignments
         and report.dra_assignments is stored.dra_assignments
     ):
-        return report  # already (app.web.services.report_intake: a body known but for its time)
+        return report  # already (app.web.services.reports.intake: a body known but for its time)
     if (
         report.gpus != stored.gpus
         or report.assignments != stored.assignments

@@ -28,8 +28,8 @@ from app.clock import utc_now
 from app.domain.report import ReceivedReport
 from app.replicas import Resolver, resolve_all, targets
 from app.settings import Settings
-from app.web.services.report_intake import too_far_ahead
-from app.web.services.reports import ReportStore
+from app.web.services.reports.intake import too_far_ahead
+from app.web.services.reports.store import ReportStore
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The build loop: the current snapshot, recomputed off the request path on every change.
 
-Requests only read `current()`. One background thread builds (app.web.services.snapshot_builder)
+Requests only read `current()`. One background thread builds (app.web.services.snapshots.builder)
 at once for a change of the cluster or a node's first report; after a pause for a stream of
 reports with new readings (`STREAM_REPORTS`, at most `MAX_HOLD_S`); every
 `refresh_interval_s`, reckoning the agents' ages; and at the moment an agent turns stale
@@ -9,11 +9,11 @@ build between two reckonings keeps the ages of the latest one. Builds run outsid
 cyclic garbage collector (app.gc_policy.outside_collections).
 
 Rendered forms of a snapshot (JSON bodies, metrics text, page fragments) are memoised per
-snapshot in one typed cache per kind (app.web.services.render_cache). The keys requested in
-the last `HOT_KEY_S` are rendered ahead in this thread after each build, cheapest first,
-until a cluster change comes in; renderings slower than `SLOW_RENDER_S` are redone by a
-second thread only once asked for again. Why, with the figures: docs/PERFORMANCE.md, "How
-the build loop keeps up".
+snapshot in one typed cache per kind (app.web.services.snapshots.render_cache). The keys
+requested in the last `HOT_KEY_S` are rendered ahead in this thread after each build,
+cheapest first, until a cluster change comes in; renderings slower than `SLOW_RENDER_S` are
+redone by a second thread only once asked for again. Why, with the figures:
+docs/PERFORMANCE.md, "How the build loop keeps up".
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from app.domain.cluster import AccountingOptions
 from app.domain.snapshot import Snapshot
 from app.domain.usage.idle import UsageHistory
 from app.gc_policy import outside_collections
-from app.web.services.idle_history import IdleHistory
-from app.web.services.node_roster import NodeRoster
-from app.web.services.render_cache import RenderCache
-from app.web.services.reports import ReportStore
-from app.web.services.snapshot_builder import Clock, ClusterSource, SnapshotBuilder
+from app.web.services.reports.node_roster import NodeRoster
+from app.web.services.reports.store import ReportStore
+from app.web.services.snapshots.builder import Clock, ClusterSource, SnapshotBuilder
+from app.web.services.snapshots.idle_history import IdleHistory
+from app.web.services.snapshots.render_cache import RenderCache
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Every kind of change by the name its records carry, and undoing a record through its kind.
 
-A record names its kind (`mode`, `split`); its kind (app.web.services.change_pipeline's
+A record names its kind (`mode`, `split`); its kind (app.web.services.changes.pipeline's
 `ChangeKind`) turns the record's typed `before` back into a request, planned, previewed and
 written as any change of that kind, the new record naming the one it undoes. Nothing here
 asks which kind a record is: a new kind of change is one more entry in KINDS.
@@ -12,7 +12,8 @@ from typing import Any
 
 from app.domain.changes.history import ChangeRecord, RecordKind
 from app.web.auth.principal import Admin, Principal
-from app.web.services.change_pipeline import (
+from app.web.services.changes.gpu_split import SPLIT
+from app.web.services.changes.pipeline import (
     ChangeApplied,
     ChangeContext,
     ChangeKind,
@@ -20,8 +21,7 @@ from app.web.services.change_pipeline import (
     apply_change,
     preview_change,
 )
-from app.web.services.gpu_split import SPLIT
-from app.web.services.plugin_admin import MODE
+from app.web.services.changes.plugin_admin import MODE
 
 KINDS: dict[RecordKind, ChangeKind[Any, Any, ChangePreview, ChangeApplied]] = {
     "mode": MODE,

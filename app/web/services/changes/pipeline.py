@@ -2,7 +2,7 @@
 
 Every change (mode switch, per-node split, return to shared, rollback of either) runs
 plan -> preview (+ freshness token) -> apply (token checked) -> record -> rollout. Each kind
-of change implements one interface, `ChangeKind` (app.web.services.plugin_admin for the
+of change implements one interface, `ChangeKind` (app.web.services.changes.plugin_admin for the
 mode, gpu_split for the split); the pipeline that calls it is here, so the stale check, the
 writer's identity, the order of the steps and the "nothing to change" answer exist once.
 docs/ADMIN.md ("The change pipeline") and docs/decisions/0104 describe it.
@@ -26,8 +26,8 @@ from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import PluginWriter
 from app.settings import Settings
 from app.web.auth.principal import Admin, Principal
-from app.web.services.snapshot_builder import ClusterSource
-from app.web.services.snapshots import SnapshotService
+from app.web.services.snapshots.builder import ClusterSource
+from app.web.services.snapshots.service import SnapshotService
 from app.web.views.admin_schemas import (
     ModeAppliedOut,
     ModePreviewOut,

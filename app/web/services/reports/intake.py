@@ -26,8 +26,8 @@ from pydantic import AwareDatetime, TypeAdapter, ValidationError
 
 from app.domain.report import MAX_CLOCK_SKEW, AgentReport, seconds_ahead
 from app.errors import GpuSlotsError
-from app.web.services.report_digest import Cut, cut_time
-from app.web.services.reports import Outcome, ReportStore
+from app.web.services.reports.digest import Cut, cut_time
+from app.web.services.reports.store import Outcome, ReportStore
 
 log = logging.getLogger(__name__)
 _COLLECTED_AT: TypeAdapter[datetime] = TypeAdapter(AwareDatetime)  # AgentReport.collected_at's type

@@ -19,7 +19,7 @@ from app.domain.changes.rollout import RolloutStatus, rollout_status
 from app.domain.changes.rollout_record import RolloutRecord, rollout_record
 from app.domain.cluster import Manifest
 from app.domain.kube_time import parse_time
-from app.web.services.change_pipeline import ChangeContext, cached_objects
+from app.web.services.changes.pipeline import ChangeContext, cached_objects
 
 # A plugin pod normally starts in seconds; a rollout that has not moved for this long is
 # called stuck even when no failing pod explains it (a pod stuck mounting, a lost node).

@@ -35,7 +35,7 @@ from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.sample import Sample
 from app.domain.history.showback import HeldSeconds, ShowbackBy, held_seconds
 from app.errors import HistoryUnavailableError
-from app.web.services.history_sqlite import (
+from app.web.services.history.sqlite import (
     DROP_EVERY_S,
     LENGTH,
     OVERLAP,
