@@ -41,6 +41,15 @@ def test_log_in_from_the_navigation_returns_to_the_page(stack: Stack, page: str)
     assert signed_in.by_testid("signed-in") != []
 
 
+def test_the_navigation_s_login_keeps_the_page_s_query(stack: Stack) -> None:
+    """A filtered or paged view is where the login returns, not the bare page."""
+    page = parse(stack.client.get("/usage?by=node&lang=ko").text)
+    link = unescape(page.by_testid("nav-login")[0]["href"])
+    assert link == "/login?next=/usage%3Fby%3Dnode&lang=ko"
+    form = parse(stack.client.get(link).text).by_testid("login-form")[0]
+    assert _log_in(stack, unescape(form["action"])) == "/usage?by=node&lang=ko"
+
+
 def test_the_login_page_itself_offers_no_second_login_link(stack: Stack) -> None:
     assert parse(stack.client.get("/login").text).by_testid("nav-login") == []
 

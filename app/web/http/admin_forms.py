@@ -15,14 +15,13 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.changes.models import MAX_REPLICAS, MIN_REPLICAS, PlanRefused, RefusalCode
 from app.errors import ClusterError
-from app.i18n.translate import CATALOGS, Translator
 from app.kube.concurrent import ConcurrentChange
 from app.kube.writer import ApplyFailed
 from app.web.auth.principal import AuthRefused, Principal
 from app.web.auth.requests import get_auth
 from app.web.auth.state import CSRF_FIELD
 from app.web.http.errors import cluster_status, refusal_status
-from app.web.http.html import html_response, translator
+from app.web.http.html import html_response, layout_context, translator
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.views.change_words import outcome_text
@@ -67,12 +66,7 @@ def render_admin(
     lang = language_of(request)
     html = runtime.templates.get_template(template).render(
         {
-            "t": Translator(lang),
-            "lang": lang,
-            "languages": list(CATALOGS),
-            "title": title,
-            "path": request.url.path,
-            "live_url": None,
+            **layout_context(request, lang=lang, title=title),
             "refresh_s": "",
             "csrf_field": CSRF_FIELD,
             **context,

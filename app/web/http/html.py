@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
 
-from app.i18n.translate import Translator
+from app.i18n.translate import CATALOGS, Translator
 from app.web.http.language import language_of, supported
 
 HTML = "text/html; charset=utf-8"
@@ -21,6 +22,22 @@ def html_response(html: str, *, status_code: int = 200, cache: str = NO_STORE) -
     response.headers["Cache-Control"] = cache
     response.headers["Vary"] = "Accept-Language, Cookie"
     return response
+
+
+def layout_context(request: Request, *, lang: str, title: str) -> dict[str, Any]:
+    """What the layout (base.html) reads on every page: its words, the languages, the title,
+    where the page is (`path`, for the navigation) and how to come back to it after a login
+    (`here`: the path with its query, the language left to the login's own `lang`)."""
+    query = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+    return {
+        "t": Translator(lang),
+        "lang": lang,
+        "languages": list(CATALOGS),
+        "title": title,
+        "path": request.url.path,
+        "here": request.url.path + (f"?{urlencode(query)}" if query else ""),
+        "live_url": None,
+    }
 
 
 def translator(request: Request) -> Translator:

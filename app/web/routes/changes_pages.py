@@ -19,13 +19,13 @@ from fastapi.responses import HTMLResponse, Response
 from app.domain.changes.durable import HistoryListing
 from app.domain.changes.models import PlanRefused
 from app.errors import ClusterError
-from app.i18n.translate import CATALOGS, Translator
+from app.i18n.translate import Translator
 from app.web.auth.principal import AuthRefused
 from app.web.auth.requests import acting_admin, get_auth
 from app.web.auth.state import CSRF_FIELD
 from app.web.deps import RuntimeDep
 from app.web.http.admin_forms import ApplyChoicesDep, ChangeId, Checkbox, admin_of
-from app.web.http.html import html_response
+from app.web.http.html import html_response, layout_context
 from app.web.http.language import language_of
 from app.web.http.mode_render import (
     UNDO_MODE_PATH,
@@ -75,12 +75,7 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
     ended = outcomes(listing.records, rollout_view(runtime.changes)) if available else {}
     html = runtime.templates.get_template("admin/changes.html").render(
         {
-            "t": t,
-            "lang": lang,
-            "languages": list(CATALOGS),
-            "title": t("title_changes"),
-            "path": request.url.path,
-            "live_url": None,
+            **layout_context(request, lang=lang, title=t("title_changes")),
             "records": listing.records,
             "outcomes": ended,
             "gpu_names": gpu_names(runtime.snapshots.current(), t),

@@ -17,10 +17,10 @@ from pydantic_core import to_json
 from app.domain.fit.check import Wishes
 from app.domain.fit.manifest import FitInputError, PodAsk, read_ask
 from app.domain.snapshot import Snapshot
-from app.i18n.translate import CATALOGS, Translator
+from app.i18n.translate import Translator
 from app.web.auth.requests import get_auth
 from app.web.deps import Lang, RuntimeDep, SnapshotDep
-from app.web.http.html import REVALIDATE, html_response
+from app.web.http.html import REVALIDATE, html_response, layout_context
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.services.fit import (
@@ -146,12 +146,7 @@ def _render(
     principal = get_auth(request).identify(request, for_write=False)
     html = runtime.templates.get_template("pages/fit.html").render(
         {
-            "t": t,
-            "lang": lang,
-            "languages": list(CATALOGS),
-            "title": t("title_fit"),
-            "path": request.url.path,
-            "live_url": None,
+            **layout_context(request, lang=lang, title=t("title_fit")),
             "signed_in": principal.user if principal is not None else None,
             "form": form,
             "manifest": manifest or "",

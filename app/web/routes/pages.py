@@ -18,10 +18,10 @@ from markupsafe import Markup
 from app.domain.findings.catalogue import CATALOGUE
 from app.domain.snapshot import SEVERITY_RANK
 from app.domain.usage.holders import UsageBy
-from app.i18n.translate import CATALOGS, Translator
+from app.i18n.translate import Translator
 from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
-from app.web.http.html import REVALIDATE, html_response, safe_next
+from app.web.http.html import REVALIDATE, html_response, layout_context, safe_next
 from app.web.http.language import LANG_COOKIE, language_of, supported
 from app.web.runtime import Runtime
 from app.web.services.changes.rollout_view import rollout_view
@@ -82,13 +82,9 @@ def _page(
     status_code: int = 200,
 ) -> HTMLResponse:
     lang = language_of(request)
-    t = Translator(lang)
     interval_s = refresh_interval_s(runtime, refresh_s)
     context = {
-        "t": t,
-        "lang": lang,
-        "languages": list(CATALOGS),
-        "title": title,
+        **layout_context(request, lang=lang, title=title),
         "body": body,
         "live_url": (
             f"{live_url}{'&' if '?' in live_url else '?'}lang={lang}" if live_url else None
@@ -96,7 +92,6 @@ def _page(
         "signed_in": _signed_in(request),
         "refresh_ms": round(interval_s * 1000),
         "refresh_s": seconds(interval_s),
-        "path": request.url.path,
         # the overview never reads a config as done while its rollout is not (watch cache)
         "rollout": rollout_view(runtime.changes) if page == "overview" else None,
     }

@@ -12,10 +12,10 @@ from fastapi.responses import HTMLResponse
 
 from app.domain.history.showback import SHOWBACK_BY, ShowbackBy
 from app.errors import HistoryUnavailableError
-from app.i18n.translate import CATALOGS, Translator
+from app.i18n.translate import Translator
 from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
-from app.web.http.html import REVALIDATE, html_response
+from app.web.http.html import REVALIDATE, html_response, layout_context
 from app.web.http.language import language_of
 from app.web.services.history.service import PERIODS, HistoryChart, NodeTimeline
 from app.web.views.history_views import (
@@ -55,12 +55,7 @@ def usage_history_page(
     principal = get_auth(request).identify(request, for_write=False)
     html = runtime.templates.get_template("pages/usage_history.html").render(
         {
-            "t": t,
-            "lang": lang,
-            "languages": list(CATALOGS),
-            "title": t("title_usage_history"),
-            "path": request.url.path,
-            "live_url": None,
+            **layout_context(request, lang=lang, title=t("title_usage_history")),
             "signed_in": principal.user if principal is not None else None,
             "period": period,
             "periods": list(PERIODS),
@@ -103,12 +98,7 @@ def node_history_page(
     principal = get_auth(request).identify(request, for_write=False)
     html = runtime.templates.get_template("pages/node_history.html").render(
         {
-            "t": t,
-            "lang": lang,
-            "languages": list(CATALOGS),
-            "title": t("title_node_history", node=name),
-            "path": request.url.path,
-            "live_url": None,
+            **layout_context(request, lang=lang, title=t("title_node_history", node=name)),
             "signed_in": principal.user if principal is not None else None,
             "node": name,
             "problem": t(problem.code, detail=problem.detail) if problem is not None else None,
