@@ -2,12 +2,13 @@
 
 At 10,000 nodes a rollout status is a row per plugin pod and per node (~0.25 s of CPU);
 sixteen readers of the overview each computing it held the page at p50 4.6 s
-(docs/PERFORMANCE.md). It is computed again when what it reads changes, and reads the
-DaemonSet's own namespace's pods only.
+(docs/PERFORMANCE.md). It is computed again when what it reads changes, by one view while
+the others get the status before it, and reads the DaemonSet's own namespace's pods only.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
@@ -76,3 +77,36 @@ def test_one_status_per_snapshot_and_cache_generation(computed: list[list[Manife
     module.rollout_view(ctx)
     assert len(computed) == 3, "a pod change in the cache is seen before the next snapshot"
     assert [p["metadata"]["name"] for p in computed[2]] == ["plugin-a", "plugin-b"]
+
+
+def test_while_one_view_computes_the_others_get_the_status_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Sixteen readers of the overview at a new snapshot: one computes, none waits."""
+    monkeypatch.setattr(module, "_LATEST", module._Latest())
+    real = module.rollout_status
+    entered, release = threading.Event(), threading.Event()
+    calls: list[int] = []
+
+    def slow_second(*args: Any, **kw: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 2:  # the computation for the new snapshot takes its time
+            entered.set()
+            release.wait(10)
+        return real(*args, **kw)
+
+    monkeypatch.setattr(module, "rollout_status", slow_second)
+    source = FakeSource(daemonsets=[plugin_daemonset()], pods=[_pod("plugin-a", "kube-system")])
+    snapshot: list[object] = [SimpleNamespace(nodes=())]
+    ctx = _ctx(source, lambda: snapshot[0])
+    before = module.rollout_view(ctx).status
+
+    snapshot[0] = SimpleNamespace(nodes=())
+    computing = threading.Thread(target=module.rollout_view, args=(ctx,))
+    computing.start()
+    assert entered.wait(10)
+    # not waiting: a wait would last until the release below, and then read the new status
+    assert module.rollout_view(ctx).status is before
+    release.set()
+    computing.join(10)
+    assert module.rollout_view(ctx).status is not before  # the new one, once computed
