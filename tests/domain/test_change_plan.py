@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from typing import Any
 
 import pytest
@@ -19,9 +18,11 @@ from app.domain.changes.models import (
     PlanRefused,
     RefusalCode,
 )
-from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
+from app.domain.changes.plan import current_settings, plan_change
+from app.domain.changes.records import mode_record, mode_undo_request
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash, parse_plugin_config
 from app.domain.snapshot import Mode
+from tests import factories as f
 
 CM = "nvidia-device-plugin-config"
 VISIBLE = "GPU-b5c7d9e1,GPU-e8f0a2b4"
@@ -140,8 +141,6 @@ def test_plan_basic_to_time_slicing_changes_only_the_wiring() -> None:
     before = daemonset()
     plan = plan_change(before, None, ts(4), configmap_name=CM)
     after = copy.deepcopy(plan.daemonset)
-    after["metadata"]["annotations"].pop(PREVIOUS_ANNOTATION)
-    assert after["metadata"]["annotations"] == {}
     after["spec"]["template"].pop("metadata")
     before["spec"]["template"].pop("metadata")
     container = plugin_container(after)
@@ -149,8 +148,7 @@ def test_plan_basic_to_time_slicing_changes_only_the_wiring() -> None:
     container["volumeMounts"] = container["volumeMounts"][:1]
     after["spec"]["template"]["spec"]["volumes"] = after["spec"]["template"]["spec"]["volumes"][:1]
     before.pop("status")
-    after["metadata"].pop("annotations")
-    assert after == before
+    assert after == before  # the DaemonSet's own metadata too: no annotation of ours on it
 
 
 def test_plan_picks_the_plugin_container_by_image_not_position() -> None:
@@ -449,28 +447,29 @@ def test_plan_deleting_a_configmap_another_container_mounts_is_refused() -> None
     assert refused.value.code is RefusalCode.CONFIGMAP_IN_USE
 
 
-def test_rollback_after_switch_restores_basic_and_deletes_created_configmap() -> None:
+def undone(plan: ChangePlan) -> ChangePlan:
+    """The plan that undoes `plan` once written: its record's settings before, planned anew."""
+    ds, cm = applied(plan)
+    record = mode_record(plan, change="c-1", user="alice", at=f.NOW)
+    return plan_change(ds, cm, mode_undo_request(record), configmap_name=CM)
+
+
+def test_undoing_a_switch_restores_the_basic_template() -> None:
     original = daemonset()
-    ds, cm = applied(plan_change(original, None, ts(4), configmap_name=CM))
-    assert previous_settings(ds) is not None
 
-    plan = plan_rollback(ds, cm, configmap_name=CM)
+    plan = undone(plan_change(original, None, ts(4), configmap_name=CM))
 
-    assert plan.kind == "rollback"
-    assert plan.configmap_action is ConfigMapAction.DELETE
+    assert plan.configmap_action is ConfigMapAction.KEEP  # the undo deletes no ConfigMap
     assert plan.daemonset["spec"]["template"] == original["spec"]["template"]
     assert plan.after.mode is Mode.BASIC
-    stored = json.loads(plan.daemonset["metadata"]["annotations"][PREVIOUS_ANNOTATION])
-    assert stored["settings"]["mode"] == "time-slicing"
 
 
-def test_rollback_of_replicas_change_restores_old_text_and_rolls() -> None:
+def test_undoing_a_replicas_change_restores_the_old_text_and_rolls() -> None:
     ds, cm = applied(plan_change(daemonset(), None, ts(4), configmap_name=CM))
     assert cm is not None
     four = cm["data"]["config.yaml"]
-    ds, cm = applied(plan_change(ds, cm, ts(8), configmap_name=CM))
 
-    plan = plan_rollback(ds, cm, configmap_name=CM)
+    plan = undone(plan_change(ds, cm, ts(8), configmap_name=CM))
 
     assert plan.configmap_action is ConfigMapAction.UPDATE
     assert plan.configmap is not None and plan.configmap["data"]["config.yaml"] == four
@@ -478,15 +477,17 @@ def test_rollback_of_replicas_change_restores_old_text_and_rolls() -> None:
     assert plan.daemonset["spec"]["template"]["metadata"]["annotations"][
         CONFIG_HASH_ANNOTATION
     ] == (config_hash(four))
-    # Rolling back twice is a toggle: back to 8.
-    ds2, cm2 = applied(plan)
-    assert plan_rollback(ds2, cm2, configmap_name=CM).after.replicas == 8
+    assert undone(plan).after.replicas == 8  # undoing the undo: back to 8
 
 
-def test_rollback_without_previous_config_is_refused() -> None:
-    with pytest.raises(PlanRefused) as refused:
-        plan_rollback(daemonset(), None, configmap_name=CM)
-    assert refused.value.code is RefusalCode.NO_PREVIOUS
+def test_a_daemonset_left_with_the_old_previous_config_annotation_keeps_it() -> None:
+    """Earlier versions kept an undo in this annotation; nothing reads or writes it now."""
+    ds = daemonset()
+    ds["metadata"]["annotations"] = {PREVIOUS_ANNOTATION: '{"version":1}'}
+
+    plan = plan_change(ds, None, ts(4), configmap_name=CM)
+
+    assert plan.daemonset["metadata"]["annotations"] == {PREVIOUS_ANNOTATION: '{"version":1}'}
 
 
 def test_current_settings_of_a_time_sliced_daemonset() -> None:

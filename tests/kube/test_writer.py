@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 import threading
 from collections.abc import Iterator
@@ -13,7 +14,7 @@ from kubernetes import client
 
 from app.domain.changes.history import change_id
 from app.domain.changes.models import ChangePlan, ChangeRequest, ConfigMapAction
-from app.domain.changes.plan import plan_change, plan_rollback
+from app.domain.changes.plan import plan_change
 from app.domain.changes.records import mode_record
 from app.domain.plugin_target import PluginTarget
 from app.errors import ConflictError
@@ -59,6 +60,14 @@ def apply_as(writer: PluginWriter, plan: ChangePlan, user: str) -> ApplyResult:
 
 def ts(replicas: int = 4) -> ChangeRequest:
     return ChangeRequest(mode="time-slicing", replicas=replicas)
+
+
+def back_to_basic(writer: PluginWriter) -> ChangePlan:
+    """The undo of a switch from basic, as the change list plans it, deleting the ConfigMap."""
+    objects = writer.read()
+    request = ChangeRequest(mode="basic", delete_configmap=True)
+    plan = plan_change(objects.daemonset, objects.configmap, request, configmap_name=CM)
+    return dataclasses.replace(plan, kind="rollback")
 
 
 def allocatable(simulator: SimulatedCluster) -> dict[str, Any]:
@@ -129,9 +138,8 @@ def test_writer_rollback_restores_basic_and_deletes_configmap(
     objects = writer.read()
     apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
     wait_for(lambda: allocatable(simulator).get("nvidia.com/gpu") == "8", what="8 slots")
-    objects = writer.read()
 
-    plan = plan_rollback(objects.daemonset, objects.configmap, configmap_name=CM)
+    plan = back_to_basic(writer)
     assert plan.configmap_action is ConfigMapAction.DELETE
     apply_as(writer, plan, "bob")
 
@@ -148,8 +156,7 @@ def test_writer_dry_run_of_a_configmap_deletion_deletes_nothing(
     a rollback preview that deleted the ConfigMap); the simulator now does the same."""
     objects = writer.read()
     apply_as(writer, plan_change(objects.daemonset, None, ts(4), configmap_name=CM), "alice")
-    objects = writer.read()
-    plan = plan_rollback(objects.daemonset, objects.configmap, configmap_name=CM)
+    plan = back_to_basic(writer)
     assert plan.configmap_action is ConfigMapAction.DELETE
 
     verdict = writer.dry_run(plan)

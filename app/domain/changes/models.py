@@ -11,6 +11,10 @@ from app.domain.cluster import Manifest
 from app.domain.snapshot import Mode
 from app.errors import GpuSlotsError
 
+# Written on the plugin DaemonSet by every mode change until one undo per change (the change
+# record's `before` is the undo now, issue 47); nothing writes or reads it any more, but
+# DaemonSets changed by earlier versions still carry it: the preview shows it by its size and
+# a node's own DaemonSet does not copy it.
 PREVIOUS_ANNOTATION = "gpu-slots.io/previous-config"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 DEFAULT_KEY = "config.yaml"

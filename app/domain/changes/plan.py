@@ -2,15 +2,13 @@
 
 Pure: it only rearranges manifests (camelCase JSON dicts). Everything of the DaemonSet that
 is not the plugin's config wiring is kept as it is. A pod-template annotation carries the
-config's hash so the plugin pods roll exactly when the config changes, and the DaemonSet
-keeps the previous wiring and config in an annotation for one-click rollback.
+config's hash so the plugin pods roll exactly when the config changes. A change is undone
+by planning its record's `before` as a new change (app.domain.changes.records).
 """
 
 from __future__ import annotations
 
 import copy
-import json
-from typing import Any, Literal
 
 from app.domain.changes.edits import (
     Wiring,
@@ -28,7 +26,6 @@ from app.domain.changes.edits import (
 from app.domain.changes.models import (
     DEFAULT_KEY,
     MANAGED_BY_LABEL,
-    PREVIOUS_ANNOTATION,
     ChangePlan,
     ChangeRequest,
     ChangeWarning,
@@ -36,7 +33,6 @@ from app.domain.changes.models import (
     PlanRefused,
     PluginSettings,
     RefusalCode,
-    json_annotation,
     require_replicas,
 )
 from app.domain.changes.policy import check_policy, dra_only
@@ -69,25 +65,6 @@ def current_settings(daemonset: Manifest, configmap: Manifest | None) -> PluginS
         config.rename_by_default,
         config.fail_requests_greater_than_one,
     )
-
-
-def previous_settings(daemonset: Manifest | None) -> PluginSettings | None:
-    """The settings kept for rollback, if the DaemonSet carries them."""
-    stored = _stored_previous(daemonset)
-    if stored is None:
-        return None
-    raw = stored.get("settings") or {}
-    try:
-        return PluginSettings(
-            Mode(raw.get("mode", "unknown")),
-            int(raw.get("replicas", 1)),
-            str(raw.get("resource", GPU_RESOURCE)),
-            bool(raw.get("renameByDefault")),
-            bool(raw.get("failRequestsGreaterThanOne")),
-            raw.get("error"),
-        )
-    except (TypeError, ValueError):
-        return None
 
 
 def plan_change(
@@ -124,57 +101,12 @@ def plan_change(
             managed=configmap_name,
         )
     if request.mode == "basic":
-        new_ds, action, new_cm, text = _to_basic(ds, container, configmap, request, configmap_name)
+        new_ds, action, new_cm = _to_basic(ds, container, configmap, request, configmap_name)
     else:
-        new_ds, action, new_cm, text = _to_time_slicing(
+        new_ds, action, new_cm = _to_time_slicing(
             ds, container, configmap, request, configmap_name, warnings
         )
-    return _finish(
-        "change", ds, configmap, new_ds, new_cm, action, text, before, warnings, configmap_name
-    )
-
-
-def plan_rollback(
-    daemonset: Manifest | None, configmap: Manifest | None, *, configmap_name: str
-) -> ChangePlan:
-    """Plan the writes that restore the config kept in the previous-config annotation."""
-    ds = _writable(daemonset)
-    stored = _stored_previous(ds)
-    if stored is None:
-        raise PlanRefused(RefusalCode.NO_PREVIOUS, "no-previous-config")
-    spec = read_plugin_spec(ds)
-    container = _container(ds, spec.container)
-    before = current_settings(ds, configmap)
-    raw_ds = stored.get("daemonset") or {}
-    wiring = Wiring(
-        config_file=list(raw_ds.get("configFile") or []),
-        mounts=list(raw_ds.get("volumeMounts") or []),
-        volumes=list(raw_ds.get("volumes") or []),
-        config_hash=raw_ds.get("configHash"),
-    )
-    raw_cm = stored.get("configmap") or {}
-    text: str | None = None
-    new_cm: Manifest | None = None
-    if raw_cm.get("exists"):
-        data = {str(k): str(v) for k, v in (raw_cm.get("data") or {}).items()}
-        if configmap is None:
-            new_cm, action = _new_configmap(ds, configmap_name, data), ConfigMapAction.CREATE
-        elif _data(configmap) != data:
-            new_cm, action = _with_data(configmap, data), ConfigMapAction.UPDATE
-        else:
-            action = ConfigMapAction.KEEP
-    else:
-        action = ConfigMapAction.DELETE if configmap is not None else ConfigMapAction.KEEP
-    new_ds = copy.deepcopy(ds)
-    set_wiring(new_ds, container.get("name"), wiring, configmap_name)
-    restored_spec = read_plugin_spec(new_ds)
-    if isinstance(restored_spec.config_ref, StaticConfigRef):
-        source = new_cm if new_cm is not None else configmap
-        text = _data(source).get(restored_spec.config_ref.key) if source is not None else None
-    set_hash(new_ds, config_hash(text) if text is not None else None)
-    return _finish(
-        "rollback", ds, configmap, new_ds, new_cm, action, text, before, [], configmap_name
-    )
+    return _finish(ds, configmap, new_ds, new_cm, action, before, warnings)
 
 
 def _writable(daemonset: Manifest | None, dra_install: DraInstall | None = None) -> Manifest:
@@ -211,7 +143,7 @@ def _to_basic(
     configmap: Manifest | None,
     request: ChangeRequest,
     configmap_name: str,
-) -> tuple[Manifest, ConfigMapAction, Manifest | None, str | None]:
+) -> tuple[Manifest, ConfigMapAction, Manifest | None]:
     new_ds = copy.deepcopy(ds)
     pod_spec = new_ds["spec"]["template"]["spec"]
     volumes = configmap_volumes(pod_spec, configmap_name)
@@ -229,7 +161,7 @@ def _to_basic(
                 count=len(others),
             )
         action = ConfigMapAction.DELETE
-    return new_ds, action, None, None
+    return new_ds, action, None
 
 
 def _to_time_slicing(
@@ -239,7 +171,7 @@ def _to_time_slicing(
     request: ChangeRequest,
     configmap_name: str,
     warnings: list[ChangeWarning],
-) -> tuple[Manifest, ConfigMapAction, Manifest | None, str | None]:
+) -> tuple[Manifest, ConfigMapAction, Manifest | None]:
     spec = read_plugin_spec(ds)
     data = _data(configmap) if configmap is not None else {}
     new_ds = copy.deepcopy(ds)
@@ -285,20 +217,17 @@ def _to_time_slicing(
     # same text, without our annotation, is left alone (no pointless restart).
     if old_text != text or old_hash is not None or template_of(new_ds) != template_of(ds):
         set_hash(new_ds, config_hash(text))
-    return new_ds, action, new_cm, text
+    return new_ds, action, new_cm
 
 
 def _finish(
-    kind: Literal["change", "rollback"],
     ds: Manifest,
     configmap: Manifest | None,
     new_ds: Manifest,
     new_cm: Manifest | None,
     action: ConfigMapAction,
-    text: str | None,
     before: PluginSettings,
     warnings: list[ChangeWarning],
-    configmap_name: str,
 ) -> ChangePlan:
     template_changed = template_of(ds) != template_of(new_ds)
     if not template_changed and action is ConfigMapAction.KEEP:
@@ -307,18 +236,10 @@ def _finish(
     after = current_settings(new_ds, after_cm)
     if after.error:
         raise PlanRefused(RefusalCode.CONFIG_INVALID, "config-invalid", error=after.error)
-    previous = {
-        "version": 1,
-        "settings": before.as_json(),
-        "configmap": {"exists": configmap is not None, "data": _data(configmap)},
-        "daemonset": wiring_of(ds, read_plugin_spec(ds).container, configmap_name).as_json(),
-    }
-    annotations = new_ds.setdefault("metadata", {}).setdefault("annotations", {})
-    annotations[PREVIOUS_ANNOTATION] = json.dumps(previous, sort_keys=True, separators=(",", ":"))
     new_ds.pop("status", None)
     hash_value = template_annotations(new_ds).get(CONFIG_HASH_ANNOTATION)
     return ChangePlan(
-        kind=kind,
+        kind="change",
         daemonset_before=ds,
         daemonset=new_ds,
         configmap_before=configmap,
@@ -330,11 +251,6 @@ def _finish(
         rolls_pods=template_changed,
         warnings=tuple(warnings),
     )
-
-
-def _stored_previous(daemonset: Manifest | None) -> dict[str, Any] | None:
-    stored = json_annotation(daemonset, PREVIOUS_ANNOTATION)
-    return stored if stored is not None and stored.get("version") == 1 else None
 
 
 def _new_configmap(ds: Manifest, name: str, data: dict[str, str]) -> Manifest:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import json
 
-from app.domain.changes.models import PlanRefused, RefusalCode
+from app.domain.changes.models import PREVIOUS_ANNOTATION, PlanRefused, RefusalCode
 from app.domain.changes.split_affinity import drop_exclusion
 from app.domain.changes.split_models import (
     CONFIG_DIR,
@@ -30,7 +30,7 @@ _DROP_META = ("uid", "resourceVersion", "generation", "creationTimestamp", "mana
 _DROP_ANNOTATIONS = (
     "deprecated.daemonset.template.generation",
     "kubectl.kubernetes.io/last-applied-configuration",
-    "gpu-slots.io/previous-config",
+    PREVIOUS_ANNOTATION,  # left by earlier versions on the shared DaemonSet
     "meta.helm.sh/release-name",
     "meta.helm.sh/release-namespace",
 )

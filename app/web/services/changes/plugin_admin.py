@@ -17,7 +17,7 @@ from typing import Any
 
 from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import ChangePlan, ChangeRequest, resource_version
-from app.domain.changes.plan import current_settings, plan_change, plan_rollback, previous_settings
+from app.domain.changes.plan import current_settings, plan_change
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
 from app.domain.changes.records import mode_record, mode_undo_request
 from app.domain.changes.rollout_record import Budget, RolloutRecord
@@ -179,25 +179,22 @@ def mode_objects(
 def make_plan(
     ctx: ChangeContext,
     writer: PluginWriter,
-    request: ChangeRequest | None,
+    request: ChangeRequest,
     *,
     expected: str | None = None,
 ) -> ChangePlan:
-    """A plan from the objects as the API server holds them now (None request: rollback).
+    """A plan from the objects as the API server holds them now.
 
     `expected` (the preview's token) is checked against those objects before planning, so a
     bad or stale token is refused even when nothing would change.
     """
     objects = writer.read()
     check_token(expected, mode_objects(ctx, objects.daemonset, objects.configmap))
-    name = ctx.settings.plugin_configmap_name
-    if request is None:
-        return plan_rollback(objects.daemonset, objects.configmap, configmap_name=name)
     return plan_change(
         objects.daemonset,
         objects.configmap,
         request,
-        configmap_name=name,
+        configmap_name=ctx.settings.plugin_configmap_name,
         dra_install=dra_install_of(ctx),
     )
 
@@ -211,13 +208,13 @@ def dra_install_of(ctx: ChangeContext) -> DraInstall | None:
 
 
 class ModeKind:
-    """The plugin's mode switch and its undo, a ChangeKind (request None: the annotation's)."""
+    """The plugin's mode switch and its undo, a ChangeKind."""
 
     def plan(
         self,
         ctx: ChangeContext,
         writer: PluginWriter,
-        request: ChangeRequest | None,
+        request: ChangeRequest,
         *,
         rollback: bool,
         expected: str | None,
@@ -238,7 +235,7 @@ class ModeKind:
         writer: PluginWriter,
         admin: Admin,
         plan: ChangePlan,
-        request: ChangeRequest | None,
+        request: ChangeRequest,
         *,
         rolls_back: str | None,
         pass_failing: bool | None,
@@ -247,7 +244,7 @@ class ModeKind:
             ctx, writer, admin, plan, pass_failing=pass_failing, rolls_back=rolls_back
         )
 
-    def undo(self, record: ChangeRecord, *, confirm: bool) -> ChangeRequest | None:
+    def undo(self, record: ChangeRecord, *, confirm: bool) -> ChangeRequest:
         return mode_undo_request(record)
 
 
@@ -257,22 +254,22 @@ MODE = ModeKind()
 def preview_mode(
     ctx: ChangeContext,
     principal: Principal,
-    change: ChangeRequest | None,
+    change: ChangeRequest,
     expected: str | None = None,
 ) -> Preview:
-    """The preview of a mode change (None: of the rollback); raises PlanRefused/ClusterError."""
+    """The preview of a mode change; raises PlanRefused/ClusterError."""
     return preview_change(ctx, principal, MODE, change, expected=expected)
 
 
 def apply_mode(
     ctx: ChangeContext,
     admin: Admin,
-    change: ChangeRequest | None,
+    change: ChangeRequest,
     expected: str | None,
     *,
     pass_failing: bool | None = False,
 ) -> Applied:
-    """Write a mode change (None: the rollback) planned from the objects as they are now.
+    """Write a mode change planned from the objects as they are now.
 
     `pass_failing` None: the admin has not chosen, refused (RolloutWouldHold) when failing
     nodes would hold the rollout.
@@ -317,7 +314,7 @@ def write_mode(
 def change_mode(
     ctx: ChangeContext,
     admin: Admin,
-    change: ChangeRequest | None,
+    change: ChangeRequest,
     expected: str | None,
     *,
     dry_run: bool,
@@ -356,7 +353,6 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
         "operatorManaged": daemonset is not None and is_operator_managed(daemonset),
         "draOnly": None,
         "writesEnabled": ctx.writer is not None,
-        "previous": None,
     }
     if daemonset is None:
         install = dra_install_of(ctx)
@@ -373,8 +369,6 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
         )
         return view
     view.update(current_settings(daemonset, configmap).as_json())
-    previous = previous_settings(daemonset)
-    view["previous"] = previous.as_json() if previous is not None else None
     return view
 
 
@@ -390,7 +384,4 @@ def allocation_policy_offered(ctx: ChangeContext) -> bool:
 
 def config_json(ctx: ChangeContext) -> dict[str, Any]:
     """`config_view` for the API: an unusable config's reason worded (the plugin's English)."""
-    view = worded_values(config_view(ctx))
-    if isinstance(view["previous"], dict):
-        view["previous"] = worded_values(view["previous"])
-    return view
+    return worded_values(config_view(ctx))
