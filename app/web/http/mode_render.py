@@ -29,7 +29,7 @@ from app.web.http.admin_forms import Alert, principal_of, refusal, render_admin
 from app.web.http.html import translator, with_lang
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
-from app.web.services.changes.history import ModeUndo, mode_undo
+from app.web.services.changes.listing import ModeUndo, mode_undo
 from app.web.services.changes.mode_rollout import RolloutWouldHold, failing_now
 from app.web.services.changes.plugin_admin import Preview, allocation_policy_offered, config_view
 from app.web.services.changes.rollout_view import rollout_view

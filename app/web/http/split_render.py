@@ -31,7 +31,7 @@ from app.web.http.admin_forms import (
 from app.web.http.html import translator, with_lang
 from app.web.runtime import Runtime
 from app.web.services.changes.gpu_split import SplitPreview, split_view
-from app.web.services.changes.history import change_listing
+from app.web.services.changes.listing import change_listing
 from app.web.views.admin_schemas import GpuSplitOut
 from app.web.views.change_words import gpu_names
 from app.web.views.links import gpu_editor_path

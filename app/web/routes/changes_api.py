@@ -1,6 +1,6 @@
 """JSON API for the change history: every mode and split change, and undoing one.
 
-Thin: the use cases are app.web.services.changes.history (shared with the change list page
+Thin: the use cases are app.web.services.changes.listing (shared with the change list page
 and with the plugin's own rollback, which undoes the newest mode change).
 """
 
@@ -13,7 +13,7 @@ from app.web.deps import Lang, RuntimeDep, WriteDep
 from app.web.http.admin_forms import ChangeId
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import SPLIT_READ_ERRORS, WRITE_ERRORS
-from app.web.services.changes.history import (
+from app.web.services.changes.listing import (
     RollbackOut,
     change_listing,
     change_out,

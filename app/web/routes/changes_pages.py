@@ -1,7 +1,7 @@
 """The change history page and undoing a change: /admin/changes and its rollback forms.
 
 The history lives in the cluster as labelled ConfigMaps (app.domain.changes.durable, read
-through app.web.services.changes.history); the page lists it, with the labelled objects that
+through app.web.services.changes.listing); the page lists it, with the labelled objects that
 hold no readable record shown apart (never a crash, never a rollback). It is the one place
 to undo: each change says how it ended (done, rolling out, held at a node, undone) and one
 that can be undone has one "Undo", which opens the same preview and confirmation as any
@@ -43,7 +43,7 @@ from app.web.http.split_render import (
     editor_refused,
     to_editor,
 )
-from app.web.services.changes.history import (
+from app.web.services.changes.listing import (
     change_listing,
     outcomes,
     preview_rollback,

@@ -1,7 +1,7 @@
 """JSON API for the plugin's mode: read it, preview or apply a change, roll it back.
 
 Thin: the use cases live in app.web.services.changes.plugin_admin, shared with the mode pages; the
-rollback undoes the newest mode change of the history (app.web.services.changes.history),
+rollback undoes the newest mode change of the history (app.web.services.changes.listing),
 exactly as `POST /api/v1/changes/{id}/rollback` would.
 """
 
@@ -17,7 +17,7 @@ from app.domain.changes.models import ChangeRequest, PlanRefused, RefusalCode
 from app.web.deps import RuntimeDep, WriteDep
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import WRITE_ERRORS, problem
-from app.web.services.changes.history import config_with_undo, undo_newest_mode
+from app.web.services.changes.listing import config_with_undo, undo_newest_mode
 from app.web.services.changes.plugin_admin import change_mode
 from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 
@@ -77,7 +77,7 @@ class PluginConfigIn(CamelBody):
 class ModeRollbackIn(CamelBody):
     """Restore the config kept from before the last mode change."""
 
-    # "the config kept": the newest mode change's record (app.web.services.changes.history)
+    # "the config kept": the newest mode change's record (app.web.services.changes.listing)
 
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
     passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)

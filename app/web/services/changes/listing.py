@@ -1,4 +1,4 @@
-"""The change history (mode and split changes) and rolling one change back.
+"""The change list (every mode and split change recorded) and rolling one change back.
 
 The history lives in the cluster (app.domain.changes.durable, app.kube.history): one
 ConfigMap per change in the dashboard's namespace, each carrying its whole record, so a
