@@ -9,9 +9,10 @@ tell the same story, on every replica.
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from datetime import datetime
+from functools import partial
+from typing import Literal
 
 from app.domain.changes.models import PluginSettings
 from app.domain.changes.plan import current_settings
@@ -19,7 +20,9 @@ from app.domain.changes.rollout import RolloutStatus, rollout_status
 from app.domain.changes.rollout_record import RolloutRecord, rollout_record
 from app.domain.cluster import Manifest
 from app.domain.kube_time import parse_time
+from app.domain.snapshot import Snapshot
 from app.web.services.changes.pipeline import ChangeContext, cached_objects
+from app.web.services.snapshots.derived import Derived
 
 # A plugin pod normally starts in seconds; a rollout that has not moved for this long is
 # called stuck even when no failing pod explains it (a pod stuck mounting, a lost node).
@@ -68,79 +71,72 @@ class RolloutView:
         return "stuck" if self.stuck else "rolling-out"
 
 
-@dataclass
-class _Latest:
-    """The latest rollout status and what it was computed from.
+@dataclass(frozen=True)
+class _Inputs:
+    """What a status is worked out from beside the snapshot, as the watch cache has it now:
+    compared by value (the DaemonSet's generation, the expected settings, the change's
+    facts), so an admin's change is seen at once; the DaemonSet's status and its pods come
+    with the next snapshot (every change of the cache is built into one)."""
 
-    Every view of the overview asks; at 10,000 nodes a status costs ~0.25 s of CPU (a row
-    per plugin pod and per node), so it is computed again only for another published
-    snapshot, DaemonSet or ConfigMap (the very objects), watch cache generation or record,
-    by one caller at a time: while it computes, the others get the status before it (at
-    most one computation old) instead of waiting, or computing it too.
-    """
-
-    objects: tuple[Any, ...] = ()  # compared by identity
-    facts: dict[str, Any] = field(default_factory=dict)  # compared by value
-    status: RolloutStatus | None = None
-    computing: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def holds(self, objects: tuple[Any, ...], facts: dict[str, Any]) -> bool:
-        return (
-            len(objects) == len(self.objects)
-            and all(a is b for a, b in zip(objects, self.objects, strict=True))
-            and facts == self.facts
-        )
+    daemonset: Manifest = field(compare=False)
+    record: RolloutRecord | None = field(compare=False)
+    expected: PluginSettings
+    generation: int
+    since: datetime | None
+    broken_before: frozenset[str]
+    template_generation: int | None
 
 
-_LATEST = _Latest()
+def _inputs(ctx: ChangeContext) -> _Inputs | None:
+    """The DaemonSet, its settings and its rollout record (None: no DaemonSet)."""
+    daemonset, configmap = cached_objects(ctx)
+    if daemonset is None:
+        return None
+    record = rollout_record(daemonset)
+    return _Inputs(
+        daemonset,
+        record,
+        expected=current_settings(daemonset, configmap),
+        generation=int((daemonset.get("metadata") or {}).get("generation") or 0),
+        since=parse_time(record.since) if record is not None else None,
+        broken_before=frozenset(record.broken_before) if record is not None else frozenset(),
+        template_generation=record.template_generation if record is not None else None,
+    )
 
 
-def _status_of(
-    ctx: ChangeContext, daemonset: Manifest, configmap: Manifest | None, **facts: Any
-) -> RolloutStatus:
-    snapshot = ctx.snapshots.current()
-    objects = (daemonset, configmap, snapshot)
-    key = {**facts, "cache_generation": ctx.source.generation}
-    with _LATEST.lock:
-        latest = _LATEST.status
-        if latest is not None and (_LATEST.computing or _LATEST.holds(objects, key)):
-            return latest
-        _LATEST.computing = True
-    try:
-        # the DaemonSet's own namespace only: its pods, not the cluster's 300,000
-        namespace = (daemonset.get("metadata") or {}).get("namespace")
-        pods = ctx.source.items("pods", namespace)
-        status = rollout_status(daemonset, pods, snapshot, **facts)
-        with _LATEST.lock:
-            _LATEST.status, _LATEST.objects, _LATEST.facts = status, objects, key
-        return status
-    finally:
-        with _LATEST.lock:
-            _LATEST.computing = False
+def _status(ctx: ChangeContext, snapshot: Snapshot | None, inputs: _Inputs) -> RolloutStatus:
+    """The costly part: a row per plugin pod and per node (~0.25 s at 10,000 nodes)."""
+    # the DaemonSet's own namespace only: its pods, not the cluster's 300,000
+    namespace = (inputs.daemonset.get("metadata") or {}).get("namespace")
+    return rollout_status(
+        inputs.daemonset,
+        ctx.source.items("pods", namespace),
+        snapshot,
+        expected=inputs.expected,
+        generation=inputs.generation,
+        since=inputs.since,
+        broken_before=inputs.broken_before,
+        template_generation=inputs.template_generation,
+    )
+
+
+def rollout_statuses(ctx: ChangeContext) -> Derived[_Inputs, RolloutStatus]:
+    """The rollout status, worked out by the snapshot service's build thread for each
+    published snapshot while it is asked for (app.web.services.snapshots.derived): held by
+    the running dashboard's snapshot service, never by this module."""
+    return ctx.snapshots.derived(
+        "rollout-status", lambda: Derived(partial(_inputs, ctx), partial(_status, ctx))
+    )
 
 
 def rollout_view(ctx: ChangeContext) -> RolloutView:
     """Where the DaemonSet's current generation stands, with the latest change's record."""
-    daemonset, configmap = cached_objects(ctx)
-    expected = current_settings(daemonset, configmap) if daemonset is not None else None
-    generation = int(((daemonset or {}).get("metadata") or {}).get("generation") or 0)
-    record = rollout_record(daemonset)
-    started_at = parse_time(record.since) if record is not None else None
-    status = None
-    if daemonset is not None and expected is not None:
-        status = _status_of(
-            ctx,
-            daemonset,
-            configmap,
-            expected=expected,
-            generation=generation,
-            since=started_at,
-            broken_before=frozenset(record.broken_before) if record is not None else frozenset(),
-            template_generation=record.template_generation if record is not None else None,
-        )
+    inputs = _inputs(ctx)
+    if inputs is None:
+        return RolloutView(None, None, 0, None, None)
+    status = rollout_statuses(ctx).get(ctx.snapshots.current(), inputs)
     now = ctx.clock()
-    elapsed_s = None if started_at is None else max(0.0, (now - started_at).total_seconds())
-    moved_at = status.progressed_at if status is not None else None
+    since, moved_at = inputs.since, status.progressed_at
+    elapsed_s = None if since is None else max(0.0, (now - since).total_seconds())
     idle_s = None if moved_at is None else max(0.0, (now - moved_at).total_seconds())
-    return RolloutView(status, expected, generation, record, elapsed_s, idle_s)
+    return RolloutView(status, inputs.expected, inputs.generation, inputs.record, elapsed_s, idle_s)

@@ -12,7 +12,9 @@ Rendered forms of a snapshot (JSON bodies, metrics text, page fragments) are mem
 snapshot in one typed cache per kind (app.web.services.snapshots.render_cache). The keys
 requested in the last `HOT_KEY_S` are rendered ahead in this thread after each build,
 cheapest first, until a cluster change comes in; renderings slower than `SLOW_RENDER_S` are
-redone by a second thread only once asked for again. Why, with the figures:
+redone by a second thread only once asked for again. Values worked out from a snapshot and
+the cache beside it (the plugin's rollout status) are refreshed first, the same way
+(app.web.services.snapshots.derived). Why, with the figures:
 docs/PERFORMANCE.md, "How the build loop keeps up".
 """
 
@@ -21,8 +23,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any, TypeVar
 
 from markupsafe import Markup
 
@@ -34,10 +38,13 @@ from app.gc_policy import outside_collections
 from app.web.services.reports.node_roster import NodeRoster
 from app.web.services.reports.store import ReportStore
 from app.web.services.snapshots.builder import Clock, ClusterSource, SnapshotBuilder
+from app.web.services.snapshots.derived import Derived
 from app.web.services.snapshots.idle_history import IdleHistory
 from app.web.services.snapshots.render_cache import RenderCache
 
 log = logging.getLogger(__name__)
+K = TypeVar("K")
+T = TypeVar("T")
 
 # Report-driven builds wait at most this long after a build: a pause as long as a slow
 # build would take in more reports, so the next build would be slower still (at 5,000
@@ -102,6 +109,8 @@ class SnapshotService:
         self.json_bodies: RenderCache[bytes] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
         self.metrics_text: RenderCache[str] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
         self.page_html: RenderCache[Markup] = RenderCache(slow_thread_runs=runs, wake_slow=wake)
+        self._derived: dict[str, Derived[Any, Any]] = {}
+        self._derived_lock = threading.Lock()
 
     @property
     def usage(self) -> UsageHistory:
@@ -135,6 +144,15 @@ class SnapshotService:
 
     def current(self) -> Snapshot | None:
         return self._current
+
+    def derived(self, name: str, make: Callable[[], Derived[K, T]]) -> Derived[K, T]:
+        """The value `name` worked out per published snapshot, held by this service (one
+        per running dashboard), made by `make` on the first ask."""
+        with self._derived_lock:
+            found = self._derived.get(name)
+            if found is None:
+                found = self._derived[name] = make()
+            return found
 
     def free_gpus(self, snapshot: Snapshot) -> list[FreeByModel]:
         """Free GPUs per model of `snapshot` (the summary and the overview show them),
@@ -202,6 +220,7 @@ class SnapshotService:
             snapshot = snapshot.model_copy(update={"stale": True, "stale_age_s": round(age_s, 1)})
         self._publish(snapshot)
         self.builds += 1
+        self._refresh_derived(snapshot)
 
         def due() -> bool:  # the cluster changed since: that build comes first
             return self._source.generation != generation
@@ -211,6 +230,15 @@ class SnapshotService:
                 break
         self._slow_wake.set()
         return snapshot
+
+    def _refresh_derived(self, snapshot: Snapshot) -> None:
+        with self._derived_lock:
+            derived = list(self._derived.items())
+        for name, value in derived:
+            try:
+                value.refresh(snapshot)
+            except Exception:
+                log.exception("working out %s ahead failed; it is worked out on request", name)
 
     def _ages_hold(self, now: datetime) -> bool:
         """Whether the latest reckoning of agents' ages may serve a build at `now`: less
