@@ -17,7 +17,6 @@ process ended takes over writing.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -26,6 +25,7 @@ from app.domain.cluster import Manifest
 from app.domain.history.sample import Sample, Sampler
 from app.domain.snapshot import Snapshot
 from app.errors import HistoryUnavailableError
+from app.web.services.background import BackgroundLoop
 from app.web.services.history.store import HistoryStore
 
 log = logging.getLogger(__name__)
@@ -57,8 +57,7 @@ class HistorySampler:
         self._write_s = 0.0  # the CPU time the latest write took
         self.error: HistoryUnavailableError | None = None  # why the latest write failed
         self.writer: str | None = None  # the process that writes the file, if not this one
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop("history", self._run)
 
     def sample_now(self) -> Sample | None:
         """Sample the current snapshot at the clock's moment (None before the first one)."""
@@ -91,14 +90,10 @@ class HistorySampler:
         return sample
 
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="history", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._loop.stop()
 
     def _run(self) -> None:
         due = time.monotonic()
@@ -111,5 +106,5 @@ class HistorySampler:
             # (the one before it ran past its span's end) is followed where its span ends,
             # never inside it
             due = max(due, self._taken_at_s) + self.span_s
-            if self._stop.wait(max(0.0, due - time.monotonic())):
+            if self._loop.stopping.wait(max(0.0, due - time.monotonic())):
                 return

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from app.clock import utc_now
 from app.domain.report import ReceivedReport
 from app.replicas import Resolver, resolve_all, targets
 from app.settings import Settings
+from app.web.services.background import BackgroundLoop
 from app.web.services.reports.intake import too_far_ahead
 from app.web.services.reports.store import ReportStore
 
@@ -80,8 +80,7 @@ class ReportSync:
         self._resolve = resolve
         self._clock = clock
         self._started = clock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = BackgroundLoop("peer-sync", self._run)
         self._state = SyncState(False, "waiting for the first snapshot")
         if not self._peers and self._wait_s <= 0:
             self._state = SyncState(True, "no peers configured and no report wait")
@@ -92,19 +91,15 @@ class ReportSync:
     def start(self) -> None:
         if self._state.done:
             return
-        self._stop.clear()
         self._started = self._clock()
-        self._thread = threading.Thread(target=self._run, name="peer-sync", daemon=True)
-        self._thread.start()
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=5)
+        self._loop.stop()
 
     def _run(self) -> None:
         while not self._snapshot_ready():  # reports of nodes the cache does not know yet
-            if self._stop.wait(0.05):  # would be kept only in the bounded unknown space
+            if self._loop.stopping.wait(0.05):  # would be kept only in the bounded unknown space
                 return
         if self._peers:
             self._state = SyncState(False, "asking peers for their reports")
@@ -122,7 +117,7 @@ class ReportSync:
             why = "no peers configured"
         wait_s = self._wait_s
         self._state = SyncState(False, f"{why}; waiting one report interval ({wait_s:g} s)")
-        if self._stop.wait(max(0.0, self._started + wait_s - self._clock())):
+        if self._loop.stopping.wait(max(0.0, self._started + wait_s - self._clock())):
             return
         self._state = SyncState(
             True, f"{why}; waited one report interval ({wait_s:g} s) for the agents"
