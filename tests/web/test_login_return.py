@@ -54,6 +54,33 @@ def test_the_login_page_itself_offers_no_second_login_link(stack: Stack) -> None
     assert parse(stack.client.get("/login").text).by_testid("nav-login") == []
 
 
+# every page on the layout: the snapshot pages, fit, the GPU-hour history, the admin pages
+NAMED = (
+    *PAGES,
+    "/nodes/gpu-server-1",
+    "/docs/findings",
+    "/nodes/gpu-server-1/history",
+    "/admin/plugin",
+    "/admin/plugin/rollout",
+    "/admin/nodes/gpu-server-1/gpus",
+)
+
+
+def test_a_signed_in_admin_sees_their_name_on_every_page(
+    make_stack: Callable[..., Stack],
+) -> None:
+    stack = make_stack(
+        "host-split", agents=False, trusted_proxies=["127.0.0.1/32"], admin_group="gpu-admins"
+    )
+    alice = {"X-Forwarded-User": "alice", "X-Forwarded-Groups": "gpu-admins"}
+    for page in NAMED:
+        shown = parse(stack.client.get(page, headers=alice).text)
+        assert shown.text("signed-in") == "Signed in as alice", page
+        assert shown.by_testid("nav-login") == [], page
+    login = parse(stack.client.get("/login", headers=alice).text)  # the way in names no one
+    assert login.by_testid("signed-in") == login.by_testid("nav-login") == []
+
+
 def test_a_local_path_with_its_query_is_where_the_login_returns(stack: Stack) -> None:
     assert _log_in(stack, "/login?next=/usage?by%3Dnode") == "/usage?by=node"
     assert _log_in(stack, "/login?lang=ko&next=/nodes/gpu-server-1") == (

@@ -9,6 +9,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 
 from app.i18n.translate import CATALOGS, Translator
+from app.web.auth.requests import get_auth
 from app.web.http.language import language_of, supported
 
 HTML = "text/html; charset=utf-8"
@@ -26,9 +27,11 @@ def html_response(html: str, *, status_code: int = 200, cache: str = NO_STORE) -
 
 def layout_context(request: Request, *, lang: str, title: str) -> dict[str, Any]:
     """What the layout (base.html) reads on every page: its words, the languages, the title,
-    where the page is (`path`, for the navigation) and how to come back to it after a login
-    (`here`: the path with its query, the language left to the login's own `lang`)."""
+    where the page is (`path`, for the navigation), how to come back to it after a login
+    (`here`: the path with its query, the language left to the login's own `lang`) and who
+    is signed in (`signed_in`: the name in the header, or None)."""
     query = [(k, v) for k, v in request.query_params.multi_items() if k != "lang"]
+    principal = get_auth(request).identify(request, for_write=False)
     return {
         "t": Translator(lang),
         "lang": lang,
@@ -37,6 +40,7 @@ def layout_context(request: Request, *, lang: str, title: str) -> dict[str, Any]
         "path": request.url.path,
         "here": request.url.path + (f"?{urlencode(query)}" if query else ""),
         "live_url": None,
+        "signed_in": principal.user if principal is not None else None,
     }
 
 

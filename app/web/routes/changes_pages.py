@@ -94,7 +94,6 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             "history_keep": runtime.settings.change_history_keep,
             "available": available,
             "error": error,
-            "signed_in": principal.user if principal is not None else None,
         }
     )
     return html_response(html, status_code=502 if error else 200)

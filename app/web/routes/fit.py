@@ -18,7 +18,6 @@ from app.domain.fit.check import Wishes
 from app.domain.fit.manifest import FitInputError, PodAsk, read_ask
 from app.domain.snapshot import Snapshot
 from app.i18n.translate import Translator
-from app.web.auth.requests import get_auth
 from app.web.deps import Lang, RuntimeDep, SnapshotDep
 from app.web.http.html import REVALIDATE, html_response, layout_context
 from app.web.http.language import language_of
@@ -143,11 +142,9 @@ def _render(
             rows, fits = node_rows(snapshot, answer, lang), answer.fits
         except FitInputError as exc:
             error = input_error_text(exc, lang)
-    principal = get_auth(request).identify(request, for_write=False)
     html = runtime.templates.get_template("pages/fit.html").render(
         {
             **layout_context(request, lang=lang, title=t("title_fit")),
-            "signed_in": principal.user if principal is not None else None,
             "form": form,
             "manifest": manifest or "",
             "choices": _choices(snapshot),

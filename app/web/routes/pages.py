@@ -89,7 +89,6 @@ def _page(
         "live_url": (
             f"{live_url}{'&' if '?' in live_url else '?'}lang={lang}" if live_url else None
         ),
-        "signed_in": _signed_in(request),
         "refresh_ms": round(interval_s * 1000),
         "refresh_s": seconds(interval_s),
         # the overview never reads a config as done while its rollout is not (watch cache)
@@ -97,12 +96,6 @@ def _page(
     }
     html = runtime.pages.render(f"pages/{page}.html", context)
     return html_response(html, status_code=status_code, cache=REVALIDATE)
-
-
-def _signed_in(request: Request) -> str | None:
-    """The signed-in user's name for the header, or None."""
-    principal = get_auth(request).identify(request, for_write=False)
-    return principal.user if principal is not None else None
 
 
 def _fragment_response(body: Markup) -> HTMLResponse:

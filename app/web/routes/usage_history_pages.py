@@ -13,7 +13,6 @@ from fastapi.responses import HTMLResponse
 from app.domain.history.showback import SHOWBACK_BY, ShowbackBy
 from app.errors import HistoryUnavailableError
 from app.i18n.translate import Translator
-from app.web.auth.requests import get_auth
 from app.web.deps import RuntimeDep
 from app.web.http.html import REVALIDATE, html_response, layout_context
 from app.web.http.language import language_of
@@ -52,11 +51,9 @@ def usage_history_page(
     if chart is not None:
         query = {"from": chart.start.isoformat(), "to": chart.end.isoformat(), "by": by}
         csv_url = f"/api/v1/showback?{urlencode({**query, 'format': 'csv'})}"
-    principal = get_auth(request).identify(request, for_write=False)
     html = runtime.templates.get_template("pages/usage_history.html").render(
         {
             **layout_context(request, lang=lang, title=t("title_usage_history")),
-            "signed_in": principal.user if principal is not None else None,
             "period": period,
             "periods": list(PERIODS),
             "by": by,
@@ -95,11 +92,9 @@ def node_history_page(
         timeline = history.timeline(name)
     except HistoryUnavailableError as exc:
         problem = exc
-    principal = get_auth(request).identify(request, for_write=False)
     html = runtime.templates.get_template("pages/node_history.html").render(
         {
             **layout_context(request, lang=lang, title=t("title_node_history", node=name)),
-            "signed_in": principal.user if principal is not None else None,
             "node": name,
             "problem": t(problem.code, detail=problem.detail) if problem is not None else None,
             "timeline": timeline,
