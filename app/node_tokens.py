@@ -40,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from app.settings import get_settings
 
-    secret = get_settings().read_agent_node_secret()
+    secret = get_settings().secret("agent_node_secret")
     if not secret:
         print("gpu-slots node-token: set GEO_MLOPS_AGENT_NODE_SECRET or _AGENT_NODE_SECRET_FILE")
         return 2

@@ -10,13 +10,18 @@ from __future__ import annotations
 import ipaddress
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal, get_args
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.domain.plugin_target import DEFAULT_NAME, DEFAULT_NAMESPACE, PluginTarget
+from app.errors import ConfigError
 
 AGENT_AUTH_METHODS = ("serviceaccount", "node-token", "shared-token")
+# The secret settings: each `x` has its `x_file`, and is read through `Settings.secret`
+SecretName = Literal["agent_node_secret", "agent_token", "admin_token", "metrics_token"]
+SECRETS: tuple[SecretName, ...] = get_args(SecretName)
 
 
 def _dns_name(value: str) -> str:
@@ -161,14 +166,6 @@ class AgentSettings(BaseModel):
         """The accepted ways for an agent to authenticate."""
         return frozenset(m for m in self.agent_auth.split(",") if m)
 
-    def read_agent_token(self) -> str | None:
-        """The agent token: the variable wins, else the file's first line."""
-        return _token(self.agent_token, self.agent_token_file)
-
-    def read_agent_node_secret(self) -> str | None:
-        """The secret per-node agent tokens are derived from."""
-        return _token(self.agent_node_secret, self.agent_node_secret_file)
-
 
 class AccessSettings(BaseModel):
     """Who may read and who may change: the admin token, sessions, /metrics, an auth proxy."""
@@ -227,14 +224,6 @@ class AccessSettings(BaseModel):
             except ValueError as exc:
                 raise ValueError(f"{entry!r} is not an IP address or CIDR") from exc
         return value
-
-    def read_metrics_token(self) -> str | None:
-        """The token Prometheus sends to /metrics, if one is configured."""
-        return _token(self.metrics_token, self.metrics_token_file)
-
-    def read_admin_token(self) -> str | None:
-        """The admin token: the variable wins, else the file's first line."""
-        return _token(self.admin_token, self.admin_token_file)
 
 
 class ReplicaSettings(BaseModel):
@@ -351,19 +340,42 @@ class Settings(
 
     model_config = SettingsConfigDict(env_prefix="GEO_MLOPS_", extra="ignore")
 
+    @model_validator(mode="after")
+    def _secret_files_readable(self) -> Settings:
+        """A secret's file is read at start too: a wrong path stops the start, named, like
+        any other bad setting."""
+        for name in SECRETS:
+            try:
+                self.secret(name)
+            except ConfigError as exc:
+                raise ValueError(str(exc)) from exc
+        return self
+
+    def secret(self, name: SecretName) -> str | None:
+        """The secret setting `name`: `GEO_MLOPS_<NAME>` wins, else the first line of the
+        file `GEO_MLOPS_<NAME>_FILE` names, read on every call (a rotated Secret counts).
+        An unreadable file raises ConfigError naming the variable and the path."""
+        value: str | None = getattr(self, name)
+        if value:
+            return value
+        path: Path | None = getattr(self, f"{name}_file")
+        if path is None:
+            return None
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+            raise ConfigError(f"GEO_MLOPS_{name.upper()}_FILE: cannot read {path}: {why}") from exc
+        return (lines[0].strip() if lines else "") or None
+
+    def has_secret(self, name: SecretName) -> bool:
+        """Whether the secret `name` is set, by its variable or by its file."""
+        return bool(getattr(self, name)) or getattr(self, f"{name}_file") is not None
+
     @property
     def history_namespace(self) -> str:
         """Where the change history is kept: its own setting, else the plugin's namespace."""
         return self.change_history_namespace or self.kubernetes_device_plugin_namespace
-
-
-def _token(value: str | None, path: Path | None) -> str | None:
-    if value:
-        return value
-    if path is None:
-        return None
-    text = path.read_text(encoding="utf-8").strip()
-    return text or None
 
 
 @lru_cache(maxsize=1)

@@ -1,12 +1,17 @@
-"""The settings: where the change history is kept and how much of it; the plugin target."""
+"""The settings: where the change history is kept and how much of it; the plugin target;
+the secrets, each from its variable or its file."""
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from app.domain.plugin_target import PluginTarget
-from app.settings import Settings
+from app.errors import ConfigError
+from app.settings import SECRETS, SecretName, Settings
 
 
 def test_settings_history_namespace_unset_returns_the_plugin_namespace() -> None:
@@ -78,3 +83,49 @@ def test_plugin_target_matches_its_daemonset_only(
     metadata: dict[str, str] | None, expected: bool
 ) -> None:
     assert PluginTarget(namespace="gpu", name="ds").matches({"metadata": metadata}) is expected
+
+
+@pytest.mark.parametrize("name", SECRETS)
+def test_a_secret_is_its_variable_else_its_files_first_line(
+    name: SecretName, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / name
+    file.write_text("from-the-file\nsecond line\n", encoding="utf-8")
+    monkeypatch.setenv(f"GEO_MLOPS_{name.upper()}_FILE", str(file))
+    settings = Settings()
+    assert settings.secret(name) == "from-the-file"
+    assert settings.has_secret(name)
+
+    file.write_text("  rotated  \n", encoding="utf-8")  # a Secret's update, read on each use
+    assert settings.secret(name) == "rotated"
+    file.write_text("", encoding="utf-8")
+    assert settings.secret(name) is None
+
+    monkeypatch.setenv(f"GEO_MLOPS_{name.upper()}", "from-the-variable")
+    assert Settings().secret(name) == "from-the-variable"
+
+
+def test_a_secret_unset_is_none() -> None:
+    settings = Settings()
+    assert [settings.secret(name) for name in SECRETS] == [None] * len(SECRETS)
+    assert not any(settings.has_secret(name) for name in SECRETS)
+
+
+def test_an_unreadable_secret_file_stops_the_start_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "nowhere" / "admin-token"
+    monkeypatch.setenv("GEO_MLOPS_ADMIN_TOKEN_FILE", str(missing))
+    expected = f"GEO_MLOPS_ADMIN_TOKEN_FILE: cannot read {missing}: No such file"
+    with pytest.raises(ValidationError, match=re.escape(expected)):
+        Settings()
+
+
+def test_a_secret_file_gone_after_the_start_is_a_config_error_named(tmp_path: Path) -> None:
+    file = tmp_path / "metrics-token"
+    file.write_text("token\n", encoding="utf-8")
+    settings = Settings(metrics_token_file=file)
+    file.unlink()
+    expected = f"GEO_MLOPS_METRICS_TOKEN_FILE: cannot read {file}: No such file"
+    with pytest.raises(ConfigError, match=re.escape(expected)):
+        settings.secret("metrics_token")

@@ -98,10 +98,8 @@ class AgentAuth:
         ready = {
             "serviceaccount": self._reviewer is not None
             and settings.agent_service_account is not None,
-            "node-token": settings.agent_node_secret is not None
-            or settings.agent_node_secret_file is not None,
-            "shared-token": settings.agent_token is not None
-            or settings.agent_token_file is not None,
+            "node-token": settings.has_secret("agent_node_secret"),
+            "shared-token": settings.has_secret("agent_token"),
         }
         return sorted(m for m in settings.agent_methods if ready[m])
 
@@ -122,11 +120,11 @@ class AgentAuth:
             raise AgentRefused(401, "Missing agent token (Authorization: Bearer <token>).")
         methods = self.settings.agent_methods
         if "node-token" in methods and token.startswith(NODE_TOKEN_PREFIX):
-            secret = self.settings.read_agent_node_secret()
+            secret = self.settings.secret("agent_node_secret")
             node = node_of_token(secret, token) if secret else None
             if node is not None:
                 return AgentIdentity("node-token", f"node-token:{node}", node)
-        if "shared-token" in methods and same_token(token, self.settings.read_agent_token()):
+        if "shared-token" in methods and same_token(token, self.settings.secret("agent_token")):
             return AgentIdentity("shared-token", "shared-token", None)
         if "serviceaccount" in methods and self._reviewer is not None:
             why = jwt_refusal(

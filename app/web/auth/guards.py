@@ -85,7 +85,7 @@ async def require_page_reader(request: Request) -> Principal | None:
 def require_metrics(request: Request) -> None:
     """/metrics: the metrics token when one is configured, else the rule of reads."""
     auth = get_auth(request)
-    expected = auth.settings.read_metrics_token()
+    expected = auth.settings.secret("metrics_token")
     if expected is None:
         if not auth.settings.public_reads:
             _identified_reader(request)

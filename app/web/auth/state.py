@@ -89,7 +89,7 @@ class AuthState:
         return self._session(request)
 
     def _bearer(self, request: Request, authorization: str, *, for_write: bool) -> Principal | None:
-        if same_token(bearer_token(authorization), self.settings.read_admin_token()):
+        if same_token(bearer_token(authorization), self.settings.secret("admin_token")):
             return Principal(BEARER_USER, (), "bearer", is_admin=True)
         if not for_write:
             return None
@@ -103,7 +103,7 @@ class AuthState:
 
     def token_fingerprint(self) -> str:
         """A keyed digest of the current admin token: sessions made with another one end."""
-        token = self.settings.read_admin_token() or ""
+        token = self.settings.secret("admin_token") or ""
         digest = hmac.new(self._secret, token.encode(), hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
 
@@ -185,7 +185,7 @@ class AuthState:
         The right token always logs in; only wrong ones are rate limited per address.
         """
         client = self.client_address(request)
-        expected = self.settings.read_admin_token()
+        expected = self.settings.secret("admin_token")
         if not expected:
             raise AuthRefused(
                 403, "No admin token is configured (GEO_MLOPS_ADMIN_TOKEN or _ADMIN_TOKEN_FILE)."
