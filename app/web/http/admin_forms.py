@@ -131,6 +131,9 @@ ApplyChoicesDep = Annotated[ApplyChoices, Depends(apply_choices)]
 
 # refusals in the reader's language ---------------------------------------------------------
 
+# what a form write may be refused with, each worded by `refusal` on the page that was posted
+FORM_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
+
 
 def refusal(request: Request, error: Exception) -> tuple[int, Alert]:
     """The status and the alert of any refused form write (auth, planner, cluster)."""

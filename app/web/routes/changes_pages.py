@@ -17,14 +17,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.domain.changes.durable import HistoryListing
-from app.domain.changes.models import PlanRefused
 from app.errors import ClusterError
 from app.i18n.translate import Translator
-from app.web.auth.principal import AuthRefused
 from app.web.auth.requests import acting_admin, get_auth
 from app.web.auth.state import CSRF_FIELD
 from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import ApplyChoicesDep, ChangeId, Checkbox, admin_of
+from app.web.http.admin_forms import FORM_REFUSALS, ApplyChoicesDep, ChangeId, Checkbox, admin_of
 from app.web.http.html import html_response, layout_context
 from app.web.http.language import language_of
 from app.web.http.mode_render import (
@@ -56,7 +54,6 @@ from app.web.views.change_words import gpu_names, unreadable_text
 
 router = APIRouter(include_in_schema=False)
 CHANGES_PATH = "/admin/changes"
-_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
 
 
 @router.get(CHANGES_PATH, response_class=HTMLResponse)
@@ -119,7 +116,7 @@ def change_rollback_preview(
     try:
         principal = admin_of(request, csrf_token)
         shown = preview_rollback(runtime.changes, principal, change)
-    except _REFUSALS as error:
+    except FORM_REFUSALS as error:
         return editor_refused(request, runtime, node, error)
     return editor_page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
 
@@ -144,7 +141,7 @@ def change_rollback(
             confirm_host_processes=confirm_host_processes == "on",
             expected=token,
         )
-    except _REFUSALS as error:
+    except FORM_REFUSALS as error:
         return editor_refused(request, runtime, node, error)
     return to_editor(request, node, getattr(done, "changeId", None))
 
@@ -160,7 +157,7 @@ def mode_undo_preview(
     try:
         principal = admin_of(request, csrf_token)
         shown = preview_undo_mode(runtime.changes, principal, change)
-    except _REFUSALS as error:
+    except FORM_REFUSALS as error:
         return error_page(request, runtime, error)
     return mode_preview_page(request, runtime, shown, principal, undoes=change)
 
@@ -188,6 +185,6 @@ def mode_undo(
         )
     except RolloutWouldHold as held:
         return choose_first_page(request, runtime, held)
-    except _REFUSALS as error:
+    except FORM_REFUSALS as error:
         return error_page(request, runtime, error)
     return after_mode_write(request, runtime, ())

@@ -14,12 +14,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.domain.changes.models import ChangeRequest, PlanRefused
-from app.errors import ClusterError
-from app.web.auth.principal import AuthRefused
+from app.domain.changes.models import ChangeRequest
 from app.web.auth.requests import acting_admin
 from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import ApplyChoicesDep, Checkbox, admin_of, mode_and_replicas
+from app.web.http.admin_forms import (
+    FORM_REFUSALS,
+    ApplyChoicesDep,
+    Checkbox,
+    admin_of,
+    mode_and_replicas,
+)
 from app.web.http.mode_render import (
     PLUGIN_PATH,
     after_mode_write,
@@ -96,7 +100,7 @@ def preview(
         principal = admin_of(request, csrf_token)
         change = form.to_request()
         shown = preview_mode(runtime.changes, principal, change)
-    except (AuthRefused, PlanRefused, ClusterError) as error:
+    except FORM_REFUSALS as error:
         return error_page(request, runtime, error)
     return mode_preview_page(request, runtime, shown, principal, change=change)
 
@@ -123,6 +127,6 @@ def apply(
         )
     except RolloutWouldHold as held:
         return choose_first_page(request, runtime, held)
-    except (AuthRefused, PlanRefused, ClusterError) as error:
+    except FORM_REFUSALS as error:
         return error_page(request, runtime, error)
     return after_mode_write(request, runtime, applied.result.warnings)

@@ -12,12 +12,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.domain.changes.models import PlanRefused
-from app.errors import ClusterError
-from app.web.auth.principal import AuthRefused
 from app.web.auth.requests import acting_admin
 from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import admin_of
+from app.web.http.admin_forms import FORM_REFUSALS, admin_of
 from app.web.http.split_render import (
     Field,
     SplitFormDep,
@@ -31,7 +28,6 @@ from app.web.services.changes.gpu_split import apply_split, preview_split
 router = APIRouter(include_in_schema=False)
 
 NodeName = Annotated[str, Path(max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
-_REFUSALS = (AuthRefused, PlanRefused, ClusterError)
 
 
 @router.get("/admin/nodes/{name}/gpus", response_class=HTMLResponse)
@@ -55,7 +51,7 @@ def gpus_preview(
     try:
         principal = admin_of(request, csrf_token)
         shown = preview_split(runtime.changes, principal, form.request(name))
-    except _REFUSALS as error:
+    except FORM_REFUSALS as error:
         return editor_refused(request, runtime, name, error, form)
     if form.action == "return":
         return editor_page(request, runtime, name, preview=shown, action="return")
@@ -75,6 +71,6 @@ def gpus_apply(
         principal = admin_of(request, csrf_token)
         change = form.request(name)
         _, applied = apply_split(runtime.changes, acting_admin(principal, request), change, token)
-    except _REFUSALS as error:
+    except FORM_REFUSALS as error:
         return editor_refused(request, runtime, name, error)
     return to_editor(request, name, applied.change_id)
