@@ -3,7 +3,8 @@
 `POST /api/v1/plugin/config/rollback` and the plugin page's Undo undo the newest mode change
 through the change history's rollback (`POST /api/v1/changes/{id}/rollback`, the change
 list's Undo): the same preview and token, the same writes, the same record naming the change
-undone. The DaemonSet's previous-config annotation is no undo path any more.
+undone. The previous-config annotation earlier versions kept on the DaemonSet is neither
+read nor written.
 """
 
 from __future__ import annotations
