@@ -34,9 +34,19 @@ def quarter_slice_sample(at: datetime) -> Sample:
         Holding("serving", "serving/infer", "gpu-1", 0.5, 0.0, 0.5, (("nvidia.com/gpu", 2),)),
     )
     holds = (
-        GpuHold("gpu-1", "GPU-0", 0, "ml/train", "nvidia.com/gpu", 1, "time-slicing", 4, "cm#ts4"),
         GpuHold(
-            "gpu-1", "GPU-1", 1, "serving/infer", "nvidia.com/gpu", 2, "time-slicing", 4, "cm#ts4"
+            "GPU-0", 0, "ml/train", "nvidia.com/gpu", 1, "time-slicing", 4, "cm#ts4", node="gpu-1"
+        ),
+        GpuHold(
+            "GPU-1",
+            1,
+            "serving/infer",
+            "nvidia.com/gpu",
+            2,
+            "time-slicing",
+            4,
+            "cm#ts4",
+            node="gpu-1",
         ),
     )
     return Sample(at, holdings, holds, gpus)

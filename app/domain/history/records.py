@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
-class PastHold:
-    """A pod that held slots of a GPU at some moment, with the plugin config then."""
+class HeldSlots:
+    """A pod holding slots of one GPU, under the plugin config in force on its node."""
 
     gpu_uuid: str
     gpu_index: int
@@ -16,7 +16,13 @@ class PastHold:
     slots: int
     mode: str
     replicas: int
-    config: str
+    config: str  # where the node's plugin config comes from ("" when not known)
+
+
+@dataclass(frozen=True)
+class PastHold(HeldSlots):
+    """Slots a pod held at some moment, read back (the node is the question's)."""
+
     since_s: float  # the record's start (epoch seconds) and how long it stands for
     span_s: float
 

@@ -18,6 +18,7 @@ from itertools import chain
 from app.domain.accounting.fractions import RESERVATION_NAMESPACES
 from app.domain.accounting.pods import pod_key
 from app.domain.cluster import Manifest
+from app.domain.history.records import HeldSlots
 from app.domain.sequences import same_objects
 from app.domain.snapshot import GpuState, NodeState, SlotHolder, Snapshot
 from app.domain.usage.holders import owner_of
@@ -41,19 +42,11 @@ class Holding:
     slots: tuple[tuple[str, int], ...]  # per resource, kept apart
 
 
-@dataclass(frozen=True)
-class GpuHold:
-    """A pod holding slots of one GPU, under the plugin config in force on its node."""
+@dataclass(frozen=True, kw_only=True)
+class GpuHold(HeldSlots):
+    """Slots a pod holds on `node` at a sample."""
 
     node: str
-    gpu_uuid: str
-    gpu_index: int
-    pod: str
-    resource: str
-    slots: int
-    mode: str
-    replicas: int
-    config: str  # where the node's plugin config comes from ("" when not known)
 
 
 @dataclass(frozen=True)
@@ -242,7 +235,6 @@ def _gpu_holds(node: NodeState, gpu: GpuState) -> list[GpuHold]:
     config = _config_source(node)
     return [
         GpuHold(
-            node.name,
             gpu.uuid,
             gpu.index,
             pod,
@@ -251,6 +243,7 @@ def _gpu_holds(node: NodeState, gpu: GpuState) -> list[GpuHold]:
             mode=node.mode.value,
             replicas=node.replicas,
             config=config,
+            node=node.name,
         )
         for (pod, resource), count in sorted(slots.items())
     ]

@@ -86,24 +86,12 @@ class PrometheusHistory:
     def holds_at(self, node: str, at_s: float) -> tuple[list[PastHold], list[PastGpu]]:
         """Who held each GPU of `node` at `at_s`: the latest scrape at or before it."""
         quoted = _quoted(node)
-        holds = []
-        for labels, value in self._vector(
-            f'gpu_slots_held_gpu_slots{{node="{quoted}"}}', at_s=at_s
-        ):
-            holds.append(
-                PastHold(
-                    gpu_uuid=labels.get("UUID", ""),
-                    gpu_index=int(labels.get("gpu", "-1")),
-                    pod=f"{labels.get('namespace', '')}/{labels.get('pod', '')}",
-                    resource=labels.get("resource", ""),
-                    slots=int(value),
-                    mode=labels.get("mode", ""),
-                    replicas=int(labels.get("replicas", "0")),
-                    config=labels.get("config", ""),
-                    since_s=at_s,
-                    span_s=self._interval_s,
-                )
+        holds = [
+            _past_hold(labels, int(value), since_s=at_s, span_s=self._interval_s)
+            for labels, value in self._vector(
+                f'gpu_slots_held_gpu_slots{{node="{quoted}"}}', at_s=at_s
             )
+        ]
         gpus = [
             PastGpu(
                 labels.get("UUID", ""),
@@ -146,18 +134,7 @@ class PrometheusHistory:
                 last = at
                 if ends:
                     spans.append(
-                        PastHold(
-                            gpu_uuid=labels.get("UUID", ""),
-                            gpu_index=int(labels.get("gpu", "-1")),
-                            pod=f"{labels.get('namespace', '')}/{labels.get('pod', '')}",
-                            resource=labels.get("resource", ""),
-                            slots=slots,
-                            mode=labels.get("mode", ""),
-                            replicas=int(labels.get("replicas", "0")),
-                            config=labels.get("config", ""),
-                            since_s=since,
-                            span_s=last - since + step_s,
-                        )
+                        _past_hold(labels, slots, since_s=since, span_s=last - since + step_s)
                     )
                     since = None
         return sorted(spans, key=lambda hold: (hold.gpu_index, hold.since_s, hold.pod))
@@ -207,3 +184,19 @@ class PrometheusHistory:
 def _quoted(value: str) -> str:
     """A label value inside a PromQL double-quoted string."""
     return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _past_hold(labels: dict[str, str], slots: int, *, since_s: float, span_s: float) -> PastHold:
+    """A pod's slots of one GPU, from the labels of a `gpu_slots_held_gpu_slots` series."""
+    return PastHold(
+        gpu_uuid=labels.get("UUID", ""),
+        gpu_index=int(labels.get("gpu", "-1")),
+        pod=f"{labels.get('namespace', '')}/{labels.get('pod', '')}",
+        resource=labels.get("resource", ""),
+        slots=slots,
+        mode=labels.get("mode", ""),
+        replicas=int(labels.get("replicas", "0")),
+        config=labels.get("config", ""),
+        since_s=since_s,
+        span_s=span_s,
+    )
