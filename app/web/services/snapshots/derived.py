@@ -47,7 +47,7 @@ class Derived(Generic[K, T]):
         self._compute = compute
         self._lock = threading.Lock()
         self._held: _Held[K, T] | None = None
-        self._asked_at = -HOT_KEY_S  # time.monotonic() of the latest request
+        self._asked_at = float("-inf")  # time.monotonic() of the latest request
         self._followed = False  # the build thread works it out for each new snapshot
         self._working: list[K] = []  # the inputs being worked out now (by whichever thread)
         self._cost_s = 0.0  # how long the latest computation took
