@@ -94,16 +94,28 @@ prometheus:
 ## Kubernetes v1.35.4's pod validation and PodRequests), built the same way; then the real
 ## node's parts: the kubelet v1.35.4 (tests/node/kubelet/go.sum), the NVIDIA device plugin
 ## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1; k3s v1.35.1+k3s1
-## from its pinned module (tests/k3s/build.py: the longest build, about half an hour cold on
+## from its pinned module (tests/k3s/build.py: the longest build, about 9 minutes cold on
 ## 2 cores, under a minute warm); and, as root, the offline image build's inputs: the
 ## Debian-made base and the wheelhouse, cached under ~/.cache/gpu-slots keyed by their
 ## inputs (scripts/build-image-offline.sh).
+## Three chains that share nothing run side by side (the Kubernetes v1.35.4 builds, which
+## share their packages, one after the other; k3s, which builds its own Kubernetes fork; the
+## image's inputs): a cold build waits on downloads and single-threaded links a third of
+## its time, and the other chains use the cores meanwhile.
 tools: $(STAMP) node-runtime image-tools
+	@$(MAKE) --no-print-directory -j3 tools-kubernetes tools-k3s tools-image
+
+.PHONY: tools-kubernetes tools-k3s tools-image
+tools-kubernetes: $(STAMP)
 	$(BIN)/python -m tests.kube_tools
 	$(BIN)/python -m tests.real.build
 	$(BIN)/python -m tests.differential.build
 	$(BIN)/python -m tests.node.build
+
+tools-k3s: $(STAMP)
 	$(BIN)/python -m tests.k3s.build
+
+tools-image: $(STAMP)
 	@if [ "$$(id -u)" = 0 ] && command -v podman >/dev/null && command -v debootstrap >/dev/null; then \
 	  scripts/build-image-offline.sh base && PYTHON=$(BIN)/python scripts/build-image-offline.sh wheels; \
 	else echo "not root or no podman/debootstrap: the offline image test will be skipped"; fi
