@@ -160,5 +160,4 @@ screenshots: $(STAMP) chromium
 bench: $(STAMP)
 	$(BIN)/python -m tests.bench.run
 	$(BIN)/python -m tests.bench.fit_bench 1000 10000
-	$(BIN)/python -m tests.bench.history_bench 1000
-	$(BIN)/python -m tests.bench.history_bench --no-month 10000
+	$(BIN)/python -m tests.bench.history_bench 1000 10000

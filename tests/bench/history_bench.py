@@ -11,7 +11,7 @@ each node, every pod its own owner: the most keys a sample can have), prints per
   nothing after; a day in which every pod is replaced once adds about as much again;
 - the showback query's CPU time over 7 and 30 days of such days (every pod replaced daily;
   CPU time, as the machine it runs on may be loaded: SQLite reads on the calling thread).
-`make bench` runs it at 1,000 nodes, and the sample alone (`--no-month`) at 10,000.
+`make bench` runs it, the month included, at 1,000 and 10,000 nodes (about 21 minutes at 10,000).
 """
 
 from __future__ import annotations
