@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -19,14 +20,12 @@ def _volume(rendered: Rendered) -> dict[str, Any]:
 
 
 def test_history_file_is_on_an_emptydir_by_default_and_the_settings_read_it(
-    monkeypatch: pytest.MonkeyPatch,
+    pod_settings: Callable[[dict[str, str]], Settings],
 ) -> None:
     rendered = render()
     assert "emptyDir" in _volume(rendered)
     assert "PersistentVolumeClaim" not in rendered.kinds()
-    for name, value in rendered.find("ConfigMap", "-settings")["data"].items():
-        monkeypatch.setenv(name, value)  # as the pod's envFrom gives them
-    settings = Settings()
+    settings = pod_settings(rendered.find("ConfigMap", "-settings")["data"])
     assert str(settings.history_path) == "/var/lib/gpu-slots-history/history.sqlite"
     assert (settings.history_interval_s, settings.history_retention_days) == (15.0, 35)
     assert settings.prometheus_url is None

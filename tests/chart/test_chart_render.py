@@ -6,6 +6,7 @@ import base64
 import copy
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from app.settings import Settings
 from app.simulator.world.cluster import SimulatedCluster
 from tests.chart.checks import KUBE_VERSIONS, all_errors, service_selects
 from tests.chart.helm import (
@@ -363,15 +365,11 @@ def test_dashboard_service_selects_the_dashboard_not_the_agents() -> None:
 
 
 def test_dashboard_settings_carry_the_platform_names_as_geo_mlops_variables(
-    monkeypatch: pytest.MonkeyPatch,
+    pod_settings: Callable[[dict[str, str]], Settings],
 ) -> None:
-    from app.settings import Settings
-
     rendered = render(MATRIX["custom-plugin-names"] | MATRIX["proxy-auth"])
     data: dict[str, str] = _one(rendered, "ConfigMap", "-settings")["data"]
-    for name, value in data.items():
-        monkeypatch.setenv(name, value)
-    settings = Settings()
+    settings = pod_settings(data)
 
     assert data["GEO_MLOPS_KUBERNETES_DEVICE_PLUGIN_NAME"] == "nvdp-nvidia-device-plugin"
     assert settings.kubernetes_device_plugin_namespace == "nvidia-device-plugin"
