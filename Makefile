@@ -94,8 +94,8 @@ prometheus:
 ## Kubernetes v1.35.4's pod validation and PodRequests), built the same way; then the real
 ## node's parts: the kubelet v1.35.4 (tests/node/kubelet/go.sum), the NVIDIA device plugin
 ## v0.19.3 (Go module proxy, sum pinned) and our mock libnvidia-ml.so.1; k3s v1.35.1+k3s1
-## from its pinned module (tests/k3s/build.py: the longest build, about 9 minutes cold on
-## 2 cores, under a minute warm); and, as root, the offline image build's inputs: the
+## from its pinned module (tests/k3s/build.py: the longest build, 9 minutes cold alone on
+## 2 cores, 13-14 beside the others, under a minute warm); and, as root, the offline image build's inputs: the
 ## Debian-made base and the wheelhouse, cached under ~/.cache/gpu-slots keyed by their
 ## inputs (scripts/build-image-offline.sh).
 ## Three chains that share nothing run side by side (the Kubernetes v1.35.4 builds, which
