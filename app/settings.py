@@ -15,6 +15,7 @@ from typing import Literal, get_args
 from pydantic import BaseModel, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.domain.described import Described
 from app.domain.plugin_target import DEFAULT_NAME, DEFAULT_NAMESPACE, PluginTarget
 from app.errors import ConfigError
 
@@ -30,29 +31,22 @@ def _dns_name(value: str) -> str:
     return value
 
 
-class DevicePluginSettings(BaseModel):
+class DevicePluginSettings(Described):
     """The device plugin: which DaemonSet, resource and ConfigMap GPU Slots reads and changes.
 
     The platform's three names (the first three fields) keep their names and defaults.
     """
 
-    kubernetes_device_plugin_name: str = Field(
-        default=DEFAULT_NAME, description="Name of the device plugin's DaemonSet"
-    )
-    kubernetes_device_plugin_namespace: str = Field(
-        default=DEFAULT_NAMESPACE, description="Namespace of the device plugin's DaemonSet"
-    )
-    serving_gpu_resource: str = Field(
-        default="nvidia.com/gpu", description="The extended resource GPU pods request"
-    )
-    plugin_configmap_name: str = Field(
-        default="nvidia-device-plugin-config",
-        description="The ConfigMap holding the plugin's config.yaml: the one GPU Slots writes",
-    )
-    plugin_config_namespaces: list[str] = Field(
-        default_factory=list,
-        description="Other namespaces whose plugin DaemonSets' ConfigMaps are read (JSON list)",
-    )
+    kubernetes_device_plugin_name: str = DEFAULT_NAME
+    """Name of the device plugin's DaemonSet"""
+    kubernetes_device_plugin_namespace: str = DEFAULT_NAMESPACE
+    """Namespace of the device plugin's DaemonSet"""
+    serving_gpu_resource: str = "nvidia.com/gpu"
+    """The extended resource GPU pods request"""
+    plugin_configmap_name: str = "nvidia-device-plugin-config"
+    """The ConfigMap holding the plugin's config.yaml: the one GPU Slots writes"""
+    plugin_config_namespaces: list[str] = Field(default_factory=list)
+    """Other namespaces whose plugin DaemonSets' ConfigMaps are read (JSON list)"""
 
     @field_validator(
         "kubernetes_device_plugin_name",
@@ -86,17 +80,14 @@ class DevicePluginSettings(BaseModel):
         )
 
 
-class ChangeHistorySettings(BaseModel):
+class ChangeHistorySettings(Described):
     """The change history: one ConfigMap per applied change (app.kube.history)."""
 
-    change_history_namespace: str | None = Field(
-        default=None,
-        description="Where the records are kept (the chart: its release namespace); "
-        "unset: the plugin's namespace",
-    )
-    change_history_keep: int = Field(
-        default=200, ge=1, le=10_000, description="How many records are kept, the newest"
-    )
+    change_history_namespace: str | None = None
+    """Where the records are kept (the chart: its release namespace); unset: the plugin's namespace
+    """
+    change_history_keep: int = Field(default=200, ge=1, le=10_000)
+    """How many records are kept, the newest"""
 
     @field_validator("change_history_namespace")
     @classmethod
@@ -104,46 +95,30 @@ class ChangeHistorySettings(BaseModel):
         return _dns_name(value) if value else None
 
 
-class AgentSettings(BaseModel):
+class AgentSettings(Described):
     """The node agents: how they prove their node, and how their reports are taken."""
 
-    agent_auth: str = Field(
-        default="serviceaccount,node-token",
-        description="How agents authenticate, comma-separated: serviceaccount, node-token, "
-        "and shared-token only when listed",
-    )
-    agent_token_audience: str = Field(
-        default="gpu-slots",
-        description="The audience an agent's projected ServiceAccount token must carry",
-    )
-    agent_service_account: str | None = Field(
-        default=None,
-        description="The agents' ServiceAccount as namespace:name; other accounts are refused",
-    )
-    agent_node_secret: str | None = Field(
-        default=None, repr=False, description="The secret per-node agent tokens derive from"
-    )
-    agent_node_secret_file: Path | None = Field(
-        default=None, description="A file holding agent_node_secret (its first line)"
-    )
-    agent_token: str | None = Field(
-        default=None, repr=False, description="The shared agent token (auth shared-token)"
-    )
-    agent_token_file: Path | None = Field(
-        default=None, description="A file holding agent_token (its first line)"
-    )
-    agent_stale_after_s: float = Field(
-        default=90.0, gt=0, description="Seconds after which a node's newest report is stale"
-    )
-    max_report_bytes: int = Field(
-        default=1_048_576, ge=1024, description="The largest report body taken, in bytes"
-    )
-    max_unknown_nodes: int = Field(
-        default=64,
-        ge=0,
-        le=10_000,
-        description="Reports of nodes the cluster does not have are kept for at most this many",
-    )
+    agent_auth: str = "serviceaccount,node-token"
+    """How agents authenticate, comma-separated: serviceaccount, node-token, and shared-token only
+    when listed"""
+    agent_token_audience: str = "gpu-slots"
+    """The audience an agent's projected ServiceAccount token must carry"""
+    agent_service_account: str | None = None
+    """The agents' ServiceAccount as namespace:name; other accounts are refused"""
+    agent_node_secret: str | None = Field(default=None, repr=False)
+    """The secret per-node agent tokens derive from"""
+    agent_node_secret_file: Path | None = None
+    """A file holding agent_node_secret (its first line)"""
+    agent_token: str | None = Field(default=None, repr=False)
+    """The shared agent token (auth shared-token)"""
+    agent_token_file: Path | None = None
+    """A file holding agent_token (its first line)"""
+    agent_stale_after_s: float = Field(default=90.0, gt=0)
+    """Seconds after which a node's newest report is stale"""
+    max_report_bytes: int = Field(default=1_048_576, ge=1024)
+    """The largest report body taken, in bytes"""
+    max_unknown_nodes: int = Field(default=64, ge=0, le=10_000)
+    """Reports of nodes the cluster does not have are kept for at most this many"""
 
     @field_validator("agent_auth")
     @classmethod
@@ -167,53 +142,34 @@ class AgentSettings(BaseModel):
         return frozenset(m for m in self.agent_auth.split(",") if m)
 
 
-class AccessSettings(BaseModel):
+class AccessSettings(Described):
     """Who may read and who may change: the admin token, sessions, /metrics, an auth proxy."""
 
-    public_reads: bool = Field(
-        default=True, description="Pages and read APIs open to anyone; false: admins only"
-    )
-    admin_token: str | None = Field(
-        default=None, repr=False, description="The admin bearer token (writes, private reads)"
-    )
-    admin_token_file: Path | None = Field(
-        default=None, description="A file holding admin_token (its first line)"
-    )
-    session_secret: str | None = Field(
-        default=None,
-        repr=False,
-        description="Signs sessions, change records and the replicas' peer token; unset: a "
-        "random one per process (sessions end at restart)",
-    )
-    session_max_age_s: int = Field(
-        default=28_800, ge=300, description="Seconds a signed-in session lasts"
-    )
-    session_revocations_file: Path | None = Field(
-        default=None,
-        description="Logged-out session ids, kept across restarts (a writable file)",
-    )
-    metrics_token: str | None = Field(
-        default=None,
-        repr=False,
-        description="The bearer token Prometheus sends to /metrics; unset: reads' rule",
-    )
-    metrics_token_file: Path | None = Field(
-        default=None, description="A file holding metrics_token (its first line)"
-    )
-    trusted_proxies: list[str] = Field(
-        default_factory=list,
-        description="Addresses or CIDRs of auth proxies whose user headers count (JSON list)",
-    )
-    proxy_user_header: str = Field(
-        default="X-Forwarded-User", description="The header a trusted proxy names the user in"
-    )
-    proxy_groups_header: str = Field(
-        default="X-Forwarded-Groups",
-        description="The header a trusted proxy lists the user's groups in (comma-separated)",
-    )
-    admin_group: str | None = Field(
-        default=None, description="A proxy user in this group is an admin; unset: none is"
-    )
+    public_reads: bool = True
+    """Pages and read APIs open to anyone; false: admins only"""
+    admin_token: str | None = Field(default=None, repr=False)
+    """The admin bearer token (writes, private reads)"""
+    admin_token_file: Path | None = None
+    """A file holding admin_token (its first line)"""
+    session_secret: str | None = Field(default=None, repr=False)
+    """Signs sessions, change records and the replicas' peer token; unset: a random one per process
+    (sessions end at restart)"""
+    session_max_age_s: int = Field(default=28_800, ge=300)
+    """Seconds a signed-in session lasts"""
+    session_revocations_file: Path | None = None
+    """Logged-out session ids, kept across restarts (a writable file)"""
+    metrics_token: str | None = Field(default=None, repr=False)
+    """The bearer token Prometheus sends to /metrics; unset: reads' rule"""
+    metrics_token_file: Path | None = None
+    """A file holding metrics_token (its first line)"""
+    trusted_proxies: list[str] = Field(default_factory=list)
+    """Addresses or CIDRs of auth proxies whose user headers count (JSON list)"""
+    proxy_user_header: str = "X-Forwarded-User"
+    """The header a trusted proxy names the user in"""
+    proxy_groups_header: str = "X-Forwarded-Groups"
+    """The header a trusted proxy lists the user's groups in (comma-separated)"""
+    admin_group: str | None = None
+    """A proxy user in this group is an admin; unset: none is"""
 
     @field_validator("trusted_proxies")
     @classmethod
@@ -226,84 +182,53 @@ class AccessSettings(BaseModel):
         return value
 
 
-class ReplicaSettings(BaseModel):
+class ReplicaSettings(Described):
     """Several dashboard replicas (app.web.routes.peers): the chart sets these for you."""
 
-    peers: str = Field(
-        default="",
-        description="URLs whose names resolve to every replica (the headless Service), "
-        "comma-separated",
-    )
-    pod_ip: str | None = Field(
-        default=None, description="This replica's own address, skipped among the peers"
-    )
-    report_wait_s: float = Field(
-        default=0.0,
-        ge=0,
-        le=3600,
-        description="How long a starting replica no peer answers waits for the agents",
-    )
+    peers: str = ""
+    """URLs whose names resolve to every replica (the headless Service), comma-separated"""
+    pod_ip: str | None = None
+    """This replica's own address, skipped among the peers"""
+    report_wait_s: float = Field(default=0.0, ge=0, le=3600)
+    """How long a starting replica no peer answers waits for the agents"""
 
 
-class ServerSettings(BaseModel):
+class ServerSettings(Described):
     """The dashboard process: how it reads the cluster and builds snapshots, its page assets."""
 
-    snapshot_min_interval_s: float = Field(
-        default=0.1, ge=0, description="The least time between two snapshot builds, in seconds"
-    )
-    watch_timeout_s: int = Field(
-        default=300, ge=5, description="Seconds one watch request of the API server lasts"
-    )
-    assets_dir: Path | None = Field(
-        default=None,
-        description="A folder with static/, templates/ and docs/; unset: the package's own",
-    )
+    snapshot_min_interval_s: float = Field(default=0.1, ge=0)
+    """The least time between two snapshot builds, in seconds"""
+    watch_timeout_s: int = Field(default=300, ge=5)
+    """Seconds one watch request of the API server lasts"""
+    assets_dir: Path | None = None
+    """A folder with static/, templates/ and docs/; unset: the package's own"""
 
 
-class FindingSettings(BaseModel):
+class FindingSettings(Described):
     """When the findings that wait or compare against a threshold fire."""
 
-    memory_pressure_pct: float = Field(
-        default=90.0,
-        gt=0,
-        le=100,
-        description="Pods sharing a GPU above this % of its memory: shared-gpu-memory-pressure",
-    )
-    idle_slot_after_s: float = Field(
-        default=900.0,
-        gt=0,
-        description="A slot held this long with no GPU process: slot-held-idle",
-    )
-    low_utilization_after_s: float = Field(
-        default=1800.0,
-        gt=0,
-        description="A held GPU under 1% utilization this long: gpu-utilization-low",
-    )
+    memory_pressure_pct: float = Field(default=90.0, gt=0, le=100)
+    """Pods sharing a GPU above this % of its memory: shared-gpu-memory-pressure"""
+    idle_slot_after_s: float = Field(default=900.0, gt=0)
+    """A slot held this long with no GPU process: slot-held-idle"""
+    low_utilization_after_s: float = Field(default=1800.0, gt=0)
+    """A held GPU under 1% utilization this long: gpu-utilization-low"""
 
 
-class HistorySettings(BaseModel):
+class HistorySettings(Described):
     """The GPU-hour history (docs/HISTORY.md): SQLite of our own, or a Prometheus."""
 
-    history_path: Path | None = Field(
-        default=None, description="The SQLite file; unset: kept in memory since start"
-    )
-    history_interval_s: float = Field(
-        default=15.0,
-        ge=1,
-        le=3600,
-        description="Seconds between samples of the published snapshot",
-    )
-    history_retention_days: int = Field(
-        default=35, ge=1, le=3660, description="Days the samples are kept (rolled up with age)"
-    )
-    prometheus_url: str | None = Field(
-        default=None,
-        description="Answer the history from this Prometheus query API instead (it must scrape "
-        "/metrics every interval)",
-    )
-    prometheus_timeout_s: float = Field(
-        default=5.0, gt=0, le=120, description="Seconds one query to Prometheus may take"
-    )
+    history_path: Path | None = None
+    """The SQLite file; unset: kept in memory since start"""
+    history_interval_s: float = Field(default=15.0, ge=1, le=3600)
+    """Seconds between samples of the published snapshot"""
+    history_retention_days: int = Field(default=35, ge=1, le=3660)
+    """Days the samples are kept (rolled up with age)"""
+    prometheus_url: str | None = None
+    """Answer the history from this Prometheus query API instead (it must scrape /metrics every
+    interval)"""
+    prometheus_timeout_s: float = Field(default=5.0, gt=0, le=120)
+    """Seconds one query to Prometheus may take"""
 
     @field_validator("prometheus_url")
     @classmethod

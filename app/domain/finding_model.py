@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import ConfigDict, Field, computed_field
+
+from app.domain.described import Described
 
 EvidenceValue = str | int | float | bool | None
 
@@ -29,7 +31,7 @@ class Scope(StrEnum):
     POD = "pod"
 
 
-class Frozen(BaseModel):
+class Frozen(Described):
     """The engine's output models: immutable once built."""
 
     model_config = ConfigDict(frozen=True)
@@ -38,51 +40,41 @@ class Frozen(BaseModel):
 class Finding(Frozen):
     """One mismatch between accounting and reality, with its cause and remedy."""
 
-    code: str = Field(description="Stable code, documented in docs/findings.md")
-    severity: Severity = Field(description="error | warning | info")
-    scope: Scope = Field(description="cluster | node | gpu | pod")
-    title: str = Field(
-        default="",
-        description="One line saying what is wrong, in the language asked for (worded by the "
-        "web layer from `code` and `params`)",
-    )
-    params: dict[str, EvidenceValue] = Field(
-        default_factory=dict,
-        description="The values a page words the title with in each language: the evidence "
-        "plus node, gpu_uuid and pod",
-    )
-    evidence: dict[str, EvidenceValue] = Field(description="The numbers that disagree")
-    remedy: str = Field(
-        description="What fixes it, in the language asked for: the command with what to do as "
-        "a `# ...` comment (or the words alone where nothing can be pasted)"
-    )
-    remedy_command: str = Field(
-        default="",
-        description="The remedy's copyable shell command alone (names, flags, values), the "
-        "same in every language; empty where nothing can be pasted",
-    )
-    remedy_code: str | None = Field(
-        default=None,
-        description="What to do, as a stable code: the pages word it with remedy_params",
-    )
-    remedy_params: dict[str, EvidenceValue] = Field(
-        default_factory=dict, description="The values remedy_code is worded with"
-    )
-    node: str | None = Field(
-        default=None, description="The node it is about; null for a cluster-wide finding"
-    )
-    gpu_uuid: str | None = Field(default=None, description="The GPU it is about, when one")
-    pod: str | None = Field(default=None, description="namespace/name")
-    caused_by: str | None = Field(
-        default=None,
-        description="The `id` of the finding on the same node this one follows from (its root "
-        "cause); null for a root or a finding on its own. Pages fold it under that finding",
-    )
-    consequences: tuple[str, ...] = Field(
-        default=(),
-        description="The `id`s of the findings that follow from this one (each names this one "
-        "in `caused_by`)",
-    )
+    code: str
+    """Stable code, documented in docs/findings.md"""
+    severity: Severity
+    """error | warning | info"""
+    scope: Scope
+    """cluster | node | gpu | pod"""
+    title: str = ""
+    """One line saying what is wrong, in the language asked for (worded by the web layer from `code`
+    and `params`)"""
+    params: dict[str, EvidenceValue] = Field(default_factory=dict)
+    """The values a page words the title with in each language: the evidence plus node, gpu_uuid and
+    pod"""
+    evidence: dict[str, EvidenceValue]
+    """The numbers that disagree"""
+    remedy: str
+    """What fixes it, in the language asked for: the command with what to do as a `# ...` comment
+    (or the words alone where nothing can be pasted)"""
+    remedy_command: str = ""
+    """The remedy's copyable shell command alone (names, flags, values), the same in every language;
+    empty where nothing can be pasted"""
+    remedy_code: str | None = None
+    """What to do, as a stable code: the pages word it with remedy_params"""
+    remedy_params: dict[str, EvidenceValue] = Field(default_factory=dict)
+    """The values remedy_code is worded with"""
+    node: str | None = None
+    """The node it is about; null for a cluster-wide finding"""
+    gpu_uuid: str | None = None
+    """The GPU it is about, when one"""
+    pod: str | None = None
+    """namespace/name"""
+    caused_by: str | None = None
+    """The `id` of the finding on the same node this one follows from (its root cause); null for a
+    root or a finding on its own. Pages fold it under that finding"""
+    consequences: tuple[str, ...] = ()
+    """The `id`s of the findings that follow from this one (each names this one in `caused_by`)"""
 
     @computed_field(  # type: ignore[prop-decorator]
         description="Stable identity within a snapshot: code|node|gpu_uuid|pod (empty parts "

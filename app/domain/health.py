@@ -10,7 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StrictBool, StrictInt
+from pydantic import AwareDatetime, ConfigDict, Field, StrictBool, StrictInt
+
+from app.domain.described import Described
 
 # Far above any real GPU, far below what could overflow a sum in the engine.
 MAX_COUNT = 1 << 40
@@ -46,7 +48,7 @@ HARDWARE_XIDS: frozenset[int] = frozenset({48, 63, 64, 74, 79, 92, 94, 95, 119, 
 XID_FALLEN_OFF_BUS = 79
 
 
-class _Strict(BaseModel):
+class _Strict(Described):
     # strict: `false` is not a wattage nor `0` a time, as the JSON Schema says
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -54,81 +56,59 @@ class _Strict(BaseModel):
 class XidEvent(_Strict):
     """One XID error the driver raised on this GPU (NVML event set, since the agent started)."""
 
-    xid: Annotated[StrictInt, Field(ge=0, le=1 << 16)] = Field(
-        description="The XID code, e.g. 79 (GPU fallen off the bus), 48 (double-bit ECC)"
-    )
-    at: AwareDatetime = Field(description="When the agent received the event (UTC)")
+    xid: Annotated[StrictInt, Field(ge=0, le=1 << 16)]
+    """The XID code, e.g. 79 (GPU fallen off the bus), 48 (double-bit ECC)"""
+    at: AwareDatetime
+    """When the agent received the event (UTC)"""
 
 
 class GpuHealthReading(_Strict):
     """Temperature, power, throttling, ECC, retired memory and XID events of one GPU."""
 
-    temperature_c: Annotated[StrictInt, Field(ge=-100, le=300)] | None = Field(
-        default=None, description="GPU core temperature in °C (nvidia-smi: temperature.gpu)"
-    )
-    power_draw_w: Watts | None = Field(
-        default=None, description="Power draw in watts (nvidia-smi: power.draw)"
-    )
-    power_limit_w: Watts | None = Field(
-        default=None, description="Enforced power limit in watts (nvidia-smi: power.limit)"
-    )
+    temperature_c: Annotated[StrictInt, Field(ge=-100, le=300)] | None = None
+    """GPU core temperature in °C (nvidia-smi: temperature.gpu)"""
+    power_draw_w: Watts | None = None
+    """Power draw in watts (nvidia-smi: power.draw)"""
+    power_limit_w: Watts | None = None
+    """Enforced power limit in watts (nvidia-smi: power.limit)"""
     throttle_reasons: list[ThrottleReason] | None = Field(
         default=None,
         max_length=len(THROTTLE_REASONS),
-        description="Active clocks-event (throttle) reasons; empty: none active; null: unknown "
-        "(nvidia-smi: clocks_throttle_reasons.*)",
     )
-    ecc_enabled: StrictBool | None = Field(
-        default=None, description="ECC mode is on (nvidia-smi: ecc.mode.current); null: no ECC"
-    )
-    ecc_volatile_corrected: Counter | None = Field(
-        default=None, description="Corrected ECC errors since the driver loaded"
-    )
-    ecc_volatile_uncorrected: Counter | None = Field(
-        default=None, description="Uncorrected ECC errors since the driver loaded"
-    )
-    ecc_aggregate_corrected: Counter | None = Field(
-        default=None, description="Corrected ECC errors over the GPU's lifetime"
-    )
-    ecc_aggregate_uncorrected: Counter | None = Field(
-        default=None, description="Uncorrected ECC errors over the GPU's lifetime"
-    )
-    retired_pages_single_bit: Counter | None = Field(
-        default=None, description="Pages retired for multiple single-bit ECC errors (pre-Ampere)"
-    )
-    retired_pages_double_bit: Counter | None = Field(
-        default=None, description="Pages retired for double-bit ECC errors (pre-Ampere)"
-    )
-    retired_pages_pending: StrictBool | None = Field(
-        default=None, description="A page waits for retirement: it takes effect on GPU reset"
-    )
-    remapped_rows_correctable: Counter | None = Field(
-        default=None, description="Rows remapped for correctable errors (Ampere and later)"
-    )
-    remapped_rows_uncorrectable: Counter | None = Field(
-        default=None, description="Rows remapped for uncorrectable errors (Ampere and later)"
-    )
-    remapping_pending: StrictBool | None = Field(
-        default=None, description="A row remap waits for a GPU reset"
-    )
-    remapping_failed: StrictBool | None = Field(
-        default=None, description="A row remap failed: the GPU should be replaced"
-    )
-    xid_events: list[XidEvent] = Field(
-        default_factory=list,
-        max_length=64,
-        description="The latest XID errors seen on this GPU (at most 64, oldest first)",
-    )
-    xids_watched: StrictBool = Field(
-        default=False,
-        description="True when the agent watches the GPU's XID errors (NVML event set); "
-        "false: XIDs unknown (nvidia-smi cannot say, or the GPU cannot report them)",
-    )
-    lost: StrictBool = Field(
-        default=False,
-        description="The driver reports the GPU lost (NVML_ERROR_GPU_IS_LOST, XID 79): it "
-        "has fallen off the bus",
-    )
+    """Active clocks-event (throttle) reasons; empty: none active; null: unknown (nvidia-smi:
+    clocks_throttle_reasons.*)"""
+    ecc_enabled: StrictBool | None = None
+    """ECC mode is on (nvidia-smi: ecc.mode.current); null: no ECC"""
+    ecc_volatile_corrected: Counter | None = None
+    """Corrected ECC errors since the driver loaded"""
+    ecc_volatile_uncorrected: Counter | None = None
+    """Uncorrected ECC errors since the driver loaded"""
+    ecc_aggregate_corrected: Counter | None = None
+    """Corrected ECC errors over the GPU's lifetime"""
+    ecc_aggregate_uncorrected: Counter | None = None
+    """Uncorrected ECC errors over the GPU's lifetime"""
+    retired_pages_single_bit: Counter | None = None
+    """Pages retired for multiple single-bit ECC errors (pre-Ampere)"""
+    retired_pages_double_bit: Counter | None = None
+    """Pages retired for double-bit ECC errors (pre-Ampere)"""
+    retired_pages_pending: StrictBool | None = None
+    """A page waits for retirement: it takes effect on GPU reset"""
+    remapped_rows_correctable: Counter | None = None
+    """Rows remapped for correctable errors (Ampere and later)"""
+    remapped_rows_uncorrectable: Counter | None = None
+    """Rows remapped for uncorrectable errors (Ampere and later)"""
+    remapping_pending: StrictBool | None = None
+    """A row remap waits for a GPU reset"""
+    remapping_failed: StrictBool | None = None
+    """A row remap failed: the GPU should be replaced"""
+    xid_events: list[XidEvent] = Field(default_factory=list, max_length=64)
+    """The latest XID errors seen on this GPU (at most 64, oldest first)"""
+    xids_watched: StrictBool = False
+    """True when the agent watches the GPU's XID errors (NVML event set); false: XIDs unknown
+    (nvidia-smi cannot say, or the GPU cannot report them)"""
+    lost: StrictBool = False
+    """The driver reports the GPU lost (NVML_ERROR_GPU_IS_LOST, XID 79): it has fallen off the bus
+    """
 
 
 def hardware_xids(health: GpuHealthReading) -> list[int]:

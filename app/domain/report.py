@@ -11,7 +11,6 @@ from typing import Annotated, Literal
 
 from pydantic import (
     AwareDatetime,
-    BaseModel,
     ConfigDict,
     Field,
     StrictBool,
@@ -19,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from app.domain.described import Described
 from app.domain.health import GpuHealthReading
 
 REPORT_SCHEMA = 1
@@ -48,38 +48,27 @@ Percent = Annotated[StrictInt, Field(ge=0, le=100)]
 InstanceId = Annotated[StrictInt, Field(ge=0, le=MAX_GPU_INDEX)]
 
 
-class _Strict(BaseModel):
+class _Strict(Described):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class ProcessReading(_Strict):
     """One compute process on a GPU (NVML PIDs are host PIDs)."""
 
-    pid: Annotated[StrictInt, Field(ge=0, le=MAX_PID)] = Field(
-        description="Host PID (nvidia-smi: pid)"
-    )
-    used_memory_mib: MemoryMib | None = Field(
-        default=None,
-        description="GPU memory of the process in MiB (used_memory); null when unknown",
-    )
-    pod_uid: str | None = Field(
-        default=None,
-        pattern=POD_UID_PATTERN,
-        description="UID of the pod owning the process; null for a host process",
-    )
-    container: str | None = Field(
-        default=None,
-        pattern=CONTAINER_ID_PATTERN,
-        description="Container ID from the process's cgroup",
-    )
-    command: str | None = Field(default=None, max_length=4096, description="Command line")
-    user: str | None = Field(
-        default=None, max_length=256, description="User name of a host process"
-    )
-    visible: StrictBool = Field(
-        default=True,
-        description="False when the agent could not see the PID (no host PID namespace)",
-    )
+    pid: Annotated[StrictInt, Field(ge=0, le=MAX_PID)]
+    """Host PID (nvidia-smi: pid)"""
+    used_memory_mib: MemoryMib | None = None
+    """GPU memory of the process in MiB (used_memory); null when unknown"""
+    pod_uid: str | None = Field(default=None, pattern=POD_UID_PATTERN)
+    """UID of the pod owning the process; null for a host process"""
+    container: str | None = Field(default=None, pattern=CONTAINER_ID_PATTERN)
+    """Container ID from the process's cgroup"""
+    command: str | None = Field(default=None, max_length=4096)
+    """Command line"""
+    user: str | None = Field(default=None, max_length=256)
+    """User name of a host process"""
+    visible: StrictBool = True
+    """False when the agent could not see the PID (no host PID namespace)"""
 
 
 # --- MIG devices (issue 12): a MIG-enabled GPU reports the devices carved out of it. ---
@@ -88,22 +77,20 @@ class ProcessReading(_Strict):
 class MigDeviceReading(_Strict):
     """One MIG device on its parent GPU (nvidia-smi -L / NVML MIG device handles)."""
 
-    uuid: str = Field(pattern=MIG_UUID_PATTERN, description="MIG UUID, e.g. MIG-<uuid>")
-    profile: str = Field(
-        min_length=1,
-        max_length=64,
-        pattern=r"^[0-9a-z.+-]+$",
-        description="MIG profile, e.g. 1g.10gb, 1g.24gb+me, 1c.2g.20gb",
-    )
-    gpu_instance: InstanceId | None = Field(default=None, description="GPU instance ID")
-    compute_instance: InstanceId | None = Field(default=None, description="Compute instance ID")
-    memory_total_mib: MemoryMib | None = Field(default=None, description="Memory of the device")
-    memory_used_mib: MemoryMib | None = Field(default=None, description="Memory used on it")
-    processes: list[ProcessReading] = Field(
-        default_factory=list,
-        max_length=4096,
-        description="Compute processes on the MIG device (at most 4096)",
-    )
+    uuid: str = Field(pattern=MIG_UUID_PATTERN)
+    """MIG UUID, e.g. MIG-<uuid>"""
+    profile: str = Field(min_length=1, max_length=64, pattern=r"^[0-9a-z.+-]+$")
+    """MIG profile, e.g. 1g.10gb, 1g.24gb+me, 1c.2g.20gb"""
+    gpu_instance: InstanceId | None = None
+    """GPU instance ID"""
+    compute_instance: InstanceId | None = None
+    """Compute instance ID"""
+    memory_total_mib: MemoryMib | None = None
+    """Memory of the device"""
+    memory_used_mib: MemoryMib | None = None
+    """Memory used on it"""
+    processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+    """Compute processes on the MIG device (at most 4096)"""
 
 
 # --- end of the MIG block ---
@@ -112,94 +99,88 @@ class MigDeviceReading(_Strict):
 class GpuReading(_Strict):
     """One physical GPU as NVML or nvidia-smi reports it."""
 
-    index: Annotated[StrictInt, Field(ge=0, le=MAX_GPU_INDEX)] = Field(
-        description="NVML index (nvidia-smi: index)"
-    )
-    uuid: str = Field(pattern=GPU_UUID_PATTERN, description="GPU UUID, GPU-... (nvidia-smi: uuid)")
-    name: str = Field(default="", max_length=256, description="Product name (nvidia-smi: name)")
-    memory_total_mib: MemoryMib | None = Field(
-        default=None, description="memory.total in MiB; null where Not Supported"
-    )
-    memory_used_mib: MemoryMib | None = Field(
-        default=None, description="memory.used in MiB; null where Not Supported"
-    )
-    utilization_pct: Percent | None = Field(default=None, description="utilization.gpu in percent")
-    mig_mode: Literal["enabled", "disabled"] | None = Field(
-        default=None, description="mig.mode.current; null where the GPU has no MIG"
-    )
-    processes: list[ProcessReading] = Field(
-        default_factory=list,
-        max_length=4096,
-        description="Compute processes on the GPU (at most 4096)",
-    )
-    mig_devices: list[MigDeviceReading] = Field(
-        default_factory=list, max_length=64, description="MIG devices (issue 12 block above)"
-    )
-    health: GpuHealthReading | None = Field(
-        default=None, description="Temperature, power, ECC, XID (issue 31); null: not read"
-    )
+    index: Annotated[StrictInt, Field(ge=0, le=MAX_GPU_INDEX)]
+    """NVML index (nvidia-smi: index)"""
+    uuid: str = Field(pattern=GPU_UUID_PATTERN)
+    """GPU UUID, GPU-... (nvidia-smi: uuid)"""
+    name: str = Field(default="", max_length=256)
+    """Product name (nvidia-smi: name)"""
+    memory_total_mib: MemoryMib | None = None
+    """memory.total in MiB; null where Not Supported"""
+    memory_used_mib: MemoryMib | None = None
+    """memory.used in MiB; null where Not Supported"""
+    utilization_pct: Percent | None = None
+    """utilization.gpu in percent"""
+    mig_mode: Literal["enabled", "disabled"] | None = None
+    """mig.mode.current; null where the GPU has no MIG"""
+    processes: list[ProcessReading] = Field(default_factory=list, max_length=4096)
+    """Compute processes on the GPU (at most 4096)"""
+    mig_devices: list[MigDeviceReading] = Field(default_factory=list, max_length=64)
+    """MIG devices (issue 12 block above)"""
+    health: GpuHealthReading | None = None
+    """Temperature, power, ECC, XID (issue 31); null: not read"""
 
 
 class DeviceAssignment(_Strict):
     """Devices the kubelet assigned to one pod container (from the PodResources API)."""
 
-    namespace: str = Field(pattern=K8S_NAME_PATTERN, description="The pod's namespace")
-    pod: str = Field(pattern=K8S_NAME_PATTERN, description="The pod's name")
-    container: str = Field(
-        pattern=K8S_NAME_PATTERN, description="The container the devices were assigned to"
-    )
-    resource: str = Field(pattern=RESOURCE_PATTERN, description="e.g. nvidia.com/gpu")
-    device_ids: list[Annotated[str, Field(pattern=DEVICE_ID_PATTERN)]] = Field(
-        max_length=1024, description="GPU UUIDs, or UUID::n replicas under time-slicing"
-    )
+    namespace: str = Field(pattern=K8S_NAME_PATTERN)
+    """The pod's namespace"""
+    pod: str = Field(pattern=K8S_NAME_PATTERN)
+    """The pod's name"""
+    container: str = Field(pattern=K8S_NAME_PATTERN)
+    """The container the devices were assigned to"""
+    resource: str = Field(pattern=RESOURCE_PATTERN)
+    """e.g. nvidia.com/gpu"""
+    device_ids: list[Annotated[str, Field(pattern=DEVICE_ID_PATTERN)]] = Field(max_length=1024)
+    """GPU UUIDs, or UUID::n replicas under time-slicing"""
 
 
 class DraAssignment(_Strict):
     """A DRA device the kubelet prepared for one pod container (PodResources dynamic_resources)."""
 
-    namespace: str = Field(max_length=253, description="The pod's namespace")
-    pod: str = Field(max_length=253, description="The pod's name")
-    container: str = Field(max_length=253, description="The container the device was prepared for")
-    claim_namespace: str = Field(max_length=253, description="The ResourceClaim's namespace")
-    claim: str = Field(max_length=253, description="The ResourceClaim's name")
-    driver: str = Field(max_length=253, description="e.g. gpu.nvidia.com")
-    pool: str = Field(max_length=253, description="The ResourceSlice pool of the device")
-    device: str = Field(max_length=253, description="Device name in the slice, e.g. gpu-0")
+    namespace: str = Field(max_length=253)
+    """The pod's namespace"""
+    pod: str = Field(max_length=253)
+    """The pod's name"""
+    container: str = Field(max_length=253)
+    """The container the device was prepared for"""
+    claim_namespace: str = Field(max_length=253)
+    """The ResourceClaim's namespace"""
+    claim: str = Field(max_length=253)
+    """The ResourceClaim's name"""
+    driver: str = Field(max_length=253)
+    """e.g. gpu.nvidia.com"""
+    pool: str = Field(max_length=253)
+    """The ResourceSlice pool of the device"""
+    device: str = Field(max_length=253)
+    """Device name in the slice, e.g. gpu-0"""
 
 
 class AgentReport(_Strict):
     """Schema 1 of the report a node agent POSTs to the dashboard."""
 
-    schema_: Literal[1] = Field(alias="schema", description="Report schema version")
-    node: str = Field(pattern=NODE_NAME_PATTERN, description="Kubernetes node name")
-    collected_at: AwareDatetime = Field(description="When the readings were taken (UTC)")
-    source: Literal["nvml", "nvidia-smi", "none"] = Field(
-        description="Which reader produced the GPUs; none when no reader worked"
-    )
-    driver_version: str | None = Field(
-        default=None, max_length=64, description="NVIDIA driver version"
-    )
-    error: str | None = Field(
-        default=None, max_length=2048, description="Why no GPU could be read, when source is none"
-    )
-    gpus: list[GpuReading] = Field(
-        default_factory=list,
-        max_length=64,
-        description="Every GPU the agent could read (at most 64)",
-    )
-    assignments: list[DeviceAssignment] | None = Field(
-        default=None,
-        description="Kubelet device assignments, when the PodResources socket is mounted",
-    )
-    agent_version: str | None = Field(
-        default=None, max_length=64, description="The agent's own version"
-    )
-    dra_assignments: list[DraAssignment] | None = Field(
-        default=None,
-        max_length=256,
-        description="DRA devices per pod container from the kubelet's PodResources "
-        "(dynamic_resources); null when the socket is not read",
-    )
+    schema_: Literal[1] = Field(alias="schema")
+    """Report schema version"""
+    node: str = Field(pattern=NODE_NAME_PATTERN)
+    """Kubernetes node name"""
+    collected_at: AwareDatetime
+    """When the readings were taken (UTC)"""
+    source: Literal["nvml", "nvidia-smi", "none"]
+    """Which reader produced the GPUs; none when no reader worked"""
+    driver_version: str | None = Field(default=None, max_length=64)
+    """NVIDIA driver version"""
+    error: str | None = Field(default=None, max_length=2048)
+    """Why no GPU could be read, when source is none"""
+    gpus: list[GpuReading] = Field(default_factory=list, max_length=64)
+    """Every GPU the agent could read (at most 64)"""
+    assignments: list[DeviceAssignment] | None = None
+    """Kubelet device assignments, when the PodResources socket is mounted"""
+    agent_version: str | None = Field(default=None, max_length=64)
+    """The agent's own version"""
+    dra_assignments: list[DraAssignment] | None = Field(default=None, max_length=256)
+    """DRA devices per pod container from the kubelet's PodResources (dynamic_resources); null when
+    the socket is not read"""
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
@@ -230,7 +211,7 @@ def seconds_ahead(report: AgentReport, *, now: datetime) -> int | None:
     return int((report.collected_at - now).total_seconds())
 
 
-class ReceivedReport(BaseModel):
+class ReceivedReport(Described):
     """A report as the dashboard keeps it: the newest good one per node, with its arrival."""
 
     model_config = ConfigDict(frozen=True)

@@ -1,8 +1,8 @@
 """app/domain emits codes and parameters; the words a person reads are the web layer's.
 
-The scan reads every string literal and f-string of app/domain (docstrings and the API
-schema's `description=` aside: those are for developers) and calls one *prose* when it holds
-a run of three Latin-script words of a sentence ("is not ready", "the plugin runs") outside
+The scan reads every string literal and f-string of app/domain (docstrings, fields'
+docstrings and `description=` aside: those are for developers) and calls one *prose* when
+it holds a run of three Latin-script words of a sentence ("is not ready", "the plugin runs") outside
 a `kubectl`/`helm` command. Names, codes, units and numbers never make such a run.
 
 Not one such string is left: a new sentence anywhere in the domain fails.
@@ -52,6 +52,10 @@ def _docstrings(tree: ast.AST) -> set[int]:
             first = node.body[0] if node.body else None
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
                 found.add(id(first.value))
+        if isinstance(node, ast.ClassDef):  # a field's docstring: the string under it
+            for field, under in zip(node.body, node.body[1:], strict=False):
+                if isinstance(field, ast.AnnAssign) and isinstance(under, ast.Expr):
+                    found.add(id(under.value))
     return found
 
 

@@ -13,6 +13,8 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic_core import PydanticCustomError
 
+from app.domain.described import Described
+
 
 def renamed_keys(data: Any, renamed: Mapping[str, str]) -> Any:
     """`data` with each old key of `renamed` (old -> new) read as its new spelling."""
@@ -48,7 +50,7 @@ def _deprecated_properties(schema: dict[str, Any], model: type[BaseModel]) -> No
         }
 
 
-class CamelBody(BaseModel):
+class CamelBody(Described):
     """A JSON request body: camelCase keys, no unknown ones, old spellings in `RENAMED`."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_deprecated_properties)

@@ -32,9 +32,9 @@ from app.web.http.html import translator, with_lang
 from app.web.runtime import Runtime
 from app.web.services.changes.gpu_split import SplitPreview, split_view
 from app.web.services.changes.listing import change_listing
-from app.web.views.admin_schemas import GpuSplitOut
 from app.web.views.change_words import gpu_names
 from app.web.views.links import gpu_editor_path
+from app.web.views.split_schemas import GpuSplitOut
 
 Field = Annotated[str | None, Form(max_length=100)]
 Token = Annotated[str | None, Form(max_length=16384)]

@@ -32,18 +32,13 @@ class SplitRollbackIn(CamelBody):
     """Undo one change of the history."""
 
     # named so since the OpenAPI document's first version; it undoes a change of either kind
-    confirmHostProcesses: StrictBool = Field(
-        default=False,
-        description="Roll back although host processes run on GPUs going to Kubernetes",
-    )
+    confirmHostProcesses: StrictBool = False
+    """Roll back although host processes run on GPUs going to Kubernetes"""
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
-    passFailingNodes: StrictBool = Field(
-        default=False, description="A mode change's rollback: let it pass failing plugin pods"
-    )
-    confirmUnverified: StrictBool = Field(
-        default=False,
-        description="Apply the rollback of a record this dashboard did not sign (after preview)",
-    )
+    passFailingNodes: StrictBool = False
+    """A mode change's rollback: let it pass failing plugin pods"""
+    confirmUnverified: StrictBool = False
+    """Apply the rollback of a record this dashboard did not sign (after preview)"""
 
 
 @router.get("/changes", response_model=ChangesOut, responses=SPLIT_READ_ERRORS)

@@ -41,23 +41,19 @@ class PluginConfigIn(CamelBody):
     # the old spelling, still read through 0.1.x (docs/API.md)
     RENAMED: ClassVar[Mapping[str, str]] = {"allocation_policy": "allocationPolicy"}
 
-    mode: Literal["basic", "time-slicing"] = Field(description="basic | time-slicing")
-    replicas: StrictInt | None = Field(default=None, description="2..64, for time-slicing")
-    renameByDefault: StrictBool = Field(
-        default=False, description="Advertise shared GPUs as <resource>.shared"
-    )
-    failRequestsGreaterThanOne: StrictBool = Field(
-        default=False, description="Refuse pods asking for 2+ shared slots"
-    )
-    deleteConfigMap: StrictBool = Field(
-        default=False, description="Delete the ConfigMap when switching to basic"
-    )
-    allocationPolicy: str | None = Field(
-        default=None,
-        max_length=32,
-        description="distributed | packed: flags.plugin.sharedDevicesAllocationPolicy (v0.20+; "
-        "refused for an older plugin, which ignores it); unset: keep what the config says",
-    )
+    mode: Literal["basic", "time-slicing"]
+    """basic | time-slicing"""
+    replicas: StrictInt | None = None
+    """2..64, for time-slicing"""
+    renameByDefault: StrictBool = False
+    """Advertise shared GPUs as <resource>.shared"""
+    failRequestsGreaterThanOne: StrictBool = False
+    """Refuse pods asking for 2+ shared slots"""
+    deleteConfigMap: StrictBool = False
+    """Delete the ConfigMap when switching to basic"""
+    allocationPolicy: str | None = Field(default=None, max_length=32)
+    """distributed | packed: flags.plugin.sharedDevicesAllocationPolicy (v0.20+; refused for an
+    older plugin, which ignores it); unset: keep what the config says"""
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN_DESCRIPTION)
     passFailingNodes: StrictBool = Field(default=False, description=PASS_DESCRIPTION)
 

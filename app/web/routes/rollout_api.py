@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from app.domain.described import Described
 from app.i18n.translate import Translator
 from app.web.deps import Lang, RuntimeDep
 from app.web.services.changes.rollout_view import RolloutView, rollout_view
@@ -18,54 +19,64 @@ from app.web.services.changes.rollout_view import RolloutView, rollout_view
 router = APIRouter(prefix="/api/v1/plugin", tags=["read"])
 
 
-class NodeRolloutOut(BaseModel):
-    node: str = Field(description="The node")
-    expected: int | None = Field(description="Slots it should advertise after the change")
-    advertised: int | None = Field(description="Slots it advertises now; null when absent")
-    resource: str = Field(description="The resource")
-    state: Literal["done", "waiting", "zero", "failing"] = Field(
-        description="done; waiting (awaited); zero (expected at 0, not awaited); failing "
-        "(plugin pod fails, not awaited)"
-    )
-    broken_before: bool = Field(description="Its plugin already failed before the change")
+class NodeRolloutOut(Described):
+    node: str
+    """The node"""
+    expected: int | None
+    """Slots it should advertise after the change"""
+    advertised: int | None
+    """Slots it advertises now; null when absent"""
+    resource: str
+    """The resource"""
+    state: Literal["done", "waiting", "zero", "failing"]
+    """done; waiting (awaited); zero (expected at 0, not awaited); failing (plugin pod fails, not
+    awaited)"""
+    broken_before: bool
+    """Its plugin already failed before the change"""
 
 
-class RolloutOut(BaseModel):
+class RolloutOut(Described):
     """GET /api/v1/plugin/rollout: where the latest plugin change stands."""
 
-    state: Literal["done", "rolling-out", "stuck", "no-daemonset"] = Field(
-        description="done | rolling-out | stuck | no-daemonset"
-    )
-    done: bool = Field(description="True when every node advertises what it should")
-    generation: int = Field(description="The DaemonSet's metadata.generation")
-    observed_generation: int = Field(description="status.observedGeneration")
-    desired: int = Field(description="status.desiredNumberScheduled")
-    updated: int = Field(description="status.updatedNumberScheduled")
-    ready: int = Field(description="status.numberReady")
-    mode: str | None = Field(description="The mode being rolled out")
-    replicas: int | None = Field(description="Its slots per GPU")
-    resource: str | None = Field(description="Its resource")
-    elapsed_s: float | None = Field(description="Seconds since the change was applied")
-    nodes: list[NodeRolloutOut] = Field(description="Every node's progress")
-    pending: list[str] = Field(
-        description="What the rollout still waits for, in the language asked for (`?lang=`, "
-        "the `lang` cookie, Accept-Language)"
-    )
-    blocked_by: list[str] = Field(
-        default_factory=list,
-        description="Nodes whose unready plugin pods spend the DaemonSet's maxUnavailable: "
-        "the DaemonSet controller replaces no other pod until they are fixed",
-    )
-    change_id: str | None = Field(default=None, description="The change this rollout follows")
-    since: str | None = Field(default=None, description="When the change was applied")
-    broken_before: list[str] = Field(
-        default_factory=list, description="Nodes whose plugin pod failed before the change"
-    )
-    max_unavailable: dict[str, object] | None = Field(
-        default=None,
-        description="maxUnavailable raised for this rollout to pass the failing nodes: from, "
-        "to, restoredAt (null until it is put back)",
-    )
+    state: Literal["done", "rolling-out", "stuck", "no-daemonset"]
+    """done | rolling-out | stuck | no-daemonset"""
+    done: bool
+    """True when every node advertises what it should"""
+    generation: int
+    """The DaemonSet's metadata.generation"""
+    observed_generation: int
+    """status.observedGeneration"""
+    desired: int
+    """status.desiredNumberScheduled"""
+    updated: int
+    """status.updatedNumberScheduled"""
+    ready: int
+    """status.numberReady"""
+    mode: str | None
+    """The mode being rolled out"""
+    replicas: int | None
+    """Its slots per GPU"""
+    resource: str | None
+    """Its resource"""
+    elapsed_s: float | None
+    """Seconds since the change was applied"""
+    nodes: list[NodeRolloutOut]
+    """Every node's progress"""
+    pending: list[str]
+    """What the rollout still waits for, in the language asked for (`?lang=`, the `lang` cookie,
+    Accept-Language)"""
+    blocked_by: list[str] = Field(default_factory=list)
+    """Nodes whose unready plugin pods spend the DaemonSet's maxUnavailable: the DaemonSet
+    controller replaces no other pod until they are fixed"""
+    change_id: str | None = None
+    """The change this rollout follows"""
+    since: str | None = None
+    """When the change was applied"""
+    broken_before: list[str] = Field(default_factory=list)
+    """Nodes whose plugin pod failed before the change"""
+    max_unavailable: dict[str, object] | None = None
+    """maxUnavailable raised for this rollout to pass the failing nodes: from, to, restoredAt (null
+    until it is put back)"""
 
 
 def rollout_out(view: RolloutView, lang: str = "en") -> RolloutOut:

@@ -18,7 +18,8 @@ from app.web.deps import Lang, RuntimeDep, Write, WriteDep
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import SPLIT_READ_ERRORS, WRITE_ERRORS
 from app.web.services.changes.gpu_split import change_split, split_view
-from app.web.views.admin_schemas import GpuSplitOut, NoChangeOut, SplitAppliedOut, SplitPreviewOut
+from app.web.views.admin_schemas import NoChangeOut
+from app.web.views.split_schemas import GpuSplitOut, SplitAppliedOut, SplitPreviewOut
 
 router = APIRouter(prefix="/api/v1", tags=["gpu split"])
 write_router = APIRouter(prefix="/api/v1", tags=["gpu split"])
@@ -34,26 +35,22 @@ class GpuSplitIn(CamelBody):
     # the old spelling, still read through 0.1.x (docs/API.md)
     RENAMED: ClassVar[Mapping[str, str]] = {"kubernetes_gpus": "kubernetesGpus"}
 
-    kubernetesGpus: list[StrictStr] = Field(
-        max_length=64,
-        description="The UUIDs of the GPUs Kubernetes gets; the others go to the host",
-    )
-    mode: Literal["basic", "time-slicing"] = Field(
-        default="basic", description="basic | time-slicing"
-    )
-    replicas: StrictInt = Field(default=1, description="2..64 for time-slicing")
-    confirmHostProcesses: StrictBool = Field(
-        default=False, description="Apply although host processes run on GPUs going to Kubernetes"
-    )
+    kubernetesGpus: list[StrictStr] = Field(max_length=64)
+    """The UUIDs of the GPUs Kubernetes gets; the others go to the host"""
+    mode: Literal["basic", "time-slicing"] = "basic"
+    """basic | time-slicing"""
+    replicas: StrictInt = 1
+    """2..64 for time-slicing"""
+    confirmHostProcesses: StrictBool = False
+    """Apply although host processes run on GPUs going to Kubernetes"""
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 
 class ReturnIn(CamelBody):
     """Return the node to the shared DaemonSet: its GPUs go back to what that one advertises."""
 
-    confirmHostProcesses: StrictBool = Field(
-        default=False, description="Host processes run on GPUs going back to Kubernetes"
-    )
+    confirmHostProcesses: StrictBool = False
+    """Host processes run on GPUs going back to Kubernetes"""
     expectedToken: str | None = Field(default=None, max_length=16384, description=TOKEN)
 
 

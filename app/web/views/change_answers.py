@@ -10,13 +10,8 @@ from app.domain.changes.preview import NodeSlots
 from app.domain.changes.split_models import SplitState
 from app.domain.snapshot import GpuState, NodeState
 from app.i18n.coded import worded_values
-from app.web.views.admin_schemas import (
-    NodeSlotsOut,
-    PluginSettingsOut,
-    PodOverOut,
-    SplitGpuOut,
-    SplitStateOut,
-)
+from app.web.views.admin_schemas import NodeSlotsOut, PluginSettingsOut, PodOverOut
+from app.web.views.split_schemas import SplitGpuOut, SplitStateOut
 
 
 def settings_out(data: Mapping[str, Any]) -> PluginSettingsOut:

@@ -3,31 +3,32 @@ domain's answer as it is, app.domain.fit.check.FitAnswer)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from app.domain.described import Described
 
 
-class FitReasonOut(BaseModel):
+class FitReasonOut(Described):
     """Why a node does not fit: a code (docs/findings.md, "Will it fit: reasons")."""
 
-    code: str = Field(description="Stable code, e.g. insufficient, taint, cordoned")
-    params: dict[str, str | int | None] = Field(
-        description="The values the code is worded with, e.g. resource, requested, free"
-    )
+    code: str
+    """Stable code, e.g. insufficient, taint, cordoned"""
+    params: dict[str, str | int | None]
+    """The values the code is worded with, e.g. resource, requested, free"""
 
 
-class NodeFitOut(BaseModel):
-    node: str = Field(description="The node's name")
-    fits: bool = Field(
-        description="The scheduler could bind the pod here now and the plugin would admit it"
-    )
-    reasons: list[FitReasonOut] = Field(description="Empty where it fits")
-    gpus: list[str] = Field(
-        description="Where it fits: the GPU (or MIG device) UUIDs the plugin would most "
-        "likely hand out under its allocation policy; empty where it does not fit or no "
-        "agent reported the GPUs"
-    )
+class NodeFitOut(Described):
+    node: str
+    """The node's name"""
+    fits: bool
+    """The scheduler could bind the pod here now and the plugin would admit it"""
+    reasons: list[FitReasonOut]
+    """Empty where it fits"""
+    gpus: list[str]
+    """Where it fits: the GPU (or MIG device) UUIDs the plugin would most likely hand out under its
+    allocation policy; empty where it does not fit or no agent reported the GPUs"""
 
 
-class FitAnswerOut(BaseModel):
-    fits: bool = Field(description="True when at least one node fits")
-    nodes: list[NodeFitOut] = Field(description="Every GPU node, by name")
+class FitAnswerOut(Described):
+    fits: bool
+    """True when at least one node fits"""
+    nodes: list[NodeFitOut]
+    """Every GPU node, by name"""

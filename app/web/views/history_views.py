@@ -8,79 +8,87 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
+from app.domain.described import Described
 from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.showback import HOUR_S, Showback, ShowbackBy
 
 _CSV_FORMULA = ("=", "+", "-", "@", "\t", "\r")
 
 
-class _Camel(BaseModel):
+class _Camel(Described):
     """Built by field name, written with the camelCase names of the API."""
 
     model_config = ConfigDict(serialize_by_alias=True)
 
 
 class ShowbackRowOut(_Camel):
-    key: str = Field(description="The namespace, owner (namespace/who) or node")
-    slot_hours: dict[str, float] = Field(
-        serialization_alias="slotHours",
-        description="Slots held times hours, per resource (MIG apart)",
-    )
-    gpu_hours: float = Field(
-        serialization_alias="gpuHours",
-        description="The physical GPU share held times hours: a quarter time-slice for 4 "
-        "hours is 1 GPU-hour",
-    )
-    used_gpu_hours: float = Field(
-        serialization_alias="usedGpuHours",
-        description="Of gpuHours: held by pods with a GPU process",
-    )
-    idle_held_gpu_hours: float = Field(
-        serialization_alias="idleHeldGpuHours",
-        description="Of gpuHours: held by pods with no GPU process",
-    )
+    key: str
+    """The namespace, owner (namespace/who) or node"""
+    slot_hours: dict[str, float] = Field(serialization_alias="slotHours")
+    """Slots held times hours, per resource (MIG apart)"""
+    gpu_hours: float = Field(serialization_alias="gpuHours")
+    """The physical GPU share held times hours: a quarter time-slice for 4 hours is 1 GPU-hour"""
+    used_gpu_hours: float = Field(serialization_alias="usedGpuHours")
+    """Of gpuHours: held by pods with a GPU process"""
+    idle_held_gpu_hours: float = Field(serialization_alias="idleHeldGpuHours")
+    """Of gpuHours: held by pods with no GPU process"""
 
 
 class ShowbackTotalsOut(_Camel):
-    gpu_hours: float = Field(
-        serialization_alias="gpuHours", description="The rows' gpuHours added up"
-    )
-    physical_gpu_hours: float = Field(
-        serialization_alias="physicalGpuHours",
-        description="The cluster's physical GPUs times hours; gpuHours never exceeds it",
-    )
+    gpu_hours: float = Field(serialization_alias="gpuHours")
+    """The rows' gpuHours added up"""
+    physical_gpu_hours: float = Field(serialization_alias="physicalGpuHours")
+    """The cluster's physical GPUs times hours; gpuHours never exceeds it"""
 
 
 class ShowbackOut(_Camel):
-    start: datetime = Field(serialization_alias="from", description="The window's start")
-    end: datetime = Field(serialization_alias="to", description="The window's end (excluded)")
-    by: ShowbackBy = Field(description="What the rows add up per: namespace, owner or node")
-    rows: list[ShowbackRowOut] = Field(description="Most GPU-hours first")
-    totals: ShowbackTotalsOut = Field(description="What the rows add up to, and the physical")
+    start: datetime = Field(serialization_alias="from")
+    """The window's start"""
+    end: datetime = Field(serialization_alias="to")
+    """The window's end (excluded)"""
+    by: ShowbackBy
+    """What the rows add up per: namespace, owner or node"""
+    rows: list[ShowbackRowOut]
+    """Most GPU-hours first"""
+    totals: ShowbackTotalsOut
+    """What the rows add up to, and the physical"""
 
 
-class PastHolderOut(BaseModel):
-    pod: str = Field(description="namespace/name")
-    resource: str = Field(description="The resource the slots are of (nvidia.com/gpu, MIG)")
-    slots: int = Field(description="Slots of the GPU the pod held")
+class PastHolderOut(Described):
+    pod: str
+    """namespace/name"""
+    resource: str
+    """The resource the slots are of (nvidia.com/gpu, MIG)"""
+    slots: int
+    """Slots of the GPU the pod held"""
 
 
-class PastGpuOut(BaseModel):
-    uuid: str = Field(description="The GPU's UUID")
-    index: int = Field(description="The GPU's index on its node")
-    mode: str = Field(description="The node's plugin mode then: basic, time-slicing, ...")
-    replicas: int = Field(description="The plugin's replicas per GPU then (1: whole GPUs)")
-    config: str = Field(description="Where the plugin config came from (configmap/<name>#<key>)")
-    holders: list[PastHolderOut] = Field(description="The pods that held slots of it then")
+class PastGpuOut(Described):
+    uuid: str
+    """The GPU's UUID"""
+    index: int
+    """The GPU's index on its node"""
+    mode: str
+    """The node's plugin mode then: basic, time-slicing, ..."""
+    replicas: int
+    """The plugin's replicas per GPU then (1: whole GPUs)"""
+    config: str
+    """Where the plugin config came from (configmap/<name>#<key>)"""
+    holders: list[PastHolderOut]
+    """The pods that held slots of it then"""
 
 
-class HoldersOut(BaseModel):
-    node: str = Field(description="The node asked about")
-    at: datetime = Field(description="The moment asked about")
-    engine: str = Field(description="Where the answer comes from: sqlite or prometheus")
-    gpus: list[PastGpuOut] = Field(description="The node's GPUs then, by index (none: no sample)")
+class HoldersOut(Described):
+    node: str
+    """The node asked about"""
+    at: datetime
+    """The moment asked about"""
+    engine: str
+    """Where the answer comes from: sqlite or prometheus"""
+    gpus: list[PastGpuOut]
+    """The node's GPUs then, by index (none: no sample)"""
 
 
 def showback_out(result: Showback, *, start: datetime, end: datetime) -> ShowbackOut:

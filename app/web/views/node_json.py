@@ -9,8 +9,7 @@ their total, as GET /api/v1/findings pages findings.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
-
+from app.domain.described import Described
 from app.domain.dra_models import DraDeviceState
 from app.domain.snapshot import NodeState
 
@@ -19,13 +18,13 @@ DEFAULT_DRA_DEVICES_PAGE = 500
 MAX_DRA_DEVICES_PAGE = 2000
 
 
-class NodeDraDeviceOut(BaseModel):
+class NodeDraDeviceOut(Described):
     """One DRA device of a node, with the GPU it belongs to."""
 
-    gpu_index: int | None = Field(
-        description="Index of the GPU the device is of; null: a GPU no agent reported"
-    )
-    device: DraDeviceState = Field(description="The device and the claims allocated to it")
+    gpu_index: int | None
+    """Index of the GPU the device is of; null: a GPU no agent reported"""
+    device: DraDeviceState
+    """The device and the claims allocated to it"""
 
 
 def node_dra_devices(node: NodeState) -> list[NodeDraDeviceOut]:

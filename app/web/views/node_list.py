@@ -23,8 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
+from app.domain.described import Described
 from app.domain.dra_models import Allocation
 from app.domain.snapshot import Mode, NodeState, Severity
 
@@ -38,29 +37,41 @@ class InvalidContinue(ValueError):
     """A `continue` token this dashboard did not write."""
 
 
-class NodeSummaryOut(BaseModel):
+class NodeSummaryOut(Described):
     """A node in a paged list: its figures and state, without GPUs, pods or findings."""
 
-    name: str = Field(description="The node's name")
-    ready: bool = Field(description="The node's Ready condition")
-    gpu_node: bool = Field(description="Whether the node has NVIDIA GPUs (capacity or report)")
-    schedulable: bool = Field(description="Whether new pods can be placed on it")
-    mode: Mode = Field(description="The sharing mode of the plugin config the node uses")
-    allocation: Allocation = Field(
-        description="Who hands out the GPUs: device-plugin | dra | both | none"
-    )
-    physical_gpus: int | None = Field(description="From the agent report; null without one")
-    failing_gpus: int = Field(description="GPUs whose health readings say they fail")
-    expected_slots: int | None = Field(description="Slots the plugin config should advertise")
-    allocatable: int | None = Field(description="Slots the node advertises (allocatable)")
-    requested: int = Field(description="Slots held by pods on the node")
-    free: int | None = Field(description="Allocatable minus requested")
-    agent_fresh: bool | None = Field(
-        description="Whether the agent's newest report is fresh; null: no report"
-    )
-    agent_age_s: float | None = Field(description="Age of the agent's newest report, seconds")
-    errors: int = Field(description="Findings of severity error on the node")
-    warnings: int = Field(description="Findings of severity warning on the node")
+    name: str
+    """The node's name"""
+    ready: bool
+    """The node's Ready condition"""
+    gpu_node: bool
+    """Whether the node has NVIDIA GPUs (capacity or report)"""
+    schedulable: bool
+    """Whether new pods can be placed on it"""
+    mode: Mode
+    """The sharing mode of the plugin config the node uses"""
+    allocation: Allocation
+    """Who hands out the GPUs: device-plugin | dra | both | none"""
+    physical_gpus: int | None
+    """From the agent report; null without one"""
+    failing_gpus: int
+    """GPUs whose health readings say they fail"""
+    expected_slots: int | None
+    """Slots the plugin config should advertise"""
+    allocatable: int | None
+    """Slots the node advertises (allocatable)"""
+    requested: int
+    """Slots held by pods on the node"""
+    free: int | None
+    """Allocatable minus requested"""
+    agent_fresh: bool | None
+    """Whether the agent's newest report is fresh; null: no report"""
+    agent_age_s: float | None
+    """Age of the agent's newest report, seconds"""
+    errors: int
+    """Findings of severity error on the node"""
+    warnings: int
+    """Findings of severity warning on the node"""
 
 
 def node_summary(node: NodeState) -> NodeSummaryOut:

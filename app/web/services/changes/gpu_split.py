@@ -40,19 +40,19 @@ from app.web.services.changes.pipeline import (
     preview_change,
     token_of,
 )
-from app.web.views.admin_schemas import (
+from app.web.views.admin_schemas import NoChangeOut
+from app.web.views.change_answers import gpus_out, state_out
+from app.web.views.change_words import warning_texts
+from app.web.views.refusal_text import change_instead, refusal_text
+from app.web.views.split_schemas import (
     GoverningOut,
     GpuSplitOut,
-    NoChangeOut,
     RestartOut,
     SplitAppliedOut,
     SplitPreviewOut,
     SplitRefusalOut,
     SplitWriteOut,
 )
-from app.web.views.change_answers import gpus_out, state_out
-from app.web.views.change_words import warning_texts
-from app.web.views.refusal_text import change_instead, refusal_text
 
 
 @dataclass(frozen=True)

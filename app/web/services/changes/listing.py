@@ -39,11 +39,10 @@ from app.web.views.admin_schemas import (
     ModeAppliedOut,
     ModePreviewOut,
     NoChangeOut,
-    SplitAppliedOut,
-    SplitPreviewOut,
     UnreadableChangeOut,
 )
 from app.web.views.change_words import unreadable_text, warning_texts
+from app.web.views.split_schemas import SplitAppliedOut, SplitPreviewOut
 
 RollbackOut = ModePreviewOut | ModeAppliedOut | SplitPreviewOut | SplitAppliedOut | NoChangeOut
 ModeRollbackOut = ModePreviewOut | ModeAppliedOut | NoChangeOut

@@ -28,14 +28,9 @@ from app.settings import Settings
 from app.web.auth.principal import Admin, Principal
 from app.web.services.snapshots.builder import ClusterSource
 from app.web.services.snapshots.service import SnapshotService
-from app.web.views.admin_schemas import (
-    ModeAppliedOut,
-    ModePreviewOut,
-    NoChangeOut,
-    SplitAppliedOut,
-    SplitPreviewOut,
-)
+from app.web.views.admin_schemas import ModeAppliedOut, ModePreviewOut, NoChangeOut
 from app.web.views.refusal_text import refusal_text
+from app.web.views.split_schemas import SplitAppliedOut, SplitPreviewOut
 
 T = TypeVar("T")
 ReadObjects = Mapping[str, Manifest | None]
