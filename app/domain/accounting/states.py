@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from app.domain.accounting.facts import NodeFacts
@@ -22,6 +23,40 @@ from app.domain.snapshot import (
     PluginState,
 )
 
+# The fields a state takes as they are from the engine's facts (the rest it works out).
+_NODE_FIELDS = (
+    "name",
+    "labels",
+    "ready",
+    "gpu_node",
+    "k3s",
+    "mode",
+    "resource",
+    "replicas",
+    "physical_gpus",
+    "visible_gpus",
+    "host_gpus",
+    "failing_gpus",
+    "expected_slots",
+    "capacity",
+    "allocatable",
+    "requested",
+    "free",
+    "agent",
+    "pods",
+    "schedulable",
+    "unschedulable_reason",
+    "resources",
+    "stranded",
+)
+# A GPU's and a MIG device's: from the ledger's row, and from the agent's reading of it.
+_ROW_FIELDS = ("uuid", "slots", "holders", "processes")
+_READING_FIELDS = ("memory_total_mib", "memory_used_mib")
+_GPU_ROW_FIELDS = (*_ROW_FIELDS, "role", "memory_pods_mib", "memory_host_mib")
+_GPU_READING_FIELDS = (*_READING_FIELDS, "index", "name", "utilization_pct", "mig_mode", "health")
+_MIG_ROW_FIELDS = (*_ROW_FIELDS, "resource")
+_MIG_READING_FIELDS = (*_READING_FIELDS, "profile")
+
 
 def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
     per_gpu: dict[str, list[Finding]] = {}
@@ -31,74 +66,44 @@ def build_node_state(facts: NodeFacts, findings: list[Finding]) -> NodeState:
     gpus = []
     for gpu in facts.gpus:
         own = per_gpu.get(gpu.uuid, [])
-        worst = min((f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None)
-        reading = gpu.reading
         gpus.append(
             GpuState(
-                index=reading.index,
-                name=reading.name,
-                role=gpu.role,
-                **_ledger_row(gpu),
-                memory_pods_mib=gpu.memory_pods_mib,
-                memory_host_mib=gpu.memory_host_mib,
-                utilization_pct=reading.utilization_pct,
-                mig_mode=reading.mig_mode,
+                **_ledger_row(gpu, _GPU_ROW_FIELDS, _GPU_READING_FIELDS),
                 finding_codes=sorted({f.code for f in own}),
-                worst_severity=worst,
-                mig_devices=[_mig_state(d) for d in gpu.mig_devices],
-                health=reading.health,
+                worst_severity=min(
+                    (f.severity for f in own), key=SEVERITY_RANK.__getitem__, default=None
+                ),
+                mig_devices=[
+                    MigDeviceState(**_ledger_row(d, _MIG_ROW_FIELDS, _MIG_READING_FIELDS))
+                    for d in gpu.mig_devices
+                ],
             )
         )
     return NodeState(
-        name=facts.name,
-        labels=dict(facts.labels),
-        ready=facts.ready,
-        gpu_node=facts.gpu_node,
-        k3s=facts.k3s,
-        mode=facts.mode,
-        resource=facts.resource,
-        replicas=facts.replicas,
-        physical_gpus=facts.physical_gpus,
-        visible_gpus=facts.visible_gpus,
-        host_gpus=facts.host_gpus,
-        failing_gpus=facts.failing_gpus,
-        expected_slots=facts.expected_slots,
-        capacity=facts.capacity,
-        allocatable=facts.allocatable,
-        requested=facts.requested,
-        free=facts.free,
+        **_copied(facts, _NODE_FIELDS),
         plugin_pod=facts.plugin_pod_state,
-        agent=facts.agent,
         gpus=gpus,
-        pods=facts.pods,
         findings=findings,
-        schedulable=facts.schedulable,
-        unschedulable_reason=facts.unschedulable_reason,
         cordoned=bool((facts.manifest.get("spec") or {}).get("unschedulable")),
         taints=node_taints(facts.manifest),
         config=_node_config(facts),
-        resources=facts.resources,
-        stranded=facts.stranded,
     )
 
 
-def _mig_state(device: MigFacts) -> MigDeviceState:
-    return MigDeviceState(
-        profile=device.reading.profile, resource=device.resource, **_ledger_row(device)
-    )
-
-
-def _ledger_row(row: GpuFacts | MigFacts) -> dict[str, Any]:
-    """What a GPU's and a MIG device's states share: slots, holders, memory, processes."""
+def _ledger_row(
+    row: GpuFacts | MigFacts, row_fields: Iterable[str], reading_fields: Iterable[str]
+) -> dict[str, Any]:
+    """A GPU's or a MIG device's state fields: its row's, its reading's, the slots held."""
     return {
-        "uuid": row.uuid,
-        "slots": row.slots,
+        **_copied(row, row_fields),
+        **_copied(row.reading, reading_fields),
         "held_slots": sum(h.slots for h in row.holders),
-        "holders": row.holders,
-        "memory_total_mib": row.reading.memory_total_mib,
-        "memory_used_mib": row.reading.memory_used_mib,
-        "processes": row.processes,
     }
+
+
+def _copied(source: object, names: Iterable[str]) -> dict[str, Any]:
+    """The attributes `names` of `source`, by name."""
+    return {name: getattr(source, name) for name in names}
 
 
 def _node_config(facts: NodeFacts) -> NodeConfig | None:
