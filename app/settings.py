@@ -238,18 +238,6 @@ class HistorySettings(Described):
         return value or None
 
 
-GROUPS: tuple[type[BaseModel], ...] = (
-    DevicePluginSettings,
-    ChangeHistorySettings,
-    AgentSettings,
-    AccessSettings,
-    ReplicaSettings,
-    ServerSettings,
-    FindingSettings,
-    HistorySettings,
-)
-
-
 class Settings(
     DevicePluginSettings,
     ChangeHistorySettings,
@@ -301,6 +289,12 @@ class Settings(
     def history_namespace(self) -> str:
         """Where the change history is kept: its own setting, else the plugin's namespace."""
         return self.change_history_namespace or self.kubernetes_device_plugin_namespace
+
+
+# The groups in the order Settings lists them (docs/SETTINGS.md's sections)
+GROUPS: tuple[type[BaseModel], ...] = tuple(
+    group for group in Settings.__bases__ if issubclass(group, Described)
+)
 
 
 @lru_cache(maxsize=1)

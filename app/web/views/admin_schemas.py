@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import AliasGenerator, ConfigDict, Field
+from pydantic.alias_generators import to_snake
 
 from app.domain.described import Described
 
@@ -76,6 +77,11 @@ class PodOverOut(Described):
 class NodeSlotsOut(Described):
     """One node's slots before and after a change."""
 
+    # read from the domain's NodeSlots: its snake_case fields fill the camelCase ones
+    model_config = ConfigDict(
+        alias_generator=AliasGenerator(validation_alias=to_snake), validate_by_name=True
+    )
+
     node: str
     """The node"""
     visibleGpus: int | None
@@ -90,7 +96,7 @@ class NodeSlotsOut(Described):
     """The resource advertised after the change"""
     held: int
     """Slots held by pods now"""
-    podsOver: list[PodOverOut]
+    podsOver: list[PodOverOut] = Field(validation_alias="pods")
     """Pods holding more than the node will advertise"""
     unchanged: str | None = None
     """Why this change does not reach the node (its figures stay): other-install | own-daemonset |

@@ -10,7 +10,7 @@ from app.domain.changes.preview import NodeSlots
 from app.domain.changes.split_models import SplitState
 from app.domain.snapshot import GpuState, NodeState
 from app.i18n.coded import worded_values
-from app.web.views.admin_schemas import NodeSlotsOut, PluginSettingsOut, PodOverOut
+from app.web.views.admin_schemas import NodeSlotsOut, PluginSettingsOut
 from app.web.views.split_schemas import SplitGpuOut, SplitStateOut
 
 
@@ -20,28 +20,7 @@ def settings_out(data: Mapping[str, Any]) -> PluginSettingsOut:
 
 
 def node_slots_out(n: NodeSlots) -> NodeSlotsOut:
-    return NodeSlotsOut(
-        node=n.node,
-        visibleGpus=n.visible_gpus,
-        before=n.before,
-        beforeResource=n.before_resource,
-        after=n.after,
-        afterResource=n.after_resource,
-        held=n.held,
-        unchanged=n.unchanged,
-        governedBy=n.governed_by,
-        podsOver=[
-            PodOverOut(
-                pod=p.pod,
-                slots=p.slots,
-                resource=p.resource,
-                reason=p.reason,
-                held=p.held,
-                advertised=p.advertised,
-            )
-            for p in n.pods
-        ],
-    )
+    return NodeSlotsOut.model_validate(n, from_attributes=True)
 
 
 def state_out(state: SplitState) -> SplitStateOut:

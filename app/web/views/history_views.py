@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
 
 from pydantic import ConfigDict, Field
@@ -92,23 +92,10 @@ class HoldersOut(Described):
 
 
 def showback_out(result: Showback, *, start: datetime, end: datetime) -> ShowbackOut:
-    return ShowbackOut(
-        start=start,
-        end=end,
-        by=result.by,
-        rows=[
-            ShowbackRowOut(
-                key=row.key,
-                slot_hours=row.slot_hours,
-                gpu_hours=row.gpu_hours,
-                used_gpu_hours=row.used_gpu_hours,
-                idle_held_gpu_hours=row.idle_held_gpu_hours,
-            )
-            for row in result.rows
-        ],
-        totals=ShowbackTotalsOut(
-            gpu_hours=result.gpu_hours, physical_gpu_hours=result.physical_gpu_hours
-        ),
+    """The showback for JSON: its rows and totals read from the domain's own fields."""
+    return ShowbackOut.model_validate(
+        {"start": start, "end": end, "by": result.by, "rows": result.rows, "totals": result},
+        from_attributes=True,
     )
 
 
@@ -133,23 +120,10 @@ def showback_csv(result: Showback) -> str:
 def holders_out(
     node: str, at: datetime, engine: str, gpus: Sequence[tuple[PastGpu, Sequence[PastHold]]]
 ) -> HoldersOut:
-    return HoldersOut(
-        node=node,
-        at=at,
-        engine=engine,
-        gpus=[
-            PastGpuOut(
-                uuid=gpu.uuid,
-                index=gpu.index,
-                mode=gpu.mode,
-                replicas=gpu.replicas,
-                config=gpu.config,
-                holders=[
-                    PastHolderOut(pod=h.pod, resource=h.resource, slots=h.slots) for h in holds
-                ],
-            )
-            for gpu, holds in gpus
-        ],
+    """Each GPU with its holders, read from the history's own records' fields."""
+    shown = [{**asdict(gpu), "holders": holds} for gpu, holds in gpus]
+    return HoldersOut.model_validate(
+        {"node": node, "at": at, "engine": engine, "gpus": shown}, from_attributes=True
     )
 
 
