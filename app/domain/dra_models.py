@@ -43,8 +43,8 @@ class DraShare(_Out):
     """consumedCapacity of the result, e.g. {memory: 10Gi}"""
 
 
-class DraDeviceState(_Out):
-    """One device a DRA driver publishes on a node, and the claims allocated to it."""
+class DraDevice(_Out):
+    """What a DRA driver says of one device in its ResourceSlice, as the API shows it."""
 
     driver: str
     """The DRA driver publishing the device, e.g. gpu.nvidia.com"""
@@ -64,6 +64,11 @@ class DraDeviceState(_Out):
     """The device's product name attribute"""
     memory_mib: int | None
     """Capacity memory in MiB"""
+
+
+class DraDeviceState(DraDevice):
+    """One device a DRA driver publishes on a node, and the claims allocated to it."""
+
     claims: list[str]
     """namespace/name of the claims allocated to it"""
     shares: list[DraShare] = Field(default_factory=list)

@@ -10,7 +10,14 @@ from app.domain.cluster import Manifest
 from app.domain.dra.capacity import shares_of, units
 from app.domain.dra.inventory import DraView
 from app.domain.dra.objects import Device
-from app.domain.dra_models import Allocation, DraDeviceState, DraInstall, DraShare, DraSummary
+from app.domain.dra_models import (
+    Allocation,
+    DraDevice,
+    DraDeviceState,
+    DraInstall,
+    DraShare,
+    DraSummary,
+)
 from app.domain.snapshot import NodeState, SlotHolder
 
 # Device-plugin findings that say nothing about a node the plugin does not serve.
@@ -147,24 +154,10 @@ def apply_dra(view: DraView | None, node: NodeFacts) -> None:
         node.stranded = 0
 
 
-# What a published device says of itself, copied as it is into its state.
-_DEVICE_FIELDS = (
-    "driver",
-    "pool",
-    "name",
-    "type",
-    "uuid",
-    "parent_uuid",
-    "profile",
-    "product_name",
-    "memory_mib",
-)
-
-
 def device_state(view: DraView, device: Device) -> DraDeviceState:
     claims = view.claims_by_device.get(device.key, [])
     return DraDeviceState(
-        **{field: getattr(device, field) for field in _DEVICE_FIELDS},
+        **{field: getattr(device, field) for field in DraDevice.model_fields},
         claims=[c.key for c in claims],
         shares=[
             DraShare(claim=c.key, share_id=r.share_id, consumed_capacity=dict(r.consumed))

@@ -13,7 +13,7 @@ from typing import Any
 
 from app.domain.bounds import MAX_MIB, bounded, number_text
 from app.domain.cluster import Manifest
-from app.domain.dra_models import DraSharing
+from app.domain.dra_models import DraDevice, DraSharing
 from app.domain.quantity import parse_quantity, quantity_count
 
 NVIDIA_DRIVER = "gpu.nvidia.com"
@@ -84,24 +84,15 @@ def read_device_class(obj: Manifest) -> DeviceClassInfo:
     )
 
 
-@dataclass(frozen=True)
-class Device:
-    """One device of a ResourceSlice."""
+class Device(DraDevice):
+    """One device of a ResourceSlice: what the API shows of it, and what its sharing reads."""
 
-    driver: str
-    pool: str
-    name: str
     node: str | None
-    type: str | None
-    uuid: str | None
-    parent_uuid: str | None
-    profile: str | None
-    product_name: str | None
-    memory_mib: int | None
-    # ConsumableShares: capacity `shares` of a device with allowMultipleAllocations.
+    """The slice's nodeName; null for a slice that names no single node (allNodes, a selector)"""
     shares: int | None = None
-    # Partitionable devices (dynamic MIG): the slice's counter sets this device draws on.
+    """ConsumableShares: capacity `shares` of a device with allowMultipleAllocations"""
     counter_sets: tuple[str, ...] = ()
+    """Partitionable devices (dynamic MIG): the slice's counter sets this device draws on"""
 
     @property
     def key(self) -> tuple[str, str, str]:
