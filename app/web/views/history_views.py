@@ -131,6 +131,30 @@ CHART_W, CHART_H, CHART_TOP = 600, 200, 10
 
 
 @dataclass(frozen=True)
+class BucketHours:
+    """One bucket's GPU-hours: held, and of them used and idle; the physical GPUs' beside."""
+
+    held: float
+    used: float
+    idle: float
+    physical: float
+
+    @classmethod
+    def of(cls, bucket: HeldBucket) -> BucketHours:
+        return cls(
+            bucket.share_s / HOUR_S,
+            bucket.used_s / HOUR_S,
+            bucket.idle_s / HOUR_S,
+            bucket.physical_s / HOUR_S,
+        )
+
+    @property
+    def unknown(self) -> float:
+        """Of the held: known neither used nor idle."""
+        return self.held - self.used - self.idle
+
+
+@dataclass(frozen=True)
 class Column:
     """One bucket's stacked column: used at the bottom, idle above it, unknown on top."""
 
@@ -139,10 +163,7 @@ class Column:
     parts: tuple[tuple[str, float, float], ...]  # (part, y, height)
     physical_y: float
     start: datetime
-    held_h: float
-    used_h: float
-    idle_h: float
-    physical_h: float
+    hours: BucketHours
 
 
 @dataclass(frozen=True)
@@ -157,18 +178,15 @@ class ColumnChart:
 def column_chart(buckets: Sequence[HeldBucket], *, start: datetime, step: timedelta) -> ColumnChart:
     """Held GPU-hours per bucket as stacked columns (used, idle, not known) under the
     physical GPU-hours of the bucket (a line), scaled to the largest of them."""
-    hours = [
-        (b.share_s / HOUR_S, b.used_s / HOUR_S, b.idle_s / HOUR_S, b.physical_s / HOUR_S)
-        for b in buckets
-    ]
-    top = max([max(held, physical) for held, _, _, physical in hours] or [0.0])
+    hours = [BucketHours.of(bucket) for bucket in buckets]
+    top = max([max(h.held, h.physical) for h in hours] or [0.0])
     scale = (CHART_H - CHART_TOP) / top if top > 0 else 0.0
     width = CHART_W / max(len(buckets), 1)
     columns = []
-    for index, (held, used, idle, physical) in enumerate(hours):
+    for index, h in enumerate(hours):
         base = float(CHART_H)
         parts = []
-        for part, value in (("used", used), ("idle", idle), ("unknown", held - used - idle)):
+        for part, value in (("used", h.used), ("idle", h.idle), ("unknown", h.unknown)):
             height = max(value, 0.0) * scale
             base -= height
             parts.append((part, round(base, 2), round(height, 2)))
@@ -177,12 +195,9 @@ def column_chart(buckets: Sequence[HeldBucket], *, start: datetime, step: timede
                 x=round(index * width + width * 0.1, 2),
                 width=round(width * 0.8, 2),
                 parts=tuple(parts),
-                physical_y=round(CHART_H - physical * scale, 2),
+                physical_y=round(CHART_H - h.physical * scale, 2),
                 start=(start + index * step).astimezone(UTC),
-                held_h=held,
-                used_h=used,
-                idle_h=idle,
-                physical_h=physical,
+                hours=h,
             )
         )
     return ColumnChart(CHART_W, CHART_H, tuple(columns), top, empty=top == 0)

@@ -74,25 +74,22 @@ class NodeSummaryOut(Described):
     """Findings of severity warning on the node"""
 
 
+# The summary's fields a NodeState has under the same name (node_summary derives the others)
+_NODE_FIELDS = tuple(name for name in NodeSummaryOut.model_fields if name in NodeState.model_fields)
+
+
 def node_summary(node: NodeState) -> NodeSummaryOut:
+    """The node's own figures as they stand, its agent's freshness and its findings counted."""
     severities = [finding.severity for finding in node.findings]
-    return NodeSummaryOut(
-        name=node.name,
-        ready=node.ready,
-        gpu_node=node.gpu_node,
-        schedulable=node.schedulable,
-        mode=node.mode,
-        allocation=node.allocation,
-        physical_gpus=node.physical_gpus,
-        failing_gpus=node.failing_gpus,
-        expected_slots=node.expected_slots,
-        allocatable=node.allocatable,
-        requested=node.requested,
-        free=node.free,
-        agent_fresh=node.agent.fresh if node.agent is not None else None,
-        agent_age_s=node.agent.age_s if node.agent is not None else None,
-        errors=severities.count(Severity.ERROR),
-        warnings=severities.count(Severity.WARNING),
+    agent = node.agent
+    return NodeSummaryOut.model_validate(
+        {
+            **{name: getattr(node, name) for name in _NODE_FIELDS},
+            "agent_fresh": agent.fresh if agent is not None else None,
+            "agent_age_s": agent.age_s if agent is not None else None,
+            "errors": severities.count(Severity.ERROR),
+            "warnings": severities.count(Severity.WARNING),
+        }
     )
 
 
