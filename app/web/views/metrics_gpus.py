@@ -14,9 +14,15 @@ from app.web.views.metrics_nodes import advertising_nodes
 MIB = 1024 * 1024
 
 
+def dcgm_labels(node: str, index: int, uuid: str) -> Labels:
+    """The labels that name a GPU in every series about one: ours (node, gpu) and the DCGM
+    exporter's (UUID, Hostname)."""
+    return {"node": node, "gpu": str(index), "UUID": uuid, "Hostname": node}
+
+
 def gpu_labels(node: NodeState, gpu: GpuState) -> Labels:
-    """The labels of one GPU's series: ours (node, gpu) and the DCGM exporter's."""
-    return {"node": node.name, "gpu": str(gpu.index), "UUID": gpu.uuid, "Hostname": node.name}
+    """The labels of one GPU's series."""
+    return dcgm_labels(node.name, gpu.index, gpu.uuid)
 
 
 def gpu_families(snapshot: Snapshot) -> list[Family]:

@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
-from app.domain.history.sample import Sample
-from app.web.views.metrics_family import Family, gauge
+from app.domain.history.sample import GpuHold, GpuSeen, Sample
+from app.web.views.metrics_family import Family, Labels, gauge
+from app.web.views.metrics_gpus import dcgm_labels
 
 
 def history_families(sample: Sample | None, *, writing: bool | None = None) -> list[Family]:
@@ -35,18 +36,7 @@ def history_families(sample: Sample | None, *, writing: bool | None = None) -> l
     if sample is None:
         return [held, used, idle, slots, holds, gpus, writer]
     for gpu in sample.gpus:
-        gpus.add(
-            {
-                "node": gpu.node,
-                "Hostname": gpu.node,
-                "UUID": gpu.gpu_uuid,
-                "gpu": str(gpu.gpu_index),
-                "mode": gpu.mode,
-                "replicas": str(gpu.replicas),
-                "config": gpu.config,
-            },
-            1,
-        )
+        gpus.add(_gpu_then(gpu), 1)
     for holding in sample.holdings:
         labels = {"namespace": holding.namespace, "owner": holding.owner, "node": holding.node}
         held.add(labels, holding.share)
@@ -56,22 +46,19 @@ def history_families(sample: Sample | None, *, writing: bool | None = None) -> l
             slots.add({**labels, "resource": resource}, count)
     for hold in sample.holds:
         namespace, _, pod = hold.pod.partition("/")
-        holds.add(
-            {
-                "node": hold.node,
-                "Hostname": hold.node,
-                "UUID": hold.gpu_uuid,
-                "gpu": str(hold.gpu_index),
-                "namespace": namespace,
-                "pod": pod,
-                "resource": hold.resource,
-                "mode": hold.mode,
-                "replicas": str(hold.replicas),
-                "config": hold.config,
-            },
-            hold.slots,
-        )
+        labels = {**_gpu_then(hold), "namespace": namespace, "pod": pod, "resource": hold.resource}
+        holds.add(labels, hold.slots)
     return [held, used, idle, slots, holds, gpus, writer]
+
+
+def _gpu_then(item: GpuSeen | GpuHold) -> Labels:
+    """A sampled GPU's labels, with its node's plugin config then (mode, replicas, source)."""
+    return {
+        **dcgm_labels(item.node, item.gpu_index, item.gpu_uuid),
+        "mode": item.mode,
+        "replicas": str(item.replicas),
+        "config": item.config,
+    }
 
 
 def render_history(sample: Sample | None, *, writing: bool | None = None) -> str:
