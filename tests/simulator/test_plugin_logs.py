@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 from app.simulator.plugin.log import plugin_log
 from app.simulator.plugin.outcome import PluginOutcome
+from app.simulator.plugin.sharing import Sharing
 
 NOW = datetime(2026, 12, 2, 8, 30, 5, 123456, tzinfo=UTC)
 SPEC = {
@@ -39,9 +40,7 @@ def test_plugin_log_of_time_slicing_names_replicas_and_devices() -> None:
         capacity={"nvidia.com/gpu.shared": 8},
         allocatable={"nvidia.com/gpu.shared": 8},
         visible=(2, 3),
-        replicas=4,
-        strategy="time-slicing",
-        renamed=True,
+        sharing=Sharing("time-slicing", 4, renamed=True, fail_requests_greater_than_one=False),
     )
     lines = plugin_log(SPEC, outcome, now=NOW).splitlines()
 

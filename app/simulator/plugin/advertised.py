@@ -109,12 +109,10 @@ def _visible(
     return visible
 
 
-def _registered(
-    visible: tuple[SimGpu, ...], sharing: Sharing, *, strategy: str, image: str
-) -> PluginOutcome:
+def _registered(visible: tuple[SimGpu, ...], sharing: Sharing, *, image: str) -> PluginOutcome:
     """The outcome of a plugin that registered its devices (replicated per the sharing)."""
     try:
-        base = base_devices(visible, strategy, image)
+        base = base_devices(visible, sharing.mig_strategy, image)
     except ValueError as exc:
         return PluginOutcome("crash", str(exc))
     capacity: dict[str, int] = {}
@@ -142,11 +140,7 @@ def _registered(
         allocatable=allocatable,
         visible=tuple(g.index for g in visible),
         devices=devices,
-        mig_strategy=strategy,
-        strategy=sharing.strategy,
-        replicas=sharing.replicas,
-        renamed=sharing.renamed,
-        fail_requests_greater_than_one=sharing.fail_requests_greater_than_one,
+        sharing=sharing,
     )
 
 
@@ -169,8 +163,7 @@ def advertised(
     image = str(container.get("image", ""))
     if not has_unified_memory_fix(image) and any(not g.memory_supported for g in visible):
         return PluginOutcome("crash", "error getting device memory: Not Supported")
-    strategy = sharing.mig_strategy
-    if sharing.strategy == "mps" and strategy == "mixed":
+    if sharing.strategy == "mps" and sharing.mig_strategy == "mixed":
         return PluginOutcome("crash", "using --mig-strategy=mixed is not supported with MPS")
     if sharing.strategy == "mps" and not _mps_daemon_runs(inventory, labels):
         # The MPS control daemon DaemonSet selects nvidia.com/mps.capable=true (written by
@@ -179,10 +172,9 @@ def advertised(
             "running",
             "Failed to start plugin: error waiting for MPS daemon. Retrying in 30s",
             visible=tuple(g.index for g in visible),
-            replicas=sharing.replicas,
-            strategy=sharing.strategy,
+            sharing=sharing,
         )
-    return _registered(visible, sharing, strategy=strategy, image=image)
+    return _registered(visible, sharing, image=image)
 
 
 def _mps_daemon_runs(inventory: NodeInventory, labels: Mapping[str, str]) -> bool:

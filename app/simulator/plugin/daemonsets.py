@@ -53,18 +53,19 @@ def runs_plugin(ds: JsonObject) -> bool:
 
 
 def gfd_labels(inventory: NodeInventory, outcome: PluginOutcome) -> dict[str, str]:
+    sharing = outcome.sharing
     labels = {
         "nvidia.com/gpu.present": "true",
         "nvidia.com/gpu.count": str(len(inventory.gpus)),
-        "nvidia.com/gpu.replicas": str(outcome.replicas),
-        "nvidia.com/gpu.sharing-strategy": outcome.strategy,
+        "nvidia.com/gpu.replicas": str(sharing.replicas),
+        "nvidia.com/gpu.sharing-strategy": sharing.strategy,
         "nvidia.com/mps.capable": str(
-            outcome.strategy == "mps" and not any(g.mig_enabled for g in inventory.gpus)
+            sharing.strategy == "mps" and not any(g.mig_enabled for g in inventory.gpus)
         ).lower(),
     }
     if inventory.gpus:
         gpu = inventory.gpus[0]
-        shared = outcome.replicas > 1 and not outcome.renamed
+        shared = sharing.replicas > 1 and not sharing.renamed
         labels["nvidia.com/gpu.product"] = gfd_product(gpu.name) + ("-SHARED" if shared else "")
         if gpu.memory_supported:
             labels["nvidia.com/gpu.memory"] = str(gpu.memory_total_mib)

@@ -40,9 +40,10 @@ def plugin_log(spec: Mapping[str, object], outcome: PluginOutcome, *, now: datet
             _klog(now, "E", "main.go:132", f'"error starting plugins" err="{outcome.message}"')
         )
         return "".join(lines)
+    started = outcome.sharing
     sharing = (
-        f"timeSlicing replicas={outcome.replicas} renameByDefault={str(outcome.renamed).lower()}"
-        if outcome.strategy == "time-slicing"
+        f"timeSlicing replicas={started.replicas} renameByDefault={str(started.renamed).lower()}"
+        if started.strategy == "time-slicing"
         else "none"
     )
     lines.append(_klog(now, "I", "main.go:356", f'"Running with config" sharing="{sharing}"'))

@@ -138,7 +138,7 @@ def admitted_status(
     """An ordinary pod's status once the kubelet admits it, or its rejection by the plugin."""
     too_large = (
         outcome is not None
-        and outcome.fail_requests_greater_than_one
+        and outcome.sharing.fail_requests_greater_than_one
         and any(
             requested(c, resource) > 1
             for c in pod["spec"].get("containers") or []

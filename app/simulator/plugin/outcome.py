@@ -9,6 +9,7 @@ from typing import Any
 from app.simulator.apiserver.store import JsonObject
 from app.simulator.node.podstatus import PodState, pod_status
 from app.simulator.plugin.container import plugin_container
+from app.simulator.plugin.sharing import NO_SHARING, Sharing
 
 GPU_RESOURCE = "nvidia.com/gpu"
 SHARED_RESOURCE = "nvidia.com/gpu.shared"
@@ -23,12 +24,8 @@ class PluginOutcome:
     capacity: dict[str, int] = field(default_factory=dict)
     allocatable: dict[str, int] = field(default_factory=dict)
     visible: tuple[int, ...] = ()
-    replicas: int = 1
-    strategy: str = "none"  # none | time-slicing | mps
-    renamed: bool = False
-    fail_requests_greater_than_one: bool = False
+    sharing: Sharing = NO_SHARING  # what it started with (GFD labels from the same config)
     devices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # kubelet device ids
-    mig_strategy: str = "none"
 
     @property
     def ready(self) -> bool:

@@ -23,8 +23,8 @@ def device_assignments(
     outcome: PluginOutcome | None,
 ) -> list[DeviceAssignment]:
     """What the kubelet's PodResources API would list: devices of running pod processes."""
-    replicas = outcome.replicas if outcome else 1
-    resource = SHARED_RESOURCE if outcome and outcome.renamed else GPU_RESOURCE
+    replicas = outcome.sharing.replicas if outcome else 1
+    resource = SHARED_RESOURCE if outcome and outcome.sharing.renamed else GPU_RESOURCE
     uuids = {g.index: g.uuid for g in inventory.gpus}
     next_replica: dict[int, int] = {}
     devices: dict[tuple[str, str, str], list[str]] = {}

@@ -40,6 +40,9 @@ class Sharing:
         return dict(self.per_resource).get(resource, 1)
 
 
+NO_SHARING = Sharing("none", 1, renamed=False, fail_requests_greater_than_one=False)
+
+
 def parse_sharing(
     text: str | None, *, env: Mapping[str, str] | None = None, version: Version | None = None
 ) -> Sharing:
