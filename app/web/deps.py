@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Annotated
 
-from fastapi import Depends, HTTPException, Query, Request, status
+from fastapi import Depends, Form, HTTPException, Query, Request, status
 
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.snapshot import Snapshot
-from app.web.auth.principal import Admin
-from app.web.auth.requests import AdminDep
+from app.web.auth.principal import Admin, Principal
+from app.web.auth.requests import AdminDep, acting_admin, get_auth
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
 from app.web.services.changes.pipeline import ChangeContext
@@ -99,3 +99,32 @@ async def get_write(
 
 WriteDep = Annotated[Write, Depends(get_write)]
 """A JSON write: the admin (refused otherwise), `?dryRun=`, `?force=`, the answer's language."""
+
+
+@dataclass(frozen=True)
+class FormWrite:
+    """What every admin form post takes: the request and the runtime it is answered with, and
+    the form's CSRF field. The handler checks the caller (`admin()`) inside its own `try`, so
+    that a refusal is shown on the page that was posted, as a refused preview or apply is."""
+
+    request: Request
+    runtime: Runtime
+    csrf: str | None
+
+    def admin(self) -> Principal:
+        """The admin posting this form, or AuthRefused (no admin, a missing or wrong CSRF)."""
+        return get_auth(self.request).require_admin(self.request, csrf=self.csrf)
+
+    def acting(self) -> Admin:
+        """The admin posting this form, named as the change history records them."""
+        return acting_admin(self.admin(), self.request)
+
+
+async def get_form_write(
+    request: Request, runtime: RuntimeDep, csrf_token: Annotated[str | None, Form()] = None
+) -> FormWrite:
+    return FormWrite(request, runtime, csrf_token)
+
+
+FormWriteDep = Annotated[FormWrite, Depends(get_form_write)]
+"""An admin form's post: its request, the runtime, the CSRF field (checked by `admin()`)."""

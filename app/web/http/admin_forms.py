@@ -83,11 +83,6 @@ def principal_of(request: Request) -> Principal | None:
         return None
 
 
-def admin_of(request: Request, csrf: str | None) -> Principal:
-    """The admin making this form write, or AuthRefused."""
-    return get_auth(request).require_admin(request, csrf=csrf)
-
-
 def mode_and_replicas(
     mode: str | None, replicas: str | None
 ) -> tuple[Literal["basic", "time-slicing"], int]:

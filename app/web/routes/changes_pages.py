@@ -18,13 +18,10 @@ from fastapi.responses import HTMLResponse, Response
 
 from app.domain.changes.durable import HistoryListing
 from app.errors import ClusterError
-from app.i18n.translate import Translator
-from app.web.auth.requests import acting_admin, get_auth
-from app.web.auth.state import CSRF_FIELD
-from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import FORM_REFUSALS, ApplyChoicesDep, ChangeId, Checkbox, admin_of
-from app.web.http.html import html_response, layout_context
-from app.web.http.language import language_of
+from app.web.auth.requests import get_auth
+from app.web.deps import FormWriteDep, RuntimeDep
+from app.web.http.admin_forms import FORM_REFUSALS, ApplyChoicesDep, ChangeId, render_admin
+from app.web.http.html import translator
 from app.web.http.mode_render import (
     UNDO_MODE_PATH,
     after_mode_write,
@@ -58,8 +55,7 @@ CHANGES_PATH = "/admin/changes"
 
 @router.get(CHANGES_PATH, response_class=HTMLResponse)
 def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
-    lang = language_of(request)
-    t = Translator(lang)
+    t = translator(request)
     listing = HistoryListing(())
     error: str | None = None
     available = runtime.writer is not None
@@ -70,30 +66,27 @@ def changes_page(request: Request, runtime: RuntimeDep) -> HTMLResponse:
             error = str(exc)
     principal = get_auth(request).identify(request, for_write=False)
     ended = outcomes(listing.records, rollout_view(runtime.changes)) if available else {}
-    html = runtime.templates.get_template("admin/changes.html").render(
-        {
-            **layout_context(request, lang=lang, title=t("title_changes")),
-            "records": listing.records,
-            "outcomes": ended,
-            "gpu_names": gpu_names(runtime.snapshots.current(), t),
-            "principal": principal,
-            "csrf_field": CSRF_FIELD,
-            "unverified": listing.unverified,
-            "unreadable": [
-                (
-                    entry,
-                    unreadable_text(entry, lang),
-                    _inspect_command(runtime.settings.history_namespace, entry.name),
-                )
-                for entry in listing.unreadable
-            ],
-            "history_namespace": runtime.settings.history_namespace,
-            "history_keep": runtime.settings.change_history_keep,
-            "available": available,
-            "error": error,
-        }
+    namespace = runtime.settings.history_namespace
+    return render_admin(
+        request,
+        runtime,
+        "admin/changes.html",
+        title=t("title_changes"),
+        status_code=502 if error else 200,
+        records=listing.records,
+        outcomes=ended,
+        gpu_names=gpu_names(runtime.snapshots.current(), t),
+        principal=principal,
+        unverified=listing.unverified,
+        unreadable=[
+            (entry, unreadable_text(entry, t.lang), _inspect_command(namespace, entry.name))
+            for entry in listing.unreadable
+        ],
+        history_namespace=namespace,
+        history_keep=runtime.settings.change_history_keep,
+        available=available,
+        error=error,
     )
-    return html_response(html, status_code=502 if error else 200)
 
 
 def _inspect_command(namespace: str, name: str) -> str:
@@ -105,17 +98,11 @@ def _inspect_command(namespace: str, name: str) -> str:
 
 
 @router.post(f"{CHANGES_PATH}/{{change}}/rollback/preview", response_class=HTMLResponse)
-def change_rollback_preview(
-    change: ChangeId,
-    request: Request,
-    runtime: RuntimeDep,
-    node: NodeField,
-    csrf_token: Field = None,
-) -> HTMLResponse:
+def change_rollback_preview(change: ChangeId, post: FormWriteDep, node: NodeField) -> HTMLResponse:
     """What undoing a split change would do, with the host-process confirmation of a split."""
+    request, runtime = post.request, post.runtime
     try:
-        principal = admin_of(request, csrf_token)
-        shown = preview_rollback(runtime.changes, principal, change)
+        shown = preview_rollback(runtime.changes, post.admin(), change)
     except FORM_REFUSALS as error:
         return editor_refused(request, runtime, node, error)
     return editor_page(request, runtime, node, preview=shown, action="rollback", rolls_back=change)
@@ -124,60 +111,50 @@ def change_rollback_preview(
 @router.post(f"{CHANGES_PATH}/{{change}}/rollback")
 def change_rollback(
     change: ChangeId,
-    request: Request,
-    runtime: RuntimeDep,
+    post: FormWriteDep,
     node: NodeField,
     confirm_host_processes: Field = None,
     token: Token = None,
-    csrf_token: Field = None,
 ) -> Response:
     try:
-        principal = admin_of(request, csrf_token)
         done = rollback_change(
-            runtime.changes,
-            acting_admin(principal, request),
+            post.runtime.changes,
+            post.acting(),
             change,
             dry_run=False,
             confirm_host_processes=confirm_host_processes == "on",
             expected=token,
         )
     except FORM_REFUSALS as error:
-        return editor_refused(request, runtime, node, error)
-    return to_editor(request, node, getattr(done, "changeId", None))
+        return editor_refused(post.request, post.runtime, node, error)
+    return to_editor(post.request, node, getattr(done, "changeId", None))
 
 
 # undoing a mode change: previewed and confirmed as the plugin pages show a change ----------
 
 
 @router.post(f"{UNDO_MODE_PATH}/preview", response_class=HTMLResponse)
-def mode_undo_preview(
-    change: ChangeId, request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
-) -> HTMLResponse:
+def mode_undo_preview(change: ChangeId, post: FormWriteDep) -> HTMLResponse:
     """What undoing mode change `change` would do, before the admin confirms it."""
     try:
-        principal = admin_of(request, csrf_token)
-        shown = preview_undo_mode(runtime.changes, principal, change)
+        principal = post.admin()
+        shown = preview_undo_mode(post.runtime.changes, principal, change)
     except FORM_REFUSALS as error:
-        return error_page(request, runtime, error)
-    return mode_preview_page(request, runtime, shown, principal, undoes=change)
+        return error_page(post.request, post.runtime, error)
+    return mode_preview_page(post.request, post.runtime, shown, principal, undoes=change)
 
 
 @router.post(UNDO_MODE_PATH)
-def mode_undo(
-    change: ChangeId,
-    request: Request,
-    runtime: RuntimeDep,
-    choices: ApplyChoicesDep,
-    csrf_token: Checkbox = None,
-) -> Response:
+def mode_undo(change: ChangeId, post: FormWriteDep, choices: ApplyChoicesDep) -> Response:
     """Undo mode change `change` as previewed (recorded as a rollback naming it)."""
+    request, runtime = post.request, post.runtime
     try:
-        principal = admin_of(request, csrf_token)
+        admin = post.acting()
         if choices.fix_first:
             return fix_first_page(request, runtime)
         rollback_change(
             runtime.changes,
-            acting_admin(principal, request),
+            admin,
             change,
             dry_run=False,
             expected=choices.token,

@@ -15,15 +15,8 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from app.domain.changes.models import ChangeRequest
-from app.web.auth.requests import acting_admin
-from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import (
-    FORM_REFUSALS,
-    ApplyChoicesDep,
-    Checkbox,
-    admin_of,
-    mode_and_replicas,
-)
+from app.web.deps import FormWriteDep, RuntimeDep
+from app.web.http.admin_forms import FORM_REFUSALS, ApplyChoicesDep, Checkbox, mode_and_replicas
 from app.web.http.mode_render import (
     PLUGIN_PATH,
     after_mode_write,
@@ -89,41 +82,27 @@ ModeFormDep = Annotated[ModeForm, Depends(mode_form)]
 
 
 @router.post(f"{PLUGIN_PATH}/preview", response_class=HTMLResponse)
-def preview(
-    request: Request,
-    runtime: RuntimeDep,
-    form: ModeFormDep,
-    csrf_token: Checkbox = None,
-) -> HTMLResponse:
+def preview(post: FormWriteDep, form: ModeFormDep) -> HTMLResponse:
     """The preview of a mode change, with its one Apply button."""
     try:
-        principal = admin_of(request, csrf_token)
+        principal = post.admin()
         change = form.to_request()
-        shown = preview_mode(runtime.changes, principal, change)
+        shown = preview_mode(post.runtime.changes, principal, change)
     except FORM_REFUSALS as error:
-        return error_page(request, runtime, error)
-    return mode_preview_page(request, runtime, shown, principal, change=change)
+        return error_page(post.request, post.runtime, error)
+    return mode_preview_page(post.request, post.runtime, shown, principal, change=change)
 
 
 @router.post(f"{PLUGIN_PATH}/apply")
-def apply(
-    request: Request,
-    runtime: RuntimeDep,
-    form: ModeFormDep,
-    choices: ApplyChoicesDep,
-    csrf_token: Checkbox = None,
-) -> Response:
+def apply(post: FormWriteDep, form: ModeFormDep, choices: ApplyChoicesDep) -> Response:
+    request, runtime = post.request, post.runtime
     try:
-        principal = admin_of(request, csrf_token)
+        admin = post.acting()
         change = form.to_request()
         if choices.fix_first:
             return fix_first_page(request, runtime)
         applied = apply_mode(
-            runtime.changes,
-            acting_admin(principal, request),
-            change,
-            choices.token,
-            pass_failing=choices.pass_failing,
+            runtime.changes, admin, change, choices.token, pass_failing=choices.pass_failing
         )
     except RolloutWouldHold as held:
         return choose_first_page(request, runtime, held)

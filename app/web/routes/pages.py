@@ -77,10 +77,11 @@ def _page(
     page: str,
     title: str,
     body: Markup,
-    live_url: str | None,
-    refresh_s: float | None,
+    live_url: str | None = None,
+    refresh_s: float | None = None,
     status_code: int = 200,
 ) -> HTMLResponse:
+    """A page in the layout; `live_url`: the fragment it polls (None: it stays as it is)."""
     lang = language_of(request)
     interval_s = refresh_interval_s(runtime, refresh_s)
     context = {
@@ -96,6 +97,13 @@ def _page(
     }
     html = runtime.pages.render(f"pages/{page}.html", context)
     return html_response(html, status_code=status_code, cache=REVALIDATE)
+
+
+def _doc_page(
+    request: Request, runtime: Runtime, *, title: str, body: Markup, status_code: int
+) -> HTMLResponse:
+    """A page that stays as it is (a reference, a refusal): no live fragment, no polling."""
+    return _page(request, runtime, page="doc", title=title, body=body, status_code=status_code)
 
 
 def _fragment_response(body: Markup) -> HTMLResponse:
@@ -118,16 +126,7 @@ def _filter_error(request: Request, runtime: RuntimeDep, error: FilterError) -> 
             "partials/filter_error.html", {"t": t, "lang": lang, "error": error.worded(t)}
         )
     )
-    return _page(
-        request,
-        runtime,
-        page="doc",
-        title=t("title_bad_filter"),
-        body=body,
-        live_url=None,
-        refresh_s=None,
-        status_code=400,
-    )
+    return _doc_page(request, runtime, title=t("title_bad_filter"), body=body, status_code=400)
 
 
 def _with_page(query: str, page: int) -> str:
@@ -311,16 +310,7 @@ async def findings_reference(request: Request, runtime: RuntimeDep) -> HTMLRespo
         }
         body = Markup(runtime.pages.render("partials/doc_findings.html", context))
         title, status_code = t("title_doc_findings"), 200
-    return _page(
-        request,
-        runtime,
-        page="doc",
-        title=title,
-        body=body,
-        live_url=None,
-        refresh_s=None,
-        status_code=status_code,
-    )
+    return _doc_page(request, runtime, title=title, body=body, status_code=status_code)
 
 
 @open_router.get("/lang/{code}")

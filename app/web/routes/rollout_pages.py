@@ -13,9 +13,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from app.errors import ClusterError
 from app.i18n.translate import Translator
 from app.web.auth.principal import AuthRefused
-from app.web.auth.requests import acting_admin
-from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import Alert, Checkbox, admin_of, refusal
+from app.web.deps import FormWriteDep, RuntimeDep
+from app.web.http.admin_forms import Alert, refusal
 from app.web.http.html import html_response, translator, with_lang
 from app.web.http.language import language_of
 from app.web.http.mode_render import ROLLOUT_PATH, rollout_context, rollout_page
@@ -30,13 +29,11 @@ def rollout(request: Request, runtime: RuntimeDep) -> HTMLResponse:
 
 
 @router.post(f"{ROLLOUT_PATH}/pass-failing")
-def rollout_pass_failing(
-    request: Request, runtime: RuntimeDep, csrf_token: Checkbox = None
-) -> Response:
+def rollout_pass_failing(post: FormWriteDep) -> Response:
     """The way forward from a held rollout: let it pass its failing nodes now."""
+    request, runtime = post.request, post.runtime
     try:
-        principal = admin_of(request, csrf_token)
-        pass_failing_now(runtime.changes, acting_admin(principal, request))
+        pass_failing_now(runtime.changes, post.acting())
     except NothingHeld:
         alert = Alert(translator(request)("rollout_not_held"))
         return rollout_page(request, runtime, alert=alert, status_code=409)

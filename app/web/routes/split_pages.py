@@ -12,11 +12,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from app.web.auth.requests import acting_admin
-from app.web.deps import RuntimeDep
-from app.web.http.admin_forms import FORM_REFUSALS, admin_of
+from app.web.deps import FormWriteDep, RuntimeDep
+from app.web.http.admin_forms import FORM_REFUSALS
 from app.web.http.split_render import (
-    Field,
     SplitFormDep,
     Token,
     editor_page,
@@ -41,16 +39,10 @@ def gpus_page(
 
 
 @router.post("/admin/nodes/{name}/gpus/preview", response_class=HTMLResponse)
-def gpus_preview(
-    name: NodeName,
-    request: Request,
-    runtime: RuntimeDep,
-    form: SplitFormDep,
-    csrf_token: Field = None,
-) -> HTMLResponse:
+def gpus_preview(name: NodeName, post: FormWriteDep, form: SplitFormDep) -> HTMLResponse:
+    request, runtime = post.request, post.runtime
     try:
-        principal = admin_of(request, csrf_token)
-        shown = preview_split(runtime.changes, principal, form.request(name))
+        shown = preview_split(runtime.changes, post.admin(), form.request(name))
     except FORM_REFUSALS as error:
         return editor_refused(request, runtime, name, error, form)
     if form.action == "return":
@@ -60,17 +52,11 @@ def gpus_preview(
 
 @router.post("/admin/nodes/{name}/gpus/apply")
 def gpus_apply(
-    name: NodeName,
-    request: Request,
-    runtime: RuntimeDep,
-    form: SplitFormDep,
-    token: Token = None,
-    csrf_token: Field = None,
+    name: NodeName, post: FormWriteDep, form: SplitFormDep, token: Token = None
 ) -> Response:
     try:
-        principal = admin_of(request, csrf_token)
-        change = form.request(name)
-        _, applied = apply_split(runtime.changes, acting_admin(principal, request), change, token)
+        admin = post.acting()
+        applied = apply_split(post.runtime.changes, admin, form.request(name), token)
     except FORM_REFUSALS as error:
-        return editor_refused(request, runtime, name, error)
-    return to_editor(request, name, applied.change_id)
+        return editor_refused(post.request, post.runtime, name, error)
+    return to_editor(post.request, name, applied.change_id)

@@ -348,19 +348,10 @@ def preview_split(
 
 
 def apply_split(
-    ctx: ChangeContext,
-    admin: Admin,
-    request: SplitRequest,
-    expected: str | None,
-    *,
-    rollback: bool = False,
-    rolls_back: str | None = None,
-) -> tuple[SplitPlan, SplitApplied]:
+    ctx: ChangeContext, admin: Admin, request: SplitRequest, expected: str | None
+) -> AppliedSplit:
     """Write the split planned from the objects as they are now; audit it as a change."""
-    done = apply_change(
-        ctx, admin, SPLIT, request, expected, rollback=rollback, rolls_back=rolls_back
-    )
-    return done.plan, done.applied
+    return apply_change(ctx, admin, SPLIT, request, expected)
 
 
 def change_split(
