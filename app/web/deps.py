@@ -17,7 +17,7 @@ from app.web.auth.principal import Admin, Principal
 from app.web.auth.requests import AdminDep, acting_admin, get_auth
 from app.web.http.language import language_of
 from app.web.runtime import Runtime
-from app.web.services.changes.pipeline import ChangeContext
+from app.web.services.changes.pipeline import Asked, ChangeContext
 
 
 async def get_runtime(request: Request) -> Runtime:
@@ -83,6 +83,10 @@ class Write:
         if not self.force:
             raise PlanRefused(RefusalCode.TOKEN_REQUIRED, "token-required", preview=self.preview)
         return replace(self.admin, forced=True)
+
+    def asked(self, expected: str | None) -> Asked:
+        """This write as the change services take it, with the preview's token `expected`."""
+        return Asked(self.applying(expected), self.dry_run, expected, self.lang)
 
 
 async def get_write(

@@ -8,7 +8,7 @@ rollout page read the same way whichever route led to them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -50,13 +50,11 @@ def plugin_page(
     fix_first: frozenset[str] = frozenset(),
 ) -> HTMLResponse:
     principal = principal_of(request)
-    return render_admin(
+    return _plugin_page(
         request,
         runtime,
-        "admin/plugin.html",
-        title=translator(request)("title_admin_plugin"),
+        "plugin",
         status_code=status_code,
-        view=config_view(runtime.changes),
         rollout=rollout_view(runtime.changes),
         principal=principal,
         alert=alert,
@@ -65,6 +63,26 @@ def plugin_page(
         replicas_min=MIN_REPLICAS,
         replicas_max=MAX_REPLICAS,
         undo=_undo(runtime) if principal is not None and principal.is_admin else None,
+    )
+
+
+def _plugin_page(
+    request: Request,
+    runtime: Runtime,
+    page: Literal["plugin", "rollout"],
+    *,
+    status_code: int,
+    **context: Any,
+) -> HTMLResponse:
+    """One of the plugin's own pages (its form, its rollout), with its config as it is now."""
+    return render_admin(
+        request,
+        runtime,
+        f"admin/{page}.html",
+        title=translator(request)(f"title_admin_{page}"),
+        status_code=status_code,
+        view=config_view(runtime.changes),
+        **context,
     )
 
 
@@ -184,13 +202,11 @@ def rollout_page(
     alert: Alert | None = None,
     status_code: int = 200,
 ) -> HTMLResponse:
-    return render_admin(
+    return _plugin_page(
         request,
         runtime,
-        "admin/rollout.html",
-        title=translator(request)("title_admin_rollout"),
+        "rollout",
         status_code=status_code,
-        view=config_view(runtime.changes),
         warnings=warnings or [],
         alert=alert,
         **rollout_context(runtime, request),

@@ -13,13 +13,7 @@ from app.web.deps import Lang, RuntimeDep, WriteDep
 from app.web.http.admin_forms import ChangeId
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import SPLIT_READ_ERRORS, WRITE_ERRORS
-from app.web.services.changes.listing import (
-    RollbackOut,
-    change_listing,
-    change_out,
-    rollback_change,
-    unreadable_out,
-)
+from app.web.services.changes.listing import RollbackOut, changes_out, rollback_change
 from app.web.views.admin_schemas import ChangesOut
 
 # the tag the OpenAPI document has always given them: the history began with the splits
@@ -44,14 +38,7 @@ class SplitRollbackIn(CamelBody):
 @router.get("/changes", response_model=ChangesOut, responses=SPLIT_READ_ERRORS)
 def get_changes(runtime: RuntimeDep, lang: Lang) -> ChangesOut:
     """Every mode and split change applied, newest first (kept in the cluster as ConfigMaps)."""
-    if runtime.writer is None:
-        return ChangesOut(changes=[], available=False)
-    listing = change_listing(runtime.changes)
-    return ChangesOut(
-        changes=[change_out(r, verified=listing.verified(r), lang=lang) for r in listing.records],
-        unreadable=[unreadable_out(u, lang) for u in listing.unreadable],
-        available=True,
-    )
+    return changes_out(runtime.changes, lang)
 
 
 @router.post("/changes/{change}/rollback", responses=WRITE_ERRORS, response_model=RollbackOut)
@@ -62,12 +49,9 @@ def post_change_rollback(
     body = body or SplitRollbackIn()
     return rollback_change(
         write.changes,
-        write.applying(body.expectedToken),
+        write.asked(body.expectedToken),
         change,
-        dry_run=write.dry_run,
         confirm_host_processes=body.confirmHostProcesses,
-        expected=body.expectedToken,
         pass_failing=body.passFailingNodes,
         confirm_unverified=body.confirmUnverified,
-        lang=write.lang,
     )

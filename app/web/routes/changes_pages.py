@@ -46,6 +46,7 @@ from app.web.services.changes.listing import (
     rollback_change,
 )
 from app.web.services.changes.mode_rollout import RolloutWouldHold
+from app.web.services.changes.pipeline import Asked
 from app.web.services.changes.rollout_view import rollout_view
 from app.web.views.change_words import gpu_names, unreadable_text
 
@@ -119,11 +120,9 @@ def change_rollback(
     try:
         done = rollback_change(
             post.runtime.changes,
-            post.acting(),
+            Asked(post.acting(), dry_run=False, expected=token),
             change,
-            dry_run=False,
             confirm_host_processes=confirm_host_processes == "on",
-            expected=token,
         )
     except FORM_REFUSALS as error:
         return editor_refused(post.request, post.runtime, node, error)
@@ -152,14 +151,8 @@ def mode_undo(change: ChangeId, post: FormWriteDep, choices: ApplyChoicesDep) ->
         admin = post.acting()
         if choices.fix_first:
             return fix_first_page(request, runtime)
-        rollback_change(
-            runtime.changes,
-            admin,
-            change,
-            dry_run=False,
-            expected=choices.token,
-            pass_failing=choices.pass_failing,
-        )
+        asked = Asked(admin, dry_run=False, expected=choices.token)
+        rollback_change(runtime.changes, asked, change, pass_failing=choices.pass_failing)
     except RolloutWouldHold as held:
         return choose_first_page(request, runtime, held)
     except FORM_REFUSALS as error:

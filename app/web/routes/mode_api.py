@@ -94,26 +94,13 @@ ModeOut = ModePreviewOut | ModeAppliedOut | NoChangeOut
 @router.put("/config", responses=WRITE_ERRORS, response_model=ModeOut)
 def put_config(body: PluginConfigIn, write: WriteDep) -> ModeOut:
     """Preview (`?dryRun=true`) or apply a mode change."""
-    return change_mode(
-        write.changes,
-        write.applying(body.expectedToken),
-        body.to_request(),
-        body.expectedToken,
-        dry_run=write.dry_run,
-        pass_failing=body.passFailingNodes,
-        lang=write.lang,
-    )
+    asked = write.asked(body.expectedToken)
+    return change_mode(write.changes, asked, body.to_request(), pass_failing=body.passFailingNodes)
 
 
 @router.post("/config/rollback", responses=WRITE_ERRORS, response_model=ModeOut)
 def post_rollback(write: WriteDep, body: ModeRollbackIn | None = None) -> ModeOut:
     """Restore the config kept from before the last mode change."""
     body = body or ModeRollbackIn()
-    return undo_newest_mode(
-        write.changes,
-        write.applying(body.expectedToken),
-        dry_run=write.dry_run,
-        expected=body.expectedToken,
-        pass_failing=body.passFailingNodes,
-        lang=write.lang,
-    )
+    asked = write.asked(body.expectedToken)
+    return undo_newest_mode(write.changes, asked, pass_failing=body.passFailingNodes)

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Path
 from pydantic import Field, StrictBool, StrictInt, StrictStr
 
 from app.domain.changes.split_models import SplitRequest
-from app.web.deps import Lang, RuntimeDep, Write, WriteDep
+from app.web.deps import Lang, RuntimeDep, WriteDep
 from app.web.http.body_keys import CamelBody
 from app.web.http.errors import SPLIT_READ_ERRORS, WRITE_ERRORS
 from app.web.services.changes.gpu_split import change_split, split_view
@@ -70,7 +70,7 @@ def put_gpu_split(name: NodeName, body: GpuSplitIn, write: WriteDep) -> SplitOut
         body.replicas,
         body.confirmHostProcesses,
     )
-    return _change_split(write, change, body.expectedToken)
+    return change_split(write.changes, write.asked(body.expectedToken), change)
 
 
 @write_router.delete("/nodes/{name}/gpu-split", responses=WRITE_ERRORS, response_model=SplitOut)
@@ -78,15 +78,4 @@ def delete_gpu_split(name: NodeName, write: WriteDep, body: ReturnIn | None = No
     """Return the node to the shared DaemonSet (its own DaemonSet is deleted)."""
     body = body or ReturnIn()
     change = SplitRequest(name, None, confirm_host_processes=body.confirmHostProcesses)
-    return _change_split(write, change, body.expectedToken)
-
-
-def _change_split(write: Write, change: SplitRequest, expected: str | None) -> SplitOut:
-    return change_split(
-        write.changes,
-        write.applying(expected),
-        change,
-        expected,
-        dry_run=write.dry_run,
-        lang=write.lang,
-    )
+    return change_split(write.changes, write.asked(body.expectedToken), change)

@@ -29,6 +29,7 @@ from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
 from app.web.services.changes.pipeline import (
+    Asked,
     ChangeContext,
     ReadObjects,
     apply_change,
@@ -355,19 +356,13 @@ def apply_split(
 
 
 def change_split(
-    ctx: ChangeContext,
-    admin: Admin,
-    change: SplitRequest,
-    expected: str | None,
-    *,
-    dry_run: bool,
-    lang: str = DEFAULT_LANGUAGE,
+    ctx: ChangeContext, asked: Asked, change: SplitRequest
 ) -> SplitPreviewOut | SplitAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
 
     def answer() -> SplitPreviewOut | SplitAppliedOut:
-        if dry_run:
-            return preview_split(ctx, admin.principal, change).out(lang)
-        return apply_change(ctx, admin, SPLIT, change, expected).out(lang)
+        if asked.dry_run:
+            return preview_split(ctx, asked.admin.principal, change).out(asked.lang)
+        return apply_split(ctx, asked.admin, change, asked.expected).out(asked.lang)
 
-    return or_no_change(answer, dry_run=dry_run, lang=lang)
+    return or_no_change(answer, asked)

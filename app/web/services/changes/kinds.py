@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from app.domain.changes.history import ChangeRecord, RecordKind
-from app.web.auth.principal import Admin, Principal
 from app.web.services.changes.gpu_split import SPLIT
 from app.web.services.changes.pipeline import (
+    Asked,
     ChangeApplied,
     ChangeContext,
     ChangeKind,
@@ -29,37 +29,27 @@ KINDS: dict[RecordKind, ChangeKind[Any, Any, ChangePreview, ChangeApplied]] = {
 }
 
 
-def preview_undo(
+def undo(
     ctx: ChangeContext,
-    principal: Principal,
+    asked: Asked,
     record: ChangeRecord,
     *,
-    confirm: bool = False,
-    expected: str | None = None,
-) -> ChangePreview:
-    """The preview of undoing `record` (nothing written); raises PlanRefused/ClusterError."""
+    confirm: bool,
+    pass_failing: bool | None,
+) -> ChangePreview | ChangeApplied:
+    """Undoing `record`, planned from the cluster as it is now: its preview (`asked.dry_run`:
+    nothing written), or its write, recorded as a rollback naming it. Raises
+    PlanRefused/ClusterError."""
     kind = KINDS[record.kind]
     request = kind.undo(record, confirm=confirm)
-    return preview_change(ctx, principal, kind, request, rollback=True, expected=expected)
-
-
-def apply_undo(
-    ctx: ChangeContext,
-    admin: Admin,
-    record: ChangeRecord,
-    expected: str | None,
-    *,
-    confirm: bool = False,
-    pass_failing: bool | None = False,
-) -> ChangeApplied:
-    """Undo `record`: its `before` planned from the cluster as it is now, written and recorded
-    as a rollback naming it."""
-    kind = KINDS[record.kind]
+    admin, expected = asked.admin, asked.expected
+    if asked.dry_run:
+        return preview_change(ctx, admin.principal, kind, request, rollback=True, expected=expected)
     return apply_change(
         ctx,
         admin,
         kind,
-        kind.undo(record, confirm=confirm),
+        request,
         expected,
         rollback=True,
         rolls_back=record.id,

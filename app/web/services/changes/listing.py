@@ -21,10 +21,11 @@ from app.domain.changes.models import PlanRefused, RefusalCode
 from app.errors import ClusterError
 from app.i18n.coded import worded_values
 from app.i18n.translate import DEFAULT_LANGUAGE
-from app.web.auth.principal import Admin, Principal
+from app.web.auth.principal import Principal
 from app.web.services.changes.gpu_split import SPLIT, SplitPreview, preview_split
-from app.web.services.changes.kinds import apply_undo, preview_undo
+from app.web.services.changes.kinds import undo
 from app.web.services.changes.pipeline import (
+    Asked,
     ChangeContext,
     check_token,
     get_writer,
@@ -36,6 +37,7 @@ from app.web.services.changes.plugin_admin import MODE, Preview, config_json, mo
 from app.web.services.changes.rollout_view import RolloutView
 from app.web.views.admin_schemas import (
     ChangeOut,
+    ChangesOut,
     ModeAppliedOut,
     ModePreviewOut,
     NoChangeOut,
@@ -140,28 +142,26 @@ def config_with_undo(ctx: ChangeContext) -> dict[str, Any]:
     return view
 
 
-def undo_newest_mode(
-    ctx: ChangeContext,
-    admin: Admin,
-    *,
-    dry_run: bool,
-    expected: str | None,
-    pass_failing: bool,
-    lang: str = DEFAULT_LANGUAGE,
-) -> ModeRollbackOut:
+def undo_newest_mode(ctx: ChangeContext, asked: Asked, *, pass_failing: bool) -> ModeRollbackOut:
     """The plugin's rollback: the newest mode change undone through `rollback_change`, as
     from the change list (the same preview, token, writer and record)."""
-    answer = rollback_change(
-        ctx,
-        admin,
-        newest_mode_change(ctx, admin.principal, expected),
-        dry_run=dry_run,
-        expected=expected,
-        pass_failing=pass_failing,
-        lang=lang,
-    )
+    newest = newest_mode_change(ctx, asked.admin.principal, asked.expected)
+    answer = rollback_change(ctx, asked, newest, pass_failing=pass_failing)
     assert isinstance(answer, ModePreviewOut | ModeAppliedOut | NoChangeOut)  # a mode record
     return answer
+
+
+def changes_out(ctx: ChangeContext, lang: str = DEFAULT_LANGUAGE) -> ChangesOut:
+    """`GET /api/v1/changes`: every change recorded, newest first, and the unreadable records
+    (none, and `available` false, while plugin changes are not enabled)."""
+    if ctx.writer is None:
+        return ChangesOut(changes=[], available=False)
+    listing = change_listing(ctx)
+    return ChangesOut(
+        changes=[change_out(r, verified=listing.verified(r), lang=lang) for r in listing.records],
+        unreadable=[unreadable_out(u, lang) for u in listing.unreadable],
+        available=True,
+    )
 
 
 def change_out(record: ChangeRecord, *, verified: bool, lang: str = DEFAULT_LANGUAGE) -> ChangeOut:
@@ -207,29 +207,22 @@ def _trusted(stored: StoredRecord, *, dry_run: bool, confirm_unverified: bool) -
 
 def rollback_change(
     ctx: ChangeContext,
-    admin: Admin,
+    asked: Asked,
     change: str,
     *,
-    dry_run: bool,
     confirm_host_processes: bool = False,
-    expected: str | None = None,
     pass_failing: bool | None = False,
     confirm_unverified: bool = False,
-    lang: str = DEFAULT_LANGUAGE,
 ) -> RollbackOut:
     """Preview or apply the undoing of one change; raises PlanRefused/ClusterError."""
     stored = find_change(ctx, change)
-    record = _trusted(stored, dry_run=dry_run, confirm_unverified=confirm_unverified)
+    record = _trusted(stored, dry_run=asked.dry_run, confirm_unverified=confirm_unverified)
 
     def answer() -> RollbackOut:
-        confirm = confirm_host_processes
-        if dry_run:
-            shown = preview_undo(ctx, admin.principal, record, confirm=confirm, expected=expected)
-            return shown.out(lang)
-        done = apply_undo(ctx, admin, record, expected, confirm=confirm, pass_failing=pass_failing)
-        return done.out(lang)
+        done = undo(ctx, asked, record, confirm=confirm_host_processes, pass_failing=pass_failing)
+        return done.out(asked.lang)
 
-    return or_no_change(answer, dry_run=dry_run, lang=lang)
+    return or_no_change(answer, asked)
 
 
 def preview_rollback(ctx: ChangeContext, principal: Principal, change: str) -> SplitPreview:

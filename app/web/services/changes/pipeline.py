@@ -56,6 +56,18 @@ class ChangeContext:
     writer: PluginWriter | None  # None: plugin changes are not enabled
 
 
+@dataclass(frozen=True)
+class Asked:
+    """How a change was asked for through the JSON API: by whom, for its preview or its write
+    (`dry_run`), with the preview's token it must still match (`expected`; None: none), and
+    the language its answer is worded in."""
+
+    admin: Admin
+    dry_run: bool
+    expected: str | None
+    lang: str = DEFAULT_LANGUAGE
+
+
 def get_writer(ctx: ChangeContext) -> PluginWriter:
     writer = ctx.writer
     if writer is None:
@@ -140,15 +152,14 @@ def check_token(expected: str | None, objects: ReadObjects) -> None:
         check_fresh(expected, objects)
 
 
-def or_no_change(
-    answer: Callable[[], T], *, dry_run: bool, lang: str = DEFAULT_LANGUAGE
-) -> T | NoChangeOut:
-    """`answer()`, or NoChangeOut (worded in `lang`) when the planner finds nothing to change."""
+def or_no_change(answer: Callable[[], T], asked: Asked) -> T | NoChangeOut:
+    """`answer()`, or NoChangeOut (in the asked language) when the planner finds nothing to
+    change."""
     try:
         return answer()
     except PlanRefused as refused:
         if refused.code is RefusalCode.NO_CHANGE:
-            return NoChangeOut(dryRun=dry_run, detail=refusal_text(refused, lang))
+            return NoChangeOut(dryRun=asked.dry_run, detail=refusal_text(refused, asked.lang))
         raise
 
 

@@ -42,6 +42,7 @@ from app.web.services.changes.mode_rollout import (
     with_rollout,
 )
 from app.web.services.changes.pipeline import (
+    Asked,
     ChangeContext,
     ReadObjects,
     apply_change,
@@ -312,23 +313,17 @@ def write_mode(
 
 
 def change_mode(
-    ctx: ChangeContext,
-    admin: Admin,
-    change: ChangeRequest,
-    expected: str | None,
-    *,
-    dry_run: bool,
-    pass_failing: bool = False,
-    lang: str = DEFAULT_LANGUAGE,
+    ctx: ChangeContext, asked: Asked, change: ChangeRequest, *, pass_failing: bool = False
 ) -> ModePreviewOut | ModeAppliedOut | NoChangeOut:
     """The JSON API's use case: preview or apply; no change is an answer, not an error."""
+    admin, expected = asked.admin, asked.expected
 
     def answer() -> ModePreviewOut | ModeAppliedOut:
-        if dry_run:
-            return preview_mode(ctx, admin.principal, change, expected).out(lang)
-        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out(lang)
+        if asked.dry_run:
+            return preview_mode(ctx, admin.principal, change, expected).out(asked.lang)
+        return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out(asked.lang)
 
-    return or_no_change(answer, dry_run=dry_run, lang=lang)
+    return or_no_change(answer, asked)
 
 
 # reading the current mode ----------------------------------------------------------------
