@@ -7,6 +7,7 @@ from typing import Any
 
 from app.domain.changes.models import PluginSettings, RefusalCode
 from app.domain.changes.preview import rollout_status, slots_by_node
+from app.domain.changes.rollout import RolloutTarget
 from app.domain.changes.rollout_record import (
     RolloutRecord,
     passed_now,
@@ -54,7 +55,7 @@ def test_rollout_names_a_pod_not_yet_bound_never_a_question_mark() -> None:
         _pod("plugin-gpu-1", "gpu-1", ready=True, generation=1),
         _pod("plugin-new", None, ready=False, generation=2),
     ]
-    status = rollout_status(ds, pods, _snapshot(), expected=TS4, generation=2)
+    status = rollout_status(ds, pods, _snapshot(), RolloutTarget(expected=TS4, generation=2))
 
     assert status.blocked_by == ("pod/plugin-new",)
     english = [Translator("en")(f"rollout.{w.code}", **w.params) for w in status.stuck]

@@ -7,7 +7,7 @@ from typing import Any
 
 from app.domain.changes.models import PluginSettings
 from app.domain.changes.preview import object_diff, rollout_status, slots_by_node
-from app.domain.changes.rollout import RolloutStatus
+from app.domain.changes.rollout import RolloutStatus, RolloutTarget
 from app.domain.cluster import AccountingOptions
 from app.domain.engine.build import build_snapshot
 from app.domain.snapshot import Mode, Snapshot
@@ -91,7 +91,10 @@ def _plugin_pod(generation: int, *, ready: bool = True) -> dict[str, Any]:
 
 def test_rollout_done_when_pods_updated_and_node_advertises() -> None:
     status = rollout_status(
-        _ds(2, 2), [_plugin_pod(2)], snapshot(allocatable=8), expected=settings(), generation=2
+        _ds(2, 2),
+        [_plugin_pod(2)],
+        snapshot(allocatable=8),
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert status.stuck == ()
     assert status.done
@@ -100,7 +103,10 @@ def test_rollout_done_when_pods_updated_and_node_advertises() -> None:
 
 def test_rollout_names_the_old_pod_and_the_unchanged_node() -> None:
     status = rollout_status(
-        _ds(2, 2), [_plugin_pod(1)], snapshot(allocatable=2), expected=settings(), generation=2
+        _ds(2, 2),
+        [_plugin_pod(1)],
+        snapshot(allocatable=2),
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert not status.done
     text = " ".join(waiting_en(status))
@@ -113,15 +119,17 @@ def test_rollout_names_a_pod_that_is_not_ready() -> None:
         _ds(2, 2),
         [_plugin_pod(2, ready=False)],
         snapshot(allocatable=8),
-        expected=settings(),
-        generation=2,
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert any("is not ready" in item for item in waiting_en(status))
 
 
 def test_rollout_waits_for_the_controller_to_observe() -> None:
     status = rollout_status(
-        _ds(2, 1), [_plugin_pod(2)], snapshot(allocatable=8), expected=settings(), generation=2
+        _ds(2, 1),
+        [_plugin_pod(2)],
+        snapshot(allocatable=8),
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert any("has not seen generation 2" in item for item in waiting_en(status))
 
@@ -130,7 +138,10 @@ def test_rollout_without_generation_label_uses_start_time() -> None:
     pod = f.plugin_pod("gpu-1", started_at=f.NOW)
     before = f.NOW - timedelta(seconds=5)
     status = rollout_status(
-        _ds(2, 2), [pod], snapshot(allocatable=8), expected=settings(), generation=2, since=before
+        _ds(2, 2),
+        [pod],
+        snapshot(allocatable=8),
+        RolloutTarget(expected=settings(), generation=2, since=before),
     )
     assert status.done
 
@@ -146,7 +157,10 @@ def test_object_diff_hides_server_fields_and_shows_changes() -> None:
 
 def test_rollout_leaves_out_a_node_whose_gpus_a_dra_driver_hands_out() -> None:
     status = rollout_status(
-        _ds(2, 2), [_plugin_pod(2)], snap(dra_world()), expected=settings(), generation=2
+        _ds(2, 2),
+        [_plugin_pod(2)],
+        snap(dra_world()),
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert [(n.node, n.state) for n in status.nodes] == [("gpu-1", "waiting")]
 
@@ -161,7 +175,10 @@ def _pod_on(node: str, generation: int, *, ready: bool = True) -> dict[str, Any]
 def test_rollout_held_by_an_unready_new_pod_names_the_node_at_once() -> None:
     pods = [_pod_on("gpu-1", 1), _pod_on("gpu-2", 1), _pod_on("gpu-ws", 2, ready=False)]
     status = rollout_status(
-        _ds(2, 2, desired=3), pods, snapshot(allocatable=2), expected=settings(), generation=2
+        _ds(2, 2, desired=3),
+        pods,
+        snapshot(allocatable=2),
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert status.blocked_by == ("gpu-ws",)
     first = waiting_en(status)[0]
@@ -172,7 +189,9 @@ def test_rollout_is_not_held_while_the_budget_has_room() -> None:
     ds = _ds(2, 2, desired=3)
     ds["spec"]["updateStrategy"] = {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 2}}
     pods = [_pod_on("gpu-1", 1), _pod_on("gpu-2", 1), _pod_on("gpu-ws", 2, ready=False)]
-    status = rollout_status(ds, pods, snapshot(allocatable=2), expected=settings(), generation=2)
+    status = rollout_status(
+        ds, pods, snapshot(allocatable=2), RolloutTarget(expected=settings(), generation=2)
+    )
     assert status.blocked_by == ()
 
 
@@ -180,7 +199,10 @@ def test_rollout_counts_pods_updated_when_the_controller_does() -> None:
     ds = _ds(2, 2)  # a new updateStrategy: generation 2, the pods keep generation 1
     ds["status"]["updatedNumberScheduled"] = 1
     status = rollout_status(
-        ds, [_plugin_pod(1)], snapshot(allocatable=8), expected=settings(), generation=2
+        ds,
+        [_plugin_pod(1)],
+        snapshot(allocatable=8),
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert status.done
 
@@ -208,16 +230,14 @@ def test_rollout_is_held_only_while_the_failing_pods_alone_spend_the_budget() ->
         _budget(_ds(2, 2, desired=3), 1),
         [_pod_on("gpu-1", 1), _pod_on("gpu-2", 1), failing],
         snapshot(allocatable=2),
-        expected=settings(),
-        generation=2,
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert held.held_by == ("gpu-ws",)
     passing = rollout_status(
         _budget(_ds(2, 2, desired=3), 2),
         [_pod_on("gpu-1", 1), _pod_on("gpu-2", 2, ready=False), failing],
         snapshot(allocatable=2),
-        expected=settings(),
-        generation=2,
+        RolloutTarget(expected=settings(), generation=2),
     )
     assert passing.blocked_by == ("gpu-2", "gpu-ws")  # the budget is spent for now ...
     assert passing.held_by == ()  # ... but not held: gpu-2's pod is starting
@@ -229,9 +249,7 @@ def test_rollout_counts_pods_of_its_template_after_a_budget_raise() -> None:
         _ds(3, 3, desired=2),
         [_pod_on("gpu-1", 2), _pod_on("gpu-2", 3)],
         snapshot(allocatable=8),
-        expected=settings(),
-        generation=3,
-        template_generation=2,
+        RolloutTarget(expected=settings(), generation=3, template_generation=2),
     )
     assert status.updated == 2
     assert status.progressed_at is not None

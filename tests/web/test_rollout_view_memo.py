@@ -68,11 +68,11 @@ def computed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Computed]:
     seen = Computed()
     real = module.rollout_status
 
-    def counting(daemonset: Manifest, pods: list[Manifest], snapshot: Any, **kw: Any) -> Any:
+    def counting(daemonset: Manifest, pods: list[Manifest], snapshot: Any, target: Any) -> Any:
         seen.pods.append([p["metadata"]["name"] for p in pods])
         seen.threads.append(threading.current_thread().name)
         seen.snapshots.append(snapshot)
-        return real(daemonset, pods, snapshot, **kw)
+        return real(daemonset, pods, snapshot, target)
 
     monkeypatch.setattr(module, "rollout_status", counting)
     # the derived value's clock, moved by the test only (how long ago it was asked for)

@@ -112,28 +112,39 @@ def _plugin_pods(daemonset: Manifest, pods: Sequence[Manifest]) -> list[Manifest
     return found
 
 
+@dataclass(frozen=True)
+class RolloutTarget:
+    """What a rollout is measured against: the settings the DaemonSet's `generation` brings,
+    and the change's facts from its rollout record."""
+
+    expected: PluginSettings
+    generation: int
+    since: datetime | None = None
+    """When the change was applied: its first step, and what a pod without a generation label
+    must have started after to count as updated."""
+    broken_before: frozenset[str] = frozenset()
+    """The nodes whose plugin pod was already failing before the change."""
+    template_generation: int | None = None
+    """The generation whose pod template this rollout brings, when a later write changed only
+    the update strategy (a pod stamped since counts as updated)."""
+
+
 def rollout_status(
     daemonset: Manifest | None,
     pods: Sequence[Manifest],
     snapshot: Snapshot | None,
-    *,
-    expected: PluginSettings,
-    generation: int,
-    since: datetime | None = None,
-    broken_before: frozenset[str] = frozenset(),
-    template_generation: int | None = None,
+    target: RolloutTarget,
 ) -> RolloutStatus:
-    """How far the DaemonSet's `generation` rolled out, from cached objects and the snapshot.
-
-    `template_generation`: the generation whose pod template this rollout brings, when a
-    later write changed only the update strategy (a pod stamped since counts as updated).
-    """
+    """How far the DaemonSet's `target.generation` rolled out, from cached objects and the
+    snapshot."""
+    expected, generation, since = target.expected, target.generation, target.since
     ds = daemonset or {}
     status = ds.get("status") or {}
     observed = int(status.get("observedGeneration") or 0)
     desired = int(status.get("desiredNumberScheduled") or 0)
     stuck = _generation_stuck(daemonset, generation, observed=observed)
-    rows = _pod_rows(daemonset, pods, generation=template_generation or generation, since=since)
+    template = target.template_generation or generation  # the pod template it brings
+    rows = _pod_rows(daemonset, pods, generation=template, since=since)
     stuck += _pods_stuck(rows)
     blocked_by = _blocking_nodes(ds, rows)
     if blocked_by:
@@ -142,7 +153,7 @@ def rollout_status(
     failing_old = sum(1 for r in rows if r.failing and not r.updated)
     if updated + failing_old < desired:
         stuck.append(Waiting("pods-updated", {"updated": updated, "desired": desired}))
-    nodes = _node_rows(ds, snapshot, rows, expected=expected, broken_before=broken_before)
+    nodes = _node_rows(ds, snapshot, rows, expected=expected, broken_before=target.broken_before)
     stuck += _nodes_waiting(nodes, expected.resource)
     return RolloutStatus(
         generation=generation,

@@ -10,13 +10,12 @@ tell the same story, on every replica.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
 from functools import partial
 from typing import Literal
 
 from app.domain.changes.models import PluginSettings
 from app.domain.changes.plan import current_settings
-from app.domain.changes.rollout import RolloutStatus, rollout_status
+from app.domain.changes.rollout import RolloutStatus, RolloutTarget, rollout_status
 from app.domain.changes.rollout_record import RolloutRecord, rollout_record
 from app.domain.cluster import Manifest
 from app.domain.kube_time import parse_time
@@ -80,11 +79,7 @@ class _Inputs:
 
     daemonset: Manifest = field(compare=False)
     record: RolloutRecord | None = field(compare=False)
-    expected: PluginSettings
-    generation: int
-    since: datetime | None
-    broken_before: frozenset[str]
-    template_generation: int | None
+    target: RolloutTarget
 
 
 def _inputs(ctx: ChangeContext) -> _Inputs | None:
@@ -96,11 +91,13 @@ def _inputs(ctx: ChangeContext) -> _Inputs | None:
     return _Inputs(
         daemonset,
         record,
-        expected=current_settings(daemonset, configmap),
-        generation=int((daemonset.get("metadata") or {}).get("generation") or 0),
-        since=parse_time(record.since) if record is not None else None,
-        broken_before=frozenset(record.broken_before) if record is not None else frozenset(),
-        template_generation=record.template_generation if record is not None else None,
+        RolloutTarget(
+            expected=current_settings(daemonset, configmap),
+            generation=int((daemonset.get("metadata") or {}).get("generation") or 0),
+            since=parse_time(record.since) if record is not None else None,
+            broken_before=frozenset(record.broken_before) if record is not None else frozenset(),
+            template_generation=record.template_generation if record is not None else None,
+        ),
     )
 
 
@@ -108,16 +105,8 @@ def _status(ctx: ChangeContext, snapshot: Snapshot | None, inputs: _Inputs) -> R
     """The costly part: a row per plugin pod and per node (~0.25 s at 10,000 nodes)."""
     # the DaemonSet's own namespace only: its pods, not the cluster's 300,000
     namespace = (inputs.daemonset.get("metadata") or {}).get("namespace")
-    return rollout_status(
-        inputs.daemonset,
-        ctx.source.items("pods", namespace),
-        snapshot,
-        expected=inputs.expected,
-        generation=inputs.generation,
-        since=inputs.since,
-        broken_before=inputs.broken_before,
-        template_generation=inputs.template_generation,
-    )
+    pods = ctx.source.items("pods", namespace)
+    return rollout_status(inputs.daemonset, pods, snapshot, inputs.target)
 
 
 def rollout_statuses(ctx: ChangeContext) -> Derived[_Inputs, RolloutStatus]:
@@ -136,7 +125,8 @@ def rollout_view(ctx: ChangeContext) -> RolloutView:
         return RolloutView(None, None, 0, None, None)
     status = rollout_statuses(ctx).get(ctx.snapshots.current(), inputs)
     now = ctx.clock()
-    since, moved_at = inputs.since, status.progressed_at
+    target = inputs.target
+    since, moved_at = target.since, status.progressed_at
     elapsed_s = None if since is None else max(0.0, (now - since).total_seconds())
     idle_s = None if moved_at is None else max(0.0, (now - moved_at).total_seconds())
-    return RolloutView(status, inputs.expected, inputs.generation, inputs.record, elapsed_s, idle_s)
+    return RolloutView(status, target.expected, target.generation, inputs.record, elapsed_s, idle_s)
