@@ -135,13 +135,20 @@ MAX_GPUS = 64
 
 @dataclass(frozen=True)
 class SplitForm:
-    """The editor's form fields: where each GPU goes, the mode and replicas, the action."""
+    """The editor's form fields: where each GPU goes, the mode and replicas, the action; and on
+    its apply form (a split's, or an undo's), the preview's token."""
 
     places: tuple[tuple[str, str], ...]
     mode: str | None
     replicas: str | None
     confirm: str | None
     action: str | None
+    token: str | None = None
+
+    @property
+    def confirmed(self) -> bool:
+        """Whether the admin ticked "the host processes may lose their GPUs"."""
+        return self.confirm == "on"
 
     def kubernetes_gpus(self) -> tuple[str, ...]:
         """The GPUs the admin gives Kubernetes (FormInvalid for a place that is neither)."""
@@ -157,11 +164,10 @@ class SplitForm:
 
     def request(self, name: str) -> SplitRequest:
         """The split it asks for; `return` gives the node back to the shared DaemonSet."""
-        confirmed = self.confirm == "on"
         if self.action == "return":
-            return SplitRequest(name, None, confirm_host_processes=confirmed)
+            return SplitRequest(name, None, confirm_host_processes=self.confirmed)
         checked_mode, count = mode_and_replicas(self.mode, self.replicas)
-        return SplitRequest(name, self.kubernetes_gpus(), checked_mode, count, confirmed)
+        return SplitRequest(name, self.kubernetes_gpus(), checked_mode, count, self.confirmed)
 
 
 async def split_form(
@@ -170,6 +176,7 @@ async def split_form(
     replicas: Field = None,
     confirm_host_processes: Field = None,
     action: Field = None,
+    token: Token = None,
 ) -> SplitForm:
     """The posted form; the GPUs' places are read by their field names (`to:<uuid>`)."""
     posted = await request.form()  # already parsed for the fields above: no second read
@@ -178,7 +185,7 @@ async def split_form(
         for key, value in posted.multi_items()
         if key.startswith(GOES_TO)
     )
-    return SplitForm(places, mode, replicas, confirm_host_processes, action)
+    return SplitForm(places, mode, replicas, confirm_host_processes, action, token)
 
 
 SplitFormDep = Annotated[SplitForm, Depends(split_form)]

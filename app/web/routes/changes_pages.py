@@ -31,9 +31,8 @@ from app.web.http.mode_render import (
     mode_preview_page,
 )
 from app.web.http.split_render import (
-    Field,
     NodeField,
-    Token,
+    SplitFormDep,
     editor_page,
     editor_refused,
     to_editor,
@@ -111,18 +110,15 @@ def change_rollback_preview(change: ChangeId, post: FormWriteDep, node: NodeFiel
 
 @router.post(f"{CHANGES_PATH}/{{change}}/rollback")
 def change_rollback(
-    change: ChangeId,
-    post: FormWriteDep,
-    node: NodeField,
-    confirm_host_processes: Field = None,
-    token: Token = None,
+    change: ChangeId, post: FormWriteDep, node: NodeField, form: SplitFormDep
 ) -> Response:
+    """Undo split change `change` as previewed on the node's editor (its apply form)."""
     try:
         done = rollback_change(
             post.runtime.changes,
-            Asked(post.acting(), dry_run=False, expected=token),
+            Asked(post.acting(), dry_run=False, expected=form.token),
             change,
-            confirm_host_processes=confirm_host_processes == "on",
+            confirm_host_processes=form.confirmed,
         )
     except FORM_REFUSALS as error:
         return editor_refused(post.request, post.runtime, node, error)

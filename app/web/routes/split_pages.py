@@ -16,7 +16,6 @@ from app.web.deps import FormWriteDep, RuntimeDep
 from app.web.http.admin_forms import FORM_REFUSALS
 from app.web.http.split_render import (
     SplitFormDep,
-    Token,
     editor_page,
     editor_refused,
     to_editor,
@@ -51,12 +50,10 @@ def gpus_preview(name: NodeName, post: FormWriteDep, form: SplitFormDep) -> HTML
 
 
 @router.post("/admin/nodes/{name}/gpus/apply")
-def gpus_apply(
-    name: NodeName, post: FormWriteDep, form: SplitFormDep, token: Token = None
-) -> Response:
+def gpus_apply(name: NodeName, post: FormWriteDep, form: SplitFormDep) -> Response:
     try:
         admin = post.acting()
-        applied = apply_split(post.runtime.changes, admin, form.request(name), token)
+        applied = apply_split(post.runtime.changes, admin, form.request(name), form.token)
     except FORM_REFUSALS as error:
         return editor_refused(post.request, post.runtime, name, error)
     return to_editor(post.request, name, applied.change_id)
