@@ -58,9 +58,9 @@ class ChangeContext:
 
 @dataclass(frozen=True)
 class Asked:
-    """How a change was asked for through the JSON API: by whom, for its preview or its write
-    (`dry_run`), with the preview's token it must still match (`expected`; None: none), and
-    the language its answer is worded in."""
+    """How a change was asked for (a JSON write's `Write.asked`, or a form's apply): by whom,
+    for its preview or its write (`dry_run`), with the preview's token it must still match
+    (`expected`; None: none), and the language its answer is worded in."""
 
     admin: Admin
     dry_run: bool
