@@ -95,3 +95,23 @@ def test_a_store_fed_memoised_samples_keeps_what_a_full_comparison_keeps(tmp_pat
         plain.close()
     assert kept.rows()["holds"] > 6 * 28  # spans closed and opened again
     kept.close()
+
+
+def test_items_two_parts_share_stay_open_while_one_part_shows_them(tmp_path: Path) -> None:
+    """Two nodes' parts holding the very same items (a key shown twice): when one part goes,
+    the spans the other still shows stay open, as a store comparing every key keeps them."""
+    first = Sampler().sample(held_cluster(3), [], at=T0)
+    part = first.nodes[0]
+    twin = replace(part)  # another part object, the same items
+    steps = [(*first.nodes, twin), first.nodes, (*first.nodes, twin), first.nodes]
+    kept = HistoryStore(tmp_path / "kept.sqlite")
+    for n, parts in enumerate(steps):
+        sample = Sample.of_parts(T0 + timedelta(seconds=15 * n), tuple(parts))
+        kept.add(sample, span_s=15, retention_days=35)
+        plain = HistoryStore(tmp_path / "plain.sqlite")
+        plain.add(sample, span_s=15, retention_days=35)
+        end_s = sample.at.timestamp() + 15
+        assert _answers(kept, end_s) == _answers(plain, end_s), n
+        plain.close()
+    assert kept.rows()["holds"] == 3 * 28  # every hold one span, open since the first sample
+    kept.close()

@@ -8,20 +8,18 @@ import os
 import socket
 import sqlite3
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-from app.domain.history.sample import GpuHold, GpuSeen, Holding, NodePart, Sample
-from app.domain.sequences import same_objects
 from app.errors import HistoryUnavailableError
 
 SCHEMA_VERSION = "2"
 DROP_EVERY_S = 3600.0  # spans past the retention are looked for at most this often
 Key = tuple[object, ...]
+Sums = tuple[float, ...]  # what an item adds inside its span (used and idle share)
 Clocks = dict[str, float | None]  # where the open spans end, and the sampled clock then
 
 
@@ -136,6 +134,44 @@ def open_spans(db: sqlite3.Connection, table: Table) -> tuple[dict[Key, int], di
     return opened, rates
 
 
+def write_spans(
+    db: sqlite3.Connection,
+    table: Table,
+    rowids: dict[Key, int],
+    went: list[Key],
+    new: list[Key],
+    rerated: list[Key],
+    *,
+    sums: dict[Key, Sums],
+    at: tuple[float, float],
+    ended: dict[str, float | None],
+) -> None:
+    """Close the open spans of the keys that `went` (their seconds written up to `ended`:
+    where the previous interval ended, t1, and the sampled clock then), open one from `at`
+    (t0, t1) for each `new` key, and write the seconds of the open spans of the keys
+    `rerated`, from then on at their new rates; `sums`: what each key adds. `rowids`: the
+    open spans' row ids per key, kept up to date."""
+    closed = [rowids.pop(key) for key in went]
+    if closed:
+        db.executemany(
+            f"{table.closing()} WHERE rowid = :rowid",
+            ({**ended, "rowid": rowid} for rowid in closed),
+        )
+    zero = tuple(0.0 for _ in table.sums)
+    since = (ended["clock"],) if table.rates else ()
+    insert = table.insert()
+    for key in new:
+        rowids[key] = int(db.execute(insert, (*at, *key, *zero, *sums[key], *since)).lastrowid or 0)
+    if rerated:
+        db.executemany(
+            f"{table.rated()} WHERE rowid = :rowid",
+            (
+                {**ended, "rowid": rowids[key], **dict(zip(table.rates, sums[key], strict=True))}
+                for key in rerated
+            ),
+        )
+
+
 def set_aside(path: Path) -> Path:
     """Moves a file SQLite cannot read (and its WAL) to `<name>.corrupt-<UTC time>`."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -154,135 +190,6 @@ def seconds_so_far(total: str, *, span: str = "") -> str:
     of = f"{span}." if span else ""
     rate = HELD.rates[HELD.sums.index(total)]
     return f"({of}{total} + IIF({of}open = 1, {of}{rate} * (:sampled_s - {of}since_s), 0))"
-
-
-Sums = tuple[float, ...]  # what an item adds inside its span (used and idle share)
-
-
-def _held(h: Holding) -> list[tuple[Key, Sums]]:
-    return (
-        [((h.namespace, h.owner, h.node, h.share), (h.used_share, h.idle_share))] if h.share else []
-    )
-
-
-def _slots(h: Holding) -> list[tuple[Key, Sums]]:
-    return [((h.namespace, h.owner, h.node, resource, count), ()) for resource, count in h.slots]
-
-
-def _gpus(g: GpuSeen) -> list[tuple[Key, Sums]]:
-    return [((g.node, g.gpu_uuid, g.gpu_index, g.mode, g.replicas, g.config), ())]
-
-
-def _holds(h: GpuHold) -> list[tuple[Key, Sums]]:
-    key = (
-        h.node,
-        h.gpu_uuid,
-        h.gpu_index,
-        h.pod,
-        h.resource,
-        h.slots,
-        h.mode,
-        h.replicas,
-        h.config,
-    )
-    return [(key, ())]
-
-
-# per table: the items it keeps (of a sample or a node's part), and the keys an item shows
-SHOWN: dict[str, tuple[Callable[[Any], Sequence[Any]], Callable[[Any], list[tuple[Key, Sums]]]]]
-SHOWN = {
-    "held": (lambda sample: sample.holdings, _held),
-    "slots": (lambda sample: sample.holdings, _slots),
-    "gpus": (lambda sample: sample.gpus, _gpus),
-    "holds": (lambda sample: sample.holds, _holds),
-}
-
-
-def keys_of(sample: Sample) -> dict[str, dict[Key, Sums]]:
-    """Per table, the keys a sample shows and what it adds inside their spans."""
-    return {
-        name: dict(pair for item in items(sample) for pair in keys(item))
-        for name, (items, keys) in SHOWN.items()
-    }
-
-
-class ShownKeys:
-    """The keys the latest sample showed in one table, kept from sample to sample: a new
-    sample costs its items that are not the very objects the last one held (the sampler
-    keeps an unchanged node's part, and its items). `update` says which keys went and which
-    came, or None where the sample shows a key twice (the caller then compares every key)."""
-
-    def __init__(self, name: str) -> None:
-        self._items_of, self._keys_of = SHOWN[name]
-        self._items: Sequence[Any] = ()
-        self._at: dict[int, int] | None = {}  # an item's identity -> its position
-        self._parts: Sequence[NodePart] = ()  # the nodes' parts the items are made of
-        self._part_at: dict[int, int] = {}
-        self._pairs = 0  # the keys the items show, counted with repeats
-        self.shown: dict[Key, Sums] = {}
-
-    def update(self, sample: Sample) -> tuple[list[Key], list[Key]] | None:
-        items = self._items_of(sample)
-        if same_objects(self._items, items):
-            return [], []
-        went, came = self._by_part(sample.nodes) or self._by_item(items)
-        self._items = items
-        if self._pairs != len(self.shown):  # a key shown twice: the sample's keys anew
-            self._rebuild(items)
-            return None
-        gone: list[Key] = []
-        for item in went:
-            for key, _ in self._keys_of(item):
-                self.shown.pop(key, None)
-                gone.append(key)
-                self._pairs -= 1
-        new: list[Key] = []
-        for item in came:
-            for key, added in self._keys_of(item):
-                self.shown[key] = added
-                new.append(key)
-                self._pairs += 1
-        if self._pairs != len(self.shown):
-            self._rebuild(items)
-            return None
-        return [key for key in gone if key not in self.shown], new
-
-    def _by_part(self, parts: Sequence[NodePart]) -> tuple[list[Any], list[Any]] | None:
-        """The items that went and came, from the nodes' parts that did (None: the sample
-        or the last one was not made of parts; `Sample.of_parts` makes the items of them)."""
-        at = _positions(parts)
-        if not parts or not self._parts:
-            self._parts, self._part_at = parts, at
-            return None
-        went = [
-            item
-            for i in self._part_at.keys() - at.keys()
-            for item in self._items_of(self._parts[self._part_at[i]])
-        ]
-        came = [
-            item
-            for n in sorted(at[i] for i in at.keys() - self._part_at.keys())
-            for item in self._items_of(parts[n])
-        ]
-        self._parts, self._part_at, self._at = parts, at, None
-        return went, came
-
-    def _by_item(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]]:
-        """The items that went and came, each compared by its identity."""
-        last = _positions(self._items) if self._at is None else self._at
-        at = self._at = _positions(items)
-        went = [self._items[last[i]] for i in last.keys() - at.keys()]
-        came = [items[n] for n in sorted(at[i] for i in at.keys() - last.keys())]
-        return went, came
-
-    def _rebuild(self, items: Sequence[Any]) -> None:
-        pairs = [pair for item in items for pair in self._keys_of(item)]
-        self.shown, self._pairs = dict(pairs), len(pairs)
-
-
-def _positions(items: Sequence[object]) -> dict[int, int]:
-    """Each object's identity -> its position."""
-    return dict(zip(map(id, items), range(len(items)), strict=True))
 
 
 def create(db: sqlite3.Connection, table: Table) -> None:

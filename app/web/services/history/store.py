@@ -35,6 +35,7 @@ from app.domain.history.records import HeldBucket, PastGpu, PastHold
 from app.domain.history.sample import Sample
 from app.domain.history.showback import HeldSeconds, ShowbackBy, held_seconds
 from app.errors import HistoryUnavailableError
+from app.web.services.history.spans import OpenSpans
 from app.web.services.history.sqlite import (
     DROP_EVERY_S,
     LENGTH,
@@ -42,9 +43,6 @@ from app.web.services.history.sqlite import (
     T1,
     TABLES,
     Clocks,
-    Key,
-    ShownKeys,
-    Sums,
     Table,
     WriterLock,
     few,
@@ -58,6 +56,7 @@ from app.web.services.history.sqlite import (
     transaction,
     unavailable,
     unreadable,
+    write_spans,
 )
 
 
@@ -69,10 +68,7 @@ class HistoryStore:
         self.path = path
         self.set_aside: Path | None = None  # where an unreadable file was moved at open
         self._lock = threading.Lock()
-        self._open: dict[str, dict[Key, int]] = {table.name: {} for table in TABLES}
-        self._rates: dict[str, dict[Key, Sums]] = {table.name: {} for table in TABLES}
-        self._shown = {table.name: ShownKeys(table.name) for table in TABLES}
-        self._synced = False  # whether the open spans are the latest sample's keys
+        self._spans = {table.name: OpenSpans(table.name) for table in TABLES}
         self._open_t1: float | None = None  # where the open spans end
         self._sampled_s = 0.0  # the sampled clock: the seconds the samples stood for, summed
         self._dropped_at = float("-inf")
@@ -128,15 +124,13 @@ class HistoryStore:
         return db
 
     def _load_open(self) -> None:
-        """The spans a previous run (or the latest good write) left open: a sample right
-        after extends them."""
-        self._open = {table.name: {} for table in TABLES}
-        self._rates = {table.name: {} for table in TABLES}
-        self._synced = False
+        """Where the spans a previous run (or the latest good write) left open end, and the
+        sampled clock then: a sample right after goes on from them, compared key by key
+        with the open spans on file."""
+        for spans in self._spans.values():
+            spans.forget()
         with self._reading() as clocks:
             self._open_t1, self._sampled_s = clocks["open_t1"], clocks["sampled_s"] or 0.0
-            for table in TABLES:
-                self._open[table.name], self._rates[table.name] = open_spans(self._db, table)
 
     def close(self) -> None:
         with self._lock:
@@ -159,18 +153,12 @@ class HistoryStore:
         # ends: spans never overlap
         ended_t1 = last if follows or last is None else min(last, t0)
         begins = max(t0, last) if follows and last is not None else t0
-        changed = {table.name: self._shown[table.name].update(sample) for table in TABLES}
-        if not self._synced or not follows:
-            changed = dict.fromkeys(changed)  # every key is compared with the open spans
-        self._synced = False
         try:
             with self._writing():
                 for table in TABLES:
-                    shown = self._shown[table.name].shown
                     self._extend(
                         table,
-                        shown,
-                        changed[table.name],
+                        sample,
                         span=(begins, t1),
                         ended={"t1": ended_t1, "clock": clock},
                         follows=follows,
@@ -187,8 +175,7 @@ class HistoryStore:
                             f"DELETE FROM {table.name} WHERE open = 0 AND t1 < ?", (drop,)
                         )
                     self._dropped_at = t0
-            self._synced = True
-        except HistoryUnavailableError:
+        except BaseException:
             self._load_open()  # the transaction was rolled back: so is what memory holds
             raise
         return True
@@ -211,8 +198,7 @@ class HistoryStore:
     def _extend(
         self,
         table: Table,
-        shown: dict[Key, Sums],
-        changed: tuple[list[Key], list[Key]] | None,
+        sample: Sample,
         *,
         span: tuple[float, float],
         ended: dict[str, float | None],
@@ -220,40 +206,33 @@ class HistoryStore:
     ) -> None:
         """Close the open spans the sample no longer shows (where the previous interval
         ended), keep the others open (they end with this one), open one for each key the
-        sample shows first, and write the seconds of an open span whose rates changed.
-        `changed`: the keys that went and came since the latest sample, whose keys the open
-        spans are (None: compare them all; a sample that does not follow the open spans
-        closes them all). `span`: the sample's t0 and t1; `ended`: where the previous
-        interval ended (t1) and the sampled clock then (clock)."""
-        opened, rates = self._open[table.name], self._rates[table.name]
-        if not follows and opened:
-            self._db.execute(f"{table.closing()} WHERE open = 1", ended)
-            opened.clear()
-            rates.clear()
-        went, came = changed or ([key for key in opened if key not in shown], list(shown))
-        gone = [opened.pop(key) for key in went if key in opened]
-        if gone:
-            self._db.executemany(
-                f"{table.closing()} WHERE rowid = :rowid",
-                [{**ended, "rowid": rowid} for rowid in gone],
+        sample shows first, and write the seconds of an open span whose rates changed: from
+        the items that changed since the spans' sample where they tell, else key by key (a
+        sample that does not follow the open spans closes them all). `span`: the sample's
+        t0 and t1; `ended`: where the previous interval ended (t1) and the sampled clock
+        then (clock)."""
+        spans = self._spans[table.name]
+        changes = spans.changes(sample) if follows else None
+        if changes is not None:
+            was, now = (dict(pairs) for pairs in changes)  # what each key adds, then and now
+            went = [key for key in was if key not in now]
+            new = [key for key in now if key not in was]
+            rerated = [key for key in now if key in was and was[key] != now[key]]
+            write_spans(
+                self._db, table, spans.rowids, went, new, rerated, sums=now, at=span, ended=ended
             )
-            for key in went:
-                rates.pop(key, None)
-        zero = tuple(0.0 for _ in table.sums)
-        since = (ended["clock"],) if table.rates else ()
-        rated: list[dict[str, object]] = []
-        for key in came:
-            if key not in opened:
-                cursor = self._db.execute(table.insert(), (*span, *key, *zero, *shown[key], *since))
-                opened[key] = int(cursor.lastrowid or 0)
-                if table.rates:
-                    rates[key] = shown[key]
-            elif table.rates and rates[key] != shown[key]:  # from now on, at other rates
-                rates[key] = shown[key]
-                new = dict(zip(table.rates, shown[key], strict=True))
-                rated.append({**new, **ended, "rowid": opened[key]})
-        if rated:
-            self._db.executemany(f"{table.rated()} WHERE rowid = :rowid", rated)
+            return
+        if follows:
+            rowids, rates = open_spans(self._db, table)
+        else:
+            self._db.execute(f"{table.closing()} WHERE open = 1", ended)
+            rowids, rates = {}, {}
+        shown, once = spans.shown(sample)
+        went = [key for key in rowids if key not in shown]
+        new = [key for key in shown if key not in rowids]
+        rerated = [key for key in shown if key in rates and rates[key] != shown[key]]
+        write_spans(self._db, table, rowids, went, new, rerated, sums=shown, at=span, ended=ended)
+        spans.keep(sample, rowids, once=once)
 
     def held(
         self, start_s: float, end_s: float, *, by: ShowbackBy
