@@ -4,8 +4,9 @@ At 10,000 nodes a rollout status is a row per plugin pod and per node (~0.25 s o
 sixteen readers of the overview each computing it held the page at p50 4.6 s, and the first
 view after each snapshot still paid it (docs/PERFORMANCE.md). Now the snapshot service of
 each running dashboard works it out after publishing a snapshot, while it is asked for
-(app.web.services.snapshots.derived); views read it, never wait for it, and see an admin's
-change of the DaemonSet at once, before any build.
+(app.web.services.snapshots.derived); views read it, never wait for the build, and see an
+admin's change of the DaemonSet at once, before any build: the first view works it out, the
+views beside it wait for that one.
 """
 
 from __future__ import annotations
@@ -167,3 +168,51 @@ def test_two_dashboards_in_one_process_hold_their_own_status(computed: Computed)
     assert computed.pods == [["plugin-a"], ["plugin-b"]]
     module.rollout_view(one.changes)
     assert len(computed) == 2
+
+
+def test_readers_of_an_admin_change_wait_for_one_status(
+    computed: Computed, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an admin's change sixteen readers ask for a status nobody holds yet: the first
+    works it out, the others wait for it rather than each working out the same."""
+    waiting = threading.Semaphore(0)
+
+    class Watched(threading.Condition):
+        def wait(self, timeout: float | None = None) -> bool:
+            waiting.release()  # a reader is about to wait for the one working it out
+            return super().wait(timeout)
+
+    monkeypatch.setattr(
+        derived, "threading", SimpleNamespace(Lock=threading.Lock, Condition=Watched)
+    )
+    runtime = _runtime(_pod("plugin-a"))
+    ctx = runtime.changes
+    module.rollout_view(ctx)
+    counting = module.rollout_status
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(*args: Any, **kw: Any) -> Any:
+        entered.set()
+        release.wait(10)
+        return counting(*args, **kw)
+
+    monkeypatch.setattr(module, "rollout_status", slow)
+    runtime.source.set("daemonsets", [_daemonset(2)])  # type: ignore[attr-defined]
+    seen: list[Any] = []
+    readers = [threading.Thread(target=lambda: seen.append(module.rollout_view(ctx).status))]
+    readers[0].start()
+    assert entered.wait(10)  # the first reader works the new generation's status out
+    readers += [
+        threading.Thread(target=lambda: seen.append(module.rollout_view(ctx).status))
+        for _ in range(15)
+    ]
+    for reader in readers[1:]:
+        reader.start()
+    for _ in readers[1:]:  # the others: each waits (working it out would pass slow's release)
+        assert waiting.acquire(timeout=10), "a reader worked the status out itself"
+    release.set()
+    for reader in readers:
+        reader.join(10)
+    assert len(computed) == 2, "one status for the new generation, not one per reader"
+    assert len(seen) == 16 and all(status is seen[0] for status in seen)
+    assert seen[0].generation == 2

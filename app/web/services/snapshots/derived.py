@@ -5,14 +5,16 @@ depends on what the watch cache holds now (the plugin's rollout status: its Daem
 generation and record, the expected settings). `inputs()` reads those cheaply and is compared
 by value; `compute(snapshot, inputs)` does the costly part. While the value was asked for in
 the last `HOT_KEY_S`, the build thread works it out after each published snapshot
-(`refresh`); a request (`get`) never waits for it:
+(`refresh`); a request (`get`) never waits while a value for its inputs is held:
 
 - computed for this snapshot and these inputs: served;
 - for the same inputs and an older snapshot, while the build thread follows the value: the
   older one is served (the next one is worked out, at most one build behind, like the page);
 - for the same inputs while another thread works them out: the older one is served;
 - other inputs (an admin's change, seen by the cache before any build), or a first ask after
-  a quiet while: the request works it out itself, and keeps it for the others.
+  a quiet while: the request works it out itself, and keeps it for the others; requests
+  that come while it does wait for its value rather than each working out the same (at
+  10,000 nodes each would cost about 0.25 s of CPU, all of them under one GIL).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ class Derived(Generic[K, T]):
         self._inputs = inputs  # None: nothing to work out now
         self._compute = compute
         self._lock = threading.Lock()
+        self._worked_out = threading.Condition(self._lock)  # notified as a computation ends
         self._held: _Held[K, T] | None = None
         self._asked_at = float("-inf")  # time.monotonic() of the latest request
         self._followed = False  # the build thread works it out for each new snapshot
@@ -54,12 +57,18 @@ class Derived(Generic[K, T]):
         self._done_at = 0.0  # ... and when it ended (time.monotonic())
 
     def get(self, snapshot: Snapshot | None, inputs: K) -> T:
-        """The value for `snapshot` and `inputs`, or the one before it (never a wait)."""
+        """The value for `snapshot` and `inputs`, or the one before it; a wait only for
+        inputs no value is held for, while another thread works them out."""
         with self._lock:
             self._asked_at = time.monotonic()
             held = self._held
             if held is not None and held.inputs == inputs and self._serves(held, snapshot):
                 return held.value
+            if inputs in self._working:
+                self._worked_out.wait_for(lambda: inputs not in self._working)
+                held = self._held
+                if held is not None and held.inputs == inputs:
+                    return held.value
         return self._work_out(snapshot, inputs)
 
     def _serves(self, held: _Held[K, T], snapshot: Snapshot | None) -> bool:
@@ -90,15 +99,16 @@ class Derived(Generic[K, T]):
             self._working.append(inputs)
         try:
             value = self._compute(snapshot, inputs)
+            with self._lock:
+                self._done_at = time.monotonic()
+                self._cost_s = self._done_at - started
+                held = self._held
+                if held is None or not _older(snapshot, held.snapshot):
+                    self._held = _Held(snapshot, inputs, value)
         finally:
             with self._lock:
                 self._working.remove(inputs)
-        with self._lock:
-            self._done_at = time.monotonic()
-            self._cost_s = self._done_at - started
-            held = self._held
-            if held is None or not _older(snapshot, held.snapshot):
-                self._held = _Held(snapshot, inputs, value)
+                self._worked_out.notify_all()
         return value
 
 
