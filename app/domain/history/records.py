@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class HeldSlots:
     """A pod holding slots of one GPU, under the plugin config in force on its node."""
 

@@ -10,9 +10,11 @@ so GPU-hours never exceed physical GPU-hours.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from itertools import chain
 
 from app.domain.accounting.fractions import RESERVATION_NAMESPACES
@@ -25,7 +27,7 @@ from app.domain.usage.holders import owner_of
 from app.domain.usage.shares import Held, held_on_node
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Holding:
     """What one namespace/owner held on one node at a sample, in physical GPUs.
 
@@ -42,14 +44,14 @@ class Holding:
     slots: tuple[tuple[str, int], ...]  # per resource, kept apart
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True, slots=True)
 class GpuHold(HeldSlots):
     """Slots a pod holds on `node` at a sample."""
 
     node: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class GpuSeen:
     """A physical GPU at a sample and the agent's utilisation of it (None: not read)."""
 
@@ -62,7 +64,7 @@ class GpuSeen:
     config: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class NodePart:
     """One node's share of a sample, and what it was taken from."""
 
@@ -74,7 +76,7 @@ class NodePart:
     gpus: tuple[GpuSeen, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Sample:
     at: datetime
     holdings: tuple[Holding, ...]
@@ -170,7 +172,7 @@ def _holdings(
     watched = node.agent is not None and node.agent.fresh
     found: dict[tuple[str, str], _Sum] = {}
     for pod, item in held.items():
-        namespace = pod.partition("/")[0]
+        namespace = sys.intern(pod.partition("/")[0])  # one string per namespace, kept
         bare = {"metadata": {"namespace": namespace, "name": pod.partition("/")[2]}}
         owner = owner_of(manifests.get(pod) or bare)
         found.setdefault((namespace, owner), _Sum()).add(
@@ -184,11 +186,18 @@ def _holdings(
             share=part.share,
             used_share=part.used,
             idle_share=part.idle,
-            slots=tuple(sorted(part.slots.items())),
+            slots=_slot_set(tuple(sorted(part.slots.items()))),
         )
         for (namespace, owner), part in sorted(found.items())
         if part.share or part.slots
     ]
+
+
+@lru_cache(maxsize=1024)
+def _slot_set(slots: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
+    """One object for equal slot sets: a sample keeps a holding per namespace, owner and
+    node, and most of them hold the same few (at 10,000 nodes, 280,000 holdings)."""
+    return slots
 
 
 @dataclass

@@ -21,6 +21,7 @@ from app.domain.sequences import same_objects
 from app.web.services.history.sqlite import Key, Sums
 
 Pair = tuple[Key, Sums]  # a key an item shows, and what it adds inside the key's span
+Moved = list[tuple[list[Any], list[Any]]]  # the items that went and came (per node)
 
 
 def _held(h: Holding) -> list[Pair]:
@@ -99,58 +100,78 @@ class OpenSpans:
         self.rowids, self.synced = {}, False
         self._items, self._parts, self._part_at, self._at = (), (), {}, None
 
-    def changes(self, sample: Sample) -> tuple[list[Pair], list[Pair]] | None:
-        """The keys of the items that went since the kept sample and of the items that
-        came, with what each adds (a key of both stays open); None where the spans are not
-        the kept sample's or a key would be shown twice (then compare every key)."""
+    def changes(self, sample: Sample) -> Moved | None:
+        """What changed since the kept sample: per node whose part is another object, the
+        items that went and the items that came (one group of every item that did, where
+        the sample or the kept one is not made of parts); None where the spans are not
+        the kept sample's, or a node or an item is shown twice (then compare every key)."""
         if not self.synced:
             return None
         items = self._items_of(sample)
         if same_objects(self._items, items):
-            return [], []
+            return []
         if sample.nodes and self._parts:
             moved = self._by_part(sample.nodes)
         else:  # the sample or the kept one is not made of parts (`Sample.of_parts`)
             moved = self._by_item(items)
             self._parts, self._part_at = sample.nodes, _positions(sample.nodes)
         self._items = items
-        if moved is None:
-            return None
-        went = [pair for item in moved[0] for pair in self._keys_of(item)]
-        came = [pair for item in moved[1] for pair in self._keys_of(item)]
-        went_keys = {key for key, _ in went}
-        came_keys = {key for key, _ in came}
-        if len(came_keys) < len(came) or any(
-            key in self.rowids and key not in went_keys for key in came_keys
-        ):
-            return None
-        return went, came
+        return moved
 
-    def _by_part(self, parts: Sequence[NodePart]) -> tuple[list[Any], list[Any]] | None:
-        """The items that went and came, from the nodes' parts that did (None: a part
-        shown twice)."""
+    def pairs(
+        self, went: Sequence[Any], came: Sequence[Any]
+    ) -> tuple[dict[Key, Sums], dict[Key, Sums]] | None:
+        """What each key of the items that went and came adds (a key of both stays open);
+        None where a key would be shown twice."""
+        was = {key: sums for item in went for key, sums in self._keys_of(item)}
+        now: dict[Key, Sums] = {}
+        count = 0
+        for item in came:
+            for key, sums in self._keys_of(item):
+                now[key] = sums
+                count += 1
+        if count > len(now) or any(key in self.rowids and key not in was for key in now):
+            return None
+        return was, now
+
+    def _by_part(self, parts: Sequence[NodePart]) -> Moved | None:
+        """Per node, the items that went and came, from the parts that did (None: a node
+        shown twice, or an item of a part naming another node, so the nodes' keys may
+        meet: a key names its node, and each node is compared apart)."""
         at = _positions(parts)
-        went = [
-            item
-            for i in self._part_at.keys() - at.keys()
-            for item in self._items_of(self._parts[self._part_at[i]])
-        ]
-        came = [
-            item
-            for n in sorted(at[i] for i in at.keys() - self._part_at.keys())
-            for item in self._items_of(parts[n])
-        ]
+        last, last_at = self._parts, self._part_at
+        gone = [last[last_at[i]] for i in last_at.keys() - at.keys()]
+        new = [parts[n] for n in sorted(at[i] for i in at.keys() - last_at.keys())]
         self._parts, self._part_at, self._at = parts, at, None
-        return (went, came) if len(at) == len(parts) else None
+        if not (_apart(last) and _apart(parts) and _own(gone, self._items_of)):
+            return None
+        if not _own(new, self._items_of):
+            return None
+        by_node: dict[str, tuple[list[Any], list[Any]]] = {}
+        for part in new:
+            by_node.setdefault(part.node.name, ([], []))[1].extend(self._items_of(part))
+        for part in gone:
+            by_node.setdefault(part.node.name, ([], []))[0].extend(self._items_of(part))
+        return list(by_node.values())
 
-    def _by_item(self, items: Sequence[Any]) -> tuple[list[Any], list[Any]] | None:
+    def _by_item(self, items: Sequence[Any]) -> Moved | None:
         """The items that went and came, each compared by its identity (None: an item
         shown twice)."""
         last = _positions(self._items) if self._at is None else self._at
         at = self._at = _positions(items)
         went = [self._items[last[i]] for i in last.keys() - at.keys()]
         came = [items[n] for n in sorted(at[i] for i in at.keys() - last.keys())]
-        return (went, came) if len(at) == len(items) else None
+        return [(went, came)] if len(at) == len(items) else None
+
+
+def _apart(parts: Sequence[NodePart]) -> bool:
+    """Whether each node has one part (and the parts are other objects)."""
+    return len({part.node.name for part in parts}) == len(parts)
+
+
+def _own(parts: list[NodePart], items_of: Callable[[Any], Sequence[Any]]) -> bool:
+    """Whether every item of these parts names its part's node."""
+    return all(item.node == part.node.name for part in parts for item in items_of(part))
 
 
 def _positions(items: Sequence[object]) -> dict[int, int]:

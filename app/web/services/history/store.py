@@ -212,15 +212,20 @@ class HistoryStore:
         t0 and t1; `ended`: where the previous interval ended (t1) and the sampled clock
         then (clock)."""
         spans = self._spans[table.name]
-        changes = spans.changes(sample) if follows else None
-        if changes is not None:
-            was, now = (dict(pairs) for pairs in changes)  # what each key adds, then and now
+        moved = spans.changes(sample) if follows else None
+        for went_items, came_items in moved or ():  # node by node: what is kept is small
+            pairs = spans.pairs(went_items, came_items)
+            if pairs is None:  # a key shown twice: compared with the file (nodes so far too)
+                moved = None
+                break
+            was, now = pairs  # what each key adds, then and now
             went = [key for key in was if key not in now]
             new = [key for key in now if key not in was]
             rerated = [key for key in now if key in was and was[key] != now[key]]
             write_spans(
                 self._db, table, spans.rowids, went, new, rerated, sums=now, at=span, ended=ended
             )
+        if moved is not None:
             return
         if follows:
             rowids, rates = open_spans(self._db, table)
