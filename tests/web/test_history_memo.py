@@ -4,12 +4,13 @@ answers of a plain sample and a full comparison, over a changing sequence of sna
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from app.domain.cluster import Manifest
-from app.domain.history.sample import Sample, Sampler, sample_of
+from app.domain.history.sample import NodePart, Sample, Sampler, sample_of
 from app.domain.snapshot import NodeState, Snapshot
 from app.web.services.history.store import HistoryStore
 from tests.bench.history_bench import held_cluster
@@ -114,4 +115,63 @@ def test_items_two_parts_share_stay_open_while_one_part_shows_them(tmp_path: Pat
         assert _answers(kept, end_s) == _answers(plain, end_s), n
         plain.close()
     assert kept.rows()["holds"] == 3 * 28  # every hold one span, open since the first sample
+    kept.close()
+
+
+def _changed_part(part: NodePart, rng: random.Random, serial: int) -> NodePart:
+    """The node's part after one change: processes start and stop (the rates change), pods
+    end, a pod starts, the plugin's mode changes, a key is shown twice, or an equal copy."""
+    holdings, holds, gpus = list(part.holdings), list(part.holds), list(part.gpus)
+    kind = rng.randrange(6) if holdings and holds else 5
+    if kind == 0:
+        for i, h in enumerate(holdings):
+            used = rng.random() < 0.5
+            holdings[i] = replace(h, used_share=h.share * used, idle_share=h.share * (not used))
+    elif kind == 1:
+        holdings, holds = holdings[2:], holds[2:]
+    elif kind == 2:
+        holdings.append(replace(holdings[0], owner=f"ml/new-{serial}", share=0.25))
+        holds.append(replace(holds[0], pod=f"ml/new-{serial}"))
+    elif kind == 3:
+        gpus = [replace(g, mode="mps", replicas=4) for g in gpus]
+        holds = [replace(h, mode="mps", replicas=4) for h in holds]
+    elif kind == 4:
+        holdings.append(replace(holdings[0], used_share=0.0, idle_share=holdings[0].share))
+    return replace(part, holdings=tuple(holdings), holds=tuple(holds), gpus=tuple(gpus))
+
+
+def test_random_changes_keep_what_a_full_comparison_keeps(tmp_path: Path) -> None:
+    """Seeded samples made of parts: nodes changed, gone and back (a node's old part beside
+    its new one too), a part shown twice, copies not made of parts, late and early samples,
+    gaps and restarts. The kept store answers as one comparing every key with its file."""
+    rng = random.Random(46)
+    parts = list(Sampler().sample(held_cluster(6), [], at=T0).nodes)
+    seen = list(parts)
+    kept = HistoryStore(tmp_path / "kept.sqlite")
+    moment = T0
+    for n in range(80):
+        moment += timedelta(seconds=rng.choice([15] * 12 + [7, 600]))
+        pick = rng.random()
+        if pick < 0.6:
+            i = rng.randrange(len(parts))
+            parts[i] = _changed_part(parts[i], rng, n)
+            seen.append(parts[i])
+        elif pick < 0.7 and len(parts) > 2:
+            parts.pop(rng.randrange(len(parts)))
+        elif pick < 0.8:
+            parts.insert(rng.randrange(len(parts) + 1), rng.choice(seen))
+        elif pick < 0.85:
+            parts.append(parts[0])
+        sample = Sample.of_parts(moment, tuple(parts))
+        if rng.random() < 0.1:
+            sample = replace(sample)  # not made of parts: its items compared one by one
+        if rng.random() < 0.05:
+            kept.close()
+            kept = HistoryStore(tmp_path / "kept.sqlite")
+        kept.add(sample, span_s=15, retention_days=35)
+        plain = HistoryStore(tmp_path / "plain.sqlite")
+        plain.add(sample, span_s=15, retention_days=35)
+        end_s = moment.timestamp() + 15
+        assert _answers(kept, end_s) == _answers(plain, end_s), n
+        plain.close()
     kept.close()

@@ -13,7 +13,9 @@ the store compares every key of the sample with the open spans on file.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.domain.history.sample import GpuHold, GpuSeen, Holding, NodePart, Sample
@@ -21,7 +23,7 @@ from app.domain.sequences import same_objects
 from app.web.services.history.sqlite import Key, Sums
 
 Pair = tuple[Key, Sums]  # a key an item shows, and what it adds inside the key's span
-Moved = list[tuple[list[Any], list[Any]]]  # the items that went and came (per node)
+_NONE: array[int] = array("q")  # no row ids (a node new to the sample); never changed
 
 
 def _held(h: Holding) -> list[Pair]:
@@ -63,14 +65,30 @@ SHOWN = {
 }
 
 
+@dataclass
+class Change:
+    """One node's items that went and came (every item that did, where the samples are not
+    made of parts), and the row ids of their open spans, kept up to date as written."""
+
+    went: Sequence[Any]
+    came: Sequence[Any]
+    rowids: dict[Key, int]  # the open spans' row ids: the node's own (filled in `pairs`)
+    went_ids: array[int] | None = None  # the row ids of the went part's keys, in order
+    slot: int | None = None  # the position of the part that came, in the sample
+
+
 class OpenSpans:
-    """One table's open spans: per key its span's row id (`rowids`), the one entry a key
-    has. `synced`: they are the file's open spans, each key of the kept sample once."""
+    """One table's open spans: each key's row id and nothing else per key. Where the kept
+    sample is made of parts (one a node, every item naming its part's node), the row ids of
+    each part's keys in order (`array`: 8 bytes a key, the keys made again from the part's
+    items when its node changes); else a dictionary of every key. `synced`: they are the
+    file's open spans, each key of the kept sample once."""
 
     def __init__(self, name: str) -> None:
         self._items_of, self._keys_of = SHOWN[name]
-        self.rowids: dict[Key, int] = {}
         self.synced = False
+        self._rowids: dict[Key, int] | None = None  # every key's row id, or
+        self._ids: list[array[int]] | None = None  # per kept part, its keys' row ids
         self._items: Sequence[Any] = ()  # the kept sample's items, and its nodes' parts
         self._parts: Sequence[NodePart] = ()
         self._part_at: dict[int, int] = {}
@@ -90,78 +108,97 @@ class OpenSpans:
     def keep(self, sample: Sample, rowids: dict[Key, int], *, once: bool) -> None:
         """The spans are now the sample's keys, with these row ids (`once`: each key shown
         once, so the next sample may be compared by the items that changed)."""
-        self.rowids, self.synced = rowids, once
-        self._items, self._parts = self._items_of(sample), sample.nodes
-        self._part_at, self._at = _positions(sample.nodes), None
+        parts = sample.nodes
+        self.synced, self._items, self._parts = once, self._items_of(sample), parts
+        self._part_at, self._at = _positions(parts), None
+        self._rowids, self._ids = rowids, None
+        if once and parts and _apart(parts) and _own(parts, self._items_of):
+            self._rowids, self._ids = None, [self._ids_of(part, rowids) for part in parts]
+
+    def _ids_of(self, part: NodePart, rowids: dict[Key, int]) -> array[int]:
+        keys = (key for item in self._items_of(part) for key, _ in self._keys_of(item))
+        return array("q", map(rowids.__getitem__, keys))
 
     def forget(self) -> None:
         """The spans on file are not known here (a start, a write rolled back): the next
         sample is compared with the file's."""
-        self.rowids, self.synced = {}, False
+        self.synced, self._rowids, self._ids = False, None, None
         self._items, self._parts, self._part_at, self._at = (), (), {}, None
 
-    def changes(self, sample: Sample) -> Moved | None:
-        """What changed since the kept sample: per node whose part is another object, the
-        items that went and the items that came (one group of every item that did, where
-        the sample or the kept one is not made of parts); None where the spans are not
-        the kept sample's, or a node or an item is shown twice (then compare every key)."""
+    def changes(self, sample: Sample) -> list[Change] | None:
+        """What changed since the kept sample, node by node where both are made of parts;
+        None where the spans are not the kept sample's, or a node or an item is shown
+        twice (then compare every key)."""
         if not self.synced:
             return None
         items = self._items_of(sample)
         if same_objects(self._items, items):
             return []
-        if sample.nodes and self._parts:
+        if sample.nodes and self._ids is not None:
             moved = self._by_part(sample.nodes)
-        else:  # the sample or the kept one is not made of parts (`Sample.of_parts`)
-            moved = self._by_item(items)
+        elif self._rowids is not None:  # the sample or the kept one is not made of parts
+            moved = self._by_item(items, self._rowids)
             self._parts, self._part_at = sample.nodes, _positions(sample.nodes)
+        else:
+            moved = None
         self._items = items
         return moved
 
-    def pairs(
-        self, went: Sequence[Any], came: Sequence[Any]
-    ) -> tuple[dict[Key, Sums], dict[Key, Sums]] | None:
+    def pairs(self, change: Change) -> tuple[dict[Key, Sums], dict[Key, Sums]] | None:
         """What each key of the items that went and came adds (a key of both stays open);
         None where a key would be shown twice."""
-        was = {key: sums for item in went for key, sums in self._keys_of(item)}
+        was: dict[Key, Sums] = {}
+        for item in change.went:
+            for key, sums in self._keys_of(item):
+                was[key] = sums
+        if change.went_ids is not None:
+            if len(was) != len(change.went_ids):
+                return None
+            change.rowids = dict(zip(was, change.went_ids, strict=True))
         now: dict[Key, Sums] = {}
         count = 0
-        for item in came:
+        for item in change.came:
             for key, sums in self._keys_of(item):
                 now[key] = sums
                 count += 1
-        if count > len(now) or any(key in self.rowids and key not in was for key in now):
+        if count > len(now) or any(key in change.rowids and key not in was for key in now):
             return None
         return was, now
 
-    def _by_part(self, parts: Sequence[NodePart]) -> Moved | None:
+    def written(self, change: Change, now: dict[Key, Sums]) -> None:
+        """A node's change written: the row ids of the part that came, in order."""
+        if change.slot is not None and self._ids is not None:
+            self._ids[change.slot] = array("q", map(change.rowids.__getitem__, now))
+
+    def _by_part(self, parts: Sequence[NodePart]) -> list[Change] | None:
         """Per node, the items that went and came, from the parts that did (None: a node
         shown twice, or an item of a part naming another node, so the nodes' keys may
         meet: a key names its node, and each node is compared apart)."""
-        at = _positions(parts)
-        last, last_at = self._parts, self._part_at
-        gone = [last[last_at[i]] for i in last_at.keys() - at.keys()]
-        new = [parts[n] for n in sorted(at[i] for i in at.keys() - last_at.keys())]
+        at, last, last_at, last_ids = _positions(parts), self._parts, self._part_at, self._ids
+        assert last_ids is not None
+        gone = {last[n].node.name: n for i, n in last_at.items() if i not in at}
+        new = sorted(n for i, n in at.items() if i not in last_at)
         self._parts, self._part_at, self._at = parts, at, None
-        if not (_apart(last) and _apart(parts) and _own(gone, self._items_of)):
+        self._ids = [last_ids[last_at[id(p)]] if id(p) in last_at else _NONE for p in parts]
+        if not (_apart(parts) and _own([parts[n] for n in new], self._items_of)):
             return None
-        if not _own(new, self._items_of):
-            return None
-        by_node: dict[str, tuple[list[Any], list[Any]]] = {}
-        for part in new:
-            by_node.setdefault(part.node.name, ([], []))[1].extend(self._items_of(part))
-        for part in gone:
-            by_node.setdefault(part.node.name, ([], []))[0].extend(self._items_of(part))
-        return list(by_node.values())
+        moved = []
+        for n in new:
+            was = gone.pop(parts[n].node.name, None)
+            went = () if was is None else self._items_of(last[was])
+            ids = _NONE if was is None else last_ids[was]
+            moved.append(Change(went, self._items_of(parts[n]), {}, ids, n))
+        moved.extend(Change(self._items_of(last[n]), (), {}, last_ids[n]) for n in gone.values())
+        return moved
 
-    def _by_item(self, items: Sequence[Any]) -> Moved | None:
+    def _by_item(self, items: Sequence[Any], rowids: dict[Key, int]) -> list[Change] | None:
         """The items that went and came, each compared by its identity (None: an item
         shown twice)."""
         last = _positions(self._items) if self._at is None else self._at
         at = self._at = _positions(items)
         went = [self._items[last[i]] for i in last.keys() - at.keys()]
         came = [items[n] for n in sorted(at[i] for i in at.keys() - last.keys())]
-        return [(went, came)] if len(at) == len(items) else None
+        return [Change(went, came, rowids)] if len(at) == len(items) else None
 
 
 def _apart(parts: Sequence[NodePart]) -> bool:
@@ -169,7 +206,7 @@ def _apart(parts: Sequence[NodePart]) -> bool:
     return len({part.node.name for part in parts}) == len(parts)
 
 
-def _own(parts: list[NodePart], items_of: Callable[[Any], Sequence[Any]]) -> bool:
+def _own(parts: Sequence[NodePart], items_of: Callable[[Any], Sequence[Any]]) -> bool:
     """Whether every item of these parts names its part's node."""
     return all(item.node == part.node.name for part in parts for item in items_of(part))
 

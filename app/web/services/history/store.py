@@ -213,8 +213,8 @@ class HistoryStore:
         then (clock)."""
         spans = self._spans[table.name]
         moved = spans.changes(sample) if follows else None
-        for went_items, came_items in moved or ():  # node by node: what is kept is small
-            pairs = spans.pairs(went_items, came_items)
+        for change in moved or ():  # node by node: what is kept is small
+            pairs = spans.pairs(change)
             if pairs is None:  # a key shown twice: compared with the file (nodes so far too)
                 moved = None
                 break
@@ -223,8 +223,9 @@ class HistoryStore:
             new = [key for key in now if key not in was]
             rerated = [key for key in now if key in was and was[key] != now[key]]
             write_spans(
-                self._db, table, spans.rowids, went, new, rerated, sums=now, at=span, ended=ended
+                self._db, table, change.rowids, went, new, rerated, sums=now, at=span, ended=ended
             )
+            spans.written(change, now)
         if moved is not None:
             return
         if follows:
