@@ -1,14 +1,17 @@
-"""The open spans as the history's writer keeps them in memory: one entry per key, the row
-id of its open span, and the sample those keys are of.
+"""The open spans as the history's writer keeps them in memory: the row id of each key's
+open span and nothing else per key, and the sample those keys are of.
 
 A sample costs what changed. The spans are the keys of the latest sample written, whose
 items (and the nodes' parts they are made of) are kept, so the next sample's changes are
 found from the items that are not the very objects the last one held (the sampler keeps an
-unchanged node's part, and its items): the spans close and open for those keys alone, and
-what an item adds inside its span (a held span's rates) is read from the item itself, the
-one that went and the one that came. Where that cannot be told (the first sample after a
-start, a write that failed, a sample that does not follow the last, a key shown twice),
-the store compares every key of the sample with the open spans on file.
+unchanged node's part, and its items), node by node: the spans close and open for those
+keys alone, and what an item adds inside its span (a held span's rates) is read from the
+item itself, the one that went and the one that came. A part's keys are made again from
+its items when its node changes, so the row ids are kept per part, in the order of its
+keys (8 bytes a key, at 10,000 nodes about 7 MiB for 920,000 keys, where a dictionary of
+the keys took about 150 MiB). Where that cannot be told (the first sample after a start, a
+write that failed, a sample that does not follow the last, a key shown twice), the store
+compares every key of the sample with the open spans on file.
 """
 
 from __future__ import annotations
