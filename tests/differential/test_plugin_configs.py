@@ -110,8 +110,8 @@ def _simulated_start(case: Case) -> tuple[Any, ...]:
     )
     return (
         started.state,
-        started.strategy,
-        started.mig_strategy,
+        started.sharing.strategy,
+        started.sharing.mig_strategy,
         no_nvml.state == "crash",
         sum(started.capacity.values()),
     )
