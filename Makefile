@@ -126,8 +126,11 @@ style: $(STAMP)
 	$(BIN)/ruff format --check app tests
 	$(BIN)/lint-imports
 
+## `lint`: style, mypy on app (strict), then the tests' lenient pass (pyproject's `tests.*`
+## override): a name, attribute or keyword of the product or a test helper that is gone.
 lint: style
 	$(BIN)/mypy
+	$(BIN)/mypy tests
 
 # The unit and API tests: every test but the tiers (tests/conftest.py marks those `tier`).
 UNIT_TESTS := -q -m "not tier"

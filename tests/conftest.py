@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -35,10 +36,10 @@ class Stack:
     dashboard_url: str
     client: httpx.Client
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> dict[str, Any]:
         response = self.client.get("/api/v1/summary")
         response.raise_for_status()
-        body: dict[str, object] = response.json()
+        body: dict[str, Any] = response.json()
         return body
 
     def wait(

@@ -23,5 +23,7 @@ def refused_saying(kind: type[CodedError | QuantityError], words: str) -> Iterat
     """`pytest.raises(kind)` whose error, worded in English, matches the regex `words`."""
     with pytest.raises(kind) as caught:
         yield caught
-    said = upstream_text(caught.value.message)
+    error = caught.value
+    assert isinstance(error, CodedError | QuantityError)
+    said = upstream_text(error.message)
     assert re.search(words, said), f"{said!r} does not match {words!r}"

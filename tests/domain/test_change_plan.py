@@ -189,7 +189,8 @@ def test_plan_same_settings_again_is_refused_as_no_change() -> None:
         plan_change(ds, cm, ts(4), configmap_name=CM)
 
     assert refused.value.code is RefusalCode.NO_CHANGE
-    assert refused.value.params["settings"].startswith("time-slicing x4")
+    settings = refused.value.params["settings"]
+    assert isinstance(settings, str) and settings.startswith("time-slicing x4")
 
 
 def test_plan_basic_when_basic_is_refused_as_no_change() -> None:

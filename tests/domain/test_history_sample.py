@@ -34,7 +34,7 @@ def test_quarter_time_slice_held_four_hours_is_one_gpu_hour() -> None:
     (holding,) = sample.holdings
     assert (holding.namespace, holding.owner, holding.node) == ("ml", "ml/carol", "gpu-1")
     assert holding.share == pytest.approx(0.25)
-    assert (holding.used_share, holding.idle_share) == (pytest.approx(0.25), 0.0)
+    assert (holding.used_share, holding.idle_share) == pytest.approx((0.25, 0.0))
     assert holding.slots == (("nvidia.com/gpu", 1),)
     four_hours = HeldSeconds(
         "ml",

@@ -35,7 +35,7 @@ from tests.node.build import NodeUnavailable, node_binaries
 from tests.node.chart_image import IMAGE, build_image, image_requirements
 from tests.node.conftest import clean_node  # noqa: F401 - the same clean start, on k3s
 from tests.node.images import MACHINE_FILE, PAUSE_IMAGE, pause_image, plugin_image
-from tests.node.node import NodeSkipped, missing_requirements
+from tests.node.machine_state import NodeSkipped, missing_requirements
 from tests.node.world import NODE, NodeWorld, machine_file, node_labels, wait_until
 from tests.real.world import ADMIN_TOKEN, AUDIENCE, CHART
 

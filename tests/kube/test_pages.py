@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
+from urllib3 import BaseHTTPResponse
 
 from app.kube.client import make_api_client
 from app.kube.pages import pages
@@ -31,8 +32,9 @@ def _page(core: client.CoreV1Api, token: str | None) -> bytes:
     kwargs: dict[str, Any] = {"limit": 4, "_preload_content": False}
     if token:
         kwargs["_continue"] = token
-    data: bytes = core.list_namespaced_config_map("many", **kwargs).data
-    return data
+    # with _preload_content=False the client hands back urllib3's answer, not the typed list
+    answer = cast(BaseHTTPResponse, core.list_namespaced_config_map("many", **kwargs))
+    return answer.data
 
 
 def test_pages_ask_for_each_page_once_in_order(core: client.CoreV1Api) -> None:

@@ -29,8 +29,8 @@ from app.domain.changes.split_models import NODE_LABEL
 from app.domain.plugin.daemonset import NODE_CONFIG_LABEL
 from tests.node.build import NodeUnavailable, node_binaries
 from tests.node.images import MACHINE_FILE, pause_image, plugin_image
-from tests.node.machine_state import KUBELET_ROOT
-from tests.node.node import NodeSkipped, missing_requirements, start_node
+from tests.node.machine_state import KUBELET_ROOT, NodeSkipped, missing_requirements
+from tests.node.node import start_node
 from tests.node.world import NODE, NodeWorld, machine_file, node_labels, wait_until
 from tests.real.build import control_plane_binaries
 from tests.real.controlplane import ControlPlane, running_control_plane

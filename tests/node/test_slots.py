@@ -7,10 +7,12 @@ the dashboard's `expected_slots` is judged by.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.node.world import NODE, NodeWorld, seed_objects, time_slicing, wait_until
 
 
-def _agreed(world: NodeWorld, value: str) -> dict[str, object] | None:
+def _agreed(world: NodeWorld, value: str) -> dict[str, Any] | None:
     """The dashboard's node view once the real allocatable is `value` and both agree."""
     if world.allocatable() != value or not world.plugin_rolled():
         return None

@@ -64,7 +64,7 @@ class RealWorld:
         headers = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
         return httpx.request(
             method, f"{self.dashboard.url}{path}", headers=headers, timeout=60, **kwargs
-        )  # type: ignore[arg-type]
+        )
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from app.simulator.world.cluster import SimulatedCluster
 from tests.live import wait_for

@@ -7,10 +7,11 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client
+from urllib3 import BaseHTTPResponse
 
 from app.simulator.apiserver.resources import RESOURCECLAIM
 from app.simulator.world.cluster import SimulatedCluster
@@ -146,7 +147,8 @@ def test_slice_publishes_gpus_and_mig_devices_like_nvidias_driver() -> None:
             slices = client.ResourceV1Api(api).list_resource_slice(
                 field_selector="spec.nodeName=dra-mig-2", _preload_content=False
             )
-            (only,) = json.loads(slices.data)["items"]
+            # not preloaded: urllib3's answer, whatever the client's hints say
+            (only,) = json.loads(cast(BaseHTTPResponse, slices).data)["items"]
     finally:
         sim.stop()
     devices = only["spec"]["devices"]

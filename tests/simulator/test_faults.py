@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from app.simulator.apiserver.resources import NAMESPACE
 from app.simulator.world.cluster import SimulatedCluster

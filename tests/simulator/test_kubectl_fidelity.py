@@ -86,9 +86,13 @@ def test_watch_prints_table_rows_with_one_header(quick: tuple[SimulatedCluster, 
         text=True,
     ) as watching:
         assert watching.stdout is not None
-        reader = threading.Thread(
-            target=lambda: [lines.put(line) for line in watching.stdout or []], daemon=True
-        )
+        printed = watching.stdout
+
+        def read() -> None:
+            for line in printed:
+                lines.put(line)
+
+        reader = threading.Thread(target=read, daemon=True)
         reader.start()
         try:
             assert lines.get(timeout=20).split() == ["NAME", "DATA", "AGE"]

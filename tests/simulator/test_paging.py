@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client.exceptions import ApiException
 
 from app.simulator.apiserver import paging
 from app.simulator.apiserver.errors import ApiError

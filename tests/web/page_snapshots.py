@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from fastapi import FastAPI
 from fastapi.templating import Jinja2Templates
@@ -319,10 +319,10 @@ class FakeSource:
     """The cache's `items(kind)` (none by default): pages read the snapshot, not this."""
 
     def __init__(self) -> None:
-        self.kinds: dict[str, list[dict[str, object]]] = {}
+        self.kinds: dict[str, list[dict[str, Any]]] = {}
         self.generation = 0
 
-    def items(self, kind: str, namespace: str | None = None) -> list[dict[str, object]]:
+    def items(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         return [
             item
             for item in self.kinds.get(kind, [])

@@ -194,7 +194,7 @@ def test_a_replica_no_peer_answers_waits_one_report_interval_and_says_so(
 def test_a_single_replica_waits_for_its_agents_then_is_ready(replicas: Replicas) -> None:
     single = replicas.start("127.0.0.1", report_wait_s=0.5)
 
-    ready = wait_for(lambda: single.get("/readyz").status_code == 200 and single.get("/readyz"))
+    ready = wait_for(lambda: r if (r := single.get("/readyz")).status_code == 200 else None)
 
     assert ready.json()["reports"] == (
         "no peers configured; waited one report interval (0.5 s) for the agents"

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from app.domain.changes.rollout import rollout_status
 from app.domain.cluster import Manifest
 from app.domain.snapshot import Snapshot
 from app.web.app import create_app
@@ -63,19 +64,21 @@ class Computed:
     def __len__(self) -> int:
         return len(self.pods)
 
+    def rollout_status(
+        self, daemonset: Manifest, pods: list[Manifest], snapshot: Any, target: Any
+    ) -> Any:
+        """The domain's rollout_status, each call written down."""
+        self.pods.append([p["metadata"]["name"] for p in pods])
+        self.threads.append(threading.current_thread().name)
+        self.snapshots.append(snapshot)
+        return rollout_status(daemonset, pods, snapshot, target)
+
 
 @pytest.fixture
 def computed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Computed]:
     seen = Computed()
-    real = module.rollout_status
-
-    def counting(daemonset: Manifest, pods: list[Manifest], snapshot: Any, target: Any) -> Any:
-        seen.pods.append([p["metadata"]["name"] for p in pods])
-        seen.threads.append(threading.current_thread().name)
-        seen.snapshots.append(snapshot)
-        return real(daemonset, pods, snapshot, target)
-
-    monkeypatch.setattr(module, "rollout_status", counting)
+    # the rollout view's own name for it: where it looks the function up
+    monkeypatch.setattr(module, "rollout_status", seen.rollout_status)
     # the derived value's clock, moved by the test only (how long ago it was asked for)
     monkeypatch.setattr(derived, "time", SimpleNamespace(monotonic=lambda: seen.clock[0]))
     yield seen
@@ -127,7 +130,7 @@ def test_no_reader_waits_while_the_build_works_it_out(
     runtime = _runtime(_pod("plugin-a"))
     ctx = runtime.changes
     before = module.rollout_view(ctx).status
-    counting = module.rollout_status
+    counting = computed.rollout_status
     entered, release = threading.Event(), threading.Event()
 
     def slow(*args: Any, **kw: Any) -> Any:
@@ -188,7 +191,7 @@ def test_readers_of_an_admin_change_wait_for_one_status(
     runtime = _runtime(_pod("plugin-a"))
     ctx = runtime.changes
     module.rollout_view(ctx)
-    counting = module.rollout_status
+    counting = computed.rollout_status
     entered, release = threading.Event(), threading.Event()
 
     def slow(*args: Any, **kw: Any) -> Any:
