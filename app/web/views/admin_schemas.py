@@ -2,42 +2,58 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Generic, Literal, TypeVar
 
 from pydantic import AliasGenerator, ConfigDict, Field
 from pydantic.alias_generators import to_snake
 
 from app.domain.described import Described
 
-PlanToken = Annotated[
-    str,
-    Field(
-        description="What the preview planned against (uids, generations, the fields it read): "
-        "send it back as expectedToken, and the apply is a 409 naming what moved if someone "
-        "else edited them; a status write by a controller does not count"
-    ),
-]
-
 _CHANGED = "True: the request changes something (see NoChangeOut for False)"
 _DRY_RUN = "True for a preview (?dryRun=true): nothing is written"
-READ_VERSIONS = "resourceVersions of the objects read (shown only; apply checks token)"
-WARNINGS_BEFORE = "What to know before applying, in the asked language (?lang=, Accept-Language)"
-WARNINGS_AFTER = "What the apply warned about, in the asked language (?lang=, Accept-Language)"
-APPLIED_AT = "When it was written (UTC, ISO 8601)"
 
 
-class PreviewOut(Described):
+# What a change changes: the plugin's settings (a mode change) or a node's split.
+S = TypeVar("S", bound=Described)
+
+
+class ChangeAnswerOut(Described, Generic[S]):
+    """What every change answers, previewed or applied: what it changes before and after."""
+
+    changed: Literal[True] = Field(default=True, description=_CHANGED)
+    dryRun: bool = Field(description=_DRY_RUN)
+    kind: str
+    """What the change is (each answer lists its kinds)"""
+    before: S
+    """What the change changes, before it"""
+    after: S
+    """The same after it"""
+
+
+class PreviewOut(ChangeAnswerOut[S], Generic[S]):
     """What every change preview (`?dryRun=true`) answers: nothing is written yet."""
 
-    changed: Literal[True] = Field(default=True, description=_CHANGED)
     dryRun: Literal[True] = Field(default=True, description=_DRY_RUN)
+    resourceVersions: dict[str, str | None]
+    """resourceVersions of the objects read (shown only; apply checks token)"""
+    token: str
+    """What the preview planned against (uids, generations, the fields it read): send it back as
+    expectedToken, and the apply is a 409 naming what moved if someone else edited them; a
+    status write by a controller does not count"""
+    warnings: list[str]
+    """What to know before applying, in the asked language (?lang=, Accept-Language)"""
 
 
-class AppliedOut(Described):
-    """What every applied change answers: it is written."""
+class AppliedOut(ChangeAnswerOut[S], Generic[S]):
+    """What every applied change answers: it is written, and when."""
 
-    changed: Literal[True] = Field(default=True, description=_CHANGED)
     dryRun: Literal[False] = Field(default=False, description=_DRY_RUN)
+    appliedAt: str
+    """When it was written (UTC, ISO 8601)"""
+    changeId: str | None = None
+    """The entry in /api/v1/changes"""
+    warnings: list[str]
+    """What the apply warned about, in the asked language (?lang=, Accept-Language)"""
 
 
 class PluginSettingsOut(Described):
@@ -121,21 +137,16 @@ class DiffOut(Described):
     """Unified diff of the DaemonSet"""
 
 
-class ModePreviewOut(PreviewOut):
-    """PUT /api/v1/plugin/config?dryRun=true: what the mode change would do."""
+class ModePreviewOut(PreviewOut[PluginSettingsOut]):
+    """PUT /api/v1/plugin/config?dryRun=true: what the mode change would do to the plugin's
+    settings."""
 
     kind: Literal["change", "rollback"]
     """change | rollback"""
-    before: PluginSettingsOut
-    """The plugin's settings now"""
-    after: PluginSettingsOut
-    """Its settings after the change"""
     configmapAction: str
     """create | replace | delete | keep: what happens to the ConfigMap"""
     rollsPods: bool
     """True when the change restarts the plugin pods"""
-    resourceVersions: dict[str, str | None] = Field(description=READ_VERSIONS)
-    token: PlanToken
     diff: DiffOut
     """What the writes change"""
     serverDryRun: ServerDryRunOut
@@ -149,30 +160,21 @@ class ModePreviewOut(PreviewOut):
     """The DaemonSet's rollout budget now (pods)"""
     holdsAtMaxUnavailable: bool
     """Plugin pods already failing will hold the rollout at maxUnavailable"""
-    warnings: list[str] = Field(description=WARNINGS_BEFORE)
 
 
-class ModeAppliedOut(AppliedOut):
-    """PUT /api/v1/plugin/config: the mode change as written."""
+class ModeAppliedOut(AppliedOut[PluginSettingsOut]):
+    """PUT /api/v1/plugin/config: the mode change to the plugin's settings as written."""
 
     kind: Literal["change", "rollback"]
     """change | rollback"""
-    before: PluginSettingsOut
-    """The plugin's settings before"""
-    after: PluginSettingsOut
-    """Its settings now"""
     configmapAction: str
     """What happened to the ConfigMap"""
     rollsPods: bool
     """True when the plugin pods restart"""
-    appliedAt: str = Field(description=APPLIED_AT)
     generation: int
     """The DaemonSet's metadata.generation after the write"""
     resourceVersions: dict[str, str | None]
     """resourceVersions of the objects as written"""
-    warnings: list[str] = Field(description=WARNINGS_AFTER)
-    changeId: str | None = None
-    """The entry in /api/v1/changes"""
     maxUnavailable: dict[str, object] | None = None
     """Raised for this rollout to pass failing nodes: from, to"""
 

@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
-
 from app.domain.described import Described
-from app.web.views.admin_schemas import (
-    APPLIED_AT,
-    READ_VERSIONS,
-    WARNINGS_AFTER,
-    WARNINGS_BEFORE,
-    AppliedOut,
-    PlanToken,
-    PreviewOut,
-)
+from app.web.views.admin_schemas import AppliedOut, PreviewOut
 
 
 class GpuProcessOut(Described):
@@ -136,17 +126,13 @@ class RestartOut(Described):
     """The values it is worded with (node, ...)"""
 
 
-class SplitPreviewOut(PreviewOut):
-    """PUT/DELETE ...?dryRun=true: the plan of a split change."""
+class SplitPreviewOut(PreviewOut[SplitStateOut]):
+    """PUT/DELETE ...?dryRun=true: the plan of a change to a node's split."""
 
     kind: Literal["split", "rollback"]
     """split | rollback"""
     node: str
     """The node"""
-    before: SplitStateOut
-    """The split now"""
-    after: SplitStateOut
-    """The split after the change"""
     slotsBefore: int | None
     """Slots the node advertises now; null when unknown"""
     slotsAfter: int
@@ -164,25 +150,14 @@ class SplitPreviewOut(PreviewOut):
     restarts: list[RestartOut]
     """The plugin pods the change restarts: a code and its values (the pages word them from the
     catalogs, `restart.<code>`)"""
-    resourceVersions: dict[str, str | None] = Field(description=READ_VERSIONS)
-    token: PlanToken
-    warnings: list[str] = Field(description=WARNINGS_BEFORE)
 
 
-class SplitAppliedOut(AppliedOut):
-    """PUT/DELETE: the split change as written."""
+class SplitAppliedOut(AppliedOut[SplitStateOut]):
+    """PUT/DELETE: the change to a node's split as written."""
 
     kind: Literal["split", "rollback"]
     """split | rollback"""
     node: str
     """The node"""
-    before: SplitStateOut
-    """The split before"""
-    after: SplitStateOut
-    """The split now"""
     slotsAfter: int
     """Slots the node will advertise"""
-    appliedAt: str = Field(description=APPLIED_AT)
-    changeId: str | None
-    """The entry in /api/v1/changes"""
-    warnings: list[str] = Field(description=WARNINGS_AFTER)

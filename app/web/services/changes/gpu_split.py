@@ -28,19 +28,8 @@ from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.split_writer import SplitApplied, SplitObjects, SplitWriter
 from app.kube.writer import PluginWriter
 from app.web.auth.principal import Admin, Principal
-from app.web.services.changes.pipeline import (
-    Asked,
-    ChangeContext,
-    ReadObjects,
-    apply_change,
-    await_read_back,
-    cached_objects,
-    check_token,
-    iso,
-    or_no_change,
-    preview_change,
-    token_of,
-)
+from app.web.services.changes import pipeline
+from app.web.services.changes.pipeline import Asked, ChangeContext
 from app.web.views.admin_schemas import NoChangeOut
 from app.web.views.change_answers import gpus_out, state_out
 from app.web.views.change_words import warning_texts
@@ -106,7 +95,7 @@ def applied_out(
         before=state_out(plan.before),
         after=state_out(plan.after),
         slotsAfter=plan.after.slots,
-        appliedAt=iso(applied.applied_at),
+        appliedAt=pipeline.iso(applied.applied_at),
         changeId=applied.change_id,
         warnings=warning_texts(plan.warnings + applied.warnings, lang),
     )
@@ -185,7 +174,7 @@ def split_view(ctx: ChangeContext, node: str, lang: str = DEFAULT_LANGUAGE) -> G
     if ctx.writer is not None:
         objects = SplitWriter(ctx.writer).read(node, name)
     else:
-        shared, configmap = cached_objects(ctx)
+        shared, configmap = pipeline.cached_objects(ctx)
         objects = SplitObjects(None, shared, configmap, None, None)
     if objects.shared is None:
         raise PlanRefused(RefusalCode.DAEMONSET_NOT_FOUND, "plugin-not-found")
@@ -231,7 +220,7 @@ def _governing(objects: SplitObjects) -> Manifest:
 # plan, preview, apply --------------------------------------------------------------------
 
 
-def split_objects(ctx: ChangeContext, node: str, objects: SplitObjects) -> ReadObjects:
+def split_objects(ctx: ChangeContext, node: str, objects: SplitObjects) -> pipeline.ReadObjects:
     """The objects a split plan was made from, keyed for the freshness token."""
     ns, shared = ctx.settings.plugin_target.namespace, _shared_name(ctx)
     own = own_name(shared, node)
@@ -265,7 +254,7 @@ def _plan(
     if objects.node is None:
         raise PlanRefused(RefusalCode.NODE_NOT_FOUND, "node-not-in-cluster", node=request.node)
     read = split_objects(ctx, request.node, objects)
-    check_token(expected, read)
+    pipeline.check_token(expected, read)
     shared_status = (objects.shared or {}).get("status") or {}
     plan = plan_split(
         request,
@@ -279,7 +268,7 @@ def _plan(
         shared_nodes=int(shared_status.get("desiredNumberScheduled") or 0),
         rollback=rollback,
     )
-    return plan, token_of(read)
+    return plan, pipeline.token_of(read)
 
 
 class SplitKind:
@@ -330,7 +319,7 @@ class SplitKind:
             forced=admin.forced,
         )
         applied = SplitWriter(writer).apply(plan, record=record)
-        await_read_back(ctx, applied.written)
+        pipeline.await_read_back(ctx, applied.written)
         ctx.snapshots.poke()
         return AppliedSplit(plan, applied)
 
@@ -345,14 +334,14 @@ def preview_split(
     ctx: ChangeContext, principal: Principal, request: SplitRequest, *, rollback: bool = False
 ) -> SplitPreview:
     """The plan with its diffs and the server's dry run; raises PlanRefused/ClusterError."""
-    return preview_change(ctx, principal, SPLIT, request, rollback=rollback)
+    return pipeline.preview_change(ctx, principal, SPLIT, request, rollback=rollback)
 
 
 def apply_split(
     ctx: ChangeContext, admin: Admin, request: SplitRequest, expected: str | None
 ) -> AppliedSplit:
     """Write the split planned from the objects as they are now; audit it as a change."""
-    return apply_change(ctx, admin, SPLIT, request, expected)
+    return pipeline.apply_change(ctx, admin, SPLIT, request, expected)
 
 
 def change_split(
@@ -365,4 +354,4 @@ def change_split(
             return preview_split(ctx, asked.admin.principal, change).out(asked.lang)
         return apply_split(ctx, asked.admin, change, asked.expected).out(asked.lang)
 
-    return or_no_change(answer, asked)
+    return pipeline.or_no_change(answer, asked)

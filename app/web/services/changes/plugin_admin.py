@@ -34,6 +34,7 @@ from app.i18n.coded import worded_values
 from app.i18n.translate import DEFAULT_LANGUAGE
 from app.kube.writer import ApplyResult, DryRunResult, PluginWriter
 from app.web.auth.principal import Admin, Principal
+from app.web.services.changes import pipeline
 from app.web.services.changes.mode_rollout import (
     FailingNodes,
     check_choice,
@@ -41,20 +42,7 @@ from app.web.services.changes.mode_rollout import (
     restore_when_done,
     with_rollout,
 )
-from app.web.services.changes.pipeline import (
-    Asked,
-    ChangeContext,
-    ReadObjects,
-    apply_change,
-    await_read_back,
-    cached_objects,
-    check_token,
-    get_writer,
-    iso,
-    or_no_change,
-    preview_change,
-    token_of,
-)
+from app.web.services.changes.pipeline import Asked, ChangeContext
 from app.web.views.admin_schemas import (
     DiffOut,
     ModeAppliedOut,
@@ -124,7 +112,7 @@ class Applied:
             after=settings_out(plan.after.as_json()),
             configmapAction=plan.configmap_action.value,
             rollsPods=plan.rolls_pods,
-            appliedAt=iso(result.applied_at),
+            appliedAt=pipeline.iso(result.applied_at),
             generation=self.generation,
             resourceVersions={
                 "daemonset": resource_version(result.daemonset),
@@ -168,7 +156,7 @@ def build_preview(
 
 def mode_objects(
     ctx: ChangeContext, daemonset: Manifest | None, configmap: Manifest | None
-) -> ReadObjects:
+) -> pipeline.ReadObjects:
     """The objects a mode plan is made from, keyed for the freshness token."""
     target = ctx.settings.plugin_target
     return {
@@ -190,7 +178,7 @@ def make_plan(
     bad or stale token is refused even when nothing would change.
     """
     objects = writer.read()
-    check_token(expected, mode_objects(ctx, objects.daemonset, objects.configmap))
+    pipeline.check_token(expected, mode_objects(ctx, objects.daemonset, objects.configmap))
     return plan_change(
         objects.daemonset,
         objects.configmap,
@@ -223,7 +211,9 @@ class ModeKind:
         plan = make_plan(ctx, writer, request, expected=expected)
         if rollback:
             plan = dataclasses.replace(plan, kind="rollback")
-        return plan, token_of(mode_objects(ctx, plan.daemonset_before, plan.configmap_before))
+        return plan, pipeline.token_of(
+            mode_objects(ctx, plan.daemonset_before, plan.configmap_before)
+        )
 
     def preview(
         self, ctx: ChangeContext, writer: PluginWriter, plan: ChangePlan, token: str
@@ -259,7 +249,7 @@ def preview_mode(
     expected: str | None = None,
 ) -> Preview:
     """The preview of a mode change; raises PlanRefused/ClusterError."""
-    return preview_change(ctx, principal, MODE, change, expected=expected)
+    return pipeline.preview_change(ctx, principal, MODE, change, expected=expected)
 
 
 def apply_mode(
@@ -275,7 +265,7 @@ def apply_mode(
     `pass_failing` None: the admin has not chosen, refused (RolloutWouldHold) when failing
     nodes would hold the rollout.
     """
-    return apply_change(ctx, admin, MODE, change, expected, pass_failing=pass_failing)
+    return pipeline.apply_change(ctx, admin, MODE, change, expected, pass_failing=pass_failing)
 
 
 def write_mode(
@@ -306,8 +296,8 @@ def write_mode(
         plan.kind,
         extra={"user": admin.user, "after": plan.after.as_json(), "forced": admin.forced},
     )
-    await_read_back(ctx, (result.daemonset, result.configmap))
-    restore_when_done(ctx, get_writer(ctx), rollout)
+    pipeline.await_read_back(ctx, (result.daemonset, result.configmap))
+    restore_when_done(ctx, pipeline.get_writer(ctx), rollout)
     ctx.snapshots.poke()
     return Applied(plan, result, result.change_id, rollout)
 
@@ -323,7 +313,7 @@ def change_mode(
             return preview_mode(ctx, admin.principal, change, expected).out(asked.lang)
         return apply_mode(ctx, admin, change, expected, pass_failing=pass_failing).out(asked.lang)
 
-    return or_no_change(answer, asked)
+    return pipeline.or_no_change(answer, asked)
 
 
 # reading the current mode ----------------------------------------------------------------
@@ -332,7 +322,7 @@ def change_mode(
 def config_view(ctx: ChangeContext) -> dict[str, Any]:
     """The current mode and settings, for the API and the form."""
     settings = ctx.settings
-    daemonset, configmap = cached_objects(ctx)
+    daemonset, configmap = pipeline.cached_objects(ctx)
     view: dict[str, Any] = {
         "daemonset": {
             "name": settings.plugin_target.name,
@@ -370,7 +360,7 @@ def config_view(ctx: ChangeContext) -> dict[str, Any]:
 def allocation_policy_offered(ctx: ChangeContext) -> bool:
     """Whether the plugin reads `sharedDevicesAllocationPolicy` (v0.20+; an unknown version
     is given the benefit of the doubt, as the planner does)."""
-    daemonset, _ = cached_objects(ctx)
+    daemonset, _ = pipeline.cached_objects(ctx)
     if daemonset is None:
         return False
     version = read_plugin_spec(daemonset).version
