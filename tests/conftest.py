@@ -11,9 +11,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 from hypothesis import HealthCheck, settings
+from starlette.applications import Starlette
 
 from app.settings import Settings
 from app.simulator.world.cluster import SimulatedCluster
+from app.web.runtime import Runtime
 from app.web.server import build_app
 from tests.live import LiveServer, stop_together, wait_for
 
@@ -25,6 +27,14 @@ settings.load_profile("gpu-slots")
 
 AGENT_TOKEN = "test-agent-token"
 ADMIN_TOKEN = "test-admin-token"
+
+
+def runtime_of(app: object) -> Runtime:
+    """A dashboard's Runtime, typed: Starlette's `app.state` is not, so the tests' type pass
+    would check nothing read through `app.state.runtime`."""
+    assert isinstance(app, Starlette)
+    value: Runtime = app.state.runtime
+    return value
 
 
 @dataclass

@@ -11,8 +11,9 @@ from fastapi import FastAPI
 from app.clock import utc_now
 from app.domain.cluster import Manifest
 from app.web.app import create_app
+from app.web.runtime import Runtime
 from app.web.services.snapshots.builder import Clock
-from tests.conftest import stack_settings
+from tests.conftest import runtime_of, stack_settings
 from tests.domain.worlds import world
 
 
@@ -67,6 +68,13 @@ class FakeSource:
             return self.generation
 
 
+def fake_source(runtime: Runtime) -> FakeSource:
+    """The FakeSource a dashboard was made with (its runtime knows it as any source)."""
+    source = runtime.source
+    assert isinstance(source, FakeSource)
+    return source
+
+
 def app_with_world(
     *, clock: Clock = utc_now, refresh_interval_s: float = 5.0, **settings: object
 ) -> FastAPI:
@@ -83,5 +91,5 @@ def app_with_world(
         clock=clock,
         refresh_interval_s=refresh_interval_s,
     )
-    app.state.runtime.snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     return app

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web.app import create_app
-from tests.conftest import AGENT_TOKEN, stack_settings
+from tests.conftest import AGENT_TOKEN, runtime_of, stack_settings
 from tests.web.fakes import FakeSource
 
 URL = "/api/v1/agent/reports"
@@ -51,7 +51,7 @@ def client() -> Iterator[TestClient]:
 
 
 def stored_used(client: TestClient, node: str = "gpu-1") -> int | None:
-    stored = client.app.state.runtime.reports.latest().get(node)  # type: ignore[attr-defined]
+    stored = runtime_of(client.app).reports.latest().get(node)
     return None if stored is None else stored.report.gpus[0].memory_used_mib
 
 

@@ -103,7 +103,8 @@ def test_a_forced_write_applies_blind_and_is_audited_as_forced(
         assert split_applied.status_code == 200, split_applied.text
     assert mode(admin) == ("time-slicing", 4)
     lines = [r for r in caplog.records if r.name == "gpu_slots.audit"]
-    assert [(r.kind, r.forced) for r in lines] == [("change", True), ("split", True)]  # type: ignore[attr-defined]
+    audited = [(r.__dict__["kind"], r.__dict__["forced"]) for r in lines]  # fields from extra=
+    assert audited == [("change", True), ("split", True)]
     assert all("forced: applied without a preview" in r.getMessage() for r in lines)
     assert [(c["kind"], c["forced"]) for c in changes(admin)] == [("split", True), ("mode", True)]
     page = changes_page(admin)  # the change list says so of each, in words

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.web.app import create_app
 from tests import factories as f
-from tests.conftest import AGENT_TOKEN, stack_settings
+from tests.conftest import AGENT_TOKEN, runtime_of, stack_settings
 from tests.web.fakes import FakeSource
 
 RESERVATION = "kai-resource-reservation/gpu-reservation-gpu-1-g1"
@@ -49,7 +49,7 @@ def client() -> TestClient:
         "/api/v1/agent/reports", json=body, headers={"Authorization": f"Bearer {AGENT_TOKEN}"}
     )
     assert answer.status_code == 202, answer.text
-    app.state.runtime.snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     return test_client
 
 

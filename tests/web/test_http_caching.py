@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.web.compression import accepts_gzip, matches
+from tests.conftest import runtime_of
 from tests.web.fakes import app_with_world
 
 PLAIN = {"Accept-Encoding": "identity"}
@@ -41,7 +42,7 @@ def test_a_repeated_request_with_the_etag_gets_304_and_no_body(
 
 
 def test_a_changed_body_gets_a_new_etag_and_the_old_one_a_full_answer(client: TestClient) -> None:
-    runtime = client.app.state.runtime  # type: ignore[attr-defined]
+    runtime = runtime_of(client.app)
     etag = client.get("/api/v1/summary", headers=PLAIN).headers["etag"]
     runtime.snapshots.rebuild()  # a new snapshot: generated_at moves on
 

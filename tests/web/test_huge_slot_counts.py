@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.web.app import create_app
 from app.web.views.slot_runs import GRID_MAX_CELLS, SlotRun, slot_runs
 from tests import factories as f
-from tests.conftest import AGENT_TOKEN, stack_settings
+from tests.conftest import AGENT_TOKEN, runtime_of, stack_settings
 from tests.domain.worlds import snap, ts_world
 from tests.web.fakes import FakeSource
 
@@ -53,7 +53,7 @@ def test_a_page_of_100000_replicas_stays_small_and_memory_flat() -> None:
     headers = {"Authorization": f"Bearer {AGENT_TOKEN}"}
     assert client.post("/api/v1/agent/reports", json=body, headers=headers).status_code == 202
     rss = _rss_mib()
-    app.state.runtime.snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     for path in ("/", "/nodes/gpu-1"):
         page = client.get(path)
         assert page.status_code == 200, path

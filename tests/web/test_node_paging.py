@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.web.app import create_app
 from tests import factories as f
-from tests.conftest import stack_settings
+from tests.conftest import runtime_of, stack_settings
 from tests.domain.worlds import world
 from tests.web.fakes import FakeSource
 
@@ -26,7 +26,7 @@ def client() -> TestClient:
         daemonsets=[state.daemonset] if state.daemonset else [],
     )
     app = create_app(stack_settings(), source=source)
-    app.state.runtime.snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     return TestClient(app)
 
 
@@ -87,7 +87,7 @@ def test_a_node_deleted_between_pages_does_not_lose_the_next_ones() -> None:
     state = world(nodes=[f.node(name, allocatable=4) for name in NAMES])
     source = FakeSource(nodes=list(state.nodes), daemonsets=[state.daemonset])
     app = create_app(stack_settings(), source=source)
-    runtime = app.state.runtime
+    runtime = runtime_of(app)
     runtime.snapshots.rebuild()
     client = TestClient(app)
     first = client.get("/api/v1/nodes", params={"limit": 5}).json()

@@ -13,11 +13,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
-from app.web.runtime import Runtime
 from app.web.services.snapshots.service import SnapshotService
+from tests.conftest import runtime_of
 from tests.live import wait_for
 from tests.web.fakes import app_with_world
 from tests.web.test_agent_reports import AUTH, URL, report
@@ -34,11 +33,6 @@ class Clock:
         return self.now
 
 
-def _runtime(app: FastAPI) -> Runtime:
-    value: Runtime = app.state.runtime
-    return value
-
-
 def _post(client: TestClient, clock: Clock, *, used: int = 100) -> None:
     body = report(at=clock.now.isoformat(), used=used)
     assert client.post(URL, json=body, headers=AUTH).status_code == 202
@@ -52,7 +46,7 @@ def _reported(*, refresh_interval_s: float) -> tuple[Clock, TestClient, Snapshot
     )
     client = TestClient(app)
     _post(client, clock)
-    return clock, client, _runtime(app).snapshots
+    return clock, client, runtime_of(app).snapshots
 
 
 def _agent(client: TestClient) -> dict[str, Any]:
@@ -68,7 +62,7 @@ def test_a_renewed_report_asks_no_build_and_new_readings_ask_one(
     clock = Clock()
     app = app_with_world(clock=clock, agent_stale_after_s=STALE_AFTER_S)  # no lifespan
     client = TestClient(app)
-    snapshots = _runtime(app).snapshots
+    snapshots = runtime_of(app).snapshots
     _post(client, clock)  # a node's first report: built at once
     assert asked == ["build"]
     snapshots.rebuild()
@@ -89,7 +83,7 @@ def test_a_renewed_report_asks_no_build_and_new_readings_ask_one(
 def test_an_agent_that_stops_reporting_is_flagged_stale_when_the_threshold_passes() -> None:
     clock = Clock()
     app = app_with_world(clock=clock, refresh_interval_s=3600, agent_stale_after_s=STALE_AFTER_S)
-    snapshots = _runtime(app).snapshots
+    snapshots = runtime_of(app).snapshots
     _post(TestClient(app), clock)  # before the loop starts: its first build takes it in
     with TestClient(app) as client:  # the snapshot loop runs; its periodic build is an hour off
         wait_for(lambda: snapshots.builds == 2, what="the loop's first build")
@@ -111,7 +105,7 @@ def test_an_agent_that_stops_reporting_is_flagged_stale_when_the_threshold_passe
 def test_findings_are_worded_in_the_node_list_and_the_node_answer() -> None:
     app = app_with_world(clock=Clock(), agent_stale_after_s=STALE_AFTER_S)
     client = TestClient(app)
-    _runtime(app).snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     [node] = client.get("/api/v1/nodes").json()["nodes"]
     [missing] = [f for f in node["findings"] if f["code"] == "agent-report-missing"]
     assert missing["title"].startswith("No agent report from gpu-1:")
@@ -151,7 +145,7 @@ def test_a_lone_report_with_new_readings_is_not_held_back_a_stream_is() -> None:
     with new readings came during that build; a lone one is built at once (reports posted
     one after another, each awaited in the summary, came 0.1-0.15 s late at 5,000 nodes)."""
     app = app_with_world(clock=Clock(), agent_stale_after_s=STALE_AFTER_S)
-    snapshots = _runtime(app).snapshots
+    snapshots = runtime_of(app).snapshots
     seen = snapshots._source.generation
     started = time.monotonic()
     snapshots._pace(seen, 30.0)  # nothing came during the build

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.report import AgentReport
 from app.web.app import create_app
-from tests.conftest import stack_settings
+from tests.conftest import runtime_of, stack_settings
 from tests.web.fakes import FakeSource
 from tests.web.test_agent_reports import AUTH, URL, report
 
@@ -25,7 +25,7 @@ def test_reports_of_two_nodes_share_field_sets_and_read_as_posted(client: TestCl
     bodies = [report(node="gpu-1", used=100), report(node="gpu-2", used=200)]
     for body in bodies:
         assert client.post(URL, json=body, headers=AUTH).status_code == 202
-    stored = client.app.state.runtime.reports.latest()  # type: ignore[attr-defined]
+    stored = runtime_of(client.app).reports.latest()
     one, two = stored["gpu-1"].report, stored["gpu-2"].report
 
     gpu_one, gpu_two = one.gpus[0], two.gpus[0]

@@ -16,9 +16,8 @@ from fastapi.testclient import TestClient
 
 from app.node_tokens import node_token
 from app.web.app import create_app
-from app.web.runtime import Runtime
 from tests import factories as f
-from tests.conftest import AGENT_TOKEN, stack_settings
+from tests.conftest import AGENT_TOKEN, runtime_of, stack_settings
 from tests.web.fakes import FakeSource
 
 URL = "/api/v1/agent/reports"
@@ -77,17 +76,12 @@ def make_app(clock: Clock, **settings: object) -> FastAPI:
         nodes=list(state.nodes), pods=list(state.pods), daemonsets=[state.daemonset]
     )
     app = create_app(stack_settings(**values), source=source, clock=clock)
-    runtime(app).snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     return app
 
 
-def runtime(app: FastAPI) -> Runtime:
-    value: Runtime = app.state.runtime
-    return value
-
-
 def stored_at(app: FastAPI, node: str = "gpu-1") -> datetime | None:
-    stored = runtime(app).reports.latest().get(node)
+    stored = runtime_of(app).reports.latest().get(node)
     return None if stored is None else stored.report.collected_at
 
 
@@ -139,8 +133,8 @@ def test_report_beyond_its_bounds_is_422_and_the_previous_report_stays(
     response = post(app, report(gpus=gpus))
     assert response.status_code == 422, why
     assert stored_at(app) == NOW - timedelta(seconds=5)
-    snapshot = runtime(app).snapshots.rebuild()
-    assert runtime(app).snapshots.last_error is None
+    snapshot = runtime_of(app).snapshots.rebuild()
+    assert runtime_of(app).snapshots.last_error is None
     assert [n.physical_gpus for n in snapshot.nodes if n.name == "gpu-1"] == [2]
 
 
@@ -196,11 +190,11 @@ def test_reports_of_made_up_nodes_take_bounded_space_and_go_when_stale(
         body = report(f"made-up-{index}", gpus=[gpu(i) for i in range(8)])
         assert client.post(URL, json=body, headers=SHARED).status_code == 202
     assert client.post(URL, json=report("gpu-1"), headers=SHARED).status_code == 202
-    store = runtime(opted_in).reports
+    store = runtime_of(opted_in).reports
     assert store.unknown_nodes == 64
     assert "made-up-199" in store.latest() and "made-up-135" not in store.latest()
     assert "gpu-1" in store.latest()
 
     clock.now = NOW + timedelta(seconds=91)  # agent_stale_after_s is 90
-    runtime(opted_in).snapshots.rebuild()
+    runtime_of(opted_in).snapshots.rebuild()
     assert sorted(store.latest()) == ["gpu-1"]

@@ -29,7 +29,7 @@ from app.web.services.snapshots import derived
 from app.web.services.snapshots.render_cache import HOT_KEY_S
 from tests.bench.cluster_gen import plugin_daemonset
 from tests.conftest import stack_settings
-from tests.web.fakes import FakeSource
+from tests.web.fakes import FakeSource, fake_source
 
 
 def _pod(name: str, namespace: str = "kube-system") -> Manifest:
@@ -117,7 +117,7 @@ def test_an_admin_change_is_seen_at_once_before_any_build(computed: Computed) ->
     assert module.rollout_view(ctx).state == "done"
 
     # an admin's write, read back into the cache; no snapshot built since
-    runtime.source.set("daemonsets", [_daemonset(2)])  # type: ignore[attr-defined]
+    fake_source(runtime).set("daemonsets", [_daemonset(2)])
     view = module.rollout_view(ctx)
     assert view.generation == 2 and view.status is not None and view.status.generation == 2
     assert view.state != "done", "the old generation's status is never shown for the new one"
@@ -200,7 +200,7 @@ def test_readers_of_an_admin_change_wait_for_one_status(
         return counting(*args, **kw)
 
     monkeypatch.setattr(module, "rollout_status", slow)
-    runtime.source.set("daemonsets", [_daemonset(2)])  # type: ignore[attr-defined]
+    fake_source(runtime).set("daemonsets", [_daemonset(2)])
     seen: list[Any] = []
     readers = [threading.Thread(target=lambda: seen.append(module.rollout_view(ctx).status))]
     readers[0].start()

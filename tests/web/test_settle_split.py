@@ -8,7 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from app.domain.cluster import Manifest
-from tests.conftest import Stack
+from tests.conftest import Stack, runtime_of
 from tests.web.test_gpu_split_api import GIVE_GPU_1, NODE, OWN, admin, put
 
 __all__ = ["admin"]
@@ -42,7 +42,7 @@ def lagging(items: Callable[[str], list[Manifest]]) -> Callable[[str], list[Mani
 def test_a_split_answers_once_the_cache_holds_the_daemonset_it_created(
     admin: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    runtime = admin.app.state.runtime
+    runtime = runtime_of(admin.app)
     monkeypatch.setattr(runtime.source, "items", lagging(runtime.source.items))
     applied = put(admin, NODE, {**GIVE_GPU_1, "confirmHostProcesses": True})
     assert applied.status_code == 200, applied.text

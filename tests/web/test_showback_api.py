@@ -24,8 +24,8 @@ from app.web.app import create_app
 from app.web.services.history.sampler import MAX_CORE_SHARE, HistorySampler
 from tests import factories as f
 from tests.bench.history_bench import held_cluster
-from tests.conftest import AGENT_TOKEN, stack_settings
-from tests.web.fakes import FakeSource
+from tests.conftest import AGENT_TOKEN, runtime_of, stack_settings
+from tests.web.fakes import FakeSource, fake_source
 
 INTERVAL_S = 60.0  # the product samples every 15 s by default; fewer samples, same sums
 START = f.NOW
@@ -77,13 +77,13 @@ def _app(path: Path | None, clock: Clock, **settings: Any) -> tuple[FastAPI, Tes
     app = create_app(stack_settings(**values, **settings), source=_source(), clock=clock)
     client = TestClient(app)
     _report(client, clock)
-    app.state.runtime.snapshots.rebuild()
+    runtime_of(app).snapshots.rebuild()
     return app, client
 
 
 def _run(app: FastAPI, clock: Clock, samples: int) -> None:
     """`samples` samples, one per interval (the clock moved by hand: nothing waits)."""
-    sampler = app.state.runtime.history.sampler
+    sampler = runtime_of(app).history.sampler
     for _ in range(samples):
         assert sampler.sample_now() is not None
         clock.now += timedelta(seconds=INTERVAL_S)
@@ -222,14 +222,15 @@ def test_without_a_path_the_history_is_kept_in_memory(made: Made) -> None:
 
 def test_disk_full_is_said_on_the_page_and_kept_figures_stay(made: Made) -> None:
     app, client, clock = made(samples=60)
-    runtime = app.state.runtime
+    runtime = runtime_of(app)
     history = runtime.history
     kept = history.sampler.store
     # the file capped at its size: SQLite's own "database or disk is full", as on a full
     # volume; reads go on
     kept.limit_pages(kept.page_count())
     crowd = [f.pod(f"job-{n}", namespace=f"team-{n}") for n in range(300)]
-    runtime.source.set("pods", [*runtime.source.items("pods"), *crowd])
+    source = fake_source(runtime)
+    source.set("pods", [*source.items("pods"), *crowd])
     runtime.snapshots.rebuild()  # 300 new teams: rows that need new pages
     _run(app, clock, 2)
     problem = history.problem()
@@ -244,7 +245,7 @@ def test_disk_full_is_said_on_the_page_and_kept_figures_stay(made: Made) -> None
 def test_history_outlives_a_restart_on_the_same_file(made: Made, tmp_path: Path) -> None:
     first, client, clock = made(samples=60)
     before = client.get("/api/v1/showback", params=_window(1)).json()
-    first.state.runtime.history.sampler.store.close()
+    runtime_of(first).history.sampler.store.close()
     _again, client_again = _app(tmp_path / "h.sqlite", clock)
     assert client_again.get("/api/v1/showback", params=_window(1)).json() == before
     assert before["totals"]["gpuHours"] == 0.75
@@ -271,13 +272,13 @@ def test_retention_prunes_the_file_and_restarts_keep_the_rest(
         return sorted(h["pod"] for gpu in answer.json()["gpus"] for h in gpu["holders"])
 
     first, _ = an_hour_from(START)
-    first.state.runtime.history.sampler.store.close()
+    runtime_of(first).history.sampler.store.close()
     later = START + timedelta(hours=20)
     second, client = an_hour_from(later)
-    assert second.state.runtime.history.retention_days == 1
+    assert runtime_of(second).history.retention_days == 1
     window = {"from": START.isoformat(), "to": (later + timedelta(hours=1)).isoformat()}
     assert client.get("/api/v1/showback", params=window).json()["totals"]["gpuHours"] == 1.5
-    second.state.runtime.history.sampler.store.close()
+    runtime_of(second).history.sampler.store.close()
     third, client = an_hour_from(START + timedelta(hours=26))
     assert pods_at(client, START + timedelta(minutes=30)) == []  # pruned
     assert pods_at(client, later + timedelta(minutes=30)) == ["ml/train", "serving/infer"]
@@ -285,7 +286,7 @@ def test_retention_prunes_the_file_and_restarts_keep_the_rest(
     assert client.get("/api/v1/showback", params=window).json()["totals"]["gpuHours"] == 0.75
     old = {"from": START.isoformat(), "to": later.isoformat()}
     assert client.get("/api/v1/showback", params=old).status_code == 422  # over the retention
-    third.state.runtime.history.sampler.store.close()
+    runtime_of(third).history.sampler.store.close()
 
 
 def test_two_replicas_give_the_same_answers(tmp_path: Path) -> None:
@@ -311,7 +312,7 @@ def test_two_dashboards_on_one_file_one_writes_the_other_says_so_and_takes_over(
     process writes; once the first ended, the other writes on from where it left off."""
     path, clock = tmp_path / "h.sqlite", Clock()
     (first, first_client), (second, second_client) = _app(path, clock), _app(path, clock)
-    samplers = [app.state.runtime.history.sampler for app in (first, second)]
+    samplers = [runtime_of(app).history.sampler for app in (first, second)]
     for _ in range(60):
         for sampler in samplers:
             assert sampler.sample_now() is not None
@@ -412,7 +413,7 @@ def test_node_history_page_draws_a_timeline_per_gpu(made: Made, lang: str, words
 
 def test_holds_between_are_the_spans_inside_the_window(made: Made) -> None:
     app, _, _ = made(samples=60)
-    store = app.state.runtime.history.sampler.store
+    store = runtime_of(app).history.sampler.store
     start = START + timedelta(minutes=30)
     spans = store.holds_between(
         "gpu-1", start.timestamp(), (start + timedelta(hours=2)).timestamp()
@@ -427,7 +428,7 @@ def test_a_costly_sample_stands_for_longer_so_sampling_stays_under_a_twentieth_o
     made: Made,
 ) -> None:
     app, _, clock = made(samples=1)
-    snapshot = app.state.runtime.snapshots.current()
+    snapshot = runtime_of(app).snapshots.current()
 
     def slow_pods() -> list[f.Manifest]:  # 20 ms of this thread's CPU: a big cluster's pass
         until = time.thread_time() + 0.02

@@ -16,8 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.domain.cluster import Manifest
-from tests.web.fakes import FakeSource
-from tests.web.test_report_trust import NOW, URL, Clock, make_app, runtime
+from tests.conftest import runtime_of
+from tests.web.fakes import FakeSource, fake_source
+from tests.web.test_report_trust import NOW, URL, Clock, make_app
 
 
 class BrokenPods(FakeSource):
@@ -33,10 +34,10 @@ class BrokenPods(FakeSource):
 
 def test_failed_build_serves_the_last_good_snapshot_stale_with_the_reason() -> None:
     app = make_app(Clock())
-    service = runtime(app).snapshots
+    service = runtime_of(app).snapshots
     good = service.current()
     assert good is not None and not good.stale
-    source = BrokenPods(**runtime(app).source.collections)  # type: ignore[attr-defined]
+    source = BrokenPods(**fake_source(runtime_of(app)).collections)
     service._source = source  # the same collections, now failing
     source.broken = True
     client = TestClient(app)
@@ -63,8 +64,8 @@ def test_failed_build_serves_the_last_good_snapshot_stale_with_the_reason() -> N
 
 def test_build_failing_from_the_start_says_why_in_readyz() -> None:
     app = make_app(Clock())
-    service = runtime(app).snapshots
-    source = BrokenPods(**runtime(app).source.collections)  # type: ignore[attr-defined]
+    service = runtime_of(app).snapshots
+    source = BrokenPods(**fake_source(runtime_of(app)).collections)
     source.broken = True
     service._source = source
     service._current = service._good = None  # a fresh process whose first build fails
@@ -136,8 +137,8 @@ def test_random_reports_over_http_never_stop_the_snapshot(reports: list[dict[str
     for body in reports:
         response = client.post(URL, json=body, headers=headers)
         assert response.status_code in (202, 200, 409, 422), response.text
-    snapshot = runtime(app).snapshots.rebuild()
-    assert runtime(app).snapshots.last_error is None
+    snapshot = runtime_of(app).snapshots.rebuild()
+    assert runtime_of(app).snapshots.last_error is None
     assert [node.name for node in snapshot.nodes] == ["gpu-1", "gpu-2"]
     assert client.get("/").status_code == 200
     assert client.get("/nodes/gpu-1").status_code == 200
@@ -188,7 +189,7 @@ def test_reports_at_the_edges_of_their_bounds_are_taken_and_the_snapshot_builds(
     }
     response = client.post(URL, json=body, headers={"Authorization": "Bearer " + "t" * 24})
     assert response.status_code == 202, response.text
-    snapshot = runtime(app).snapshots.rebuild()
+    snapshot = runtime_of(app).snapshots.rebuild()
     [state] = [n for n in snapshot.nodes if n.name == node]
     assert state.physical_gpus == len(gpus)
     assert client.get(f"/nodes/{node}").status_code == 200

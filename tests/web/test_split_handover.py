@@ -26,7 +26,7 @@ from app.kube.handover import HandOver, Lingered
 from app.kube.split_writer import SplitWriter
 from app.web.services.changes.gpu_split import preview_split
 from app.web.services.changes.pipeline import writer_for
-from tests.conftest import Stack
+from tests.conftest import Stack, runtime_of
 from tests.web.test_gpu_split_api import BEARER, BLIND, GPU, NODE, NS, OWN, SHARED, admin, put
 from tests.web.test_gpu_split_undo import node_labels
 from tests.web.test_writes_truth import ADMIN, CONFIRMED, NOW
@@ -133,7 +133,7 @@ def test_the_hand_over_waits_for_the_old_pod_within_its_bound(admin: Stack, leav
 
 
 def test_a_wait_that_cannot_read_the_pods_ends_at_its_bound_and_says_so(admin: Stack) -> None:
-    runtime = admin.app.state.runtime
+    runtime = runtime_of(admin.app)
     request = SplitRequest(NODE, (GPU[1], GPU[2], GPU[3]), confirm_host_processes=True)
     plan = preview_split(runtime.changes, ADMIN, request).plan
     admin.simulator.fail_next(verb="list", kind="Pod", code=500, count=1000)

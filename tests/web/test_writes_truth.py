@@ -21,7 +21,7 @@ from app.web.auth.principal import Principal
 from app.web.http.errors import cluster_status
 from app.web.services.changes.gpu_split import preview_split
 from app.web.services.changes.pipeline import writer_for
-from tests.conftest import Stack
+from tests.conftest import Stack, runtime_of
 from tests.web.test_gpu_split_api import GIVE_GPU_1, GPU, NODE, OWN, SHARED, admin, daemonsets, put
 
 __all__ = ["admin"]  # the fixture
@@ -34,7 +34,7 @@ NOW = datetime(2026, 12, 3, tzinfo=UTC)
 def test_the_loser_of_two_concurrent_splits_gets_409_naming_the_winners_change(
     admin: Stack,
 ) -> None:
-    runtime = admin.app.state.runtime
+    runtime = runtime_of(admin.app)
     request = SplitRequest(NODE, (GPU[1], GPU[2], GPU[3]), confirm_host_processes=True)
     losing = preview_split(runtime.changes, ADMIN, request).plan  # planned before the winner wrote
     won = put(admin, NODE, CONFIRMED)
@@ -68,10 +68,11 @@ def test_an_applied_split_and_its_undo_each_leave_one_audit_line(
             headers={"Authorization": "Bearer test-admin-token"},
         )
         assert undone.status_code == 200, undone.text
-    lines = [r for r in caplog.records if r.name == "gpu_slots.audit"]
-    assert [(r.kind, r.node, r.outcome) for r in lines] == [  # type: ignore[attr-defined]
+    # the audit's fields come through `extra=`, into each record's __dict__
+    lines = [r.__dict__ for r in caplog.records if r.name == "gpu_slots.audit"]
+    assert [(r["kind"], r["node"], r["outcome"]) for r in lines] == [
         ("split", NODE, "applied"),
         ("rollback", NODE, "applied"),
     ]
-    assert lines[0].change_id == change  # type: ignore[attr-defined]
-    assert lines[1].rolls_back == change  # type: ignore[attr-defined]
+    assert lines[0]["change_id"] == change
+    assert lines[1]["rolls_back"] == change
