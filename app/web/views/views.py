@@ -26,7 +26,6 @@ from app.web.views.finding_groups import cause_code, element_id, finding_key, gr
 from app.web.views.finding_text import (
     demand_reason,
     finding_explanation,
-    finding_summary,
     finding_title,
     remedy_text,
 )
@@ -271,22 +270,16 @@ def mode_counts(snapshot: Snapshot) -> list[tuple[str, int, int]]:
     return [(mode, replicas, n) for (mode, replicas), n in counts.most_common()]
 
 
-# The helpers the templates call by their own names, then the ones they call otherwise.
-_BY_NAME = (
+# The helpers the templates call, by their own names (`v.<name>`).
+_HELPERS = (
     *(worst_finding, plugin_state, plugin_ok, gpus_editable, gpu_severity, unavailable_slots),
     *(figures.mib, figures.seconds, figures.age, spark_svg, finding_key, most_severe),
     *(slot_cells, slot_grid, memory_split, severity_of, gpu_groups, where, unplaced_pods),
     *(slot_bar, dra_grid, dra_held, claim_lines, node_dra_devices, health_items),
+    *(finding_title, finding_explanation, remedy_text, duration_text),
     demand_reason,
     mode_counts,
     evidence_rows,
     *(grouped, roots, element_id, cause_code),
 )
-views = SimpleNamespace(
-    **{helper.__name__: helper for helper in _BY_NAME},
-    title=finding_title,
-    explanation=finding_explanation,
-    remedy=remedy_text,
-    summary=finding_summary,
-    duration=duration_text,
-)
+views = SimpleNamespace(**{helper.__name__: helper for helper in _HELPERS})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal, Protocol
 
@@ -72,26 +72,18 @@ class HistoryChart:
     showback: Showback
 
 
+@dataclass(kw_only=True, eq=False)
 class HistoryService:
     """Answers history questions from its reader; the sampler feeds the file and /metrics."""
 
-    def __init__(
-        self,
-        *,
-        sampler: HistorySampler,
-        reader: HistoryReader | None,
-        engine: Literal["sqlite", "prometheus"],
-        retention_days: int,
-        clock: Callable[[], datetime],
-        startup_error: HistoryUnavailableError | None = None,
-    ) -> None:
-        self.sampler = sampler
-        self.engine = engine
-        self.retention_days = retention_days
-        self._reader = reader
-        self._clock = clock
-        self._startup_error = startup_error
-        self._rendered: tuple[Sample | None, bool | None, str] | None = None
+    sampler: HistorySampler
+    reader: HistoryReader | None  # None: the file could not be opened (startup_error says why)
+    engine: Literal["sqlite", "prometheus"]
+    retention_days: int
+    clock: Callable[[], datetime]
+    startup_error: HistoryUnavailableError | None = None
+    # the latest sample's /metrics text, with the sample and `writing` it was rendered for
+    _rendered: tuple[Sample | None, bool | None, str] | None = field(default=None, init=False)
 
     def metrics_text(self) -> str:
         """The latest sample's families for /metrics (empty before one), rendered once each."""
@@ -114,12 +106,12 @@ class HistoryService:
         return self.sampler.writer
 
     def now(self) -> datetime:
-        return self._clock()
+        return self.clock()
 
     def problem(self) -> HistoryUnavailableError | None:
         """Why the history is unavailable or incomplete now (None: it is fine)."""
-        if self._startup_error is not None:
-            return self._startup_error
+        if self.startup_error is not None:
+            return self.startup_error
         return self.sampler.error
 
     def showback(self, start: datetime, end: datetime, by: ShowbackBy) -> Showback:
@@ -128,7 +120,7 @@ class HistoryService:
 
     def chart(self, period: str, by: ShowbackBy) -> HistoryChart:
         length, step = PERIODS[period]
-        end = self._clock()
+        end = self.clock()
         start = end - length
         reader = self._read()
         buckets = reader.buckets(start.timestamp(), end.timestamp(), step_s=step.total_seconds())
@@ -154,7 +146,7 @@ class HistoryService:
 
     def timeline(self, node: str, *, hours: int = 24) -> NodeTimeline:
         """Who held each GPU of `node` over the last `hours`, span by span."""
-        end = self._clock()
+        end = self.clock()
         start = end - timedelta(hours=hours)
         reader = self._read()
         spans = reader.holds_between(node, start.timestamp(), end.timestamp())
@@ -172,9 +164,9 @@ class HistoryService:
         )
 
     def _read(self) -> HistoryReader:
-        if self._reader is None:  # the file could not be opened: say why
-            raise self._startup_error or HistoryUnavailableError("history.unreadable", "")
-        return self._reader
+        if self.reader is None:  # the file could not be opened: say why
+            raise self.startup_error or HistoryUnavailableError("history.unreadable", "")
+        return self.reader
 
 
 def build_history(
