@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,9 +28,16 @@ HANGUL = re.compile(r"[\uac00-\ud7a3]")
 PACE_S = 0.3
 
 
+@dataclass
+class ServedStack(Stack):
+    """A stack whose dashboard this module serves itself (stopped by `_stop`)."""
+
+    server: LiveServer
+
+
 def _start(
     *, pace: RolloutPace | None = None, scenario: str | Path = "demo", **settings: object
-) -> Stack:
+) -> ServedStack:
     simulator = SimulatedCluster(scenario, rollout_pace=pace)
     app = build_app(
         stack_settings(**settings),
@@ -41,15 +49,16 @@ def _start(
     url = server.start()
     simulator.configure_agents(report_to=url, token=AGENT_TOKEN, interval_s=0.3)
     client = httpx.Client(base_url=url, timeout=10)
-    stack = Stack(simulator=simulator, app=app, dashboard_url=url, client=client)
-    stack.server = server  # type: ignore[attr-defined]
+    stack = ServedStack(
+        simulator=simulator, app=app, dashboard_url=url, client=client, server=server
+    )
     wait_for(lambda: _all_reported(client), timeout_s=20, what="agent reports")
     return stack
 
 
-def _stop(stack: Stack) -> None:
+def _stop(stack: ServedStack) -> None:
     stack.client.close()
-    stack.server.stop()  # type: ignore[attr-defined]
+    stack.server.stop()
     stack.simulator.stop()
 
 

@@ -49,7 +49,7 @@ def demo() -> Iterator[Stack]:
 
 
 def _by_model(stack: Stack) -> dict[str, dict[str, Any]]:
-    return {m["model"]: m for m in stack.summary()["free_gpus"]}  # type: ignore[attr-defined]
+    return {m["model"]: m for m in stack.summary()["free_gpus"]}
 
 
 def test_summary_gives_free_whole_gpus_by_model_shares_and_host_held_apart(demo: Stack) -> None:

@@ -51,7 +51,7 @@ def test_thousand_slot_node_and_quantity_forms_counted_right(
 ) -> None:
     stack = make_stack(str(_scenario(tmp_path)))
     stack.wait(
-        lambda: stack.summary()["resources"].get("nvidia.com/gpu", {}).get("allocatable") == 1000,  # type: ignore[attr-defined]
+        lambda: stack.summary()["resources"].get("nvidia.com/gpu", {}).get("allocatable") == 1000,
         what="1,000 slots advertised",
     )
     node = stack.simulator.store.get(NODE, None, "gpu-node-a")
