@@ -10,6 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.web.compression import accepts_gzip, matches
 from tests.conftest import runtime_of
+from tests.live import wait_for
 from tests.web.fakes import app_with_world
 
 PLAIN = {"Accept-Encoding": "identity"}
@@ -18,7 +19,14 @@ GZIP = {"Accept-Encoding": "gzip, deflate"}
 
 @pytest.fixture
 def client() -> Iterator[TestClient]:
-    with TestClient(app_with_world()) as test_client:
+    """The app with one snapshot served throughout: its loop's first build (at start) waited
+    for, and no periodic one during a test. A build between two requests is a new body and
+    a new ETag, so without this a slow first request could see the first body and its repeat
+    the loop's."""
+    app = app_with_world(refresh_interval_s=3600)
+    with TestClient(app) as test_client:
+        snapshots = runtime_of(app).snapshots
+        wait_for(lambda: snapshots.builds == 2, what="the loop's first build")  # after the fake's
         yield test_client
 
 
