@@ -131,21 +131,20 @@ def mode_preview_page(
     runtime: Runtime,
     shown: Preview,
     principal: Principal,
-    *,
-    change: ChangeRequest | None = None,
-    undoes: str | None = None,
+    asked: ChangeRequest | str,
 ) -> HTMLResponse:
-    """The preview page of a mode change, or (`undoes`: its id) of undoing one."""
+    """The preview page of mode change `asked`, or of undoing the change whose id it is."""
+    undoing = isinstance(asked, str)
     return render_admin(
         request,
         runtime,
         "admin/preview.html",
-        title=translator(request)("title_admin_preview" if change else "rollback_preview_title"),
+        title=translator(request)("rollback_preview_title" if undoing else "title_admin_preview"),
         preview=shown,
-        change=change,
+        change=None if undoing else asked,
         principal=principal,
-        rollback=undoes is not None,
-        apply_path=UNDO_MODE_PATH.format(change=undoes) if undoes else f"{PLUGIN_PATH}/apply",
+        rollback=undoing,
+        apply_path=UNDO_MODE_PATH.format(change=asked) if undoing else f"{PLUGIN_PATH}/apply",
         rollout=rollout_view(runtime.changes),
     )
 

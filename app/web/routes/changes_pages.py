@@ -136,7 +136,7 @@ def mode_undo_preview(change: ChangeId, post: FormWriteDep) -> HTMLResponse:
         shown = preview_undo_mode(post.runtime.changes, principal, change)
     except FORM_REFUSALS as error:
         return error_page(post.request, post.runtime, error)
-    return mode_preview_page(post.request, post.runtime, shown, principal, undoes=change)
+    return mode_preview_page(post.request, post.runtime, shown, principal, change)
 
 
 @router.post(UNDO_MODE_PATH)

@@ -90,7 +90,7 @@ def preview(post: FormWriteDep, form: ModeFormDep) -> HTMLResponse:
         shown = preview_mode(post.runtime.changes, principal, change)
     except FORM_REFUSALS as error:
         return error_page(post.request, post.runtime, error)
-    return mode_preview_page(post.request, post.runtime, shown, principal, change=change)
+    return mode_preview_page(post.request, post.runtime, shown, principal, change)
 
 
 @router.post(f"{PLUGIN_PATH}/apply")
