@@ -19,7 +19,7 @@ from app.domain.changes.models import (
     RefusalCode,
 )
 from app.domain.changes.plan import current_settings, plan_change
-from app.domain.changes.records import mode_record, mode_undo_request
+from app.domain.changes.records import Authored, mode_record, mode_undo_request
 from app.domain.plugin.config import CONFIG_HASH_ANNOTATION, config_hash, parse_plugin_config
 from app.domain.snapshot import Mode
 from tests import factories as f
@@ -451,7 +451,7 @@ def test_plan_deleting_a_configmap_another_container_mounts_is_refused() -> None
 def undone(plan: ChangePlan) -> ChangePlan:
     """The plan that undoes `plan` once written: its record's settings before, planned anew."""
     ds, cm = applied(plan)
-    record = mode_record(plan, change="c-1", user="alice", at=f.NOW)
+    record = mode_record(plan, Authored("c-1", "alice", f.NOW))
     return plan_change(ds, cm, mode_undo_request(record), configmap_name=CM)
 
 

@@ -15,7 +15,7 @@ from kubernetes import client
 from app.domain.changes.history import change_id
 from app.domain.changes.models import ChangePlan, ChangeRequest, ConfigMapAction
 from app.domain.changes.plan import plan_change
-from app.domain.changes.records import mode_record
+from app.domain.changes.records import Authored, mode_record
 from app.domain.plugin_target import PluginTarget
 from app.errors import ConflictError
 from app.kube.client import make_api_client
@@ -54,7 +54,7 @@ def writer(api: client.ApiClient) -> PluginWriter:
 def apply_as(writer: PluginWriter, plan: ChangePlan, user: str) -> ApplyResult:
     """Apply `plan` with the record a service would build for `user`."""
     change = change_id(f.NOW, secrets.token_hex(3))  # one id per change, as a service makes
-    record = mode_record(plan, change=change, user=user, at=f.NOW)
+    record = mode_record(plan, Authored(change, user, f.NOW))
     return writer.apply(plan, record=record)
 
 

@@ -24,7 +24,7 @@ from kubernetes import client
 from app.domain.changes.history import change_id
 from app.domain.changes.models import ChangeRequest
 from app.domain.changes.plan import plan_change
-from app.domain.changes.records import mode_record
+from app.domain.changes.records import Authored, mode_record
 from app.domain.plugin_target import PluginTarget
 from app.kube.concurrent import CHANGE_ID_ANNOTATION, ConcurrentChange
 from app.kube.writer import ApplyResult, PluginWriter
@@ -72,7 +72,7 @@ def _writer(race: Race) -> PluginWriter:
 def _apply(writer: PluginWriter, request: ChangeRequest, *, change: str) -> ApplyResult:
     objects = writer.read()
     plan = plan_change(objects.daemonset, objects.configmap, request, configmap_name=CM)
-    return writer.apply(plan, record=mode_record(plan, change=change, user="alice", at=f.NOW))
+    return writer.apply(plan, record=mode_record(plan, Authored(change, "alice", f.NOW)))
 
 
 def _annotation(obj: Any) -> str | None:
@@ -98,7 +98,7 @@ def test_the_loser_of_two_applies_at_once_is_told_which_change_won(
     answers: dict[str, ApplyResult | Exception] = {}
 
     def one(change: str) -> None:
-        record = mode_record(plan, change=change, user=f"admin-{change[-6:]}", at=f.NOW)
+        record = mode_record(plan, Authored(change, f"admin-{change[-6:]}", f.NOW))
         start.wait()
         try:
             answers[change] = _writer(race).apply(plan, record=record)

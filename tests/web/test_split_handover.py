@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from app.domain.changes.history import change_id
-from app.domain.changes.records import split_record
+from app.domain.changes.records import Authored, split_record
 from app.domain.changes.split_models import SplitRequest
 from app.kube.calls import NamespaceCalls
 from app.kube.client import make_api_client
@@ -139,7 +139,7 @@ def test_a_wait_that_cannot_read_the_pods_ends_at_its_bound_and_says_so(admin: S
     admin.simulator.fail_next(verb="list", kind="Pod", code=500, count=1000)
     try:
         with writer_for(runtime.changes, ADMIN) as plugin_writer:
-            record = split_record(plan, change=change_id(NOW, "c0ffee"), user="bob", at=NOW)
+            record = split_record(plan, Authored(change_id(NOW, "c0ffee"), "bob", NOW))
             applied = SplitWriter(plugin_writer, handover_wait_s=0.5).apply(plan, record=record)
     finally:
         admin.simulator.clear_faults()

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from app.domain.changes.history import change_id
-from app.domain.changes.records import split_record
+from app.domain.changes.records import Authored, split_record
 from app.domain.changes.split_models import SplitRequest
 from app.kube.concurrent import ConcurrentChange
 from app.kube.split_writer import SplitWriter
@@ -45,7 +45,7 @@ def test_the_loser_of_two_concurrent_splits_gets_409_naming_the_winners_change(
         writer_for(runtime.changes, ADMIN) as plugin_writer,
         pytest.raises(ConcurrentChange) as lost,
     ):
-        record = split_record(losing, change=change_id(NOW, "b0b"), user="bob", at=NOW)
+        record = split_record(losing, Authored(change_id(NOW, "b0b"), "bob", NOW))
         SplitWriter(plugin_writer).apply(losing, record=record)
 
     assert lost.value.winner == winner

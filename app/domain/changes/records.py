@@ -10,6 +10,7 @@ the same plan, preview and apply as any change. Pure.
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -26,54 +27,51 @@ from app.domain.changes.split_models import SplitPlan, SplitRequest, SplitState
 from app.domain.snapshot import Mode
 
 
+@dataclass(frozen=True)
+class Authored:
+    """Who made a change, when, and under which id; the change it undoes (None: none); whether
+    it was applied without a preview's token. The same for every kind of change."""
+
+    change: str
+    user: str
+    at: datetime
+    rolls_back: str | None = None
+    forced: bool = False
+
+
 def mode_record(
-    plan: ChangePlan,
-    *,
-    change: str,
-    user: str,
-    at: datetime,
-    rolls_back: str | None = None,
-    rollout: dict[str, Any] | None = None,
-    forced: bool = False,
+    plan: ChangePlan, made: Authored, *, rollout: dict[str, Any] | None = None
 ) -> ChangeRecord:
     """The record of a mode change (or its rollback) as planned."""
     return ChangeRecord(
-        id=change,
+        id=made.change,
         kind="mode",
         action=plan.kind,
-        at=at,
-        user=user,
+        at=made.at,
+        user=made.user,
         summary=f"{plan.before.describe()} -> {plan.after.describe()}",
         before=plan.before,
         after=plan.after,
-        rolls_back=rolls_back,
+        rolls_back=made.rolls_back,
         rollout=rollout,
-        forced=forced,
+        forced=made.forced,
     )
 
 
-def split_record(
-    plan: SplitPlan,
-    *,
-    change: str,
-    user: str,
-    at: datetime,
-    rolls_back: str | None = None,
-    forced: bool = False,
-) -> ChangeRecord:
+def split_record(plan: SplitPlan, made: Authored) -> ChangeRecord:
     """The record of a node's split, return to shared, or their rollback, as planned."""
     return ChangeRecord(
-        id=change,
+        id=made.change,
         kind="split",
         action="rollback" if plan.kind == "rollback" else "change",
-        at=at,
-        user=user,
+        at=made.at,
+        user=made.user,
         summary=plan.describe(),
         before=plan.before,
         after=plan.after,
         node=plan.node,
-        rolls_back=rolls_back,
-        forced=forced,
+        rolls_back=made.rolls_back,
+        forced=made.forced,
     )
 
 

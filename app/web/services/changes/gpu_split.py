@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from app.domain.changes.history import ChangeRecord, change_id
 from app.domain.changes.models import PlanRefused, RefusalCode
 from app.domain.changes.preview import label_diff, object_diff
-from app.domain.changes.records import split_record, split_undo_request
+from app.domain.changes.records import Authored, split_record, split_undo_request
 from app.domain.changes.split import check_confirmed, plan_split, split_state
 from app.domain.changes.split_models import SplitPlan, SplitRequest, own_name
 from app.domain.changes.split_scope import dra_held, node_gpus, split_refusal
@@ -310,14 +310,9 @@ class SplitKind:
     ) -> AppliedSplit:
         check_confirmed(plan, request)
         now = ctx.clock()
-        record = split_record(
-            plan,
-            change=change_id(now, secrets.token_hex(3)),
-            user=admin.user,
-            at=now,
-            rolls_back=rolls_back,
-            forced=admin.forced,
-        )
+        change = change_id(now, secrets.token_hex(3))
+        made = Authored(change, admin.user, now, rolls_back=rolls_back, forced=admin.forced)
+        record = split_record(plan, made)
         applied = SplitWriter(writer).apply(plan, record=record)
         pipeline.await_read_back(ctx, applied.written)
         ctx.snapshots.poke()

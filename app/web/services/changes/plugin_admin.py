@@ -19,7 +19,7 @@ from app.domain.changes.history import ChangeRecord
 from app.domain.changes.models import ChangePlan, ChangeRequest, resource_version
 from app.domain.changes.plan import current_settings, plan_change
 from app.domain.changes.preview import NodeSlots, object_diff, slots_by_node
-from app.domain.changes.records import mode_record, mode_undo_request
+from app.domain.changes.records import Authored, mode_record, mode_undo_request
 from app.domain.changes.rollout_record import Budget, RolloutRecord
 from app.domain.cluster import Manifest
 from app.domain.dra.install import read_dra_install
@@ -281,15 +281,10 @@ def write_mode(
     passing = check_choice(ctx, plan, pass_failing)
     plan, rollout = with_rollout(ctx, plan, pass_failing=passing)
     assert rollout.change_id is not None
-    record = mode_record(
-        plan,
-        change=rollout.change_id,
-        user=admin.user,
-        at=ctx.clock(),
-        rolls_back=rolls_back,
-        rollout=rollout.as_json(),
-        forced=admin.forced,
+    made = Authored(
+        rollout.change_id, admin.user, ctx.clock(), rolls_back=rolls_back, forced=admin.forced
     )
+    record = mode_record(plan, made, rollout=rollout.as_json())
     result = writer.apply(plan, record=record)
     log.info(
         "plugin config %s applied",
