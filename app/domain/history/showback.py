@@ -79,6 +79,9 @@ def _keyed(
 
 @dataclass
 class ShowbackRow:
+    """One namespace, owner or node: GPU-hours held, of those used and idle, slot-hours by
+    resource."""
+
     key: str
     gpu_hours: float = 0.0
     used_gpu_hours: float = 0.0
@@ -88,6 +91,9 @@ class ShowbackRow:
 
 @dataclass(frozen=True)
 class Showback:
+    """GPU-hours per namespace, owner or node (`by`), most first; their sum, and the physical
+    GPU-hours of all the GPUs sampled (rounded up: the sum never exceeds it)."""
+
     by: ShowbackBy
     rows: tuple[ShowbackRow, ...]
     gpu_hours: float

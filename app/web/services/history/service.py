@@ -65,6 +65,8 @@ class NodeTimeline:
 
 @dataclass(frozen=True)
 class HistoryChart:
+    """A period's held GPU-hours per step (the chart's columns) and its showback table."""
+
     start: datetime
     end: datetime
     step: timedelta
