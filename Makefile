@@ -132,8 +132,10 @@ lint: style
 	$(BIN)/mypy
 	$(BIN)/mypy tests
 
-# The unit and API tests: every test but the tiers (tests/conftest.py marks those `tier`).
-UNIT_TESTS := -q -m "not tier"
+# The unit and API tests: every test but the tiers (tests/conftest.py marks those `tier`);
+# an idle worker takes tests queued for a busy one (worksteal), so the run does not end on
+# one worker's long queue.
+UNIT_TESTS := -q -m "not tier" --dist worksteal
 # pytest writes the bytecode of the modules it imports, and of the test modules as it rewrites
 # their asserts, even where the environment says not to (PYTHONDONTWRITEBYTECODE): else each
 # worker compiles and rewrites every module again (~8 s of CPU a worker, half its collection).
