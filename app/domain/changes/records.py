@@ -9,8 +9,7 @@ the same plan, preview and apply as any change. Pure.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -77,7 +76,7 @@ def split_record(plan: SplitPlan, made: Authored) -> ChangeRecord:
 
 def stamped(record: ChangeRecord, *, at: datetime, warnings: list[ChangeWarning]) -> ChangeRecord:
     """`record` as applied: the moment of the writes and what they warned about."""
-    return dataclasses.replace(record, at=at, warnings=tuple(warnings))
+    return replace(record, at=at, warnings=tuple(warnings))
 
 
 def mode_undo_request(record: ChangeRecord) -> ChangeRequest:
